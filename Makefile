@@ -1,0 +1,121 @@
+# vtpu: top-level build.
+#
+#   make              the module (kmod/vtpu.ko) and all of user space (build/)
+#   make check        host unit tests, then the selftests in a VM (or on the
+#                     host with VTPU_VM_FLAGS=--host) against the real module
+#   make demo         the main job: a GEMM through /dev/vtpu0, in the VM
+#   make deps         install what the build and the VM need (Debian, apt)
+#   make KDIR=...     build the module against another kernel tree
+#   make W=1 C=1      kernel warnings and sparse, passed to Kbuild
+#
+# Fragments: each directory lists its own sources in a *.mk file included
+# below; kmod/engine/engine.mk is shared with Kbuild so the engine's file
+# list and SIMD flags are written once.
+
+SRCTOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD ?= $(SRCTOP)/build
+BIN := $(BUILD)/bin
+OBJ := $(BUILD)/obj
+
+# The kernel to build against: the running one when its build tree exists,
+# else Debian's headers for the kernel tools/vtpu-vm boots.
+KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
+	  $(lastword $(sort $(wildcard /usr/src/linux-headers-*-amd64))))
+
+CC ?= cc
+OPT ?= -O2
+CFLAGS ?= $(OPT) -g
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter
+CPPFLAGS += -I$(SRCTOP)/uapi -I$(SRCTOP)/libvtpu/include \
+	-I$(SRCTOP)/kmod/engine -D_GNU_SOURCE
+DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null)
+DRM_LIBS := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
+BLAS_LIBS := -lopenblas
+LDLIBS_LIBVTPU := $(DRM_LIBS) $(BLAS_LIBS) -lz -lpthread -lm
+
+.PHONY: all module user deps check check-host check-vm demo clean \
+	kselftest-headers FORCE
+
+all: module user
+
+deps:
+	@$(SRCTOP)/tools/install-deps
+
+# ---- kernel module -------------------------------------------------------
+
+module: kmod/vtpu.ko
+
+kmod/vtpu.ko: FORCE
+	@test -n "$(KDIR)" -a -d "$(KDIR)" || { \
+	  echo "no kernel build tree: run 'make deps' or pass KDIR=" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(SRCTOP) modules
+
+# ---- user space: engine, libvtpu, tools, examples, selftests -------------
+
+include $(SRCTOP)/kmod/engine/engine.mk
+include $(SRCTOP)/libvtpu/libvtpu.mk
+include $(SRCTOP)/tools/tools.mk
+include $(SRCTOP)/examples/examples.mk
+include $(SRCTOP)/selftests/vtpu/selftests.mk
+
+ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/engine/%.o)
+LIBVTPU_OBJS := $(LIBVTPU_SRCS:%.c=$(OBJ)/libvtpu/%.o)
+LIBVTPU := $(BUILD)/lib/libvtpu.a
+
+user: $(LIBVTPU) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS)
+
+$(OBJ)/engine/%.o: $(SRCTOP)/kmod/engine/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC $(ENGINE_CFLAGS) \
+	  $(ENGINE_CFLAGS_$*) -MMD -MP -c -o $@ $<
+
+$(OBJ)/libvtpu/%.o: $(SRCTOP)/libvtpu/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(DRM_CFLAGS) $(CFLAGS) $(WARN) -fPIC -MMD -MP \
+	  -c -o $@ $<
+
+$(LIBVTPU): $(LIBVTPU_OBJS) $(ENGINE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(OBJ)/%.o: $(SRCTOP)/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(DRM_CFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c -o $@ $<
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+# ---- tests ----------------------------------------------------------------
+
+# kselftest's harness, from Debian's linux-source-6.1 (extracted once).
+KSFT_DIR := $(BUILD)/kselftest
+KSFT_TAR := $(firstword $(wildcard /usr/src/linux-source-6.1.tar.xz))
+KSFT_HDRS := $(KSFT_DIR)/kselftest_harness.h $(KSFT_DIR)/kselftest.h
+KSFT_CFLAGS := -I$(KSFT_DIR)
+
+kselftest-headers: $(KSFT_HDRS)
+$(KSFT_HDRS):
+	@test -n "$(KSFT_TAR)" || { echo "no linux-source-6.1: make deps" >&2; exit 1; }
+	@mkdir -p $(KSFT_DIR)
+	tar -xJf $(KSFT_TAR) -C $(KSFT_DIR) --strip-components=4 \
+	  linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
+	  linux-source-6.1/tools/testing/selftests/kselftest.h
+	@touch $(KSFT_HDRS)
+
+# VTPU_VM_FLAGS: e.g. --host on a machine that can load modules itself.
+VTPU_VM_FLAGS ?=
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@$(SRCTOP)/tools/run-checks $(VTPU_VM_FLAGS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(BIN)/vtpu-vm $(VTPU_VM_FLAGS) -- $(BIN)/vtpu-hello /dev/vtpu0
+
+clean:
+	rm -rf $(BUILD)
+	@if [ -n "$(KDIR)" ] && [ -d "$(KDIR)" ]; then \
+	  $(MAKE) -C $(KDIR) M=$(SRCTOP) clean; fi
+
+FORCE:

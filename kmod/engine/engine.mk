@@ -1,0 +1,16 @@
+# The engine's sources and flags, read by both kmod/Kbuild and the top-level
+# Makefile (user space), so that both builds compile the same files the
+# same way.
+ENGINE_SRCS := \
+	validate.c \
+	exec.c \
+	gemm.c \
+	gemm_avx2.c \
+	gemm_avx512.c
+
+# Kernel only: turn floating point back on for engine objects.
+ENGINE_KERNEL_CFLAGS := -msse -msse2 -mpreferred-stack-boundary=4
+
+# Per-file SIMD flags (both builds).
+ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma
+ENGINE_CFLAGS_gemm_avx512 := -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma

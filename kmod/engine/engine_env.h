@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * The engine's whole view of its environment: fixed-width types, memcpy and
+ * memset, and an errno value. The engine is built twice, into vtpu.ko and
+ * into libvtpu's cpu backend, and includes nothing else.
+ */
+#ifndef VTPU_ENGINE_ENV_H
+#define VTPU_ENGINE_ENV_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/string.h>
+#include <linux/errno.h>
+#include <linux/stddef.h>
+#define ENGINE_LIKELY(x) likely(x)
+#define ENGINE_UNLIKELY(x) unlikely(x)
+#else
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <string.h>
+#include <errno.h>
+#include <linux/types.h>
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int32_t s32;
+typedef int64_t s64;
+#define ENGINE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ENGINE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#endif
+
+#endif /* VTPU_ENGINE_ENV_H */

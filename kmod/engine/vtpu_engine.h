@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * The vtpu engine: validation and execution of the command set in
+ * uapi/linux/vtpu.h. Freestanding C, compiled into vtpu.ko (run by the
+ * in-kernel matrix workers) and into libvtpu (run by the cpu backend's
+ * pthreads), so that one piece of code defines what the device computes.
+ *
+ * An executor uses it in three phases:
+ *
+ *   1. vtpu_engine_validate() walks the whole stream against the sizes of
+ *      the buffers the job names. Nothing runs unless it returns 0; on
+ *      -EINVAL it says which command, operand and why.
+ *   2. For each command in order, vtpu_engine_op_prepare() decodes it and
+ *      resolves its operands to pointers, and tells how the work splits:
+ *      op->ntiles independent tiles (any order, any worker, in parallel),
+ *      each of op->nsteps steps that must run in order on one worker.
+ *   3. Workers call vtpu_engine_op_run(op, tile, step, scratch) for every
+ *      (tile, step). One call is bounded work (about a millisecond on the
+ *      host), so the kernel brackets each call with kernel_fpu_begin/end()
+ *      and may check for cancellation or reschedule between calls. The
+ *      next command starts only when every tile of this one is done.
+ *
+ * vtpu_engine_op_run() never sleeps, allocates, or fails: everything that
+ * can fail was checked by the validator. @scratch is a per-worker buffer
+ * of vtpu_engine_scratch_size() bytes, 64-byte aligned.
+ *
+ * Floating point: every engine object is compiled with SSE2 at least; the
+ * SIMD objects with AVX2+FMA or AVX-512F. The caller picks a level once
+ * (from what the CPU has) and passes it to vtpu_engine_op_prepare().
+ */
+#ifndef VTPU_ENGINE_H
+#define VTPU_ENGINE_H
+
+#include "engine_env.h"
+#include <linux/vtpu.h>
+
+/**
+ * struct vtpu_engine_buf - a buffer as the engine sees it
+ * @base: kernel or user virtual address of byte 0
+ * @size: bytes
+ */
+struct vtpu_engine_buf {
+	void *base;
+	u64 size;
+};
+
+/**
+ * struct vtpu_engine_error - where validation failed
+ * @cmd: index of the command in the stream
+ * @offset: its byte offset
+ * @operand: enum vtpu_operand_id
+ * @reason: enum vtpu_error_reason
+ */
+struct vtpu_engine_error {
+	u32 cmd;
+	u32 offset;
+	u32 operand;
+	u32 reason;
+};
+
+/* Decoded GEMM: C = act(alpha * op(A) * op(B) + beta * C + bias) */
+struct vtpu_engine_gemm {
+	u32 m, n, k;
+	u32 flags;		/* VTPU_GEMM_* */
+	u32 lda, ldb, ldc;
+	u32 dtype;
+	float alpha, beta;
+	const void *a, *b;	/* f32 or bf16 per dtype */
+	float *c;
+	const float *bias;	/* NULL without VTPU_GEMM_BIAS */
+	u32 mtiles, ntiles_n;	/* tile grid */
+	u32 kc;			/* k per step */
+};
+
+/**
+ * struct vtpu_engine_op - one command, decoded and ready to run
+ * @opcode: enum vtpu_opcode
+ * @simd: enum vtpu_simd_level to run with
+ * @ntiles: independent pieces of work (>= 1)
+ * @nsteps: in-order steps per tile (>= 1)
+ * @flops: floating-point operations the command performs (for statistics)
+ */
+struct vtpu_engine_op {
+	u32 opcode;
+	u32 simd;
+	u32 ntiles;
+	u32 nsteps;
+	u64 flops;
+	union {
+		struct vtpu_engine_gemm gemm;
+		struct {
+			float *dst;
+			float value;
+			u64 count;
+		} fill;
+		struct {
+			u8 *dst;
+			const u8 *src;
+			u64 bytes;
+		} copy;
+	};
+};
+
+/**
+ * vtpu_engine_validate() - check a whole command stream before it runs
+ * @cmds: the stream (8-byte aligned)
+ * @size: its size in bytes
+ * @buf_sizes: size in bytes of each buffer the job names
+ * @nbufs: number of buffers
+ * @err: filled in on failure
+ *
+ * Every field of every command is checked, overflow-safe: opcode, size,
+ * flags, pads, shapes, strides, dtype, buffer index, offset + extent.
+ *
+ * Return: 0 if every command is valid, -EINVAL otherwise.
+ */
+int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
+			 u32 nbufs, struct vtpu_engine_error *err);
+
+/**
+ * vtpu_engine_next() - step through a validated stream
+ * @cmds: the stream
+ * @size: its size
+ * @pos: in/out byte position; start at 0
+ *
+ * Return: the command at *pos (advancing *pos past it), or NULL at the end.
+ */
+const struct vtpu_cmd_hdr *vtpu_engine_next(const void *cmds, u32 size,
+					    u32 *pos);
+
+/**
+ * vtpu_engine_op_prepare() - decode one validated command
+ * @op: filled in
+ * @cmd: the command (from vtpu_engine_next() on a validated stream)
+ * @bufs: the job's buffers, in handle-array order
+ * @simd: enum vtpu_simd_level to use (must be one the CPU has)
+ */
+void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
+			    const struct vtpu_cmd_hdr *cmd,
+			    const struct vtpu_engine_buf *bufs, u32 simd);
+
+/**
+ * vtpu_engine_op_run() - run one step of one tile
+ * @op: from vtpu_engine_op_prepare()
+ * @tile: 0..op->ntiles-1
+ * @step: 0..op->nsteps-1; steps of a tile run in order on one worker
+ * @scratch: the worker's scratch, vtpu_engine_scratch_size() bytes
+ */
+void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+			void *scratch);
+
+/**
+ * vtpu_engine_scratch_size() - per-worker scratch the engine needs
+ *
+ * Return: bytes (a constant; allocate once per worker).
+ */
+size_t vtpu_engine_scratch_size(void);
+
+/**
+ * vtpu_engine_simd_name() - "scalar", "avx2" or "avx512"
+ * @simd: enum vtpu_simd_level
+ *
+ * Return: a static string ("?" for an unknown level).
+ */
+const char *vtpu_engine_simd_name(u32 simd);
+
+#endif /* VTPU_ENGINE_H */

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
+/*
+ * vtpu: a virtual tensor processing unit.
+ *
+ * This header is the only contract between vtpu.ko and user space.
+ *
+ * Overview
+ * --------
+ * Each device node /dev/vtpuN is an accelerator with a matrix unit and a
+ * vector unit, emulated by kernel worker threads on the CPU's SIMD units.
+ * A client (an open file description) owns:
+ *
+ *  - buffers (BOs): zeroed memory, named by a per-file handle, mapped into
+ *    user space with mmap() at the offset BO_CREATE/BO_INFO return;
+ *  - queues: ordered streams of jobs with a priority;
+ *  - jobs: a command stream (struct vtpu_cmd_hdr followed by a body, back
+ *    to back, each 8-byte aligned) plus the list of buffer handles it uses.
+ *    Commands name buffers by their index in that list, never by handle.
+ *
+ * The kernel validates the whole command stream before anything runs; a bad
+ * command fails the submit with -EINVAL and the submit struct says which
+ * command, which operand and why. Every job ends (done, error, cancelled or
+ * timed out) and its fence always signals.
+ *
+ * Versioning: ioctl structs only grow at the end. The kernel accepts a
+ * struct shorter than today's if it still holds every field of the first
+ * version (missing fields read as zero), and a longer one whose extra bytes
+ * are all zero (otherwise -E2BIG). All pad fields must be zero.
+ *
+ * Scalars (alpha, beta, ...) are IEEE-754 binary32 bit patterns in __u32
+ * fields, so that the header needs no floating point.
+ */
+#ifndef _UAPI_LINUX_VTPU_H
+#define _UAPI_LINUX_VTPU_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/* Bumped when the ioctl set or the command set gains something. */
+#define VTPU_API_VERSION 1
+
+#define VTPU_IOCTL_BASE 0xB7
+
+/**
+ * enum vtpu_param - what VTPU_IOCTL_GET_PARAM can report
+ * @VTPU_PARAM_API_VERSION: VTPU_API_VERSION the module implements
+ * @VTPU_PARAM_DEVICE_INDEX: N in /dev/vtpuN
+ * @VTPU_PARAM_SIMD_LEVEL: enum vtpu_simd_level the matrix unit runs with
+ * @VTPU_PARAM_NUM_CORES: matrix worker threads of this device
+ * @VTPU_PARAM_MEM_CAP: bytes of buffer memory the device may hand out
+ * @VTPU_PARAM_MEM_USED: bytes of buffer memory allocated now, all clients
+ * @VTPU_PARAM_MAX_BO_SIZE: largest size BO_CREATE accepts
+ * @VTPU_PARAM_JOB_TIMEOUT_MS: watchdog limit of one job, in milliseconds
+ * @VTPU_PARAM_MAX_QUEUES: queues one client may create
+ * @VTPU_PARAM_OPCODES: bit (1 << opcode) set for each supported opcode
+ * @VTPU_PARAM_MAX_CMDS_SIZE: largest command stream SUBMIT accepts, bytes
+ * @VTPU_PARAM_MAX_HANDLES: largest handle_count SUBMIT accepts
+ */
+enum vtpu_param {
+	VTPU_PARAM_API_VERSION = 0,
+	VTPU_PARAM_DEVICE_INDEX = 1,
+	VTPU_PARAM_SIMD_LEVEL = 2,
+	VTPU_PARAM_NUM_CORES = 3,
+	VTPU_PARAM_MEM_CAP = 4,
+	VTPU_PARAM_MEM_USED = 5,
+	VTPU_PARAM_MAX_BO_SIZE = 6,
+	VTPU_PARAM_JOB_TIMEOUT_MS = 7,
+	VTPU_PARAM_MAX_QUEUES = 8,
+	VTPU_PARAM_OPCODES = 9,
+	VTPU_PARAM_MAX_CMDS_SIZE = 10,
+	VTPU_PARAM_MAX_HANDLES = 11,
+};
+
+/**
+ * enum vtpu_simd_level - the instruction set the matrix unit uses
+ * @VTPU_SIMD_SCALAR: portable C (SSE2 at most, as the compiler pleases)
+ * @VTPU_SIMD_AVX2: AVX2 + FMA microkernels
+ * @VTPU_SIMD_AVX512: AVX-512F microkernels
+ */
+enum vtpu_simd_level {
+	VTPU_SIMD_SCALAR = 0,
+	VTPU_SIMD_AVX2 = 1,
+	VTPU_SIMD_AVX512 = 2,
+};
+
+/**
+ * struct vtpu_get_param - VTPU_IOCTL_GET_PARAM
+ * @param: in, an enum vtpu_param
+ * @pad: must be zero
+ * @value: out, the value
+ */
+struct vtpu_get_param {
+	__u32 param;
+	__u32 pad;
+	__u64 value;
+};
+
+/**
+ * struct vtpu_bo_create - VTPU_IOCTL_BO_CREATE
+ * @size: in, bytes; rounded up to the page size; 1..MAX_BO_SIZE
+ * @flags: in, must be zero (no flags defined yet)
+ * @handle: out, the handle, valid in this open file only
+ * @mmap_offset: out, the offset to pass to mmap() on the device fd
+ *
+ * The buffer is zeroed and charged to the device's memory cap
+ * (-ENOSPC past it) and to the caller's memory cgroup.
+ */
+struct vtpu_bo_create {
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct vtpu_bo_info - VTPU_IOCTL_BO_INFO
+ * @handle: in
+ * @pad: must be zero
+ * @size: out, bytes (page-rounded)
+ * @mmap_offset: out
+ */
+struct vtpu_bo_info {
+	__u32 handle;
+	__u32 pad;
+	__u64 size;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct vtpu_bo_close - VTPU_IOCTL_BO_CLOSE
+ * @handle: in; the handle is gone at once, the memory when the last job
+ *          and the last mapping using it are gone
+ * @pad: must be zero
+ */
+struct vtpu_bo_close {
+	__u32 handle;
+	__u32 pad;
+};
+
+/**
+ * enum vtpu_queue_priority - scheduling class of a queue
+ *
+ * Higher classes are picked first; within a class the device round-robins
+ * between queues, so one client cannot starve another.
+ */
+enum vtpu_queue_priority {
+	VTPU_QUEUE_PRIORITY_LOW = 0,
+	VTPU_QUEUE_PRIORITY_NORMAL = 1,
+	VTPU_QUEUE_PRIORITY_HIGH = 2,
+};
+
+/**
+ * struct vtpu_queue_create - VTPU_IOCTL_QUEUE_CREATE
+ * @priority: in, an enum vtpu_queue_priority
+ * @flags: in, must be zero
+ * @queue_id: out, the queue's id in this open file
+ * @pad: must be zero
+ */
+struct vtpu_queue_create {
+	__u32 priority;
+	__u32 flags;
+	__u32 queue_id;
+	__u32 pad;
+};
+
+/**
+ * struct vtpu_queue_destroy - VTPU_IOCTL_QUEUE_DESTROY
+ * @queue_id: in; jobs not yet started are cancelled, a running one ends
+ * @pad: must be zero
+ */
+struct vtpu_queue_destroy {
+	__u32 queue_id;
+	__u32 pad;
+};
+
+/* struct vtpu_submit.flags */
+#define VTPU_SUBMIT_IN_FENCE (1u << 0)	/* wait for @in_fence_fd first */
+#define VTPU_SUBMIT_OUT_FENCE (1u << 1) /* return a sync_file fd */
+#define VTPU_SUBMIT_FLAGS (VTPU_SUBMIT_IN_FENCE | VTPU_SUBMIT_OUT_FENCE)
+
+/**
+ * enum vtpu_operand_id - which operand of a command a validation error
+ * names (struct vtpu_submit.error_operand)
+ */
+enum vtpu_operand_id {
+	VTPU_OPERAND_NONE = 0,	/* the command as a whole (header, shape) */
+	VTPU_OPERAND_A = 1,
+	VTPU_OPERAND_B = 2,
+	VTPU_OPERAND_C = 3,
+	VTPU_OPERAND_BIAS = 4,
+	VTPU_OPERAND_DST = 5,
+	VTPU_OPERAND_SRC = 6,
+};
+
+/**
+ * enum vtpu_error_reason - why the validator rejected a command
+ * (struct vtpu_submit.error_reason)
+ */
+enum vtpu_error_reason {
+	VTPU_ERR_NONE = 0,
+	VTPU_ERR_TRUNCATED = 1,	 /* stream ends inside a command */
+	VTPU_ERR_BAD_SIZE = 2,	 /* hdr.size wrong for the opcode */
+	VTPU_ERR_BAD_OPCODE = 3, /* unknown opcode */
+	VTPU_ERR_BAD_FLAGS = 4,	 /* unknown flag bits */
+	VTPU_ERR_BAD_PAD = 5,	 /* a pad field is not zero */
+	VTPU_ERR_BAD_SHAPE = 6,	 /* a dimension is 0 or too large */
+	VTPU_ERR_BAD_STRIDE = 7, /* a leading dimension is too small */
+	VTPU_ERR_BAD_DTYPE = 8,	 /* unknown or unsupported dtype */
+	VTPU_ERR_BAD_BUFFER = 9, /* buffer index >= handle_count */
+	VTPU_ERR_OUT_OF_BOUNDS = 10, /* operand extends past its buffer */
+	VTPU_ERR_MISALIGNED = 11,    /* offset not aligned to the dtype */
+	VTPU_ERR_OVERLAP = 12,	     /* output overlaps an input */
+};
+
+/**
+ * struct vtpu_submit - VTPU_IOCTL_SUBMIT
+ * @cmds_ptr: in, user pointer to the command stream
+ * @handles_ptr: in, user pointer to __u32 buffer handles; commands refer
+ *               to buffers by index into this array
+ * @cmds_size: in, bytes in the stream; 8..MAX_CMDS_SIZE, multiple of 8
+ * @handle_count: in, 0..MAX_HANDLES
+ * @queue_id: in, from QUEUE_CREATE
+ * @flags: in, VTPU_SUBMIT_*
+ * @in_fence_fd: in, a sync_file fd the job waits for (IN_FENCE)
+ * @out_fence_fd: out, a sync_file fd that signals when the job ends
+ *                (OUT_FENCE), otherwise -1
+ * @seqno: out, the job's sequence number in its queue (for WAIT)
+ * @error_cmd: out, on -EINVAL from validation: index of the bad command
+ * @error_offset: out, its byte offset in the stream
+ * @error_operand: out, an enum vtpu_operand_id
+ * @error_reason: out, an enum vtpu_error_reason (VTPU_ERR_NONE: not a
+ *                command-stream error)
+ */
+struct vtpu_submit {
+	__u64 cmds_ptr;
+	__u64 handles_ptr;
+	__u32 cmds_size;
+	__u32 handle_count;
+	__u32 queue_id;
+	__u32 flags;
+	__s32 in_fence_fd;
+	__s32 out_fence_fd;
+	__u64 seqno;
+	__u32 error_cmd;
+	__u32 error_offset;
+	__u32 error_operand;
+	__u32 error_reason;
+};
+
+/**
+ * enum vtpu_job_status - how a job ended (struct vtpu_wait.status)
+ * @VTPU_JOB_PENDING: not finished when the wait timed out
+ * @VTPU_JOB_DONE: ran to completion
+ * @VTPU_JOB_ERROR: failed while running (see vtpu_wait.error)
+ * @VTPU_JOB_CANCELLED: its queue or client went away first
+ * @VTPU_JOB_TIMEDOUT: stopped by the watchdog (job_timeout_ms)
+ * @VTPU_JOB_RETIRED: finished so long ago that its status is forgotten
+ *                    (a queue remembers its last VTPU_QUEUE_HISTORY jobs)
+ */
+enum vtpu_job_status {
+	VTPU_JOB_PENDING = 0,
+	VTPU_JOB_DONE = 1,
+	VTPU_JOB_ERROR = 2,
+	VTPU_JOB_CANCELLED = 3,
+	VTPU_JOB_TIMEDOUT = 4,
+	VTPU_JOB_RETIRED = 5,
+};
+
+#define VTPU_QUEUE_HISTORY 64
+
+/**
+ * struct vtpu_wait - VTPU_IOCTL_WAIT
+ * @queue_id: in
+ * @flags: in, must be zero
+ * @seqno: in, from SUBMIT; 0 < seqno <= the queue's last seqno
+ * @timeout_ns: in, absolute CLOCK_MONOTONIC deadline; 0 polls
+ * @status: out, an enum vtpu_job_status
+ * @error: out, the job's negative errno when it did not end DONE
+ *
+ * Returns 0 once the job has ended, -ETIME if it has not by @timeout_ns
+ * (status PENDING), -EINTR/-ERESTARTSYS on a signal.
+ */
+struct vtpu_wait {
+	__u32 queue_id;
+	__u32 flags;
+	__u64 seqno;
+	__s64 timeout_ns;
+	__u32 status;
+	__s32 error;
+};
+
+#define VTPU_IOCTL_GET_PARAM                                                   \
+	_IOWR(VTPU_IOCTL_BASE, 0x00, struct vtpu_get_param)
+#define VTPU_IOCTL_BO_CREATE                                                   \
+	_IOWR(VTPU_IOCTL_BASE, 0x01, struct vtpu_bo_create)
+#define VTPU_IOCTL_BO_INFO _IOWR(VTPU_IOCTL_BASE, 0x02, struct vtpu_bo_info)
+#define VTPU_IOCTL_BO_CLOSE _IOW(VTPU_IOCTL_BASE, 0x03, struct vtpu_bo_close)
+#define VTPU_IOCTL_QUEUE_CREATE                                                \
+	_IOWR(VTPU_IOCTL_BASE, 0x04, struct vtpu_queue_create)
+#define VTPU_IOCTL_QUEUE_DESTROY                                               \
+	_IOW(VTPU_IOCTL_BASE, 0x05, struct vtpu_queue_destroy)
+#define VTPU_IOCTL_SUBMIT _IOWR(VTPU_IOCTL_BASE, 0x06, struct vtpu_submit)
+#define VTPU_IOCTL_WAIT _IOWR(VTPU_IOCTL_BASE, 0x07, struct vtpu_wait)
+
+/*
+ * The command set.
+ *
+ * A command stream is a sequence of commands, each a struct vtpu_cmd_hdr
+ * followed by its body; hdr.size counts both and is a multiple of 8.
+ * Tensors are row-major; leading dimensions (ld*) count elements.
+ */
+
+/**
+ * enum vtpu_opcode - commands the device executes (append only)
+ * @VTPU_OP_NOP: does nothing (struct vtpu_cmd_hdr alone)
+ * @VTPU_OP_GEMM: struct vtpu_cmd_gemm
+ * @VTPU_OP_FILL: struct vtpu_cmd_fill
+ * @VTPU_OP_COPY: struct vtpu_cmd_copy
+ */
+enum vtpu_opcode {
+	VTPU_OP_NOP = 0,
+	VTPU_OP_GEMM = 1,
+	VTPU_OP_FILL = 2,
+	VTPU_OP_COPY = 3,
+	VTPU_OP_COUNT
+};
+
+/**
+ * enum vtpu_dtype - element types
+ * @VTPU_DTYPE_F32: IEEE-754 binary32
+ * @VTPU_DTYPE_BF16: bfloat16 (GEMM A/B inputs; f32 accumulation)
+ */
+enum vtpu_dtype {
+	VTPU_DTYPE_F32 = 0,
+	VTPU_DTYPE_BF16 = 1,
+};
+
+/**
+ * struct vtpu_cmd_hdr - every command starts with this
+ * @opcode: an enum vtpu_opcode
+ * @size: bytes of the whole command, header included; a multiple of 8
+ */
+struct vtpu_cmd_hdr {
+	__u32 opcode;
+	__u32 size;
+};
+
+/**
+ * struct vtpu_operand - a tensor's place in memory
+ * @buf: index into the submit's handle array
+ * @pad: must be zero
+ * @offset: byte offset of element 0 in that buffer
+ */
+struct vtpu_operand {
+	__u32 buf;
+	__u32 pad;
+	__u64 offset;
+};
+
+/* struct vtpu_cmd_gemm.flags */
+#define VTPU_GEMM_TRANS_A (1u << 0) /* A is stored k x m */
+#define VTPU_GEMM_TRANS_B (1u << 1) /* B is stored n x k */
+#define VTPU_GEMM_BIAS (1u << 2)    /* add bias[n] to every row of C */
+#define VTPU_GEMM_RELU (1u << 3)    /* C = max(C, 0) after the bias */
+#define VTPU_GEMM_FLAGS                                                        \
+	(VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B | VTPU_GEMM_BIAS | VTPU_GEMM_RELU)
+
+/* Largest m, n or k a command may name. */
+#define VTPU_MAX_DIM (1u << 24)
+
+/**
+ * struct vtpu_cmd_gemm - C = act(alpha * op(A) * op(B) + beta * C + bias)
+ * @hdr: opcode VTPU_OP_GEMM, size sizeof(struct vtpu_cmd_gemm)
+ * @m: rows of C
+ * @n: columns of C
+ * @k: the reduced dimension
+ * @flags: VTPU_GEMM_*
+ * @lda: leading dimension of A as stored (>= k, or >= m with TRANS_A)
+ * @ldb: leading dimension of B as stored (>= n, or >= k with TRANS_B)
+ * @ldc: leading dimension of C (>= n)
+ * @dtype: of A and B: VTPU_DTYPE_F32 or VTPU_DTYPE_BF16; C and bias are f32
+ * @alpha: binary32 bits
+ * @beta: binary32 bits; with beta == 0, C is not read (NaNs in it vanish)
+ * @a: A operand
+ * @b: B operand
+ * @c: C operand (read and written)
+ * @bias: f32[n], read with VTPU_GEMM_BIAS only
+ */
+struct vtpu_cmd_gemm {
+	struct vtpu_cmd_hdr hdr;
+	__u32 m;
+	__u32 n;
+	__u32 k;
+	__u32 flags;
+	__u32 lda;
+	__u32 ldb;
+	__u32 ldc;
+	__u32 dtype;
+	__u32 alpha;
+	__u32 beta;
+	struct vtpu_operand a;
+	struct vtpu_operand b;
+	struct vtpu_operand c;
+	struct vtpu_operand bias;
+};
+
+/**
+ * struct vtpu_cmd_fill - dst[i] = value for i < count (f32)
+ * @hdr: opcode VTPU_OP_FILL
+ * @count: elements
+ * @value: binary32 bits
+ * @dst: destination
+ */
+struct vtpu_cmd_fill {
+	struct vtpu_cmd_hdr hdr;
+	__u32 count;
+	__u32 value;
+	struct vtpu_operand dst;
+};
+
+/**
+ * struct vtpu_cmd_copy - dst[0..bytes) = src[0..bytes), no overlap
+ * @hdr: opcode VTPU_OP_COPY
+ * @bytes: how many
+ * @dst: destination
+ * @src: source
+ */
+struct vtpu_cmd_copy {
+	struct vtpu_cmd_hdr hdr;
+	__u64 bytes;
+	struct vtpu_operand dst;
+	struct vtpu_operand src;
+};
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* _UAPI_LINUX_VTPU_H */
