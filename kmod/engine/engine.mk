@@ -8,7 +8,10 @@ ENGINE_SRCS := \
 	gemm_avx2.c \
 	gemm_avx512.c
 
-# Kernel only: turn floating point back on for engine objects.
+# Integer-only objects, callable outside kernel_fpu_begin()/end().
+ENGINE_NOFPU_SRCS := validate.c
+
+# Kernel only: turn floating point back on for the other engine objects.
 ENGINE_KERNEL_CFLAGS := -msse -msse2 -mpreferred-stack-boundary=4
 
 # Per-file SIMD flags (both builds).

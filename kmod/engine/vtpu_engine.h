@@ -24,8 +24,10 @@
  * can fail was checked by the validator. @scratch is a per-worker buffer
  * of vtpu_engine_scratch_size() bytes, 64-byte aligned.
  *
- * Floating point: every engine object is compiled with SSE2 at least; the
- * SIMD objects with AVX2+FMA or AVX-512F. The caller picks a level once
+ * Floating point: every engine object but validate.c is compiled with SSE2
+ * at least, the SIMD objects with AVX2+FMA or AVX-512F, so in the kernel
+ * only validate.c's functions (validate, operand, next, simd_name) and
+ * vtpu_engine_scratch_size() may be called outside an FPU section. The caller picks a level once
  * (from what the CPU has) and passes it to vtpu_engine_op_prepare().
  */
 #ifndef VTPU_ENGINE_H
@@ -70,6 +72,7 @@ struct vtpu_engine_gemm {
 	const float *bias;	/* NULL without VTPU_GEMM_BIAS */
 	u32 mtiles, ntiles_n;	/* tile grid */
 	u32 kc;			/* k per step */
+	u32 mt, nt;		/* tile size: rows, columns of C */
 };
 
 /**
@@ -116,6 +119,19 @@ struct vtpu_engine_op {
  */
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err);
+
+/**
+ * vtpu_engine_operand() - the bytes an operand of a command spans
+ * @cmd: a command whose opcode and size are valid
+ * @id: enum vtpu_operand_id
+ * @opnd: out, the operand (buffer index and offset)
+ * @bytes: out, its extent from the offset, computed as the validator does
+ *
+ * Lets user space explain a rejected command with the validator's numbers.
+ * Return: 0, or -ENOENT if the command has no such operand.
+ */
+int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
+			const struct vtpu_operand **opnd, u64 *bytes);
 
 /**
  * vtpu_engine_next() - step through a validated stream

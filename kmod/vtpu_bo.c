@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Buffers: page arrays mapped once into the kernel (vmap) for the engine
+ * and, on request, into user space (all pages inserted at mmap time, so
+ * training steps take no page faults). Pages are zeroed, charged to the
+ * caller's memory cgroup, and counted against the device's mem_cap.
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "vtpu_drv.h"
+
+static void vtpu_bo_free_pages(struct vtpu_bo *bo, unsigned long n)
+{
+	while (n--)
+		__free_page(bo->pages[n]);
+	kvfree(bo->pages);
+}
+
+static struct vtpu_bo *vtpu_bo_alloc(struct vtpu_device *vdev, u64 size)
+{
+	struct vtpu_bo *bo;
+	unsigned long i;
+	u64 used;
+
+	used = atomic64_add_return(size, &vdev->mem_used);
+	if (used > vdev->mem_cap) {
+		atomic64_sub(size, &vdev->mem_used);
+		dev_warn_ratelimited(vdev->dev,
+				     "buffer of %llu bytes refused: %llu of mem_cap %llu bytes in use\n",
+				     size, used - size, vdev->mem_cap);
+		return ERR_PTR(-ENOSPC);
+	}
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
+	if (!bo)
+		goto err_unaccount;
+	kref_init(&bo->ref);
+	bo->vdev = vdev;
+	bo->size = size;
+	bo->npages = size >> PAGE_SHIFT;
+	bo->pages = kvcalloc(bo->npages, sizeof(*bo->pages), GFP_KERNEL_ACCOUNT);
+	if (!bo->pages)
+		goto err_free_bo;
+	/* RETRY_MAYFAIL: a too-large request fails with -ENOMEM, never OOMs */
+	for (i = 0; i < bo->npages; i++) {
+		bo->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO |
+					  __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
+		if (!bo->pages[i])
+			goto err_free_pages;
+		cond_resched();
+	}
+	bo->vaddr = vmap(bo->pages, bo->npages, VM_MAP, PAGE_KERNEL);
+	if (!bo->vaddr)
+		goto err_free_pages;
+	return bo;
+
+err_free_pages:
+	vtpu_bo_free_pages(bo, i);
+err_free_bo:
+	kfree(bo);
+err_unaccount:
+	atomic64_sub(size, &vdev->mem_used);
+	return ERR_PTR(-ENOMEM);
+}
+
+static void vtpu_bo_release(struct kref *ref)
+{
+	struct vtpu_bo *bo = container_of(ref, struct vtpu_bo, ref);
+
+	vunmap(bo->vaddr);
+	vtpu_bo_free_pages(bo, bo->npages);
+	atomic64_sub(bo->size, &bo->vdev->mem_used);
+	kfree(bo);
+}
+
+void vtpu_bo_put(struct vtpu_bo *bo)
+{
+	kref_put(&bo->ref, vtpu_bo_release);
+}
+
+/* Return: the buffer with a reference taken, or NULL. */
+struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle)
+{
+	struct vtpu_bo *bo;
+
+	xa_lock(&vfile->bos);
+	bo = xa_load(&vfile->bos, handle);
+	if (bo)
+		kref_get(&bo->ref);
+	xa_unlock(&vfile->bos);
+	return bo;
+}
+
+static u64 vtpu_bo_mmap_offset(u32 handle)
+{
+	return (u64)handle << VTPU_MMAP_SHIFT;
+}
+
+int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data)
+{
+	struct vtpu_device *vdev = vfile->vdev;
+	struct vtpu_bo_create *args = data;
+	struct vtpu_bo *bo;
+	u64 size;
+	u32 handle;
+	int ret;
+
+	if (args->flags)
+		return -EINVAL;
+	if (!args->size || args->size > vdev->mem_cap)
+		return -EINVAL;
+	size = PAGE_ALIGN(args->size);
+
+	bo = vtpu_bo_alloc(vdev, size);
+	if (IS_ERR(bo))
+		return PTR_ERR(bo);
+	ret = xa_alloc(&vfile->bos, &handle, bo,
+		       XA_LIMIT(1, VTPU_MAX_BO_HANDLE - 1), GFP_KERNEL);
+	if (ret) {
+		vtpu_bo_put(bo);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	args->handle = handle;
+	args->size = size;
+	args->mmap_offset = vtpu_bo_mmap_offset(handle);
+	vtpu_dbg(vdev, VTPU_DBG_BO, "bo %u: %llu bytes\n", handle, size);
+	return 0;
+}
+
+int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data)
+{
+	struct vtpu_bo_info *args = data;
+	struct vtpu_bo *bo;
+
+	if (args->pad)
+		return -EINVAL;
+	bo = vtpu_bo_lookup(vfile, args->handle);
+	if (!bo)
+		return -ENOENT;
+	args->size = bo->size;
+	args->mmap_offset = vtpu_bo_mmap_offset(args->handle);
+	vtpu_bo_put(bo);
+	return 0;
+}
+
+int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data)
+{
+	struct vtpu_bo_close *args = data;
+	struct vtpu_bo *bo;
+
+	if (args->pad)
+		return -EINVAL;
+	bo = xa_erase(&vfile->bos, args->handle);
+	if (!bo)
+		return -ENOENT;
+	vtpu_bo_put(bo);
+	return 0;
+}
+
+/* Drop every handle of a closing file; jobs and mappings keep their refs. */
+void vtpu_file_bos_fini(struct vtpu_file *vfile)
+{
+	struct vtpu_bo *bo;
+	unsigned long handle;
+
+	xa_for_each(&vfile->bos, handle, bo) {
+		xa_erase(&vfile->bos, handle);
+		vtpu_bo_put(bo);
+	}
+	xa_destroy(&vfile->bos);
+}
+
+/* A mapping holds a reference, so the pages outlive the handle. */
+static void vtpu_bo_vm_open(struct vm_area_struct *vma)
+{
+	struct vtpu_bo *bo = vma->vm_private_data;
+
+	kref_get(&bo->ref);
+}
+
+static void vtpu_bo_vm_close(struct vm_area_struct *vma)
+{
+	vtpu_bo_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct vtpu_bo_vm_ops = {
+	.open = vtpu_bo_vm_open,
+	.close = vtpu_bo_vm_close,
+};
+
+int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
+{
+	const unsigned long shift = VTPU_MMAP_SHIFT - PAGE_SHIFT;
+	unsigned long first = vma->vm_pgoff & ((1UL << shift) - 1);
+	u32 handle = vma->vm_pgoff >> shift;
+	struct vtpu_bo *bo;
+	int ret;
+
+	/* A private (copy-on-write) mapping would not be seen by the device. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	bo = vtpu_bo_lookup(vfile, handle);
+	if (!bo)
+		return -EINVAL;
+	if (first >= bo->npages || vma_pages(vma) > bo->npages - first) {
+		ret = -EINVAL;
+		goto err_put;
+	}
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_ops = &vtpu_bo_vm_ops;
+	vma->vm_private_data = bo;
+	/* vm_map_pages() reads vm_pgoff as the first page of @pages to map */
+	vma->vm_pgoff = first;
+	ret = vm_map_pages(vma, bo->pages, bo->npages);
+	if (ret)
+		goto err_put;
+	return 0;
+
+err_put:
+	vtpu_bo_put(bo);
+	return ret;
+}

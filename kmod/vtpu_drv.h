@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vtpu: a virtual TPU. Internal structures shared by the driver's files:
+ *
+ *   vtpu_drv.c    module parameters, /dev/vtpuN, open/release, ioctl table,
+ *                 sysfs
+ *   vtpu_bo.c     buffers: zeroed pages, mmap, per-file handles
+ *   vtpu_job.c    queues, submit (validation, fences), wait, cancel
+ *   vtpu_sched.c  the per-device dispatcher and matrix worker threads
+ *   vtpu_fpu.c    SIMD level detection; the one place that knows the CPU
+ *   engine/       the compute, shared with user space (libvtpu)
+ *
+ * Lifetimes: a struct vtpu_file lives from open to release. Buffers and
+ * queues are reference-counted; a job holds a reference to its queue and
+ * to every buffer it names, so closing handles or the whole fd while a job
+ * runs is safe. A fence holds a module reference until it is freed.
+ */
+#ifndef VTPU_DRV_H
+#define VTPU_DRV_H
+
+#include <linux/cdev.h>
+#include <linux/dma-fence.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+#include <linux/vtpu.h>
+
+#include "vtpu_engine.h"
+
+#define VTPU_DRIVER_VERSION "0.1.0"
+#define VTPU_MAX_DEVICES 16
+#define VTPU_MAX_QUEUES 64		/* per open file */
+#define VTPU_MAX_HANDLES 1024		/* buffers one job may name */
+#define VTPU_MAX_CMDS_SIZE (1u << 20)	/* bytes of one command stream */
+#define VTPU_MAX_BO_HANDLE (1u << 20)
+/* mmap offset of a buffer: its handle << VTPU_MMAP_SHIFT (1 TiB apart) */
+#define VTPU_MMAP_SHIFT 40
+#define VTPU_NUM_PRIO (VTPU_QUEUE_PRIORITY_HIGH + 1)
+
+/* Module parameters (vtpu_drv.c); read-only once loaded. */
+extern unsigned int vtpu_param_cores;
+extern unsigned long vtpu_param_mem_cap_mb;
+extern unsigned int vtpu_param_job_timeout_ms;
+extern unsigned int vtpu_param_dbg_mask;
+
+#define VTPU_DBG_IOCTL BIT(0)
+#define VTPU_DBG_JOB BIT(1)
+#define VTPU_DBG_BO BIT(2)
+
+#define vtpu_dbg(vdev, mask, fmt, ...)                                         \
+	do {                                                                   \
+		if (vtpu_param_dbg_mask & (mask))                              \
+			dev_info_ratelimited((vdev)->dev, fmt, ##__VA_ARGS__); \
+	} while (0)
+
+struct vtpu_job;
+
+/**
+ * struct vtpu_worker - one matrix worker thread and its scratch memory
+ */
+struct vtpu_worker {
+	struct vtpu_device *vdev;
+	struct task_struct *task;
+	void *scratch;
+	unsigned int id;
+};
+
+/**
+ * struct vtpu_exec - the command being executed, shared with the workers
+ *
+ * The dispatcher publishes an op; the workers and the dispatcher take its
+ * tiles one at a time; the last tile to finish completes @done.
+ */
+struct vtpu_exec {
+	spinlock_t lock;		/* protects all fields below */
+	const struct vtpu_engine_op *op; /* NULL when idle */
+	struct vtpu_job *job;
+	u32 next_tile;
+	u32 tiles_left;
+	struct completion done;
+};
+
+struct vtpu_stats {
+	atomic64_t jobs_submitted;
+	atomic64_t jobs_completed;
+	atomic64_t jobs_failed;
+	atomic64_t jobs_timedout;
+	atomic64_t jobs_cancelled;
+	atomic64_t flops;
+	atomic64_t busy_ns;
+};
+
+/**
+ * struct vtpu_device - one /dev/vtpuN
+ */
+struct vtpu_device {
+	struct device *dev;
+	struct cdev cdev;
+	unsigned int index;
+	u32 simd;			/* enum vtpu_simd_level */
+	u64 mem_cap;			/* bytes */
+	atomic64_t mem_used;		/* bytes in live buffers */
+	atomic_t clients;		/* open files */
+
+	spinlock_t sched_lock;		/* protects queues, queue->pending */
+	struct list_head queues;	/* all queues, round-robin order */
+	wait_queue_head_t sched_wq;	/* the dispatcher waits here */
+	atomic_t kicks;			/* bumped by vtpu_sched_kick() */
+	struct task_struct *dispatcher;
+	void *dispatcher_scratch;
+
+	unsigned int nworkers;		/* helper threads (cores - 1) */
+	struct vtpu_worker *workers;
+	wait_queue_head_t work_wq;	/* workers wait here for tiles */
+	struct vtpu_exec exec;
+
+	struct vtpu_stats stats;
+};
+
+/**
+ * struct vtpu_file - one open file description of a device
+ */
+struct vtpu_file {
+	struct vtpu_device *vdev;
+	struct xarray bos;		/* handle -> struct vtpu_bo */
+	struct xarray queues;		/* id -> struct vtpu_queue */
+};
+
+/**
+ * struct vtpu_bo - a buffer: zeroed pages, mapped in the kernel with vmap
+ */
+struct vtpu_bo {
+	struct kref ref;
+	struct vtpu_device *vdev;
+	size_t size;			/* bytes, page multiple */
+	unsigned long npages;
+	struct page **pages;
+	void *vaddr;			/* what the engine reads and writes */
+};
+
+/**
+ * struct vtpu_fence - a job's completion, exported as a sync_file
+ */
+struct vtpu_fence {
+	struct dma_fence base;
+	spinlock_t lock;		/* the dma_fence lock; lives with it */
+};
+
+/**
+ * struct vtpu_queue - an ordered stream of jobs
+ */
+struct vtpu_queue {
+	struct kref ref;
+	struct vtpu_device *vdev;
+	u32 id;
+	u32 priority;
+	u64 fence_context;
+	struct list_head node;		/* in vdev->queues (sched_lock) */
+	struct list_head pending;	/* jobs not yet started (sched_lock) */
+	struct vtpu_job *running;	/* (sched_lock) */
+	bool dead;			/* destroyed: take no jobs (sched_lock) */
+
+	struct mutex lock;		/* protects the fields below */
+	u64 last_seqno;
+	struct dma_fence *history[VTPU_QUEUE_HISTORY]; /* by seqno % size */
+};
+
+/**
+ * struct vtpu_job - one submission
+ */
+struct vtpu_job {
+	struct kref ref;
+	struct vtpu_queue *queue;	/* holds a reference */
+	struct list_head node;		/* in queue->pending (sched_lock) */
+	u64 seqno;
+	struct vtpu_fence *fence;	/* holds a reference */
+
+	void *cmds;
+	u32 cmds_size;
+	u32 nbufs;
+	struct vtpu_bo **bos;		/* each holds a reference */
+	struct vtpu_engine_buf *bufs;
+
+	struct dma_fence *in_fence;	/* NULL once satisfied */
+	struct dma_fence_cb in_cb;
+	bool in_fence_done;		/* set by the callback (sched_lock) */
+	int in_fence_error;
+	unsigned long wait_deadline;	/* jiffies: in-fence watchdog */
+	unsigned long run_deadline;	/* jiffies: running watchdog */
+
+	int abort;			/* -errno: stop at the next tile */
+};
+
+/* vtpu_drv.c */
+int vtpu_get_param(struct vtpu_file *vfile, void *data);
+
+/* vtpu_bo.c */
+int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data);
+struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle);
+void vtpu_bo_put(struct vtpu_bo *bo);
+int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma);
+void vtpu_file_bos_fini(struct vtpu_file *vfile);
+
+/* vtpu_job.c */
+int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_queue_destroy_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_wait_ioctl(struct vtpu_file *vfile, void *data);
+void vtpu_file_queues_fini(struct vtpu_file *vfile);
+void vtpu_job_complete(struct vtpu_job *job, int error);
+void vtpu_job_put(struct vtpu_job *job);
+
+/* vtpu_sched.c */
+int vtpu_sched_init(struct vtpu_device *vdev);
+void vtpu_sched_fini(struct vtpu_device *vdev);
+void vtpu_sched_kick(struct vtpu_device *vdev);
+
+/* vtpu_fpu.c */
+u32 vtpu_simd_best(void);
+void vtpu_fpu_begin(void);
+void vtpu_fpu_end(void);
+
+#endif /* VTPU_DRV_H */

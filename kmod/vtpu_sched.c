@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The per-device dispatcher and its matrix workers.
+ *
+ * One dispatcher thread per device picks the next job: the highest
+ * priority first, round-robin between queues of a priority, one job per
+ * queue at a time (a queue's jobs run in order). It runs the job's commands
+ * one after another; each command's tiles are shared between the worker
+ * threads and the dispatcher itself, one tile at a time. A tile's steps run
+ * in order, each inside its own short kernel_fpu_begin()/end() section, and
+ * between steps a worker may be preempted and checks whether the job was
+ * cancelled or overran its job_timeout_ms.
+ */
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "vtpu_drv.h"
+
+/* Something may have become runnable: a submit, a signalled in-fence. */
+void vtpu_sched_kick(struct vtpu_device *vdev)
+{
+	atomic_inc(&vdev->kicks);
+	wake_up(&vdev->sched_wq);
+}
+
+/* Has the job's in-fence signalled? */
+static bool vtpu_job_ready(struct vtpu_job *job)
+{
+	/* pairs with smp_store_release() in vtpu_job_in_fence_cb() */
+	return smp_load_acquire(&job->in_fence_done);
+}
+
+/*
+ * Return: the next job to run, taken off its queue, or NULL. Sets *waiting
+ * when a queue's next job waits for an in-fence (whose watchdog the
+ * dispatcher must then poll).
+ */
+static struct vtpu_job *vtpu_sched_pick(struct vtpu_device *vdev,
+					bool *waiting)
+{
+	struct vtpu_queue *q;
+	struct vtpu_job *job;
+	int prio;
+
+	spin_lock(&vdev->sched_lock);
+	for (prio = VTPU_NUM_PRIO - 1; prio >= 0; prio--) {
+		list_for_each_entry(q, &vdev->queues, node) {
+			if (q->priority != prio || q->running ||
+			    list_empty(&q->pending))
+				continue;
+			job = list_first_entry(&q->pending, struct vtpu_job,
+					       node);
+			if (job->in_fence && !vtpu_job_ready(job) &&
+			    time_before(jiffies, job->wait_deadline)) {
+				*waiting = true;
+				continue;
+			}
+			list_del_init(&job->node);
+			q->running = job;
+			/* round-robin: this queue goes behind its peers */
+			list_move_tail(&q->node, &vdev->queues);
+			spin_unlock(&vdev->sched_lock);
+			return job;
+		}
+	}
+	spin_unlock(&vdev->sched_lock);
+	return NULL;
+}
+
+static bool vtpu_exec_take(struct vtpu_exec *ex,
+			   const struct vtpu_engine_op **op,
+			   struct vtpu_job **job, u32 *tile)
+{
+	bool ok = false;
+
+	spin_lock(&ex->lock);
+	if (ex->op && ex->next_tile < ex->op->ntiles) {
+		*op = ex->op;
+		*job = ex->job;
+		*tile = ex->next_tile++;
+		ok = true;
+	}
+	spin_unlock(&ex->lock);
+	return ok;
+}
+
+static bool vtpu_exec_has_tiles(struct vtpu_exec *ex)
+{
+	bool ret;
+
+	spin_lock(&ex->lock);
+	ret = ex->op && ex->next_tile < ex->op->ntiles;
+	spin_unlock(&ex->lock);
+	return ret;
+}
+
+/* Run tiles of the current op until none are left to take. */
+static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
+{
+	struct vtpu_exec *ex = &vdev->exec;
+	const struct vtpu_engine_op *op;
+	struct vtpu_job *job;
+	u32 tile, step;
+
+	while (vtpu_exec_take(ex, &op, &job, &tile)) {
+		for (step = 0; step < op->nsteps; step++) {
+			if (READ_ONCE(job->abort))
+				break;
+			if (time_after(jiffies, job->run_deadline)) {
+				cmpxchg(&job->abort, 0, -ETIMEDOUT);
+				break;
+			}
+			vtpu_fpu_begin();
+			vtpu_engine_op_run(op, tile, step, scratch);
+			vtpu_fpu_end();
+			cond_resched();
+		}
+		spin_lock(&ex->lock);
+		if (--ex->tiles_left == 0) {
+			ex->op = NULL;
+			ex->job = NULL;
+			complete(&ex->done);
+		}
+		spin_unlock(&ex->lock);
+	}
+}
+
+/* Publish @op to the workers, help run it, and wait until it is done. */
+static void vtpu_exec_op(struct vtpu_device *vdev, struct vtpu_job *job,
+			 const struct vtpu_engine_op *op)
+{
+	struct vtpu_exec *ex = &vdev->exec;
+
+	reinit_completion(&ex->done);
+	spin_lock(&ex->lock);
+	ex->op = op;
+	ex->job = job;
+	ex->next_tile = 0;
+	ex->tiles_left = op->ntiles;
+	spin_unlock(&ex->lock);
+
+	if (op->ntiles > 1 && vdev->nworkers)
+		wake_up_all(&vdev->work_wq);
+	vtpu_exec_tiles(vdev, vdev->dispatcher_scratch);
+	wait_for_completion(&ex->done);
+}
+
+static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
+{
+	const struct vtpu_cmd_hdr *cmd;
+	struct vtpu_engine_op op;
+	u64 start = ktime_get_ns();
+	u64 flops = 0;
+	u32 pos = 0;
+	int err = 0;
+
+	if (job->in_fence) {
+		if (!vtpu_job_ready(job))
+			err = -ETIMEDOUT;	/* its in-fence never came */
+		else
+			err = job->in_fence_error; /* a failed dependency */
+	}
+	job->run_deadline =
+		jiffies + msecs_to_jiffies(vtpu_param_job_timeout_ms);
+
+	while (!err && (cmd = vtpu_engine_next(job->cmds, job->cmds_size,
+					       &pos))) {
+		vtpu_fpu_begin();
+		vtpu_engine_op_prepare(&op, cmd, job->bufs, vdev->simd);
+		vtpu_fpu_end();
+		vtpu_exec_op(vdev, job, &op);
+		err = READ_ONCE(job->abort);
+		if (!err && time_after(jiffies, job->run_deadline))
+			err = -ETIMEDOUT;
+		if (!err)
+			flops += op.flops;
+		cond_resched();
+	}
+
+	atomic64_add(flops, &vdev->stats.flops);
+	atomic64_add(ktime_get_ns() - start, &vdev->stats.busy_ns);
+
+	spin_lock(&vdev->sched_lock);
+	job->queue->running = NULL;
+	spin_unlock(&vdev->sched_lock);
+	vtpu_job_complete(job, err);
+}
+
+static int vtpu_dispatcher_fn(void *data)
+{
+	struct vtpu_device *vdev = data;
+	struct vtpu_job *job;
+	bool waiting;
+	int kicks;
+
+	while (!kthread_should_stop()) {
+		waiting = false;
+		kicks = atomic_read(&vdev->kicks);
+		job = vtpu_sched_pick(vdev, &waiting);
+		if (job) {
+			vtpu_sched_run_job(vdev, job);
+			continue;
+		}
+		/*
+		 * A kick since the pick makes the wait return at once. With a
+		 * job waiting on an in-fence, look again now and then for its
+		 * watchdog.
+		 */
+		wait_event_interruptible_timeout(vdev->sched_wq,
+			kthread_should_stop() ||
+			atomic_read(&vdev->kicks) != kicks,
+			waiting ? HZ / 20 : MAX_SCHEDULE_TIMEOUT);
+	}
+	return 0;
+}
+
+static int vtpu_worker_fn(void *data)
+{
+	struct vtpu_worker *w = data;
+	struct vtpu_device *vdev = w->vdev;
+
+	while (!kthread_should_stop()) {
+		wait_event_interruptible(vdev->work_wq,
+					 kthread_should_stop() ||
+					 vtpu_exec_has_tiles(&vdev->exec));
+		vtpu_exec_tiles(vdev, w->scratch);
+	}
+	return 0;
+}
+
+static void *vtpu_scratch_alloc(void)
+{
+	return kvmalloc(vtpu_engine_scratch_size(), GFP_KERNEL);
+}
+
+int vtpu_sched_init(struct vtpu_device *vdev)
+{
+	unsigned int cores = vtpu_param_cores ?: num_online_cpus();
+	struct vtpu_worker *w;
+	unsigned int i;
+	int ret;
+
+	INIT_LIST_HEAD(&vdev->queues);
+	spin_lock_init(&vdev->sched_lock);
+	init_waitqueue_head(&vdev->sched_wq);
+	init_waitqueue_head(&vdev->work_wq);
+	spin_lock_init(&vdev->exec.lock);
+	init_completion(&vdev->exec.done);
+
+	vdev->dispatcher_scratch = vtpu_scratch_alloc();
+	if (!vdev->dispatcher_scratch)
+		return -ENOMEM;
+	/* the dispatcher is one of the cores */
+	vdev->nworkers = cores - 1;
+	vdev->workers = kcalloc(vdev->nworkers + 1, sizeof(*vdev->workers),
+				GFP_KERNEL);
+	if (!vdev->workers) {
+		ret = -ENOMEM;
+		goto err_free_scratch;
+	}
+	for (i = 0; i < vdev->nworkers; i++) {
+		w = &vdev->workers[i];
+		w->vdev = vdev;
+		w->id = i + 1;
+		w->scratch = vtpu_scratch_alloc();
+		if (!w->scratch) {
+			ret = -ENOMEM;
+			goto err_stop_workers;
+		}
+		w->task = kthread_run(vtpu_worker_fn, w, "vtpu%u-w%u",
+				      vdev->index, w->id);
+		if (IS_ERR(w->task)) {
+			ret = PTR_ERR(w->task);
+			kvfree(w->scratch);
+			goto err_stop_workers;
+		}
+	}
+	vdev->dispatcher = kthread_run(vtpu_dispatcher_fn, vdev, "vtpu%u-sched",
+				       vdev->index);
+	if (IS_ERR(vdev->dispatcher)) {
+		ret = PTR_ERR(vdev->dispatcher);
+		goto err_stop_workers;
+	}
+	return 0;
+
+err_stop_workers:
+	while (i--) {
+		kthread_stop(vdev->workers[i].task);
+		kvfree(vdev->workers[i].scratch);
+	}
+	kfree(vdev->workers);
+err_free_scratch:
+	kvfree(vdev->dispatcher_scratch);
+	return ret;
+}
+
+/* No client is left (the module is pinned while a file is open). */
+void vtpu_sched_fini(struct vtpu_device *vdev)
+{
+	unsigned int i;
+
+	kthread_stop(vdev->dispatcher);
+	for (i = 0; i < vdev->nworkers; i++) {
+		kthread_stop(vdev->workers[i].task);
+		kvfree(vdev->workers[i].scratch);
+	}
+	kfree(vdev->workers);
+	kvfree(vdev->dispatcher_scratch);
+	WARN_ON(!list_empty(&vdev->queues));
+}
