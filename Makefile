@@ -53,6 +53,9 @@ kmod/vtpu.ko: FORCE
 
 # ---- user space: engine, libvtpu, tools, examples, selftests -------------
 
+# Read by the fragments' rules (prerequisites expand when read).
+LIBVTPU := $(BUILD)/lib/libvtpu.a
+
 include $(SRCTOP)/kmod/engine/engine.mk
 include $(SRCTOP)/libvtpu/libvtpu.mk
 include $(SRCTOP)/tools/tools.mk
@@ -61,7 +64,6 @@ include $(SRCTOP)/selftests/vtpu/selftests.mk
 
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/engine/%.o)
 LIBVTPU_OBJS := $(LIBVTPU_SRCS:%.c=$(OBJ)/libvtpu/%.o)
-LIBVTPU := $(BUILD)/lib/libvtpu.a
 
 user: $(LIBVTPU) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS)
 
