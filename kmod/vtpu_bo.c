@@ -4,7 +4,14 @@
  * and, on request, into user space (all pages inserted at mmap time, so
  * training steps take no page faults). Pages are zeroed, charged to the
  * caller's memory cgroup, and counted against the device's mem_cap.
+ *
+ * A buffer can be exported as a dma-buf and imported by any vtpu device
+ * (another open file, or another /dev/vtpuN): the importer gets a handle to
+ * the same pages. Each dma-buf holds a reference on its buffer.
  */
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/fcntl.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -190,35 +197,186 @@ static const struct vm_operations_struct vtpu_bo_vm_ops = {
 	.close = vtpu_bo_vm_close,
 };
 
-int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
+/* Map @bo's pages from vma->vm_pgoff on; the mapping takes a reference. */
+static int vtpu_bo_map_user(struct vtpu_bo *bo, struct vm_area_struct *vma)
 {
-	const unsigned long shift = VTPU_MMAP_SHIFT - PAGE_SHIFT;
-	unsigned long first = vma->vm_pgoff & ((1UL << shift) - 1);
-	u32 handle = vma->vm_pgoff >> shift;
-	struct vtpu_bo *bo;
+	unsigned long first = vma->vm_pgoff;
 	int ret;
 
 	/* A private (copy-on-write) mapping would not be seen by the device. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	bo = vtpu_bo_lookup(vfile, handle);
-	if (!bo)
+	if (first >= bo->npages || vma_pages(vma) > bo->npages - first)
 		return -EINVAL;
-	if (first >= bo->npages || vma_pages(vma) > bo->npages - first) {
-		ret = -EINVAL;
-		goto err_put;
-	}
 	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
-	vma->vm_ops = &vtpu_bo_vm_ops;
-	vma->vm_private_data = bo;
-	/* vm_map_pages() reads vm_pgoff as the first page of @pages to map */
-	vma->vm_pgoff = first;
 	ret = vm_map_pages(vma, bo->pages, bo->npages);
 	if (ret)
-		goto err_put;
+		return ret;
+	kref_get(&bo->ref);
+	vma->vm_ops = &vtpu_bo_vm_ops;
+	vma->vm_private_data = bo;
 	return 0;
+}
 
-err_put:
+int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
+{
+	const unsigned long shift = VTPU_MMAP_SHIFT - PAGE_SHIFT;
+	struct vtpu_bo *bo;
+	int ret;
+
+	bo = vtpu_bo_lookup(vfile, vma->vm_pgoff >> shift);
+	if (!bo)
+		return -EINVAL;
+	/* vm_map_pages() reads vm_pgoff as the first page of the buffer */
+	vma->vm_pgoff &= (1UL << shift) - 1;
+	ret = vtpu_bo_map_user(bo, vma);
 	vtpu_bo_put(bo);
 	return ret;
+}
+
+/* ---- dma-buf ------------------------------------------------------------- */
+
+static struct sg_table *vtpu_dmabuf_map(struct dma_buf_attachment *attach,
+					enum dma_data_direction dir)
+{
+	struct vtpu_bo *bo = attach->dmabuf->priv;
+	struct sg_table *sgt;
+	int ret;
+
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table_from_pages(sgt, bo->pages, bo->npages, 0,
+					bo->size, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	ret = dma_map_sgtable(attach->dev, sgt, dir, 0);
+	if (ret)
+		goto err_free_table;
+	return sgt;
+
+err_free_table:
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static void vtpu_dmabuf_unmap(struct dma_buf_attachment *attach,
+			      struct sg_table *sgt,
+			      enum dma_data_direction dir)
+{
+	dma_unmap_sgtable(attach->dev, sgt, dir, 0);
+	sg_free_table(sgt);
+	kfree(sgt);
+}
+
+/* The dma-buf holds a reference on the buffer from export to release. */
+static void vtpu_dmabuf_release(struct dma_buf *dmabuf)
+{
+	vtpu_bo_put(dmabuf->priv);
+}
+
+static int vtpu_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
+{
+	return vtpu_bo_map_user(dmabuf->priv, vma);
+}
+
+static int vtpu_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+	struct vtpu_bo *bo = dmabuf->priv;
+
+	iosys_map_set_vaddr(map, bo->vaddr);
+	return 0;
+}
+
+static const struct dma_buf_ops vtpu_dmabuf_ops = {
+	.map_dma_buf = vtpu_dmabuf_map,
+	.unmap_dma_buf = vtpu_dmabuf_unmap,
+	.release = vtpu_dmabuf_release,
+	.mmap = vtpu_dmabuf_mmap,
+	.vmap = vtpu_dmabuf_vmap,
+};
+
+int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(info);
+	struct vtpu_bo_export *args = data;
+	struct dma_buf *dmabuf;
+	struct vtpu_bo *bo;
+	int fd;
+
+	if (args->pad || args->flags & ~(O_CLOEXEC | O_RDWR))
+		return -EINVAL;
+	bo = vtpu_bo_lookup(vfile, args->handle);
+	if (!bo)
+		return -ENOENT;
+
+	info.ops = &vtpu_dmabuf_ops;
+	info.size = bo->size;
+	info.flags = O_RDWR;
+	info.priv = bo;		/* the lookup's reference moves to the dma-buf */
+	dmabuf = dma_buf_export(&info);
+	if (IS_ERR(dmabuf)) {
+		vtpu_bo_put(bo);
+		return PTR_ERR(dmabuf);
+	}
+	fd = dma_buf_fd(dmabuf, args->flags);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	args->fd = fd;
+	return 0;
+}
+
+/* Return: the handle @bo already has in this file, or 0. */
+static u32 vtpu_bo_find_handle(struct vtpu_file *vfile, struct vtpu_bo *bo)
+{
+	struct vtpu_bo *entry;
+	unsigned long handle;
+
+	xa_for_each(&vfile->bos, handle, entry)
+		if (entry == bo)
+			return handle;
+	return 0;
+}
+
+int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data)
+{
+	struct vtpu_bo_import *args = data;
+	struct dma_buf *dmabuf;
+	struct vtpu_bo *bo;
+	u32 handle;
+	int ret;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	dmabuf = dma_buf_get(args->fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	/* The engine needs the pages mapped: only vtpu's own buffers. */
+	if (dmabuf->ops != &vtpu_dmabuf_ops) {
+		dma_buf_put(dmabuf);
+		return -EINVAL;
+	}
+	bo = dmabuf->priv;
+	kref_get(&bo->ref);
+	dma_buf_put(dmabuf);
+
+	handle = vtpu_bo_find_handle(vfile, bo);
+	if (handle) {
+		vtpu_bo_put(bo);
+	} else {
+		ret = xa_alloc(&vfile->bos, &handle, bo,
+			       XA_LIMIT(1, VTPU_MAX_BO_HANDLE - 1), GFP_KERNEL);
+		if (ret) {
+			vtpu_bo_put(bo);
+			return ret == -EBUSY ? -ENOSPC : ret;
+		}
+	}
+	args->handle = handle;
+	args->size = bo->size;
+	args->mmap_offset = vtpu_bo_mmap_offset(handle);
+	return 0;
 }

@@ -92,6 +92,9 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data)
 	case VTPU_PARAM_MAX_HANDLES:
 		args->value = VTPU_MAX_HANDLES;
 		break;
+	case VTPU_PARAM_MAX_REPEAT:
+		args->value = VTPU_MAX_REPEAT;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -132,6 +135,8 @@ static const struct vtpu_ioctl_desc vtpu_ioctls[] = {
 	VTPU_IOCTL(QUEUE_DESTROY, vtpu_queue_destroy_ioctl, false),
 	VTPU_IOCTL(SUBMIT, vtpu_submit_ioctl, true),
 	VTPU_IOCTL(WAIT, vtpu_wait_ioctl, true),
+	VTPU_IOCTL(BO_EXPORT, vtpu_bo_export_ioctl, false),
+	VTPU_IOCTL(BO_IMPORT, vtpu_bo_import_ioctl, false),
 };
 
 union vtpu_ioctl_data {
@@ -143,6 +148,8 @@ union vtpu_ioctl_data {
 	struct vtpu_queue_destroy queue_destroy;
 	struct vtpu_submit submit;
 	struct vtpu_wait wait;
+	struct vtpu_bo_export bo_export;
+	struct vtpu_bo_import bo_import;
 };
 
 /*
@@ -198,10 +205,15 @@ static int vtpu_open(struct inode *inode, struct file *filp)
 	if (!vfile)
 		return -ENOMEM;
 	vfile->vdev = vdev;
+	vfile->pid = task_tgid_nr(current);
+	get_task_comm(vfile->comm, current);
 	xa_init_flags(&vfile->bos, XA_FLAGS_ALLOC1);
 	xa_init_flags(&vfile->queues, XA_FLAGS_ALLOC1);
 	filp->private_data = vfile;
 	atomic_inc(&vdev->clients);
+	mutex_lock(&vdev->files_lock);
+	list_add_tail(&vfile->node, &vdev->files);
+	mutex_unlock(&vdev->files_lock);
 	return 0;
 }
 
@@ -209,7 +221,11 @@ static int vtpu_open(struct inode *inode, struct file *filp)
 static int vtpu_release(struct inode *inode, struct file *filp)
 {
 	struct vtpu_file *vfile = filp->private_data;
+	struct vtpu_device *vdev = vfile->vdev;
 
+	mutex_lock(&vdev->files_lock);
+	list_del(&vfile->node);
+	mutex_unlock(&vdev->files_lock);
 	vtpu_file_queues_fini(vfile);
 	vtpu_file_bos_fini(vfile);
 	atomic_dec(&vfile->vdev->clients);
@@ -331,6 +347,8 @@ static struct vtpu_device *vtpu_device_create(unsigned int index, u32 simd)
 	vdev->simd = simd;
 	vdev->mem_cap = (u64)vtpu_param_mem_cap_mb << 20;
 	atomic64_set(&vdev->mem_used, 0);
+	mutex_init(&vdev->files_lock);
+	INIT_LIST_HEAD(&vdev->files);
 
 	ret = vtpu_sched_init(vdev);
 	if (ret)
@@ -338,9 +356,10 @@ static struct vtpu_device *vtpu_device_create(unsigned int index, u32 simd)
 
 	cdev_init(&vdev->cdev, &vtpu_fops);
 	vdev->cdev.owner = THIS_MODULE;
+	vtpu_debugfs_init(vdev);
 	ret = cdev_add(&vdev->cdev, MKDEV(MAJOR(vtpu_devt), index), 1);
 	if (ret)
-		goto err_sched_fini;
+		goto err_debugfs_fini;
 
 	/* last: the node appears only once the device can serve it */
 	vdev->dev = device_create_with_groups(vtpu_class, NULL,
@@ -355,7 +374,8 @@ static struct vtpu_device *vtpu_device_create(unsigned int index, u32 simd)
 
 err_cdev_del:
 	cdev_del(&vdev->cdev);
-err_sched_fini:
+err_debugfs_fini:
+	vtpu_debugfs_fini(vdev);
 	vtpu_sched_fini(vdev);
 err_free:
 	kfree(vdev);
@@ -366,8 +386,10 @@ static void vtpu_device_destroy(struct vtpu_device *vdev)
 {
 	device_destroy(vtpu_class, MKDEV(MAJOR(vtpu_devt), vdev->index));
 	cdev_del(&vdev->cdev);
+	vtpu_debugfs_fini(vdev);
 	vtpu_sched_fini(vdev);
 	WARN_ON(atomic64_read(&vdev->mem_used));
+	mutex_destroy(&vdev->files_lock);
 	kfree(vdev);
 }
 
@@ -458,6 +480,7 @@ static int __init vtpu_init(void)
 
 err_destroy_devices:
 	vtpu_devices_destroy();
+	vtpu_debugfs_root_fini();
 	class_destroy(vtpu_class);
 err_unregister:
 	unregister_chrdev_region(vtpu_devt, vtpu_param_devices);
@@ -467,6 +490,7 @@ err_unregister:
 static void __exit vtpu_exit(void)
 {
 	vtpu_devices_destroy();
+	vtpu_debugfs_root_fini();
 	class_destroy(vtpu_class);
 	unregister_chrdev_region(vtpu_devt, vtpu_param_devices);
 }
@@ -478,3 +502,4 @@ MODULE_DESCRIPTION("vtpu: a virtual TPU with in-kernel SIMD matrix workers");
 MODULE_AUTHOR("The vtpu developers");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(VTPU_DRIVER_VERSION);
+MODULE_IMPORT_NS(DMA_BUF);

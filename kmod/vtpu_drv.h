@@ -7,6 +7,7 @@
  *   vtpu_bo.c     buffers: zeroed pages, mmap, per-file handles
  *   vtpu_job.c    queues, submit (validation, fences), wait, cancel
  *   vtpu_sched.c  the per-device dispatcher and matrix worker threads
+ *   vtpu_debugfs.c  per-client state under /sys/kernel/debug/vtpu/
  *   vtpu_fpu.c    SIMD level detection; the one place that knows the CPU
  *   engine/       the compute, shared with user space (libvtpu)
  *
@@ -23,6 +24,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
@@ -35,6 +37,7 @@
 #define VTPU_MAX_QUEUES 64		/* per open file */
 #define VTPU_MAX_HANDLES 1024		/* buffers one job may name */
 #define VTPU_MAX_CMDS_SIZE (1u << 20)	/* bytes of one command stream */
+#define VTPU_MAX_REPEAT (1u << 20)	/* iterations of one job */
 #define VTPU_MAX_BO_HANDLE (1u << 20)
 /* mmap offset of a buffer: its handle << VTPU_MMAP_SHIFT (1 TiB apart) */
 #define VTPU_MMAP_SHIFT 40
@@ -104,6 +107,9 @@ struct vtpu_device {
 	u64 mem_cap;			/* bytes */
 	atomic64_t mem_used;		/* bytes in live buffers */
 	atomic_t clients;		/* open files */
+	struct mutex files_lock;	/* protects files */
+	struct list_head files;		/* struct vtpu_file, for debugfs */
+	struct dentry *debugfs;
 
 	spinlock_t sched_lock;		/* protects queues, queue->pending */
 	struct list_head queues;	/* all queues, round-robin order */
@@ -125,6 +131,9 @@ struct vtpu_device {
  */
 struct vtpu_file {
 	struct vtpu_device *vdev;
+	struct list_head node;		/* in vdev->files */
+	pid_t pid;			/* of the opener, for debugfs */
+	char comm[TASK_COMM_LEN];
 	struct xarray bos;		/* handle -> struct vtpu_bo */
 	struct xarray queues;		/* id -> struct vtpu_queue */
 };
@@ -157,6 +166,7 @@ struct vtpu_queue {
 	struct vtpu_device *vdev;
 	u32 id;
 	u32 priority;
+	u32 timeout_ms;			/* watchdog for this queue's jobs */
 	u64 fence_context;
 	struct list_head node;		/* in vdev->queues (sched_lock) */
 	struct list_head pending;	/* jobs not yet started (sched_lock) */
@@ -182,7 +192,9 @@ struct vtpu_job {
 	u32 cmds_size;
 	u32 nbufs;
 	struct vtpu_bo **bos;		/* each holds a reference */
-	struct vtpu_engine_buf *bufs;
+	struct vtpu_engine_buf *bufs;	/* what the engine sees this iteration */
+	u32 repeat;			/* iterations, >= 1 */
+	u64 *strides;			/* per buffer, bytes; NULL: all 0 */
 
 	struct dma_fence *in_fence;	/* NULL once satisfied */
 	struct dma_fence_cb in_cb;
@@ -201,6 +213,8 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data);
 int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data);
 int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data);
 int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data);
 struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle);
 void vtpu_bo_put(struct vtpu_bo *bo);
 int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma);
@@ -219,6 +233,11 @@ void vtpu_job_put(struct vtpu_job *job);
 int vtpu_sched_init(struct vtpu_device *vdev);
 void vtpu_sched_fini(struct vtpu_device *vdev);
 void vtpu_sched_kick(struct vtpu_device *vdev);
+
+/* vtpu_debugfs.c */
+void vtpu_debugfs_init(struct vtpu_device *vdev);
+void vtpu_debugfs_fini(struct vtpu_device *vdev);
+void vtpu_debugfs_root_fini(void);
 
 /* vtpu_fpu.c */
 u32 vtpu_simd_best(void);

@@ -81,8 +81,7 @@ int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data)
 	u32 id;
 	int ret;
 
-	if (args->flags || args->pad ||
-	    args->priority > VTPU_QUEUE_PRIORITY_HIGH)
+	if (args->flags || args->priority > VTPU_QUEUE_PRIORITY_HIGH)
 		return -EINVAL;
 
 	q = kzalloc(sizeof(*q), GFP_KERNEL_ACCOUNT);
@@ -91,6 +90,7 @@ int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data)
 	kref_init(&q->ref);
 	q->vdev = vdev;
 	q->priority = args->priority;
+	q->timeout_ms = args->timeout_ms ?: vtpu_param_job_timeout_ms;
 	q->fence_context = dma_fence_context_alloc(1);
 	INIT_LIST_HEAD(&q->pending);
 	mutex_init(&q->lock);
@@ -180,6 +180,7 @@ static void vtpu_job_release(struct kref *ref)
 		dma_fence_put(job->in_fence);
 	if (job->fence)
 		dma_fence_put(&job->fence->base);
+	kvfree(job->strides);
 	kvfree(job->bufs);
 	kvfree(job->bos);
 	kvfree(job->cmds);
@@ -260,6 +261,39 @@ static int vtpu_job_get_bos(struct vtpu_file *vfile, struct vtpu_job *job,
 	return 0;
 }
 
+/*
+ * With a repeat, iteration i sees buffer j shifted by i * stride[j]. The
+ * stream is validated against what the last iteration sees (the shortest
+ * view of every buffer); strides are multiples of 4, the largest element
+ * alignment, so offsets stay aligned in every iteration.
+ */
+static int vtpu_job_get_strides(struct vtpu_job *job, struct vtpu_submit *args,
+				u64 *sizes)
+{
+	u64 shift;
+	u32 j;
+
+	job->strides = kvmalloc_array(job->nbufs, sizeof(*job->strides),
+				      GFP_KERNEL_ACCOUNT);
+	if (!job->strides)
+		return -ENOMEM;
+	if (copy_from_user(job->strides, u64_to_user_ptr(args->strides_ptr),
+			   (size_t)job->nbufs * sizeof(*job->strides)))
+		return -EFAULT;
+	for (j = 0; j < job->nbufs; j++) {
+		if (job->strides[j] % 4 ||
+		    check_mul_overflow(job->strides[j], (u64)job->repeat - 1,
+				       &shift) ||
+		    shift >= sizes[j]) {
+			args->error_cmd = j;
+			args->error_reason = VTPU_ERR_BAD_STRIDE_REPEAT;
+			return -EINVAL;
+		}
+		sizes[j] -= shift;
+	}
+	return 0;
+}
+
 static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
 			     struct vtpu_submit *args)
 {
@@ -284,6 +318,11 @@ static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
 	ret = vtpu_job_get_bos(vfile, job, handles, args->handle_count, sizes);
 	if (ret)
 		goto out;
+	if (args->strides_ptr) {
+		ret = vtpu_job_get_strides(job, args, sizes);
+		if (ret)
+			goto out;
+	}
 
 	ret = vtpu_engine_validate(job->cmds, job->cmds_size, sizes,
 				   args->handle_count, &err);
@@ -318,6 +357,7 @@ static struct vtpu_job *vtpu_job_create(struct vtpu_file *vfile,
 	kref_get(&q->ref);
 	job->queue = q;
 	job->cmds_size = args->cmds_size;
+	job->repeat = args->repeat ?: 1;
 	job->cmds = kvmalloc(args->cmds_size, GFP_KERNEL_ACCOUNT);
 	job->bos = kvcalloc(n + 1, sizeof(*job->bos), GFP_KERNEL_ACCOUNT);
 	job->bufs = kvcalloc(n + 1, sizeof(*job->bufs), GFP_KERNEL_ACCOUNT);
@@ -379,7 +419,7 @@ static void vtpu_job_arm(struct vtpu_job *job)
 static void vtpu_job_queue(struct vtpu_job *job)
 {
 	struct vtpu_device *vdev = job->queue->vdev;
-	unsigned long timeout = msecs_to_jiffies(vtpu_param_job_timeout_ms);
+	unsigned long timeout = msecs_to_jiffies(job->queue->timeout_ms);
 	int ret;
 
 	if (job->in_fence) {
@@ -421,7 +461,10 @@ int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data)
 	args->error_operand = VTPU_OPERAND_NONE;
 	args->error_reason = VTPU_ERR_NONE;
 
-	if (args->flags & ~VTPU_SUBMIT_FLAGS)
+	if (args->flags & ~VTPU_SUBMIT_FLAGS || args->pad)
+		return -EINVAL;
+	if (args->repeat > VTPU_MAX_REPEAT ||
+	    (args->strides_ptr && args->repeat < 2))
 		return -EINVAL;
 	if (args->cmds_size < sizeof(struct vtpu_cmd_hdr) ||
 	    args->cmds_size > VTPU_MAX_CMDS_SIZE || args->cmds_size % 8)

@@ -147,14 +147,47 @@ static void vtpu_exec_op(struct vtpu_device *vdev, struct vtpu_job *job,
 	wait_for_completion(&ex->done);
 }
 
-static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
+/* Point the engine at iteration @iter's view of every buffer. */
+static void vtpu_job_set_iteration(struct vtpu_job *job, u32 iter)
+{
+	u32 j;
+
+	for (j = 0; j < job->nbufs; j++)
+		job->bufs[j].base = (u8 *)job->bos[j]->vaddr +
+				    job->strides[j] * iter;
+}
+
+/* Return: 0, or the -errno that stopped the job. */
+static int vtpu_sched_run_stream(struct vtpu_device *vdev,
+				 struct vtpu_job *job, u64 *flops)
 {
 	const struct vtpu_cmd_hdr *cmd;
 	struct vtpu_engine_op op;
+	u32 pos = 0;
+	int err;
+
+	while ((cmd = vtpu_engine_next(job->cmds, job->cmds_size, &pos))) {
+		vtpu_fpu_begin();
+		vtpu_engine_op_prepare(&op, cmd, job->bufs, vdev->simd);
+		vtpu_fpu_end();
+		vtpu_exec_op(vdev, job, &op);
+		err = READ_ONCE(job->abort);
+		if (!err && time_after(jiffies, job->run_deadline))
+			err = -ETIMEDOUT;
+		if (err)
+			return err;
+		*flops += op.flops;
+		cond_resched();
+	}
+	return 0;
+}
+
+static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
+{
 	u64 start = ktime_get_ns();
 	u64 flops = 0;
-	u32 pos = 0;
 	int err = 0;
+	u32 iter;
 
 	if (job->in_fence) {
 		if (!vtpu_job_ready(job))
@@ -163,20 +196,12 @@ static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
 			err = job->in_fence_error; /* a failed dependency */
 	}
 	job->run_deadline =
-		jiffies + msecs_to_jiffies(vtpu_param_job_timeout_ms);
+		jiffies + msecs_to_jiffies(job->queue->timeout_ms);
 
-	while (!err && (cmd = vtpu_engine_next(job->cmds, job->cmds_size,
-					       &pos))) {
-		vtpu_fpu_begin();
-		vtpu_engine_op_prepare(&op, cmd, job->bufs, vdev->simd);
-		vtpu_fpu_end();
-		vtpu_exec_op(vdev, job, &op);
-		err = READ_ONCE(job->abort);
-		if (!err && time_after(jiffies, job->run_deadline))
-			err = -ETIMEDOUT;
-		if (!err)
-			flops += op.flops;
-		cond_resched();
+	for (iter = 0; !err && iter < job->repeat; iter++) {
+		if (job->strides)
+			vtpu_job_set_iteration(job, iter);
+		err = vtpu_sched_run_stream(vdev, job, &flops);
 	}
 
 	atomic64_add(flops, &vdev->stats.flops);

@@ -59,6 +59,7 @@ extern "C" {
  * @VTPU_PARAM_OPCODES: bit (1 << opcode) set for each supported opcode
  * @VTPU_PARAM_MAX_CMDS_SIZE: largest command stream SUBMIT accepts, bytes
  * @VTPU_PARAM_MAX_HANDLES: largest handle_count SUBMIT accepts
+ * @VTPU_PARAM_MAX_REPEAT: largest repeat SUBMIT accepts
  */
 enum vtpu_param {
 	VTPU_PARAM_API_VERSION = 0,
@@ -73,6 +74,7 @@ enum vtpu_param {
 	VTPU_PARAM_OPCODES = 9,
 	VTPU_PARAM_MAX_CMDS_SIZE = 10,
 	VTPU_PARAM_MAX_HANDLES = 11,
+	VTPU_PARAM_MAX_REPEAT = 12,
 };
 
 /**
@@ -142,6 +144,43 @@ struct vtpu_bo_close {
 };
 
 /**
+ * struct vtpu_bo_export - VTPU_IOCTL_BO_EXPORT
+ * @handle: in, a buffer of this file
+ * @flags: in, O_CLOEXEC and/or O_RDWR for the new fd, nothing else
+ * @fd: out, a dma-buf fd sharing the buffer's pages (mmap-able)
+ * @pad: must be zero
+ *
+ * Exporting the same buffer again gives another fd for the same dma-buf.
+ */
+struct vtpu_bo_export {
+	__u32 handle;
+	__u32 flags;
+	__s32 fd;
+	__u32 pad;
+};
+
+/**
+ * struct vtpu_bo_import - VTPU_IOCTL_BO_IMPORT
+ * @fd: in, a dma-buf fd exported by a vtpu device (any /dev/vtpuN)
+ * @flags: in, must be zero
+ * @handle: out, a handle in this file for the same pages; importing a
+ *          buffer this file already has returns its existing handle
+ * @pad: must be zero
+ * @size: out, bytes
+ * @mmap_offset: out, for mmap() on this device fd
+ *
+ * The memory stays charged to the exporting device.
+ */
+struct vtpu_bo_import {
+	__s32 fd;
+	__u32 flags;
+	__u32 handle;
+	__u32 pad;
+	__u64 size;
+	__u64 mmap_offset;
+};
+
+/**
  * enum vtpu_queue_priority - scheduling class of a queue
  *
  * Higher classes are picked first; within a class the device round-robins
@@ -158,13 +197,14 @@ enum vtpu_queue_priority {
  * @priority: in, an enum vtpu_queue_priority
  * @flags: in, must be zero
  * @queue_id: out, the queue's id in this open file
- * @pad: must be zero
+ * @timeout_ms: in, the watchdog for this queue's jobs; 0 takes the
+ *              device's job_timeout_ms
  */
 struct vtpu_queue_create {
 	__u32 priority;
 	__u32 flags;
 	__u32 queue_id;
-	__u32 pad;
+	__u32 timeout_ms;
 };
 
 /**
@@ -214,6 +254,7 @@ enum vtpu_error_reason {
 	VTPU_ERR_OUT_OF_BOUNDS = 10, /* operand extends past its buffer */
 	VTPU_ERR_MISALIGNED = 11,    /* offset not aligned to the dtype */
 	VTPU_ERR_OVERLAP = 12,	     /* output overlaps an input */
+	VTPU_ERR_BAD_STRIDE_REPEAT = 13, /* a repeat stride walks off its buffer */
 };
 
 /**
@@ -230,10 +271,18 @@ enum vtpu_error_reason {
  *                (OUT_FENCE), otherwise -1
  * @seqno: out, the job's sequence number in its queue (for WAIT)
  * @error_cmd: out, on -EINVAL from validation: index of the bad command
+ *             (for VTPU_ERR_BAD_STRIDE_REPEAT: the buffer index)
  * @error_offset: out, its byte offset in the stream
  * @error_operand: out, an enum vtpu_operand_id
  * @error_reason: out, an enum vtpu_error_reason (VTPU_ERR_NONE: not a
  *                command-stream error)
+ * @repeat: in, run the stream this many times in one job (0 or 1: once)
+ * @pad: must be zero
+ * @strides_ptr: in, with @repeat > 1: user pointer to __u64[handle_count],
+ *               a byte stride per buffer; iteration i sees buffer j
+ *               shifted by i * stride[j] (multiples of 4), so a job can walk
+ *               a dataset resident in a buffer. 0: no strides. The stream is
+ *               validated against every iteration before anything runs.
  */
 struct vtpu_submit {
 	__u64 cmds_ptr;
@@ -249,6 +298,9 @@ struct vtpu_submit {
 	__u32 error_offset;
 	__u32 error_operand;
 	__u32 error_reason;
+	__u32 repeat;
+	__u32 pad;
+	__u64 strides_ptr;
 };
 
 /**
@@ -305,6 +357,10 @@ struct vtpu_wait {
 	_IOW(VTPU_IOCTL_BASE, 0x05, struct vtpu_queue_destroy)
 #define VTPU_IOCTL_SUBMIT _IOWR(VTPU_IOCTL_BASE, 0x06, struct vtpu_submit)
 #define VTPU_IOCTL_WAIT _IOWR(VTPU_IOCTL_BASE, 0x07, struct vtpu_wait)
+#define VTPU_IOCTL_BO_EXPORT                                                   \
+	_IOWR(VTPU_IOCTL_BASE, 0x08, struct vtpu_bo_export)
+#define VTPU_IOCTL_BO_IMPORT                                                   \
+	_IOWR(VTPU_IOCTL_BASE, 0x09, struct vtpu_bo_import)
 
 /*
  * The command set.

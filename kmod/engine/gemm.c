@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * GEMM: C = act(alpha * op(A) * op(B) + beta * C + bias), BLIS-style.
+ *
+ * This file is the driver (tiling of C into independent tiles, K into
+ * in-order steps, dispatch to a SIMD level) and the portable level, whose
+ * microkernel is the reference the others must agree with. See gemm.h for
+ * the loop structure and gemm_tmpl.h for packing.
+ */
+#include "gemm.h"
+
+/* ---- the portable level --------------------------------------------------- */
+
+#define GEMM_MR VTPU_GEMM_SCALAR_MR
+#define GEMM_NR VTPU_GEMM_SCALAR_NR
+#define GEMM_STEP_FN vtpu_gemm_step_scalar
+#include "gemm_tmpl.h"
+
+static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
+		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
+		     const float *bias, u32 relu)
+{
+	float t[GEMM_MR * GEMM_NR] = { 0 };
+	u32 p, i, j;
+
+	for (p = 0; p < kc; p++, a += GEMM_MR, b += GEMM_NR)
+		for (i = 0; i < GEMM_MR; i++)
+			for (j = 0; j < GEMM_NR; j++)
+				t[i * GEMM_NR + j] += a[i] * b[j];
+	gemm_store_edge(t, c, ldc, mr, nr, alpha, beta, bias, relu);
+}
+
+/* ---- the driver ------------------------------------------------------------ */
+
+struct gemm_level {
+	u32 mr, nr;
+	void (*step)(const struct vtpu_gemm_step *st, void *scratch);
+};
+
+static const struct gemm_level gemm_levels[] = {
+	[VTPU_SIMD_SCALAR] = { VTPU_GEMM_SCALAR_MR, VTPU_GEMM_SCALAR_NR,
+			       vtpu_gemm_step_scalar },
+	[VTPU_SIMD_AVX2] = { VTPU_GEMM_AVX2_MR, VTPU_GEMM_AVX2_NR,
+			     vtpu_gemm_step_avx2 },
+	[VTPU_SIMD_AVX512] = { VTPU_GEMM_AVX512_MR, VTPU_GEMM_AVX512_NR,
+			       vtpu_gemm_step_avx512 },
+};
+
+static const struct gemm_level *gemm_level(u32 simd)
+{
+	if (simd > VTPU_SIMD_AVX512)
+		simd = VTPU_SIMD_SCALAR;
+	return &gemm_levels[simd];
+}
+
+static u32 div_up(u32 a, u32 b)
+{
+	return a / b + (a % b != 0);
+}
+
+static u32 round_up(u32 a, u32 b)
+{
+	return div_up(a, b) * b;
+}
+
+/*
+ * Tiles wanted per GEMM when the matrix is big enough: the engine does not
+ * know how many workers there are, so aim at several per core of a small
+ * machine; smaller tiles than the minimums below would spend too much on
+ * packing (B is packed once per tile and step, A once per MR rows).
+ */
+#define GEMM_TILES_WANTED 8
+#define GEMM_MT_MIN 56
+#define GEMM_NT_MIN 128
+
+void vtpu_gemm_prepare(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	const struct gemm_level *lv = gemm_level(op->simd);
+	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
+	u32 mtiles, ntiles, mt, nt, nsteps;
+
+	/* Even split under the largest tile. */
+	ntiles = div_up(n, VTPU_GEMM_NT_MAX);
+	mtiles = div_up(m, VTPU_GEMM_MT_MAX);
+
+	/*
+	 * Split further, while the tile stays above the minimum, along the
+	 * dimension whose tile is larger relative to its minimum: a tall
+	 * tile costs A packing per column panel, a wide one B packing per
+	 * row panel.
+	 */
+	while ((u64)mtiles * ntiles < GEMM_TILES_WANTED) {
+		u32 cm = div_up(m, mtiles), cn = div_up(n, ntiles);
+		int can_m = cm >= 2 * GEMM_MT_MIN;
+		int can_n = cn >= 2 * GEMM_NT_MIN;
+
+		if (can_m && (!can_n || cm * GEMM_NT_MIN >= cn * GEMM_MT_MIN))
+			mtiles++;
+		else if (can_n)
+			ntiles++;
+		else
+			break;
+	}
+	mt = round_up(div_up(m, mtiles), lv->mr);
+	nt = round_up(div_up(n, ntiles), lv->nr);
+	mtiles = div_up(m, mt);
+	ntiles = div_up(n, nt);
+
+	/*
+	 * mtiles * ntiles fits: C (m x n floats) lies in one buffer, and
+	 * tiles are at least MR x NR (or the whole of m or n).
+	 */
+	nsteps = div_up(k, VTPU_GEMM_KC);
+	g->kc = div_up(k, nsteps);
+	g->mt = mt;
+	g->nt = nt;
+	g->mtiles = mtiles;
+	g->ntiles_n = ntiles;
+	op->ntiles = mtiles * ntiles;
+	op->nsteps = nsteps;
+	op->flops = 2ull * m * n * g->k;
+}
+
+void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		   void *scratch)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+	u32 ti = tile / g->ntiles_n, tj = tile - ti * g->ntiles_n;
+	struct vtpu_gemm_step st;
+
+	st.g = g;
+	st.i0 = ti * g->mt;
+	st.j0 = tj * g->nt;
+	st.mt = gemm_min(g->mt, g->m - st.i0);
+	st.nt = gemm_min(g->nt, g->n - st.j0);
+	st.p0 = step * g->kc;
+	st.kc = g->k ? gemm_min(g->kc, g->k - st.p0) : 0;
+	st.beta = step == 0 ? g->beta : 1.0f;
+	st.last = step == op->nsteps - 1;
+	gemm_level(op->simd)->step(&st, scratch);
+}
+
+size_t vtpu_gemm_scratch_size(void)
+{
+	/*
+	 * packed B (kc x nt), packed A (kc x mt), and slack for the vector
+	 * packs' whole-vector stores (gemm_pack_a_rows)
+	 */
+	return ((size_t)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX +
+		(size_t)VTPU_GEMM_KC * (VTPU_GEMM_MT_MAX + VTPU_GEMM_MR_MAX) +
+		16) * sizeof(float);
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * Between the GEMM driver (gemm.c) and its per-SIMD-level macro-kernels
+ * (gemm.c's portable one, gemm_avx2.c, gemm_avx512.c).
+ *
+ * BLIS structure, for row-major C:
+ *
+ *   tile   (mt x nt of C, one worker; op->ntiles of them)
+ *    step  (one chunk of kc along K; op->nsteps of them, in order)
+ *      pack B[kc x nt] into kc x NR micro-panels   (scratch, L2)
+ *      pack A[mt x kc] into MR x kc micro-panels   (scratch, L2)
+ *      for each MR rows of the tile (A panel stays in L1):
+ *        for each NR columns: microkernel  C[MR x NR] op= A_panel * B_panel
+ *
+ * The microkernel computes C := alpha*A*B + beta*C (never reading C when
+ * beta == 0), then on the last step adds bias[n] and applies ReLU. Steps
+ * after the first use beta = 1. Vectors run along N (C's rows are
+ * contiguous); A is broadcast. Edge tiles are zero-padded in the packed
+ * panels and the microkernel stores only mr x nr.
+ */
+#ifndef VTPU_GEMM_H
+#define VTPU_GEMM_H
+
+#include "engine_internal.h"
+
+/* Microtile shapes (rows MR x columns NR) of each level. */
+#define VTPU_GEMM_SCALAR_MR 4
+#define VTPU_GEMM_SCALAR_NR 8
+#define VTPU_GEMM_AVX2_MR 6
+#define VTPU_GEMM_AVX2_NR 16
+#define VTPU_GEMM_AVX512_MR 14
+#define VTPU_GEMM_AVX512_NR 32
+
+/* Largest of the above (scratch sizing). */
+#define VTPU_GEMM_MR_MAX 14
+#define VTPU_GEMM_NR_MAX 32
+
+/*
+ * Blocking: K per step, and the largest tile. NT_MAX is a multiple of
+ * every NR; a tile is at most MT_MAX + MR - 1 rows (rounded up to MR).
+ * KC * NT_MAX floats of packed B plus KC * (MT_MAX + MR_MAX) of packed A
+ * make the scratch (~0.9 MiB). MT_MAX * NT_MAX * KC * 2 flops bounds the
+ * work of one call (~100 MFLOP, about a millisecond with AVX-512).
+ */
+#define VTPU_GEMM_KC 256
+#define VTPU_GEMM_MT_MAX 384
+#define VTPU_GEMM_NT_MAX 512
+
+/**
+ * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
+ * @g: the decoded command
+ * @i0: first row of C in the tile
+ * @j0: first column
+ * @mt: rows in the tile (the last tile may be short)
+ * @nt: columns in the tile
+ * @p0: first k of the step
+ * @kc: k in the step (>= 1)
+ * @beta: g->beta on step 0, 1 after
+ * @last: non-zero on the last step (apply bias and ReLU)
+ */
+struct vtpu_gemm_step {
+	const struct vtpu_engine_gemm *g;
+	u32 i0, j0, mt, nt;
+	u32 p0, kc;
+	float beta;
+	u32 last;
+};
+
+/* One step of one tile, per level; @scratch is vtpu_gemm_scratch_size(). */
+void vtpu_gemm_step_scalar(const struct vtpu_gemm_step *st, void *scratch);
+void vtpu_gemm_step_avx2(const struct vtpu_gemm_step *st, void *scratch);
+void vtpu_gemm_step_avx512(const struct vtpu_gemm_step *st, void *scratch);
+
+#endif /* VTPU_GEMM_H */
