@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libvtpu command streams: a growable, 8-byte-aligned byte stream of
+ * commands (uapi/linux/vtpu.h's command set) and the list of buffers the
+ * commands name by index, plus vtpu_job_strerror(), which explains a
+ * stream the validator rejected.
+ *
+ * Appends never fail loudly: the first failure is kept in cb->error and
+ * vtpu_submit() returns it, so a builder can append a whole program and
+ * check once.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vtpu.h"
+#include "vtpu_engine.h"
+
+#define CMDBUF_MIN_CAP 256
+#define CMDBUF_MIN_HANDLES 8
+
+void vtpu_cmdbuf_init(struct vtpu_cmdbuf *cb)
+{
+	memset(cb, 0, sizeof(*cb));
+}
+
+void vtpu_cmdbuf_fini(struct vtpu_cmdbuf *cb)
+{
+	free(cb->data);
+	free(cb->handles);
+	free(cb->bos);
+	memset(cb, 0, sizeof(*cb));
+}
+
+void vtpu_cmdbuf_reset(struct vtpu_cmdbuf *cb)
+{
+	cb->size = 0;
+	cb->nhandles = 0;
+	cb->error = 0;
+}
+
+static void cmdbuf_fail(struct vtpu_cmdbuf *cb, int err)
+{
+	if (!cb->error)
+		cb->error = err;
+}
+
+uint32_t vtpu_cmdbuf_use(struct vtpu_cmdbuf *cb, const struct vtpu_bo *bo)
+{
+	uint32_t i;
+
+	for (i = 0; i < cb->nhandles; i++)
+		if (cb->bos[i] == bo)
+			return i;
+
+	if (cb->nhandles == cb->handles_cap) {
+		uint32_t cap = cb->handles_cap ? cb->handles_cap * 2 :
+						 CMDBUF_MIN_HANDLES;
+		uint32_t *h;
+		const struct vtpu_bo **b;
+
+		if (cap <= cb->handles_cap) {
+			cmdbuf_fail(cb, -E2BIG);
+			return UINT32_MAX;
+		}
+		h = realloc(cb->handles, (size_t)cap * sizeof(*h));
+		if (!h) {
+			cmdbuf_fail(cb, -ENOMEM);
+			return UINT32_MAX;
+		}
+		cb->handles = h;
+		b = realloc(cb->bos, (size_t)cap * sizeof(*b));
+		if (!b) {
+			cmdbuf_fail(cb, -ENOMEM);
+			return UINT32_MAX;
+		}
+		cb->bos = b;
+		cb->handles_cap = cap;
+	}
+	cb->handles[cb->nhandles] = bo->handle;
+	cb->bos[cb->nhandles] = bo;
+	return cb->nhandles++;
+}
+
+int vtpu_cmdbuf_append(struct vtpu_cmdbuf *cb, const void *cmd)
+{
+	struct vtpu_cmd_hdr hdr;
+	uint32_t need;
+
+	memcpy(&hdr, cmd, sizeof(hdr));
+	/* The next command must start 8-byte aligned. */
+	if (hdr.size < sizeof(hdr) || hdr.size % 8) {
+		cmdbuf_fail(cb, -EINVAL);
+		return -EINVAL;
+	}
+	if (hdr.size > UINT32_MAX - cb->size) {
+		cmdbuf_fail(cb, -E2BIG);
+		return -E2BIG;
+	}
+	need = cb->size + hdr.size;
+	if (need > cb->cap) {
+		uint64_t cap = cb->cap ? cb->cap : CMDBUF_MIN_CAP;
+		uint8_t *d;
+
+		while (cap < need)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			cap = UINT32_MAX & ~7u;
+		d = realloc(cb->data, cap);
+		if (!d) {
+			cmdbuf_fail(cb, -ENOMEM);
+			return -ENOMEM;
+		}
+		cb->data = d;
+		cb->cap = (uint32_t)cap;
+	}
+	memcpy(cb->data + cb->size, cmd, hdr.size);
+	cb->size = need;
+	return 0;
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+int vtpu_cmdbuf_gemm(struct vtpu_cmdbuf *cb, const struct vtpu_gemm_desc *g)
+{
+	struct vtpu_cmd_gemm c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_GEMM;
+	c.hdr.size = sizeof(c);
+	c.m = g->m;
+	c.n = g->n;
+	c.k = g->k;
+	c.flags = g->flags;
+	c.lda = g->lda ? g->lda : (g->flags & VTPU_GEMM_TRANS_A) ? g->m : g->k;
+	c.ldb = g->ldb ? g->ldb : (g->flags & VTPU_GEMM_TRANS_B) ? g->k : g->n;
+	c.ldc = g->ldc ? g->ldc : g->n;
+	c.dtype = g->dtype;
+	c.alpha = f32_bits(g->alpha);
+	c.beta = f32_bits(g->beta);
+	c.a.buf = g->a_buf;
+	c.a.offset = g->a_off;
+	c.b.buf = g->b_buf;
+	c.b.offset = g->b_off;
+	c.c.buf = g->c_buf;
+	c.c.offset = g->c_off;
+	c.bias.buf = g->bias_buf;
+	c.bias.offset = g->bias_off;
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_fill(struct vtpu_cmdbuf *cb, uint32_t buf, uint64_t off,
+		     uint32_t count, float value)
+{
+	struct vtpu_cmd_fill c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_FILL;
+	c.hdr.size = sizeof(c);
+	c.count = count;
+	c.value = f32_bits(value);
+	c.dst.buf = buf;
+	c.dst.offset = off;
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_copy(struct vtpu_cmdbuf *cb, uint32_t dst_buf,
+		     uint64_t dst_off, uint32_t src_buf, uint64_t src_off,
+		     uint64_t bytes)
+{
+	struct vtpu_cmd_copy c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_COPY;
+	c.hdr.size = sizeof(c);
+	c.bytes = bytes;
+	c.dst.buf = dst_buf;
+	c.dst.offset = dst_off;
+	c.src.buf = src_buf;
+	c.src.offset = src_off;
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+/* ---- explaining a rejected stream ---------------------------------------- */
+
+struct strbuf {
+	char *buf;
+	size_t len, pos;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void sb_printf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (sb->pos >= sb->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(sb->buf + sb->pos, sb->len - sb->pos, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb->pos += (size_t)n;
+}
+
+static const char *operand_name(uint32_t operand)
+{
+	static const char *const names[] = {
+		[VTPU_OPERAND_NONE] = "-",  [VTPU_OPERAND_A] = "A",
+		[VTPU_OPERAND_B] = "B",	    [VTPU_OPERAND_C] = "C",
+		[VTPU_OPERAND_BIAS] = "bias", [VTPU_OPERAND_DST] = "dst",
+		[VTPU_OPERAND_SRC] = "src",
+	};
+
+	if (operand < sizeof(names) / sizeof(names[0]))
+		return names[operand];
+	return "?";
+}
+
+static uint32_t cmd_size_for(uint32_t opcode)
+{
+	switch (opcode) {
+	case VTPU_OP_NOP:
+		return sizeof(struct vtpu_cmd_hdr);
+	case VTPU_OP_GEMM:
+		return sizeof(struct vtpu_cmd_gemm);
+	case VTPU_OP_FILL:
+		return sizeof(struct vtpu_cmd_fill);
+	case VTPU_OP_COPY:
+		return sizeof(struct vtpu_cmd_copy);
+	}
+	return 0;
+}
+
+/*
+ * One operand of a decoded command: where it is, how many bytes the
+ * validator requires it to span (vtpu_engine_operand(), so the numbers are
+ * the validator's own) and, for GEMM matrices, the stored shape.
+ */
+struct operand_info {
+	const struct vtpu_operand *op;
+	uint64_t extent;
+	uint32_t align;
+	/* GEMM matrices: the stored shape and its leading dimension */
+	uint32_t rows, cols, ld;
+	const char *ld_name;
+};
+
+static uint32_t dtype_size(uint32_t dtype)
+{
+	return dtype == VTPU_DTYPE_BF16 ? 2 : 4;
+}
+
+/* Return: 0 and *oi filled, or -1 when @cmd has no such operand. */
+static int operand_lookup(const void *cmd, uint32_t avail, uint32_t operand,
+			  struct operand_info *oi)
+{
+	struct vtpu_cmd_hdr hdr;
+
+	memset(oi, 0, sizeof(*oi));
+	memcpy(&hdr, cmd, sizeof(hdr));
+	if (!cmd_size_for(hdr.opcode) || avail < cmd_size_for(hdr.opcode) ||
+	    hdr.size != cmd_size_for(hdr.opcode))
+		return -1;
+	if (vtpu_engine_operand(cmd, operand, &oi->op, &oi->extent))
+		return -1;
+
+	oi->align = hdr.opcode == VTPU_OP_COPY ? 1 : 4;
+	if (hdr.opcode == VTPU_OP_GEMM) {
+		const struct vtpu_cmd_gemm *g = cmd;
+		int ta = !!(g->flags & VTPU_GEMM_TRANS_A);
+		int tb = !!(g->flags & VTPU_GEMM_TRANS_B);
+
+		switch (operand) {
+		case VTPU_OPERAND_A:
+			oi->rows = ta ? g->k : g->m;
+			oi->cols = ta ? g->m : g->k;
+			oi->ld = g->lda;
+			oi->ld_name = "lda";
+			oi->align = dtype_size(g->dtype);
+			break;
+		case VTPU_OPERAND_B:
+			oi->rows = tb ? g->n : g->k;
+			oi->cols = tb ? g->k : g->n;
+			oi->ld = g->ldb;
+			oi->ld_name = "ldb";
+			oi->align = dtype_size(g->dtype);
+			break;
+		case VTPU_OPERAND_C:
+			oi->rows = g->m;
+			oi->cols = g->n;
+			oi->ld = g->ldc;
+			oi->ld_name = "ldc";
+			break;
+		}
+	}
+	return 0;
+}
+
+static void explain_flags(struct strbuf *sb, const void *cmd,
+			  const struct vtpu_cmd_hdr *hdr, uint32_t avail)
+{
+	if (hdr->opcode == VTPU_OP_GEMM && avail >= sizeof(struct vtpu_cmd_gemm)) {
+		const struct vtpu_cmd_gemm *g = cmd;
+
+		sb_printf(sb, "unknown flag bits 0x%x (flags 0x%x; known 0x%x)",
+			  g->flags & ~VTPU_GEMM_FLAGS, g->flags,
+			  VTPU_GEMM_FLAGS);
+		return;
+	}
+	sb_printf(sb, "unknown flag bits set");
+}
+
+static void explain_shape(struct strbuf *sb, const void *cmd,
+			  const struct vtpu_cmd_hdr *hdr, uint32_t avail)
+{
+	if (avail < cmd_size_for(hdr->opcode)) {
+		sb_printf(sb, "a dimension is 0 or too large");
+		return;
+	}
+	switch (hdr->opcode) {
+	case VTPU_OP_GEMM: {
+		const struct vtpu_cmd_gemm *g = cmd;
+
+		sb_printf(sb, "shape m=%u n=%u k=%u: every dimension must be "
+			  "1..%u", g->m, g->n, g->k, VTPU_MAX_DIM);
+		return;
+	}
+	case VTPU_OP_FILL: {
+		uint32_t count = ((const struct vtpu_cmd_fill *)cmd)->count;
+
+		sb_printf(sb, count ? "count %u is too large" :
+				      "count %u: nothing to fill", count);
+		return;
+	}
+	case VTPU_OP_COPY: {
+		unsigned long long bytes =
+			((const struct vtpu_cmd_copy *)cmd)->bytes;
+
+		sb_printf(sb, bytes ? "%llu bytes is too large" :
+				      "%llu bytes: nothing to copy", bytes);
+		return;
+	}
+	}
+	sb_printf(sb, "a dimension is 0 or too large");
+}
+
+char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
+			const struct vtpu_job *job, char *buf, size_t len)
+{
+	struct strbuf sb = { .buf = buf, .len = len };
+	const uint32_t reason = job->error.reason;
+	const uint32_t operand = job->error.operand;
+	const uint32_t off = job->error.offset;
+	struct vtpu_cmd_hdr hdr = { 0 };
+	struct operand_info oi;
+	const uint8_t *cmd = NULL;
+	uint32_t avail = 0;
+	const char *oname = operand_name(operand);
+
+	if (!buf || !len)
+		return buf;
+	buf[0] = '\0';
+
+	if (reason == VTPU_ERR_NONE) {
+		sb_printf(&sb, "not a command-stream error");
+		return buf;
+	}
+
+	/* The failing command, as far as the stream holds it. */
+	if (cb && cb->data && off % 8 == 0 && off < cb->size) {
+		cmd = cb->data + off;
+		avail = cb->size - off;
+		if (avail >= sizeof(hdr))
+			memcpy(&hdr, cmd, sizeof(hdr));
+		if (hdr.size && hdr.size < avail)
+			avail = hdr.size;
+	}
+
+	if (cmd && avail >= sizeof(hdr))
+		sb_printf(&sb, "command %u (%s): ", job->error.cmd,
+			  vtpu_opcode_name(hdr.opcode));
+	else
+		sb_printf(&sb, "command %u at byte %u: ", job->error.cmd, off);
+
+	switch (reason) {
+	case VTPU_ERR_TRUNCATED:
+		if (!cmd || cb->size - off < sizeof(hdr))
+			sb_printf(&sb, "the stream (%u bytes) ends inside the "
+				  "command header", cb ? cb->size : 0);
+		else
+			sb_printf(&sb, "the command is %u bytes but the stream "
+				  "(%u bytes) ends %u bytes into it",
+				  hdr.size, cb->size, cb->size - off);
+		break;
+	case VTPU_ERR_BAD_SIZE:
+		if (cmd_size_for(hdr.opcode))
+			sb_printf(&sb, "size %u is wrong for %s (must be %u)",
+				  hdr.size, vtpu_opcode_name(hdr.opcode),
+				  cmd_size_for(hdr.opcode));
+		else
+			sb_printf(&sb, "size %u is not a non-zero multiple "
+				  "of 8", hdr.size);
+		break;
+	case VTPU_ERR_BAD_OPCODE:
+		sb_printf(&sb, "unknown opcode %u", hdr.opcode);
+		break;
+	case VTPU_ERR_BAD_FLAGS:
+		explain_flags(&sb, cmd, &hdr, avail);
+		break;
+	case VTPU_ERR_BAD_PAD:
+		if (operand == VTPU_OPERAND_BIAS &&
+		    hdr.opcode == VTPU_OP_GEMM &&
+		    avail >= sizeof(struct vtpu_cmd_gemm) &&
+		    !(((const struct vtpu_cmd_gemm *)cmd)->flags &
+		      VTPU_GEMM_BIAS))
+			sb_printf(&sb, "operand bias is unused (no "
+				  "VTPU_GEMM_BIAS) and must be all zero");
+		else if (operand != VTPU_OPERAND_NONE)
+			sb_printf(&sb, "operand %s: pad field is not zero",
+				  oname);
+		else
+			sb_printf(&sb, "a pad field is not zero");
+		break;
+	case VTPU_ERR_BAD_SHAPE:
+		explain_shape(&sb, cmd, &hdr, avail);
+		break;
+	case VTPU_ERR_BAD_STRIDE:
+		if (cmd && !operand_lookup(cmd, avail, operand, &oi) &&
+		    oi.ld_name)
+			sb_printf(&sb, "operand %s: %s %u is smaller than its "
+				  "row length %u (stored %u x %u)", oname,
+				  oi.ld_name, oi.ld, oi.cols, oi.rows, oi.cols);
+		else
+			sb_printf(&sb, "operand %s: leading dimension too "
+				  "small", oname);
+		break;
+	case VTPU_ERR_BAD_DTYPE:
+		if (hdr.opcode == VTPU_OP_GEMM &&
+		    avail >= sizeof(struct vtpu_cmd_gemm))
+			sb_printf(&sb, "dtype %u is unknown or unsupported",
+				  ((const struct vtpu_cmd_gemm *)cmd)->dtype);
+		else
+			sb_printf(&sb, "unknown or unsupported dtype");
+		break;
+	case VTPU_ERR_BAD_BUFFER:
+		if (cmd && !operand_lookup(cmd, avail, operand, &oi))
+			sb_printf(&sb, "operand %s names buffer %u but the job "
+				  "has only %u buffers", oname, oi.op->buf,
+				  cb->nhandles);
+		else
+			sb_printf(&sb, "operand %s names a buffer index >= the "
+				  "job's %u buffers", oname,
+				  cb ? cb->nhandles : 0);
+		break;
+	case VTPU_ERR_OUT_OF_BOUNDS:
+		if (cmd && !operand_lookup(cmd, avail, operand, &oi)) {
+			sb_printf(&sb, "operand %s [offset %llu + %llu bytes] "
+				  "exceeds buffer %u", oname,
+				  (unsigned long long)oi.op->offset,
+				  (unsigned long long)oi.extent, oi.op->buf);
+			if (oi.op->buf < cb->nhandles && cb->bos[oi.op->buf])
+				sb_printf(&sb, " (%llu bytes)",
+					  (unsigned long long)
+					  cb->bos[oi.op->buf]->size);
+			if (oi.op->offset > UINT64_MAX - oi.extent)
+				sb_printf(&sb, "; the sum overflows 64 bits");
+		} else {
+			sb_printf(&sb, "operand %s extends past its buffer",
+				  oname);
+		}
+		break;
+	case VTPU_ERR_MISALIGNED:
+		if (cmd && !operand_lookup(cmd, avail, operand, &oi))
+			sb_printf(&sb, "operand %s offset %llu is not a "
+				  "multiple of %u bytes", oname,
+				  (unsigned long long)oi.op->offset, oi.align);
+		else
+			sb_printf(&sb, "operand %s offset is misaligned",
+				  oname);
+		break;
+	case VTPU_ERR_OVERLAP:
+		sb_printf(&sb, "output operand %s overlaps an input", oname);
+		break;
+	default:
+		sb_printf(&sb, "unknown reason %u (operand %s)", reason,
+			  oname);
+		break;
+	}
+	return buf;
+}

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vtpu_basic: the ioctl contract of /dev/vtpu0 that needs no job: open,
+ * GET_PARAM, ioctl numbering and struct versioning, buffers (create, zeroed,
+ * mmap, info, close) and queues.
+ *
+ * Runs against the real module (in the VM); skips when /dev/vtpu0 is absent.
+ * Checks go straight through ioctl(2) so that errno is what the kernel said.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vtpu.h"
+
+#define DEV_PATH "/dev/vtpu0"
+
+static int xioctl(int fd, unsigned long req, void *arg)
+{
+	return ioctl(fd, req, arg) ? -errno : 0;
+}
+
+static uint64_t param(struct __test_metadata *_metadata, int fd, uint32_t p)
+{
+	struct vtpu_get_param gp = { .param = p };
+
+	ASSERT_EQ(0, xioctl(fd, VTPU_IOCTL_GET_PARAM, &gp));
+	return gp.value;
+}
+
+FIXTURE(vtpu)
+{
+	int fd;
+	long page;
+};
+
+FIXTURE_SETUP(vtpu)
+{
+	self->page = sysconf(_SC_PAGESIZE);
+	self->fd = open(DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+FIXTURE_TEARDOWN(vtpu)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* SKIP in FIXTURE_SETUP still runs the body in 6.1's harness: check here. */
+#define NEED_DEV()                                                             \
+	do {                                                                   \
+		if (self->fd < 0)                                              \
+			SKIP(return, "%s: %s (is vtpu.ko loaded?)", DEV_PATH,  \
+			     strerror(errno));                                 \
+	} while (0)
+
+TEST_F(vtpu, open_close)
+{
+	struct vtpu_dev *dev;
+	int fd2;
+
+	NEED_DEV();
+	dev = vtpu_open(DEV_PATH);
+	ASSERT_NE(NULL, dev) TH_LOG("vtpu_open: %s", strerror(errno));
+	EXPECT_LE(0, vtpu_fd(dev));
+	vtpu_close(dev);
+
+	/* Several opens of one node are independent clients. */
+	fd2 = open(DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(0, close(fd2));
+
+	errno = 0;
+	EXPECT_EQ(NULL, vtpu_open("/dev/vtpu-does-not-exist"));
+	EXPECT_EQ(ENOENT, errno);
+	TH_LOG("vtpu_open/vtpu_close work, a second open works, a missing node gives ENOENT");
+}
+
+TEST_F(vtpu, get_param_values)
+{
+	uint64_t v, cap, used, ops;
+	const uint64_t need = 1u << VTPU_OP_NOP | 1u << VTPU_OP_GEMM |
+			      1u << VTPU_OP_FILL | 1u << VTPU_OP_COPY;
+
+	NEED_DEV();
+	EXPECT_EQ(VTPU_API_VERSION, param(_metadata, self->fd,
+					  VTPU_PARAM_API_VERSION));
+	EXPECT_EQ(0, param(_metadata, self->fd, VTPU_PARAM_DEVICE_INDEX));
+	v = param(_metadata, self->fd, VTPU_PARAM_SIMD_LEVEL);
+	EXPECT_LE(v, VTPU_SIMD_AVX512);
+	TH_LOG("simd level %llu", (unsigned long long)v);
+	v = param(_metadata, self->fd, VTPU_PARAM_NUM_CORES);
+	EXPECT_LE(1, v);
+	TH_LOG("cores %llu", (unsigned long long)v);
+	cap = param(_metadata, self->fd, VTPU_PARAM_MEM_CAP);
+	used = param(_metadata, self->fd, VTPU_PARAM_MEM_USED);
+	EXPECT_LT(0, cap);
+	EXPECT_LE(used, cap);
+	TH_LOG("mem cap %llu used %llu", (unsigned long long)cap,
+	       (unsigned long long)used);
+	v = param(_metadata, self->fd, VTPU_PARAM_MAX_BO_SIZE);
+	EXPECT_LE((uint64_t)self->page, v);
+	EXPECT_LT(0, param(_metadata, self->fd, VTPU_PARAM_JOB_TIMEOUT_MS));
+	EXPECT_LE(1, param(_metadata, self->fd, VTPU_PARAM_MAX_QUEUES));
+	ops = param(_metadata, self->fd, VTPU_PARAM_OPCODES);
+	EXPECT_EQ(need, ops & need) TH_LOG("opcodes 0x%llx",
+					   (unsigned long long)ops);
+	EXPECT_LE(sizeof(struct vtpu_cmd_gemm),
+		  param(_metadata, self->fd, VTPU_PARAM_MAX_CMDS_SIZE));
+	EXPECT_LE(1, param(_metadata, self->fd, VTPU_PARAM_MAX_HANDLES));
+	EXPECT_LE(1, param(_metadata, self->fd, VTPU_PARAM_MAX_REPEAT));
+	TH_LOG("GET_PARAM: api version, device index 0, simd, cores, memory, limits and opcodes 0x%llx are sane",
+	       (unsigned long long)ops);
+}
+
+TEST_F(vtpu, get_param_unknown)
+{
+	struct vtpu_get_param gp = { .param = 0xffff };
+
+	NEED_DEV();
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_GET_PARAM, &gp));
+	gp.param = VTPU_PARAM_MAX_REPEAT + 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_GET_PARAM, &gp));
+	TH_LOG("unknown params give EINVAL");
+}
+
+TEST_F(vtpu, ioctl_unknown_nr)
+{
+	struct vtpu_get_param gp = { .param = VTPU_PARAM_API_VERSION };
+
+	NEED_DEV();
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd, _IOWR(VTPU_IOCTL_BASE, 0x3f,
+						  struct vtpu_get_param), &gp));
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd, _IOWR(VTPU_IOCTL_BASE, 0x7f,
+						  struct vtpu_get_param), &gp));
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd, _IOWR(VTPU_IOCTL_BASE, 0xff,
+						  struct vtpu_get_param), &gp));
+	TH_LOG("ioctl numbers past the table give ENOTTY");
+}
+
+TEST_F(vtpu, ioctl_wrong_type)
+{
+	struct vtpu_get_param gp = { .param = VTPU_PARAM_API_VERSION };
+
+	NEED_DEV();
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd, _IOWR(VTPU_IOCTL_BASE + 1, 0x00,
+						  struct vtpu_get_param), &gp));
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd, _IOWR('d', 0x00,
+						  struct vtpu_get_param), &gp));
+	/* FIONREAD-like generic requests are not ours either. */
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd, _IO(VTPU_IOCTL_BASE - 1, 0), NULL));
+	TH_LOG("a wrong ioctl type byte gives ENOTTY");
+}
+
+TEST_F(vtpu, nonzero_pad)
+{
+	struct vtpu_get_param gp = { .param = VTPU_PARAM_API_VERSION, .pad = 1 };
+	struct vtpu_bo_create bc = { .size = 4096 };
+	struct vtpu_bo_info bi = { 0 };
+	struct vtpu_bo_close bcl = { 0 };
+	struct vtpu_queue_create qc = { .priority = 1, .flags = 1 };
+	struct vtpu_queue_create qok = { .priority = 1 };
+	struct vtpu_queue_destroy qd = { 0 };
+	struct vtpu_wait w = { 0 };
+
+	NEED_DEV();
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_GET_PARAM, &gp));
+
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	bi.handle = bc.handle;
+	bi.pad = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	bcl.handle = bc.handle;
+	bcl.pad = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_BO_CLOSE, &bcl));
+	bcl.pad = 0;
+	EXPECT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CLOSE, &bcl))
+		TH_LOG("the rejected BO_CLOSE must not have closed it");
+
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qok));
+	qd.queue_id = qok.queue_id;
+	qd.pad = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_QUEUE_DESTROY, &qd));
+	w.queue_id = qok.queue_id;
+	w.flags = 1;
+	w.seqno = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_WAIT, &w));
+	qd.pad = 0;
+	EXPECT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_DESTROY, &qd));
+	TH_LOG("non-zero pad (GET_PARAM, BO_INFO, BO_CLOSE, QUEUE_CREATE, QUEUE_DESTROY) and WAIT flags give EINVAL");
+}
+
+TEST_F(vtpu, struct_smaller)
+{
+	struct vtpu_get_param gp = { .param = VTPU_PARAM_API_VERSION };
+	struct vtpu_submit s = { 0 };
+	unsigned long nr;
+
+	NEED_DEV();
+	/* Today's structs are the first version: anything shorter is bad. */
+	nr = _IOC(_IOC_READ | _IOC_WRITE, VTPU_IOCTL_BASE, 0x00,
+		  sizeof(gp) - 8);
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, nr, &gp));
+	nr = _IOC(_IOC_READ | _IOC_WRITE, VTPU_IOCTL_BASE, 0x00, 4);
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, nr, &gp));
+	nr = _IOC(_IOC_READ | _IOC_WRITE, VTPU_IOCTL_BASE, 0x06,
+		  sizeof(s) - 8);
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, nr, &s));
+	nr = _IOC(_IOC_READ | _IOC_WRITE, VTPU_IOCTL_BASE, 0x01, 8);
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, nr, &s));
+	TH_LOG("structs shorter than version 1 give EINVAL");
+}
+
+TEST_F(vtpu, struct_larger)
+{
+	struct {
+		struct vtpu_get_param gp;
+		uint64_t tail[3];
+	} big;
+	unsigned long nr = _IOC(_IOC_READ | _IOC_WRITE, VTPU_IOCTL_BASE, 0x00,
+				sizeof(big));
+
+	NEED_DEV();
+	memset(&big, 0, sizeof(big));
+	big.gp.param = VTPU_PARAM_API_VERSION;
+	EXPECT_EQ(0, xioctl(self->fd, nr, &big));
+	EXPECT_EQ(VTPU_API_VERSION, big.gp.value);
+
+	memset(&big, 0, sizeof(big));
+	big.gp.param = VTPU_PARAM_API_VERSION;
+	big.tail[2] = 1;
+	EXPECT_EQ(-E2BIG, xioctl(self->fd, nr, &big));
+	big.tail[2] = 0;
+	big.tail[0] = 1ull << 63;
+	EXPECT_EQ(-E2BIG, xioctl(self->fd, nr, &big));
+	TH_LOG("a longer struct with a zero tail works, a non-zero tail gives E2BIG");
+}
+
+TEST_F(vtpu, bo_create_bad)
+{
+	struct vtpu_bo_create bc = { 0 };
+	uint64_t max;
+	int ret;
+
+	NEED_DEV();
+	max = param(_metadata, self->fd, VTPU_PARAM_MAX_BO_SIZE);
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+
+	bc.size = UINT64_MAX;
+	ret = xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc);
+	EXPECT_TRUE(ret == -EINVAL || ret == -ENOSPC) TH_LOG("got %d", ret);
+	bc.size = UINT64_MAX - 4095;	/* page rounding would wrap to 0 */
+	ret = xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc);
+	EXPECT_TRUE(ret == -EINVAL || ret == -ENOSPC) TH_LOG("got %d", ret);
+	bc.size = max + 1;
+	ret = xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc);
+	EXPECT_TRUE(ret == -EINVAL || ret == -ENOSPC) TH_LOG("got %d", ret);
+
+	bc.size = 4096;
+	bc.flags = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	bc.flags = 1u << 31;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	TH_LOG("BO_CREATE: size 0, huge sizes (max %llu) and unknown flags are refused",
+	       (unsigned long long)max);
+}
+
+TEST_F(vtpu, bo_zeroed_mmap_roundtrip)
+{
+	const uint64_t size = 3 * self->page + 1;
+	struct vtpu_bo_create bc = { .size = size };
+	struct vtpu_bo_info bi = { 0 };
+	struct vtpu_bo_close bcl = { 0 };
+	uint64_t used0, used1, i, rounded;
+	uint8_t *p, *q;
+	int dirty = 0;
+
+	NEED_DEV();
+	rounded = 4 * self->page;
+	used0 = param(_metadata, self->fd, VTPU_PARAM_MEM_USED);
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	used1 = param(_metadata, self->fd, VTPU_PARAM_MEM_USED);
+	EXPECT_LE(used0 + rounded, used1);
+
+	bi.handle = bc.handle;
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	EXPECT_EQ(rounded, bi.size);
+	EXPECT_EQ(bc.mmap_offset, bi.mmap_offset);
+	EXPECT_EQ(0, bi.mmap_offset % self->page);
+
+	p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, p) TH_LOG("mmap: %s", strerror(errno));
+	for (i = 0; i < rounded; i++)
+		dirty |= p[i];
+	EXPECT_EQ(0, dirty) TH_LOG("a new buffer must read as zeros");
+	for (i = 0; i < rounded; i++)
+		p[i] = (uint8_t)(i * 7 + 3);
+
+	/* A second mapping sees the same pages. */
+	q = mmap(NULL, rounded, PROT_READ, MAP_SHARED, self->fd,
+		 bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_EQ(0, memcmp(p, q, rounded));
+	munmap(q, rounded);
+
+	/* Past the end of the buffer is not mappable. */
+	q = mmap(NULL, rounded + self->page, PROT_READ, MAP_SHARED, self->fd,
+		 bc.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, q);
+	if (q != MAP_FAILED)
+		munmap(q, rounded + self->page);
+
+	/* The mapping outlives the handle. */
+	bcl.handle = bc.handle;
+	EXPECT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CLOSE, &bcl));
+	EXPECT_EQ((uint8_t)(5 * 7 + 3), p[5]);
+	p[5] = 0;
+	munmap(p, rounded);
+	TH_LOG("BO of %llu bytes: page-rounded to %llu, charged to MEM_USED, zeroed, mmap round-trips, mapping survives BO_CLOSE",
+	       (unsigned long long)size, (unsigned long long)rounded);
+}
+
+TEST_F(vtpu, bo_info)
+{
+	struct vtpu_bo_create a = { .size = 1 }, b = { .size = 2 * 4096 };
+	struct vtpu_bo_info bi = { 0 };
+
+	NEED_DEV();
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &a));
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &b));
+	EXPECT_NE(a.handle, b.handle);
+	EXPECT_NE(a.mmap_offset, b.mmap_offset);
+	bi.handle = a.handle;
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	EXPECT_EQ((uint64_t)self->page, bi.size);
+	EXPECT_EQ(a.mmap_offset, bi.mmap_offset);
+	bi.handle = b.handle;
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	EXPECT_EQ(2 * 4096 > self->page ? 2 * 4096 : self->page, bi.size);
+	EXPECT_EQ(b.mmap_offset, bi.mmap_offset);
+	TH_LOG("BO_INFO reports page-rounded sizes and the create-time offsets");
+}
+
+TEST_F(vtpu, bo_bad_handle)
+{
+	struct vtpu_bo_create bc = { .size = 4096 };
+	struct vtpu_bo_info bi = { .handle = 0xdead };
+	struct vtpu_bo_close bcl = { .handle = 0xdead };
+
+	NEED_DEV();
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_BO_CLOSE, &bcl));
+	bi.handle = 0;
+	bcl.handle = 0;
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_BO_CLOSE, &bcl));
+
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	bcl.handle = bc.handle;
+	EXPECT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CLOSE, &bcl));
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_BO_CLOSE, &bcl));
+	bi.handle = bc.handle;
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	TH_LOG("unknown handles and a double BO_CLOSE give ENOENT");
+}
+
+TEST_F(vtpu, bo_other_client)
+{
+	struct vtpu_bo_create bc = { .size = 4096 };
+	struct vtpu_bo_info bi = { 0 };
+	struct vtpu_bo_close bcl = { 0 };
+	void *p;
+	int fd2;
+
+	NEED_DEV();
+	fd2 = open(DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	bi.handle = bc.handle;
+	EXPECT_EQ(-ENOENT, xioctl(fd2, VTPU_IOCTL_BO_INFO, &bi));
+	bcl.handle = bc.handle;
+	EXPECT_EQ(-ENOENT, xioctl(fd2, VTPU_IOCTL_BO_CLOSE, &bcl));
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, bc.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p) TH_LOG("another client mapped our buffer");
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	EXPECT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	close(fd2);
+	TH_LOG("a second client can neither see, close nor map the first one's buffer");
+}
+
+TEST_F(vtpu, mmap_bogus_offset)
+{
+	struct vtpu_bo_create bc = { .size = 4096 };
+	void *p;
+
+	NEED_DEV();
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd,
+		 (off_t)1 << 40);
+	EXPECT_EQ(MAP_FAILED, p);
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	/* One page past a one-page buffer. */
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd,
+		 bc.mmap_offset + self->page);
+	EXPECT_EQ(MAP_FAILED, p);
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	TH_LOG("mmap at offsets that name no buffer fails");
+}
+
+TEST_F(vtpu, queue_create_destroy)
+{
+	struct vtpu_queue_create qc = { 0 };
+	struct vtpu_queue_destroy qd = { 0 };
+	uint32_t ids[3];
+	int i;
+
+	NEED_DEV();
+	for (i = VTPU_QUEUE_PRIORITY_LOW; i <= VTPU_QUEUE_PRIORITY_HIGH; i++) {
+		qc.priority = i;
+		ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+		ids[i] = qc.queue_id;
+	}
+	EXPECT_NE(ids[0], ids[1]);
+	EXPECT_NE(ids[1], ids[2]);
+	EXPECT_NE(ids[0], ids[2]);
+
+	qc.priority = VTPU_QUEUE_PRIORITY_HIGH + 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	qc.priority = UINT32_MAX;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	qc.priority = VTPU_QUEUE_PRIORITY_NORMAL;
+	qc.flags = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+
+	for (i = 0; i < 3; i++) {
+		qd.queue_id = ids[i];
+		EXPECT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_DESTROY, &qd));
+	}
+	qd.queue_id = ids[0];
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_QUEUE_DESTROY, &qd));
+	qd.queue_id = 0xbad;
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_QUEUE_DESTROY, &qd));
+	TH_LOG("queues of every priority; bad priority/flags give EINVAL, unknown or destroyed ids ENOENT");
+}
+
+TEST_F(vtpu, queue_limit)
+{
+	struct vtpu_queue_create qc = { .priority = VTPU_QUEUE_PRIORITY_NORMAL };
+	uint64_t max, i;
+	int ret = 0;
+
+	NEED_DEV();
+	max = param(_metadata, self->fd, VTPU_PARAM_MAX_QUEUES);
+	if (max > 4096)
+		SKIP(return, "MAX_QUEUES %llu is too many to exhaust",
+		     (unsigned long long)max);
+	for (i = 0; i < max; i++) {
+		ret = xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc);
+		ASSERT_EQ(0, ret) TH_LOG("queue %llu of %llu",
+					 (unsigned long long)i,
+					 (unsigned long long)max);
+	}
+	ret = xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc);
+	EXPECT_NE(0, ret);
+	TH_LOG("MAX_QUEUES %llu queues can be created, one more fails with %d",
+	       (unsigned long long)max, ret);
+}
+
+TEST_F(vtpu, lib_wrappers)
+{
+	struct vtpu_dev *dev;
+	struct vtpu_bo bo;
+	uint32_t q;
+	uint64_t v;
+
+	NEED_DEV();
+	dev = vtpu_open(DEV_PATH);
+	ASSERT_NE(NULL, dev);
+	EXPECT_EQ(0, vtpu_get_param(dev, VTPU_PARAM_API_VERSION, &v));
+	EXPECT_EQ(VTPU_API_VERSION, v);
+	EXPECT_EQ(-EINVAL, vtpu_get_param(dev, 0xffff, &v));
+	EXPECT_EQ(-EINVAL, vtpu_bo_create(dev, 0, &bo));
+	ASSERT_EQ(0, vtpu_bo_create(dev, 100, &bo));
+	EXPECT_EQ((uint64_t)self->page, bo.size);
+	ASSERT_NE(NULL, bo.map);
+	EXPECT_EQ(0, ((uint8_t *)bo.map)[99]);
+	((uint8_t *)bo.map)[99] = 1;
+	EXPECT_EQ(0, vtpu_bo_destroy(dev, &bo));
+	EXPECT_EQ(NULL, bo.map);
+	EXPECT_EQ(-ENOENT, vtpu_bo_destroy(dev, &bo));
+	EXPECT_EQ(0, vtpu_queue_create(dev, VTPU_QUEUE_PRIORITY_HIGH, &q));
+	EXPECT_EQ(-EINVAL, vtpu_queue_create(dev, 99, &q));
+	EXPECT_EQ(0, vtpu_queue_destroy(dev, q));
+	EXPECT_EQ(-ENOENT, vtpu_queue_destroy(dev, q));
+	vtpu_close(dev);
+	TH_LOG("libvtpu's device, buffer and queue wrappers return 0/-errno as the ioctls do");
+}
+
+TEST_HARNESS_MAIN
