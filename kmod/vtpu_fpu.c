@@ -16,11 +16,8 @@
  */
 u32 vtpu_simd_best(void)
 {
-	if (boot_cpu_has(X86_FEATURE_AVX512F) &&
-	    boot_cpu_has(X86_FEATURE_AVX512VL) &&
-	    boot_cpu_has(X86_FEATURE_AVX512BW) &&
-	    boot_cpu_has(X86_FEATURE_AVX512DQ) &&
-	    boot_cpu_has(X86_FEATURE_FMA) &&
+	/* engine.mk builds the AVX-512 objects with -mavx512f -mfma only */
+	if (boot_cpu_has(X86_FEATURE_AVX512F) && boot_cpu_has(X86_FEATURE_FMA) &&
 	    cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM |
 				      XFEATURE_MASK_AVX512, NULL))
 		return VTPU_SIMD_AVX512;

@@ -16,4 +16,4 @@ ENGINE_KERNEL_CFLAGS := -msse -msse2 -mpreferred-stack-boundary=4
 
 # Per-file SIMD flags (both builds).
 ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma
-ENGINE_CFLAGS_gemm_avx512 := -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
+ENGINE_CFLAGS_gemm_avx512 := -mavx512f -mfma

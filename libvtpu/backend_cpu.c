@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The cpu backend: runs a command stream in user space, exactly as the
+ * device does (same validator, same engine, same tile/step split), on a
+ * pool of pthreads created once. The calling thread is worker 0; the pool
+ * holds threads - 1 more. For each command the caller publishes the op,
+ * wakes as many helpers as the op has spare tiles, and every participant
+ * takes tiles from an atomic counter and runs all steps of each tile it
+ * takes; the next command starts when all participants are done.
+ *
+ * With VTPU_CPU_GEMM_OPENBLAS, GEMM commands go to cblas_sgemm (on
+ * OpenBLAS's own threads, as many as ours) followed by the bias/ReLU
+ * epilogue: the CPU baseline the engine is measured against.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cblas.h>
+
+#include "vtpu.h"
+#include "vtpu_engine.h"
+
+/* From OpenBLAS (not in every cblas.h). */
+void openblas_set_num_threads(int num_threads);
+
+struct vtpu_cpu {
+	int nthreads;
+	int simd;
+	int gemm;
+	pthread_t *threads;	/* nthreads - 1 helpers */
+	void **scratch;		/* per worker, [0] is the caller's */
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake;	/* helpers: a new op or stop */
+	pthread_cond_t idle;	/* caller: busy dropped to 0 */
+	u64 gen;		/* op generation, under lock */
+	int stop;		/* under lock */
+	int busy;		/* helpers still in the current op, under lock */
+	int slots;		/* helpers that may still join it, under lock */
+	const struct vtpu_engine_op *op;	/* under lock */
+
+	atomic_uint next_tile;
+};
+
+static int cpu_best_simd(void)
+{
+	__builtin_cpu_init();
+	/* gemm_avx512.c is built with -mavx512f -mfma only (engine.mk) */
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+		return VTPU_SIMD_AVX512;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return VTPU_SIMD_AVX2;
+	return VTPU_SIMD_SCALAR;
+}
+
+static void cpu_run_tiles(struct vtpu_cpu *cpu,
+			  const struct vtpu_engine_op *op, void *scratch)
+{
+	for (;;) {
+		u32 tile = atomic_fetch_add_explicit(&cpu->next_tile, 1,
+						     memory_order_relaxed);
+		u32 step;
+
+		if (tile >= op->ntiles)
+			break;
+		for (step = 0; step < op->nsteps; step++)
+			vtpu_engine_op_run(op, tile, step, scratch);
+	}
+}
+
+static void *cpu_helper(void *arg)
+{
+	void **targ = arg;
+	struct vtpu_cpu *cpu = targ[0];
+	void *scratch = targ[1];
+	u64 seen = 0;
+
+	free(targ);
+	pthread_mutex_lock(&cpu->lock);
+	for (;;) {
+		const struct vtpu_engine_op *op;
+
+		while (!cpu->stop && cpu->gen == seen)
+			pthread_cond_wait(&cpu->wake, &cpu->lock);
+		if (cpu->stop)
+			break;
+		seen = cpu->gen;
+		op = cpu->op;
+		/* not needed for this op: the caller does not wait for us */
+		if (cpu->slots == 0)
+			continue;
+		cpu->slots--;
+		pthread_mutex_unlock(&cpu->lock);
+
+		cpu_run_tiles(cpu, op, scratch);
+
+		pthread_mutex_lock(&cpu->lock);
+		if (--cpu->busy == 0)
+			pthread_cond_signal(&cpu->idle);
+	}
+	pthread_mutex_unlock(&cpu->lock);
+	return NULL;
+}
+
+/* Run one op's tiles on the caller and as many helpers as it can use. */
+static void cpu_run_op(struct vtpu_cpu *cpu, const struct vtpu_engine_op *op)
+{
+	int helpers = cpu->nthreads - 1;
+
+	if ((u32)helpers > op->ntiles - 1)
+		helpers = (int)(op->ntiles - 1);
+	atomic_store_explicit(&cpu->next_tile, 0, memory_order_relaxed);
+	if (helpers > 0) {
+		pthread_mutex_lock(&cpu->lock);
+		cpu->op = op;
+		cpu->busy = helpers;
+		cpu->slots = helpers;
+		cpu->gen++;
+		pthread_cond_broadcast(&cpu->wake);
+		pthread_mutex_unlock(&cpu->lock);
+	}
+	cpu_run_tiles(cpu, op, cpu->scratch[0]);
+	if (helpers > 0) {
+		pthread_mutex_lock(&cpu->lock);
+		while (cpu->busy)
+			pthread_cond_wait(&cpu->idle, &cpu->lock);
+		pthread_mutex_unlock(&cpu->lock);
+	}
+}
+
+/* The baseline: cblas_sgemm, then bias and ReLU. */
+static void cpu_gemm_openblas(const struct vtpu_engine_gemm *g)
+{
+	u32 i, j;
+
+	cblas_sgemm(CblasRowMajor,
+		    (g->flags & VTPU_GEMM_TRANS_A) ? CblasTrans : CblasNoTrans,
+		    (g->flags & VTPU_GEMM_TRANS_B) ? CblasTrans : CblasNoTrans,
+		    (int)g->m, (int)g->n, (int)g->k, g->alpha, g->a,
+		    (int)g->lda, g->b, (int)g->ldb, g->beta, g->c, (int)g->ldc);
+	if (!(g->flags & (VTPU_GEMM_BIAS | VTPU_GEMM_RELU)))
+		return;
+	for (i = 0; i < g->m; i++) {
+		float *c = g->c + (size_t)i * g->ldc;
+
+		for (j = 0; j < g->n; j++) {
+			float x = c[j];
+
+			if (g->bias)
+				x += g->bias[j];
+			if ((g->flags & VTPU_GEMM_RELU) && x < 0.0f)
+				x = 0.0f;
+			c[j] = x;
+		}
+	}
+}
+
+void vtpu_cpu_destroy(struct vtpu_cpu *cpu)
+{
+	int i;
+
+	if (!cpu)
+		return;
+	if (cpu->threads) {
+		pthread_mutex_lock(&cpu->lock);
+		cpu->stop = 1;
+		pthread_cond_broadcast(&cpu->wake);
+		pthread_mutex_unlock(&cpu->lock);
+		for (i = 0; i < cpu->nthreads - 1; i++)
+			if (cpu->threads[i])
+				pthread_join(cpu->threads[i], NULL);
+		free(cpu->threads);
+	}
+	if (cpu->scratch) {
+		for (i = 0; i < cpu->nthreads; i++)
+			free(cpu->scratch[i]);
+		free(cpu->scratch);
+	}
+	pthread_cond_destroy(&cpu->idle);
+	pthread_cond_destroy(&cpu->wake);
+	pthread_mutex_destroy(&cpu->lock);
+	free(cpu);
+}
+
+struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
+{
+	int best = cpu_best_simd();
+	size_t scratch = vtpu_engine_scratch_size();
+	struct vtpu_cpu *cpu;
+	int i, err;
+
+	if (threads < 0 || simd < -1 || simd > VTPU_SIMD_AVX512 ||
+	    (gemm != VTPU_CPU_GEMM_ENGINE && gemm != VTPU_CPU_GEMM_OPENBLAS)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (simd > best) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		threads = n > 0 ? (int)n : 1;
+	}
+
+	cpu = calloc(1, sizeof(*cpu));
+	if (!cpu)
+		return NULL;
+	cpu->nthreads = threads;
+	cpu->simd = simd < 0 ? best : simd;
+	cpu->gemm = gemm;
+	pthread_mutex_init(&cpu->lock, NULL);
+	pthread_cond_init(&cpu->wake, NULL);
+	pthread_cond_init(&cpu->idle, NULL);
+
+	cpu->scratch = calloc((size_t)threads, sizeof(*cpu->scratch));
+	if (!cpu->scratch)
+		goto err_destroy;
+	for (i = 0; i < threads; i++) {
+		/* touch it now: page faults in the first job are slow */
+		if (posix_memalign(&cpu->scratch[i], 64, scratch)) {
+			cpu->scratch[i] = NULL;
+			errno = ENOMEM;
+			goto err_destroy;
+		}
+		memset(cpu->scratch[i], 0, scratch);
+	}
+
+	cpu->threads = calloc((size_t)threads, sizeof(*cpu->threads));
+	if (!cpu->threads)
+		goto err_destroy;
+	for (i = 0; i < threads - 1; i++) {
+		void **arg = malloc(2 * sizeof(*arg));
+
+		if (!arg)
+			goto err_destroy;
+		arg[0] = cpu;
+		arg[1] = cpu->scratch[i + 1];
+		err = pthread_create(&cpu->threads[i], NULL, cpu_helper, arg);
+		if (err) {
+			free(arg);
+			cpu->threads[i] = 0;
+			errno = err;
+			goto err_destroy;
+		}
+	}
+	if (gemm == VTPU_CPU_GEMM_OPENBLAS)
+		openblas_set_num_threads(threads);
+	return cpu;
+
+err_destroy:
+	err = errno;
+	vtpu_cpu_destroy(cpu);
+	errno = err;
+	return NULL;
+}
+
+int vtpu_cpu_simd(const struct vtpu_cpu *cpu)
+{
+	return cpu->simd;
+}
+
+int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
+		 struct vtpu_job *job)
+{
+	struct vtpu_engine_buf stackbufs[16];
+	struct vtpu_engine_buf *bufs = stackbufs;
+	u64 stacksizes[16];
+	u64 *sizes = stacksizes;
+	struct vtpu_engine_error verr = { 0 };
+	const struct vtpu_cmd_hdr *cmd;
+	u32 i, pos = 0, n = cb->nhandles;
+	int ret = 0;
+
+	memset(&job->error, 0, sizeof(job->error));
+	job->out_fence = -1;
+	if (cb->error)
+		return cb->error;
+	if (n > 16) {
+		bufs = malloc(n * sizeof(*bufs));
+		sizes = malloc(n * sizeof(*sizes));
+		if (!bufs || !sizes) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		bufs[i].base = cb->bos[i]->map;
+		bufs[i].size = cb->bos[i]->size;
+		sizes[i] = cb->bos[i]->size;
+	}
+
+	ret = vtpu_engine_validate(cb->data, cb->size, sizes, n, &verr);
+	if (ret) {
+		job->error.cmd = verr.cmd;
+		job->error.offset = verr.offset;
+		job->error.operand = verr.operand;
+		job->error.reason = verr.reason;
+		goto out;
+	}
+
+	while ((cmd = vtpu_engine_next(cb->data, cb->size, &pos))) {
+		struct vtpu_engine_op op;
+
+		vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd);
+		if (op.opcode == VTPU_OP_GEMM &&
+		    cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
+		    op.gemm.dtype == VTPU_DTYPE_F32)
+			cpu_gemm_openblas(&op.gemm);
+		else if (op.opcode != VTPU_OP_NOP)
+			cpu_run_op(cpu, &op);
+	}
+out:
+	if (bufs != stackbufs)
+		free(bufs);
+	if (sizes != stacksizes)
+		free(sizes);
+	return ret;
+}
+
+int vtpu_cpu_bo_create(uint64_t size, struct vtpu_bo *bo)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t rounded;
+	void *map;
+
+	if (!size || size > (1ull << 46))
+		return -EINVAL;
+	rounded = (size + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+	map = mmap(NULL, rounded, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	bo->handle = 0;
+	bo->size = rounded;
+	bo->map = map;
+	return 0;
+}
+
+void vtpu_cpu_bo_destroy(struct vtpu_bo *bo)
+{
+	if (bo->map)
+		munmap(bo->map, bo->size);
+	bo->map = NULL;
+	bo->size = 0;
+}

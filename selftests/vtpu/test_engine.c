@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Host unit test of the engine through libvtpu's cpu backend: GEMM on every
+ * SIMD level this CPU has, and in OpenBLAS mode, against a double-precision
+ * triple loop (and cblas_sgemm), over edge shapes, transposes, strides,
+ * alpha/beta, bias+ReLU, NaN/Inf; plus FILL/COPY/NOP and a rejected stream.
+ * No device needed.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+
+#include "kselftest_harness.h"
+#include "vtpu.h"
+
+#define EPS 5.96e-8 /* 2^-24 */
+
+/* ---- a hand-built command stream on cpu buffers ------------------------- */
+
+struct stream {
+	struct vtpu_cmdbuf cb;
+	uint8_t data[4096];
+	const struct vtpu_bo *bos[8];
+};
+
+static void stream_init(struct stream *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->cb.data = s->data;
+	s->cb.cap = sizeof(s->data);
+	s->cb.bos = s->bos;
+}
+
+static uint32_t stream_use(struct stream *s, const struct vtpu_bo *bo)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->cb.nhandles; i++)
+		if (s->bos[i] == bo)
+			return i;
+	s->bos[s->cb.nhandles] = bo;
+	return s->cb.nhandles++;
+}
+
+static void stream_add(struct stream *s, const void *cmd)
+{
+	const struct vtpu_cmd_hdr *h = cmd;
+
+	memcpy(s->data + s->cb.size, cmd, h->size);
+	s->cb.size += h->size;
+}
+
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/* ---- data ----------------------------------------------------------------- */
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static float frand(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (float)((rng_state >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static void fill_rand(float *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = frand();
+}
+
+/* ---- one GEMM case ------------------------------------------------------- */
+
+struct gemm_case {
+	uint32_t m, n, k, flags;
+	uint32_t lda_pad, ldb_pad, ldc_pad; /* added to the natural ld */
+	float alpha, beta;
+	int nan_c;	 /* fill C with NaN (beta must be 0) */
+	int poison_a;	 /* put NaN and Inf in A */
+};
+
+/* Executors: SIMD levels, or -2 for OpenBLAS mode. */
+#define EXEC_OPENBLAS -2
+
+static struct vtpu_cpu *exec_create(int exec, int threads)
+{
+	if (exec == EXEC_OPENBLAS)
+		return vtpu_cpu_create(threads, -1, VTPU_CPU_GEMM_OPENBLAS);
+	return vtpu_cpu_create(threads, exec, VTPU_CPU_GEMM_ENGINE);
+}
+
+static float relu_ref(float x)
+{
+	return x < 0.0f ? 0.0f : x;
+}
+
+/*
+ * Run @gc on @cpu; compare with a double triple loop (the OpenBLAS
+ * variants check cblas_sgemm the same way). Returns the number of bad elements; *maxratio gets the
+ * worst |got - ref| / tolerance.
+ */
+static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
+		     double *maxratio)
+{
+	uint32_t m = gc->m, n = gc->n, k = gc->k;
+	int ta = !!(gc->flags & VTPU_GEMM_TRANS_A);
+	int tb = !!(gc->flags & VTPU_GEMM_TRANS_B);
+	uint32_t lda = (ta ? m : k) + gc->lda_pad;
+	uint32_t ldb = (tb ? k : n) + gc->ldb_pad;
+	uint32_t ldc = n + gc->ldc_pad;
+	size_t asz = (size_t)(ta ? k : m) * lda, bsz = (size_t)(tb ? n : k) * ldb;
+	size_t csz = (size_t)m * ldc;
+	struct vtpu_bo abo, bbo, cbo, biasbo;
+	struct vtpu_cmd_gemm cmd;
+	struct stream s;
+	struct vtpu_job job;
+	float *a, *b, *c, *c0, *bias, *cref;
+	long bad = 0;
+	uint32_t i, j, p;
+	int ret;
+
+	*maxratio = 0;
+	/* A at an offset, to exercise operand offsets */
+	if (vtpu_cpu_bo_create(asz * 4 + 256, &abo) ||
+	    vtpu_cpu_bo_create(bsz * 4, &bbo) ||
+	    vtpu_cpu_bo_create(csz * 4, &cbo) ||
+	    vtpu_cpu_bo_create(n * 4, &biasbo))
+		return -1;
+	a = (float *)((char *)abo.map + 256);
+	b = bbo.map;
+	c = cbo.map;
+	bias = biasbo.map;
+	fill_rand(a, asz);
+	fill_rand(b, bsz);
+	fill_rand(bias, n);
+	if (gc->nan_c)
+		for (i = 0; i < csz; i++)
+			c[i] = NAN;
+	else
+		fill_rand(c, csz);
+	if (gc->poison_a) {
+		/* row m/2: a NaN at k/2; row m/3: +Inf at 0 */
+		uint32_t r1 = m / 2, r2 = m / 3;
+
+		a[ta ? (size_t)(k / 2) * lda + r1 : (size_t)r1 * lda + k / 2] = NAN;
+		if (r2 != r1)
+			a[ta ? r2 : (size_t)r2 * lda] = INFINITY;
+	}
+	c0 = malloc(csz * 4);
+	cref = malloc(csz * 4);
+	memcpy(c0, c, csz * 4);
+
+	/* the reference, in double */
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < n; j++) {
+			double acc = 0, x;
+
+			for (p = 0; p < k; p++) {
+				double av = ta ? a[(size_t)p * lda + i] :
+						 a[(size_t)i * lda + p];
+				double bv = tb ? b[(size_t)j * ldb + p] :
+						 b[(size_t)p * ldb + j];
+
+				acc += av * bv;
+			}
+			x = gc->alpha * acc;
+			if (gc->beta != 0.0f)
+				x += gc->beta * (double)c0[(size_t)i * ldc + j];
+			if (gc->flags & VTPU_GEMM_BIAS)
+				x += bias[j];
+			if (gc->flags & VTPU_GEMM_RELU)
+				x = relu_ref((float)x);
+			cref[(size_t)i * ldc + j] = (float)x;
+		}
+	}
+
+	stream_init(&s);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = VTPU_OP_GEMM;
+	cmd.hdr.size = sizeof(cmd);
+	cmd.m = m;
+	cmd.n = n;
+	cmd.k = k;
+	cmd.flags = gc->flags;
+	cmd.lda = lda;
+	cmd.ldb = ldb;
+	cmd.ldc = ldc;
+	cmd.dtype = VTPU_DTYPE_F32;
+	cmd.alpha = f2u(gc->alpha);
+	cmd.beta = f2u(gc->beta);
+	cmd.a.buf = stream_use(&s, &abo);
+	cmd.a.offset = 256;
+	cmd.b.buf = stream_use(&s, &bbo);
+	cmd.c.buf = stream_use(&s, &cbo);
+	if (gc->flags & VTPU_GEMM_BIAS)
+		cmd.bias.buf = stream_use(&s, &biasbo);
+	stream_add(&s, &cmd);
+	ret = vtpu_cpu_run(cpu, &s.cb, &job);
+	if (ret) {
+		fprintf(stderr, "vtpu_cpu_run: %d (cmd %u operand %u reason %u)\n",
+			ret, job.error.cmd, job.error.operand, job.error.reason);
+		bad = -1;
+		goto out;
+	}
+
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < n; j++) {
+			size_t idx = (size_t)i * ldc + j;
+			double mag = 0, tol, d;
+			float got = c[idx], want = cref[idx];
+
+			for (p = 0; p < k; p++) {
+				double av = ta ? a[(size_t)p * lda + i] :
+						 a[(size_t)i * lda + p];
+				double bv = tb ? b[(size_t)j * ldb + p] :
+						 b[(size_t)p * ldb + j];
+
+				mag += fabs(av * bv);
+			}
+			mag = fabs(gc->alpha) * mag;
+			if (gc->beta != 0.0f)
+				mag += fabs(gc->beta * c0[idx]);
+			if (gc->flags & VTPU_GEMM_BIAS)
+				mag += fabs(bias[j]);
+			tol = 2.0 * (k + 3) * EPS * mag + 1e-30;
+
+			if (isnan(want) || isinf(want) || isnan(mag) ||
+			    isinf(mag)) {
+				/* non-finite: NaN where the reference has NaN,
+				 * the same infinity, else finite or not alike */
+				if (isnan(want) ? !isnan(got) :
+				    isinf(want) ? got != want : !isfinite(got)) {
+					if (bad < 5)
+						fprintf(stderr,
+							"  C[%u][%u] = %g, want %g\n",
+							i, j, got, want);
+					bad++;
+				}
+				continue;
+			}
+			d = fabs((double)got - want);
+			if (!(d <= tol)) {
+				if (bad < 5)
+					fprintf(stderr,
+						"  C[%u][%u] = %.8g, want %.8g (tol %.3g)\n",
+						i, j, got, want, tol);
+				bad++;
+			}
+			if (d / tol > *maxratio)
+				*maxratio = d / tol;
+		}
+		/* padding past n is never written */
+		for (j = n; j < ldc; j++) {
+			size_t idx = (size_t)i * ldc + j;
+
+			if (memcmp(&c[idx], &c0[idx], 4)) {
+				if (bad < 5)
+					fprintf(stderr, "  C[%u][%u] pad written\n",
+						i, j);
+				bad++;
+			}
+		}
+	}
+out:
+	free(c0);
+	free(cref);
+	vtpu_cpu_bo_destroy(&abo);
+	vtpu_cpu_bo_destroy(&bbo);
+	vtpu_cpu_bo_destroy(&cbo);
+	vtpu_cpu_bo_destroy(&biasbo);
+	return bad;
+}
+
+/* ---- fixtures: one per executor -------------------------------------- */
+
+FIXTURE(gemm)
+{
+	struct vtpu_cpu *cpu;
+};
+
+FIXTURE_VARIANT(gemm)
+{
+	int exec;
+	int threads;
+};
+
+FIXTURE_VARIANT_ADD(gemm, scalar) { .exec = VTPU_SIMD_SCALAR, .threads = 2 };
+FIXTURE_VARIANT_ADD(gemm, avx2) { .exec = VTPU_SIMD_AVX2, .threads = 2 };
+FIXTURE_VARIANT_ADD(gemm, avx512) { .exec = VTPU_SIMD_AVX512, .threads = 2 };
+FIXTURE_VARIANT_ADD(gemm, avx512_1thread) { .exec = VTPU_SIMD_AVX512, .threads = 1 };
+FIXTURE_VARIANT_ADD(gemm, avx512_3threads) { .exec = VTPU_SIMD_AVX512, .threads = 3 };
+FIXTURE_VARIANT_ADD(gemm, openblas) { .exec = EXEC_OPENBLAS, .threads = 2 };
+
+FIXTURE_SETUP(gemm)
+{
+	self->cpu = exec_create(variant->exec, variant->threads);
+	if (!self->cpu && errno == EOPNOTSUPP)
+		SKIP(return, "this CPU lacks SIMD level %d", variant->exec);
+	ASSERT_NE(NULL, self->cpu);
+}
+
+FIXTURE_TEARDOWN(gemm)
+{
+	vtpu_cpu_destroy(self->cpu);
+}
+
+static int check_cases(struct __test_metadata *_metadata, struct vtpu_cpu *cpu,
+		       const struct gemm_case *cases, int ncases)
+{
+	static const uint32_t trans[] = { 0, VTPU_GEMM_TRANS_A,
+					  VTPU_GEMM_TRANS_B,
+					  VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B };
+	double worst = 0;
+	int i, t, fails = 0;
+
+	for (i = 0; i < ncases; i++) {
+		for (t = 0; t < 4; t++) {
+			struct gemm_case gc = cases[i];
+			double ratio;
+			long bad;
+
+			gc.flags |= trans[t];
+			bad = run_case(cpu, &gc, &ratio);
+			if (bad) {
+				TH_LOG("%ux%ux%u flags %#x alpha %g beta %g: %ld bad",
+				       gc.m, gc.n, gc.k, gc.flags, gc.alpha,
+				       gc.beta, bad);
+				fails++;
+			}
+			if (ratio > worst)
+				worst = ratio;
+		}
+	}
+	TH_LOG("%d cases x 4 transposes, worst |diff|/tol %.3f", ncases, worst);
+	return fails;
+}
+
+TEST_F(gemm, shapes)
+{
+	static const struct gemm_case cases[] = {
+		{ 1, 1, 1, .alpha = 1 },
+		{ 7, 13, 17, .alpha = 1 },
+		{ 1, 300, 50, .alpha = 1 },
+		{ 300, 1, 50, .alpha = 1 },
+		{ 64, 64, 1, .alpha = 1 },
+		{ 33, 65, 129, .alpha = 1 },
+		{ 15, 33, 257, .alpha = 1 },
+		{ 29, 37, 3000, .alpha = 1 },
+		{ 200, 10, 512, .alpha = 1 },
+		{ 128, 100, 10, .alpha = 1 },
+		{ 301, 803, 270, .alpha = 1 },
+	};
+
+	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
+				 sizeof(cases) / sizeof(cases[0])));
+}
+
+TEST_F(gemm, strides_alpha_beta_bias_relu)
+{
+#define C(m_, n_, k_, fl, pa, pb, pc, al, be)                                  \
+	{ .m = m_, .n = n_, .k = k_, .flags = fl, .lda_pad = pa,               \
+	  .ldb_pad = pb, .ldc_pad = pc, .alpha = al, .beta = be }
+	static const struct gemm_case cases[] = {
+		C(7, 13, 17, 0, 3, 5, 7, 1.0f, 1.0f),
+		C(31, 47, 300, VTPU_GEMM_BIAS, 1, 2, 3, -0.5f, 0.75f),
+		C(45, 70, 33, VTPU_GEMM_RELU, 16, 0, 1, 2.0f, -1.0f),
+		C(90, 129, 600, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 0, 0, 0, 1.0f,
+		  0.0f),
+		C(1, 1, 1, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 1, 1, 1, 0.25f, 0.5f),
+		C(150, 33, 5, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 2, 3, 4, 1.5f,
+		  0.0f),
+	};
+#undef C
+
+	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
+				 sizeof(cases) / sizeof(cases[0])));
+}
+
+TEST_F(gemm, beta0_nan_c_vanishes)
+{
+	static const struct gemm_case cases[] = {
+		{ 7, 13, 17, .alpha = 1, .nan_c = 1 },
+		{ 50, 70, 300, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 1, 1, 5,
+		  .alpha = 0.5f, .nan_c = 1 },
+		{ 1, 1, 1, .alpha = 1, .nan_c = 1 },
+	};
+
+	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
+				 sizeof(cases) / sizeof(cases[0])));
+}
+
+TEST_F(gemm, nan_inf_propagate)
+{
+	static const struct gemm_case cases[] = {
+		{ 9, 20, 30, .alpha = 1, .poison_a = 1 },
+		{ 40, 70, 600, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, .alpha = 1,
+		  .beta = 1, .poison_a = 1 },
+	};
+
+	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
+				 sizeof(cases) / sizeof(cases[0])));
+}
+
+/* Engine and OpenBLAS agree on a chain of GEMMs in one stream. */
+TEST_F(gemm, chain_matches_openblas)
+{
+	enum { M = 130, K1 = 200, N1 = 150, N2 = 70 };
+	struct vtpu_bo x, w1, h, w2, y, bias;
+	struct vtpu_cpu *ref;
+	float *y1;
+	struct stream s;
+	struct vtpu_cmd_gemm g1 = { 0 }, g2;
+	struct vtpu_job job;
+	double maxd = 0;
+	int run, i;
+
+	ref = vtpu_cpu_create(2, -1, VTPU_CPU_GEMM_OPENBLAS);
+	ASSERT_NE(NULL, ref);
+	ASSERT_EQ(0, vtpu_cpu_bo_create(M * K1 * 4, &x));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(K1 * N1 * 4, &w1));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(M * N1 * 4, &h));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(N1 * N2 * 4, &w2));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(M * N2 * 4, &y));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(N1 * 4, &bias));
+	fill_rand(x.map, M * K1);
+	fill_rand(w1.map, K1 * N1);
+	fill_rand(w2.map, N1 * N2);
+	fill_rand(bias.map, N1);
+
+	stream_init(&s);
+	g1.hdr.opcode = VTPU_OP_GEMM;
+	g1.hdr.size = sizeof(g1);
+	g1.m = M, g1.n = N1, g1.k = K1;
+	g1.flags = VTPU_GEMM_BIAS | VTPU_GEMM_RELU;
+	g1.lda = K1, g1.ldb = N1, g1.ldc = N1;
+	g1.alpha = f2u(1.0f);
+	g1.a.buf = stream_use(&s, &x);
+	g1.b.buf = stream_use(&s, &w1);
+	g1.c.buf = stream_use(&s, &h);
+	g1.bias.buf = stream_use(&s, &bias);
+	g2 = g1;
+	g2.n = N2, g2.k = N1;
+	g2.flags = 0;
+	g2.lda = N1, g2.ldb = N2, g2.ldc = N2;
+	g2.a.buf = stream_use(&s, &h);
+	g2.b.buf = stream_use(&s, &w2);
+	g2.c.buf = stream_use(&s, &y);
+	g2.bias.buf = 0;
+	stream_add(&s, &g1);
+	stream_add(&s, &g2);
+
+	y1 = malloc(M * N2 * 4);
+	for (run = 0; run < 2; run++) {
+		ASSERT_EQ(0, vtpu_cpu_run(run ? self->cpu : ref, &s.cb, &job));
+		if (!run)
+			memcpy(y1, y.map, M * N2 * 4);
+	}
+	for (i = 0; i < M * N2; i++) {
+		double d = fabs(((float *)y.map)[i] - y1[i]);
+
+		if (d > maxd)
+			maxd = d;
+	}
+	TH_LOG("two chained GEMMs vs OpenBLAS: maxdiff %.3g", maxd);
+	EXPECT_LT(maxd, 1e-3);
+	free(y1);
+	vtpu_cpu_destroy(ref);
+	vtpu_cpu_bo_destroy(&x);
+	vtpu_cpu_bo_destroy(&w1);
+	vtpu_cpu_bo_destroy(&h);
+	vtpu_cpu_bo_destroy(&w2);
+	vtpu_cpu_bo_destroy(&y);
+	vtpu_cpu_bo_destroy(&bias);
+}
+
+/* ---- memory ops, and a stream the validator rejects -------------------- */
+
+TEST(fill_copy_nop)
+{
+	enum { N = 100003 };
+	struct vtpu_cpu *cpu = vtpu_cpu_create(2, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_cmd_fill f = { .hdr = { VTPU_OP_FILL, sizeof(f) } };
+	struct vtpu_cmd_copy cp = { .hdr = { VTPU_OP_COPY, sizeof(cp) } };
+	struct vtpu_cmd_hdr nop = { VTPU_OP_NOP, sizeof(nop) };
+	struct vtpu_bo a, b;
+	struct vtpu_job job;
+	struct stream s;
+	float *fa, *fb;
+	int i, bad = 0;
+
+	ASSERT_NE(NULL, cpu);
+	ASSERT_EQ(0, vtpu_cpu_bo_create(N * 4 + 8, &a));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(N * 4 + 8, &b));
+	stream_init(&s);
+	f.count = N;
+	f.value = f2u(2.5f);
+	f.dst.buf = stream_use(&s, &a);
+	f.dst.offset = 4;
+	cp.bytes = (uint64_t)N * 4;
+	cp.dst.buf = stream_use(&s, &b);
+	cp.src.buf = f.dst.buf;
+	cp.src.offset = 4;
+	stream_add(&s, &nop);
+	stream_add(&s, &f);
+	stream_add(&s, &nop);
+	stream_add(&s, &cp);
+	ASSERT_EQ(0, vtpu_cpu_run(cpu, &s.cb, &job));
+	fa = a.map;
+	fb = b.map;
+	EXPECT_EQ(0.0f, fa[0]);
+	EXPECT_EQ(0.0f, fa[N + 1]);
+	for (i = 0; i < N; i++)
+		bad += fa[i + 1] != 2.5f || fb[i] != 2.5f;
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0.0f, fb[N]);
+	vtpu_cpu_bo_destroy(&a);
+	vtpu_cpu_bo_destroy(&b);
+	vtpu_cpu_destroy(cpu);
+}
+
+TEST(rejected_stream)
+{
+	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_cmd_fill f = { .hdr = { VTPU_OP_FILL, sizeof(f) } };
+	struct vtpu_cmd_hdr nop = { VTPU_OP_NOP, sizeof(nop) };
+	struct vtpu_bo a;
+	struct vtpu_job job;
+	struct stream s;
+
+	ASSERT_NE(NULL, cpu);
+	ASSERT_EQ(0, vtpu_cpu_bo_create(4096, &a));
+	stream_init(&s);
+	f.count = 1025; /* one element past the buffer */
+	f.dst.buf = stream_use(&s, &a);
+	stream_add(&s, &nop);
+	stream_add(&s, &f);
+	EXPECT_EQ(-EINVAL, vtpu_cpu_run(cpu, &s.cb, &job));
+	EXPECT_EQ(1, job.error.cmd);
+	EXPECT_EQ(8, job.error.offset);
+	EXPECT_EQ(VTPU_OPERAND_DST, job.error.operand);
+	EXPECT_EQ(VTPU_ERR_OUT_OF_BOUNDS, job.error.reason);
+	vtpu_cpu_bo_destroy(&a);
+	vtpu_cpu_destroy(cpu);
+}
+
+TEST(simd_levels)
+{
+	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+
+	ASSERT_NE(NULL, cpu);
+	TH_LOG("best SIMD level here: %d", vtpu_cpu_simd(cpu));
+	EXPECT_GE(vtpu_cpu_simd(cpu), VTPU_SIMD_SCALAR);
+	vtpu_cpu_destroy(cpu);
+	EXPECT_EQ(NULL, vtpu_cpu_create(1, 7, VTPU_CPU_GEMM_ENGINE));
+	EXPECT_EQ(NULL, vtpu_cpu_create(1, 0, 9));
+}
+
+TEST_HARNESS_MAIN
