@@ -364,6 +364,8 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data)
 	kref_get(&bo->ref);
 	dma_buf_put(dmabuf);
 
+	/* two imports of one buffer must not race to two handles */
+	mutex_lock(&vfile->import_lock);
 	handle = vtpu_bo_find_handle(vfile, bo);
 	if (handle) {
 		vtpu_bo_put(bo);
@@ -371,10 +373,12 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data)
 		ret = xa_alloc(&vfile->bos, &handle, bo,
 			       XA_LIMIT(1, VTPU_MAX_BO_HANDLE - 1), GFP_KERNEL);
 		if (ret) {
+			mutex_unlock(&vfile->import_lock);
 			vtpu_bo_put(bo);
 			return ret == -EBUSY ? -ENOSPC : ret;
 		}
 	}
+	mutex_unlock(&vfile->import_lock);
 	args->handle = handle;
 	args->size = bo->size;
 	args->mmap_offset = vtpu_bo_mmap_offset(handle);

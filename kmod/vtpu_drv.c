@@ -118,13 +118,18 @@ struct vtpu_ioctl_desc {
 	bool out_on_error;
 };
 
-#define VTPU_IOCTL(_name, _func, _out_on_error)                               \
+#define VTPU_IOCTL_SIZED(_name, _func, _out_on_error, _min_size)              \
 	[_IOC_NR(VTPU_IOCTL_##_name)] = {                                      \
 		.cmd = VTPU_IOCTL_##_name,                                     \
-		.min_size = _IOC_SIZE(VTPU_IOCTL_##_name),                     \
+		.min_size = _min_size,                                         \
 		.func = _func,                                                 \
 		.out_on_error = _out_on_error,                                 \
 	}
+
+/* An ioctl whose struct has not grown since its first version. */
+#define VTPU_IOCTL(_name, _func, _out_on_error)                               \
+	VTPU_IOCTL_SIZED(_name, _func, _out_on_error,                          \
+			 _IOC_SIZE(VTPU_IOCTL_##_name))
 
 static const struct vtpu_ioctl_desc vtpu_ioctls[] = {
 	VTPU_IOCTL(GET_PARAM, vtpu_get_param, false),
@@ -133,7 +138,9 @@ static const struct vtpu_ioctl_desc vtpu_ioctls[] = {
 	VTPU_IOCTL(BO_CLOSE, vtpu_bo_close_ioctl, false),
 	VTPU_IOCTL(QUEUE_CREATE, vtpu_queue_create_ioctl, false),
 	VTPU_IOCTL(QUEUE_DESTROY, vtpu_queue_destroy_ioctl, false),
-	VTPU_IOCTL(SUBMIT, vtpu_submit_ioctl, true),
+	/* repeat, first_iter and strides_ptr came after the first version */
+	VTPU_IOCTL_SIZED(SUBMIT, vtpu_submit_ioctl, true,
+			 offsetofend(struct vtpu_submit, error_reason)),
 	VTPU_IOCTL(WAIT, vtpu_wait_ioctl, true),
 	VTPU_IOCTL(BO_EXPORT, vtpu_bo_export_ioctl, false),
 	VTPU_IOCTL(BO_IMPORT, vtpu_bo_import_ioctl, false),
@@ -209,6 +216,7 @@ static int vtpu_open(struct inode *inode, struct file *filp)
 	get_task_comm(vfile->comm, current);
 	xa_init_flags(&vfile->bos, XA_FLAGS_ALLOC1);
 	xa_init_flags(&vfile->queues, XA_FLAGS_ALLOC1);
+	mutex_init(&vfile->import_lock);
 	filp->private_data = vfile;
 	atomic_inc(&vdev->clients);
 	mutex_lock(&vdev->files_lock);
@@ -229,6 +237,7 @@ static int vtpu_release(struct inode *inode, struct file *filp)
 	vtpu_file_queues_fini(vfile);
 	vtpu_file_bos_fini(vfile);
 	atomic_dec(&vfile->vdev->clients);
+	mutex_destroy(&vfile->import_lock);
 	kfree(vfile);
 	return 0;
 }

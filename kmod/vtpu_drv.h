@@ -37,7 +37,7 @@
 #define VTPU_MAX_QUEUES 64		/* per open file */
 #define VTPU_MAX_HANDLES 1024		/* buffers one job may name */
 #define VTPU_MAX_CMDS_SIZE (1u << 20)	/* bytes of one command stream */
-#define VTPU_MAX_REPEAT (1u << 20)	/* iterations of one job */
+#define VTPU_MAX_REPEAT VTPU_ENGINE_MAX_REPEAT /* iterations of one job */
 #define VTPU_MAX_BO_HANDLE (1u << 20)
 /* mmap offset of a buffer: its handle << VTPU_MMAP_SHIFT (1 TiB apart) */
 #define VTPU_MMAP_SHIFT 40
@@ -135,6 +135,7 @@ struct vtpu_file {
 	pid_t pid;			/* of the opener, for debugfs */
 	char comm[TASK_COMM_LEN];
 	struct xarray bos;		/* handle -> struct vtpu_bo */
+	struct mutex import_lock;	/* one handle per imported buffer */
 	struct xarray queues;		/* id -> struct vtpu_queue */
 };
 
@@ -194,6 +195,7 @@ struct vtpu_job {
 	struct vtpu_bo **bos;		/* each holds a reference */
 	struct vtpu_engine_buf *bufs;	/* what the engine sees this iteration */
 	u32 repeat;			/* iterations, >= 1 */
+	u32 first_iter;			/* number of the first iteration */
 	u64 *strides;			/* per buffer, bytes; NULL: all 0 */
 
 	struct dma_fence *in_fence;	/* NULL once satisfied */

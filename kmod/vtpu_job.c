@@ -261,18 +261,8 @@ static int vtpu_job_get_bos(struct vtpu_file *vfile, struct vtpu_job *job,
 	return 0;
 }
 
-/*
- * With a repeat, iteration i sees buffer j shifted by i * stride[j]. The
- * stream is validated against what the last iteration sees (the shortest
- * view of every buffer); strides are multiples of 4, the largest element
- * alignment, so offsets stay aligned in every iteration.
- */
-static int vtpu_job_get_strides(struct vtpu_job *job, struct vtpu_submit *args,
-				u64 *sizes)
+static int vtpu_job_get_strides(struct vtpu_job *job, struct vtpu_submit *args)
 {
-	u64 shift;
-	u32 j;
-
 	job->strides = kvmalloc_array(job->nbufs, sizeof(*job->strides),
 				      GFP_KERNEL_ACCOUNT);
 	if (!job->strides)
@@ -280,17 +270,6 @@ static int vtpu_job_get_strides(struct vtpu_job *job, struct vtpu_submit *args,
 	if (copy_from_user(job->strides, u64_to_user_ptr(args->strides_ptr),
 			   (size_t)job->nbufs * sizeof(*job->strides)))
 		return -EFAULT;
-	for (j = 0; j < job->nbufs; j++) {
-		if (job->strides[j] % 4 ||
-		    check_mul_overflow(job->strides[j], (u64)job->repeat - 1,
-				       &shift) ||
-		    shift >= sizes[j]) {
-			args->error_cmd = j;
-			args->error_reason = VTPU_ERR_BAD_STRIDE_REPEAT;
-			return -EINVAL;
-		}
-		sizes[j] -= shift;
-	}
 	return 0;
 }
 
@@ -319,13 +298,15 @@ static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
 	if (ret)
 		goto out;
 	if (args->strides_ptr) {
-		ret = vtpu_job_get_strides(job, args, sizes);
+		ret = vtpu_job_get_strides(job, args);
 		if (ret)
 			goto out;
 	}
 
-	ret = vtpu_engine_validate(job->cmds, job->cmds_size, sizes,
-				   args->handle_count, &err);
+	/* every iteration of a repeated job, before anything runs */
+	ret = vtpu_engine_validate_iters(job->cmds, job->cmds_size, sizes,
+					 args->handle_count, job->strides,
+					 job->first_iter, job->repeat, &err);
 	if (ret) {
 		args->error_cmd = err.cmd;
 		args->error_offset = err.offset;
@@ -358,6 +339,7 @@ static struct vtpu_job *vtpu_job_create(struct vtpu_file *vfile,
 	job->queue = q;
 	job->cmds_size = args->cmds_size;
 	job->repeat = args->repeat ?: 1;
+	job->first_iter = args->first_iter;
 	job->cmds = kvmalloc(args->cmds_size, GFP_KERNEL_ACCOUNT);
 	job->bos = kvcalloc(n + 1, sizeof(*job->bos), GFP_KERNEL_ACCOUNT);
 	job->bufs = kvcalloc(n + 1, sizeof(*job->bufs), GFP_KERNEL_ACCOUNT);
@@ -461,10 +443,10 @@ int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data)
 	args->error_operand = VTPU_OPERAND_NONE;
 	args->error_reason = VTPU_ERR_NONE;
 
-	if (args->flags & ~VTPU_SUBMIT_FLAGS || args->pad)
+	if (args->flags & ~VTPU_SUBMIT_FLAGS)
 		return -EINVAL;
 	if (args->repeat > VTPU_MAX_REPEAT ||
-	    (args->strides_ptr && args->repeat < 2))
+	    (args->first_iter && !args->strides_ptr))
 		return -EINVAL;
 	if (args->cmds_size < sizeof(struct vtpu_cmd_hdr) ||
 	    args->cmds_size > VTPU_MAX_CMDS_SIZE || args->cmds_size % 8)

@@ -148,7 +148,7 @@ static void vtpu_exec_op(struct vtpu_device *vdev, struct vtpu_job *job,
 }
 
 /* Point the engine at iteration @iter's view of every buffer. */
-static void vtpu_job_set_iteration(struct vtpu_job *job, u32 iter)
+static void vtpu_job_set_iteration(struct vtpu_job *job, u64 iter)
 {
 	u32 j;
 
@@ -192,15 +192,16 @@ static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
 	if (job->in_fence) {
 		if (!vtpu_job_ready(job))
 			err = -ETIMEDOUT;	/* its in-fence never came */
-		else
-			err = job->in_fence_error; /* a failed dependency */
+		else if (job->in_fence_error)
+			err = -ECANCELED;	/* a failed dependency */
 	}
 	job->run_deadline =
 		jiffies + msecs_to_jiffies(job->queue->timeout_ms);
 
 	for (iter = 0; !err && iter < job->repeat; iter++) {
 		if (job->strides)
-			vtpu_job_set_iteration(job, iter);
+			vtpu_job_set_iteration(job,
+					       (u64)job->first_iter + iter);
 		err = vtpu_sched_run_stream(vdev, job, &flops);
 	}
 

@@ -265,6 +265,24 @@ int vtpu_cpu_simd(const struct vtpu_cpu *cpu)
 	return cpu->simd;
 }
 
+/* One command, as a device's dispatcher runs it. */
+static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
+			const struct vtpu_engine_buf *bufs)
+{
+	struct vtpu_engine_op op;
+
+	vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd);
+	if (op.opcode == VTPU_OP_GEMM && cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
+	    op.gemm.dtype == VTPU_DTYPE_F32)
+		cpu_gemm_openblas(&op.gemm);
+	else if (op.opcode != VTPU_OP_NOP)
+		cpu_run_op(cpu, &op);
+}
+
+/*
+ * Validates and runs the stream exactly as the kernel does, repeats and
+ * per-iteration strides included (vtpu_engine_validate_iters()).
+ */
 int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		 struct vtpu_job *job)
 {
@@ -274,7 +292,8 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 	u64 *sizes = stacksizes;
 	struct vtpu_engine_error verr = { 0 };
 	const struct vtpu_cmd_hdr *cmd;
-	u32 i, pos = 0, n = cb->nhandles;
+	u32 i, pos, n = cb->nhandles;
+	u64 iter, end = (u64)job->first_iter + (job->repeat ?: 1);
 	int ret = 0;
 
 	memset(&job->error, 0, sizeof(job->error));
@@ -295,7 +314,14 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		sizes[i] = cb->bos[i]->size;
 	}
 
-	ret = vtpu_engine_validate(cb->data, cb->size, sizes, n, &verr);
+	if (job->repeat > VTPU_ENGINE_MAX_REPEAT ||
+	    (job->first_iter && !job->strides)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = vtpu_engine_validate_iters(cb->data, cb->size, sizes, n,
+					 job->strides, job->first_iter,
+					 job->repeat, &verr);
 	if (ret) {
 		job->error.cmd = verr.cmd;
 		job->error.offset = verr.offset;
@@ -304,16 +330,13 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		goto out;
 	}
 
-	while ((cmd = vtpu_engine_next(cb->data, cb->size, &pos))) {
-		struct vtpu_engine_op op;
-
-		vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd);
-		if (op.opcode == VTPU_OP_GEMM &&
-		    cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
-		    op.gemm.dtype == VTPU_DTYPE_F32)
-			cpu_gemm_openblas(&op.gemm);
-		else if (op.opcode != VTPU_OP_NOP)
-			cpu_run_op(cpu, &op);
+	for (iter = job->first_iter; iter < end; iter++) {
+		for (i = 0; job->strides && i < n; i++)
+			bufs[i].base = (u8 *)cb->bos[i]->map +
+				       job->strides[i] * iter;
+		for (pos = 0; (cmd = vtpu_engine_next(cb->data, cb->size,
+						      &pos));)
+			cpu_run_cmd(cpu, cmd, bufs);
 	}
 out:
 	if (bufs != stackbufs)
@@ -332,8 +355,9 @@ int vtpu_cpu_bo_create(uint64_t size, struct vtpu_bo *bo)
 	if (!size || size > (1ull << 46))
 		return -EINVAL;
 	rounded = (size + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+	/* populated now: page faults are slow, and steps reuse the memory */
 	map = mmap(NULL, rounded, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (map == MAP_FAILED)
 		return -errno;
 	bo->handle = 0;

@@ -190,6 +190,208 @@ int vtpu_cmdbuf_copy(struct vtpu_cmdbuf *cb, uint32_t dst_buf,
 	return vtpu_cmdbuf_append(cb, &c);
 }
 
+/* ---- the training ops ------------------------------------------------------ */
+
+static struct vtpu_operand opnd(struct vtpu_ref r)
+{
+	struct vtpu_operand o = { .buf = r.buf, .offset = r.off };
+
+	return o;
+}
+
+static int cmdbuf_window(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			 const struct vtpu_window *win, struct vtpu_ref image,
+			 struct vtpu_ref cols)
+{
+	struct vtpu_cmd_im2col c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = opcode;
+	c.hdr.size = sizeof(c);
+	c.win = *win;
+	c.image = opnd(image);
+	c.cols = opnd(cols);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_im2col(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+		       struct vtpu_ref image, struct vtpu_ref cols)
+{
+	return cmdbuf_window(cb, VTPU_OP_IM2COL, win, image, cols);
+}
+
+int vtpu_cmdbuf_col2im(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+		       struct vtpu_ref cols, struct vtpu_ref image)
+{
+	return cmdbuf_window(cb, VTPU_OP_COL2IM, win, image, cols);
+}
+
+static int cmdbuf_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,
+		       const struct vtpu_window *win, struct vtpu_ref x,
+		       struct vtpu_ref y, struct vtpu_ref index)
+{
+	struct vtpu_cmd_pool c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = opcode;
+	c.hdr.size = sizeof(c);
+	c.win = *win;
+	c.x = opnd(x);
+	c.y = opnd(y);
+	c.index = opnd(index);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_maxpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+			struct vtpu_ref x, struct vtpu_ref y,
+			struct vtpu_ref index)
+{
+	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL, win, x, y, index);
+}
+
+int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_window *win, struct vtpu_ref dy,
+			     struct vtpu_ref index, struct vtpu_ref dx)
+{
+	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL_GRAD, win, dx, dy, index);
+}
+
+int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
+			    uint64_t count, float alpha, float beta,
+			    struct vtpu_ref x, struct vtpu_ref y,
+			    struct vtpu_ref z)
+{
+	struct vtpu_cmd_elementwise c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_ELEMENTWISE;
+	c.hdr.size = sizeof(c);
+	c.op = op;
+	c.count = count;
+	c.alpha = f32_bits(alpha);
+	c.beta = f32_bits(beta);
+	c.x = opnd(x);
+	c.y = opnd(y);
+	c.z = opnd(z);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
+		       uint32_t n, uint32_t ldx, float alpha, float beta,
+		       struct vtpu_ref x, struct vtpu_ref y)
+{
+	struct vtpu_cmd_reduce c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_REDUCE;
+	c.hdr.size = sizeof(c);
+	c.op = op;
+	c.m = m;
+	c.n = n;
+	c.ldx = ldx ? ldx : n;
+	c.alpha = f32_bits(alpha);
+	c.beta = f32_bits(beta);
+	c.x = opnd(x);
+	c.y = opnd(y);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_xent_desc *d)
+{
+	struct vtpu_cmd_softmax_xent c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_SOFTMAX_XENT;
+	c.hdr.size = sizeof(c);
+	c.m = d->m;
+	c.n = d->n;
+	c.flags = d->flags;
+	c.scale = f32_bits(d->scale);
+	c.logits = opnd(d->logits);
+	c.labels = opnd(d->labels);
+	c.dlogits = opnd(d->dlogits);
+	c.loss = opnd(d->loss);
+	c.correct = opnd(d->correct);
+	c.probs = opnd(d->probs);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
+		    float momentum, float weight_decay, uint32_t flags,
+		    struct vtpu_ref param, struct vtpu_ref grad,
+		    struct vtpu_ref mom)
+{
+	struct vtpu_cmd_sgd c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_SGD;
+	c.hdr.size = sizeof(c);
+	c.count = count;
+	c.lr = f32_bits(lr);
+	c.momentum = f32_bits(momentum);
+	c.weight_decay = f32_bits(weight_decay);
+	c.flags = flags;
+	c.param = opnd(param);
+	c.grad = opnd(grad);
+	c.mom = opnd(mom);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_adam_step(struct vtpu_cmdbuf *cb, float beta1, float beta2,
+			  struct vtpu_ref state)
+{
+	struct vtpu_cmd_adam_step c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_ADAM_STEP;
+	c.hdr.size = sizeof(c);
+	c.beta1 = f32_bits(beta1);
+	c.beta2 = f32_bits(beta2);
+	c.state = opnd(state);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_adam(struct vtpu_cmdbuf *cb, const struct vtpu_adam_desc *d)
+{
+	struct vtpu_cmd_adam c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_ADAM;
+	c.hdr.size = sizeof(c);
+	c.count = d->count;
+	c.lr = f32_bits(d->lr);
+	c.beta1 = f32_bits(d->beta1);
+	c.beta2 = f32_bits(d->beta2);
+	c.eps = f32_bits(d->eps);
+	c.weight_decay = f32_bits(d->weight_decay);
+	c.flags = d->flags;
+	c.param = opnd(d->param);
+	c.grad = opnd(d->grad);
+	c.m = opnd(d->m);
+	c.v = opnd(d->v);
+	c.state = opnd(d->state);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
+		     float scale, float shift, struct vtpu_ref src,
+		     struct vtpu_ref dst)
+{
+	struct vtpu_cmd_cast c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = VTPU_OP_CAST;
+	c.hdr.size = sizeof(c);
+	c.mode = mode;
+	c.count = count;
+	c.scale = f32_bits(scale);
+	c.shift = f32_bits(shift);
+	c.src = opnd(src);
+	c.dst = opnd(dst);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
 /* ---- explaining a rejected stream ---------------------------------------- */
 
 struct strbuf {
@@ -219,6 +421,17 @@ static const char *operand_name(uint32_t operand)
 		[VTPU_OPERAND_B] = "B",	    [VTPU_OPERAND_C] = "C",
 		[VTPU_OPERAND_BIAS] = "bias", [VTPU_OPERAND_DST] = "dst",
 		[VTPU_OPERAND_SRC] = "src",
+		[VTPU_OPERAND_X] = "x",	    [VTPU_OPERAND_Y] = "y",
+		[VTPU_OPERAND_Z] = "z",	    [VTPU_OPERAND_DX] = "dx",
+		[VTPU_OPERAND_DY] = "dy",   [VTPU_OPERAND_INDEX] = "index",
+		[VTPU_OPERAND_LABELS] = "labels",
+		[VTPU_OPERAND_LOSS] = "loss",
+		[VTPU_OPERAND_CORRECT] = "correct",
+		[VTPU_OPERAND_PROBS] = "probs",
+		[VTPU_OPERAND_PARAM] = "param",
+		[VTPU_OPERAND_GRAD] = "grad",
+		[VTPU_OPERAND_MOM] = "mom", [VTPU_OPERAND_VEL] = "vel",
+		[VTPU_OPERAND_STATE] = "state",
 	};
 
 	if (operand < sizeof(names) / sizeof(names[0]))
@@ -228,17 +441,7 @@ static const char *operand_name(uint32_t operand)
 
 static uint32_t cmd_size_for(uint32_t opcode)
 {
-	switch (opcode) {
-	case VTPU_OP_NOP:
-		return sizeof(struct vtpu_cmd_hdr);
-	case VTPU_OP_GEMM:
-		return sizeof(struct vtpu_cmd_gemm);
-	case VTPU_OP_FILL:
-		return sizeof(struct vtpu_cmd_fill);
-	case VTPU_OP_COPY:
-		return sizeof(struct vtpu_cmd_copy);
-	}
-	return 0;
+	return vtpu_engine_cmd_size(opcode);
 }
 
 /*
@@ -275,6 +478,25 @@ static int operand_lookup(const void *cmd, uint32_t avail, uint32_t operand,
 		return -1;
 
 	oi->align = hdr.opcode == VTPU_OP_COPY ? 1 : 4;
+	if (hdr.opcode == VTPU_OP_CAST) {
+		const struct vtpu_cmd_cast *c = cmd;
+		int src = operand == VTPU_OPERAND_SRC;
+
+		if (c->mode == VTPU_CAST_F32_TO_BF16)
+			oi->align = src ? 4 : 2;
+		else if (c->mode == VTPU_CAST_BF16_TO_F32)
+			oi->align = src ? 2 : 4;
+		else
+			oi->align = src ? 1 : 4;
+	}
+	if (hdr.opcode == VTPU_OP_REDUCE && operand == VTPU_OPERAND_X) {
+		const struct vtpu_cmd_reduce *r = cmd;
+
+		oi->rows = r->m;
+		oi->cols = r->n;
+		oi->ld = r->ldx;
+		oi->ld_name = "ldx";
+	}
 	if (hdr.opcode == VTPU_OP_GEMM) {
 		const struct vtpu_cmd_gemm *g = cmd;
 		int ta = !!(g->flags & VTPU_GEMM_TRANS_A);
@@ -317,6 +539,30 @@ static void explain_flags(struct strbuf *sb, const void *cmd,
 			  VTPU_GEMM_FLAGS);
 		return;
 	}
+	if (avail >= cmd_size_for(hdr->opcode)) {
+		switch (hdr->opcode) {
+		case VTPU_OP_ELEMENTWISE:
+			sb_printf(sb, "unknown elementwise op %u (known 0..%u)",
+				  ((const struct vtpu_cmd_elementwise *)cmd)->op,
+				  VTPU_EW_COUNT - 1);
+			return;
+		case VTPU_OP_REDUCE:
+			sb_printf(sb, "unknown reduce op %u",
+				  ((const struct vtpu_cmd_reduce *)cmd)->op);
+			return;
+		case VTPU_OP_SGD:
+			sb_printf(sb, "flags 0x%x: unknown bits, or NESTEROV "
+				  "without momentum",
+				  ((const struct vtpu_cmd_sgd *)cmd)->flags);
+			return;
+		case VTPU_OP_IM2COL:
+		case VTPU_OP_COL2IM:
+		case VTPU_OP_MAXPOOL:
+		case VTPU_OP_MAXPOOL_GRAD:
+			sb_printf(sb, "flags must be zero");
+			return;
+		}
+	}
 	sb_printf(sb, "unknown flag bits set");
 }
 
@@ -350,8 +596,91 @@ static void explain_shape(struct strbuf *sb, const void *cmd,
 				      "%llu bytes: nothing to copy", bytes);
 		return;
 	}
+	case VTPU_OP_IM2COL:
+	case VTPU_OP_COL2IM:
+	case VTPU_OP_MAXPOOL:
+	case VTPU_OP_MAXPOOL_GRAD: {
+		/* both commands start with hdr, win */
+		const struct vtpu_window *w =
+			&((const struct vtpu_cmd_im2col *)cmd)->win;
+
+		sb_printf(sb, "window n=%u h=%u w=%u c=%u k=%ux%u stride "
+			  "%ux%u pad %ux%u: dimensions must be 1..%u, pad < "
+			  "k, h + 2 pad >= k, and every tensor at most %llu "
+			  "elements (pooling: h*w < 2^32)", w->n, w->h, w->w,
+			  w->c, w->kh, w->kw, w->stride_h, w->stride_w,
+			  w->pad_h, w->pad_w, VTPU_MAX_DIM,
+			  (unsigned long long)VTPU_MAX_ELEMS);
+		return;
+	}
+	case VTPU_OP_SOFTMAX_XENT: {
+		const struct vtpu_cmd_softmax_xent *x = cmd;
+
+		sb_printf(sb, "m=%u n=%u: m must be 1..%u and n 1..%u",
+			  x->m, x->n, VTPU_MAX_DIM, VTPU_XENT_MAX_CLASSES);
+		return;
+	}
+	case VTPU_OP_REDUCE: {
+		const struct vtpu_cmd_reduce *r = cmd;
+
+		sb_printf(sb, "m=%u n=%u: every dimension must be 1..%u",
+			  r->m, r->n, VTPU_MAX_DIM);
+		return;
+	}
+	case VTPU_OP_ELEMENTWISE:
+	case VTPU_OP_SGD:
+	case VTPU_OP_ADAM:
+	case VTPU_OP_CAST:
+		sb_printf(sb, "count must be 1..%llu",
+			  (unsigned long long)VTPU_MAX_ELEMS);
+		return;
 	}
 	sb_printf(sb, "a dimension is 0 or too large");
+}
+
+/*
+ * VTPU_ERR_BAD_STRIDE_REPEAT names a buffer (error.cmd), not a command: its
+ * stride is not a multiple of 4, or the job's last iteration (first_iter +
+ * repeat - 1) would start at or past the buffer's end.
+ */
+static void explain_stride_repeat(struct strbuf *sb,
+				  const struct vtpu_cmdbuf *cb,
+				  const struct vtpu_job *job)
+{
+	const uint32_t j = job->error.cmd;
+	const unsigned long long first = job->first_iter;
+	const unsigned long long last = first + (job->repeat ? job->repeat : 1) - 1;
+	unsigned long long stride, size, fit;
+
+	sb_printf(sb, "buffer %u: ", j);
+	if (!job->strides || !cb || j >= cb->nhandles || !cb->bos ||
+	    !cb->bos[j]) {
+		sb_printf(sb, "its repeat stride is not a multiple of 4 or "
+			  "walks past the buffer by iteration %llu", last);
+		return;
+	}
+	stride = job->strides[j];
+	size = cb->bos[j]->size;
+	if (stride % 4) {
+		sb_printf(sb, "repeat stride %llu is not a multiple of 4",
+			  stride);
+		return;
+	}
+	/* iterations 0..fit-1 start inside the buffer; iteration fit does not */
+	if (!stride)
+		fit = ~0ull;
+	else if (stride >= size)
+		fit = 1;
+	else
+		fit = (size + stride - 1) / stride;
+	if (fit <= last && fit > first)
+		sb_printf(sb, "repeat stride %llu walks past its %llu bytes "
+			  "after %llu of %llu iterations (iteration %llu "
+			  "would start at byte %llu)", stride, size,
+			  fit - first, last - first + 1, fit, fit * stride);
+	else
+		sb_printf(sb, "repeat stride %llu: iterations %llu..%llu do "
+			  "not fit its %llu bytes", stride, first, last, size);
 }
 
 char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
@@ -373,6 +702,10 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 
 	if (reason == VTPU_ERR_NONE) {
 		sb_printf(&sb, "not a command-stream error");
+		return buf;
+	}
+	if (reason == VTPU_ERR_BAD_STRIDE_REPEAT) {
+		explain_stride_repeat(&sb, cb, job);
 		return buf;
 	}
 
@@ -425,9 +758,17 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 		      VTPU_GEMM_BIAS))
 			sb_printf(&sb, "operand bias is unused (no "
 				  "VTPU_GEMM_BIAS) and must be all zero");
+		else if (operand != VTPU_OPERAND_NONE &&
+			 hdr.opcode >= VTPU_OP_IM2COL)
+			sb_printf(&sb, "operand %s: its pad is not zero, or the "
+				  "command does not use it and it is not all "
+				  "zero", oname);
 		else if (operand != VTPU_OPERAND_NONE)
 			sb_printf(&sb, "operand %s: pad field is not zero",
 				  oname);
+		else if (hdr.opcode >= VTPU_OP_IM2COL)
+			sb_printf(&sb, "a pad field, or a scalar the command "
+				  "does not use, is not zero");
 		else
 			sb_printf(&sb, "a pad field is not zero");
 		break;
@@ -449,6 +790,10 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 		    avail >= sizeof(struct vtpu_cmd_gemm))
 			sb_printf(&sb, "dtype %u is unknown or unsupported",
 				  ((const struct vtpu_cmd_gemm *)cmd)->dtype);
+		else if (hdr.opcode == VTPU_OP_CAST &&
+			 avail >= sizeof(struct vtpu_cmd_cast))
+			sb_printf(&sb, "unknown cast mode %u",
+				  ((const struct vtpu_cmd_cast *)cmd)->mode);
 		else
 			sb_printf(&sb, "unknown or unsupported dtype");
 		break;

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,21 +162,106 @@ int vtpu_bo_destroy(struct vtpu_dev *dev, struct vtpu_bo *bo)
 	return ret ? ret : err;
 }
 
+int vtpu_bo_export(struct vtpu_dev *dev, const struct vtpu_bo *bo, int *fd)
+{
+	struct vtpu_bo_export e = { 0 };
+	int ret;
+
+	if (!dev || !bo || !fd)
+		return -EINVAL;
+	e.handle = bo->handle;
+	e.flags = O_CLOEXEC | O_RDWR;
+	ret = vtpu_ioctl(dev->fd, VTPU_IOCTL_BO_EXPORT, &e);
+	if (ret)
+		return ret;
+	*fd = e.fd;
+	return 0;
+}
+
+int vtpu_bo_import(struct vtpu_dev *dev, int fd, struct vtpu_bo *bo)
+{
+	struct vtpu_bo_import im = { .fd = fd };
+	struct vtpu_bo_close cl = { 0 };
+	void *map;
+	int ret;
+
+	if (!dev || !bo)
+		return -EINVAL;
+	ret = vtpu_ioctl(dev->fd, VTPU_IOCTL_BO_IMPORT, &im);
+	if (ret)
+		return ret;
+	if (im.size > SIZE_MAX) {
+		ret = -ENOMEM;
+		goto err_close;
+	}
+	map = mmap(NULL, (size_t)im.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   dev->fd, (off_t)im.mmap_offset);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		goto err_close;
+	}
+	bo->handle = im.handle;
+	bo->size = im.size;
+	bo->map = map;
+	return 0;
+
+err_close:
+	cl.handle = im.handle;
+	vtpu_ioctl(dev->fd, VTPU_IOCTL_BO_CLOSE, &cl);
+	return ret;
+}
+
 /* ---- queues ------------------------------------------------------------- */
 
-int vtpu_queue_create(struct vtpu_dev *dev, uint32_t priority,
-		      uint32_t *queue)
+/* Does @opts (of @opts->sz bytes) hold the member ending at @end? */
+#define OPTS_HAS(opts, end) ((opts)->sz >= (end))
+#define OPTS_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Bytes past what this library knows must be zero (libbpf's OPTS_VALID). */
+static int vtpu_opts_valid(const void *opts, size_t sz, size_t known)
 {
-	struct vtpu_queue_create c = { .priority = priority };
+	const uint8_t *p = opts;
+	size_t i;
+
+	if (sz < sizeof(size_t))
+		return 0;
+	for (i = known; i < sz; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+int vtpu_queue_create_opts(struct vtpu_dev *dev,
+			   const struct vtpu_queue_opts *opts,
+			   uint32_t *queue)
+{
+	struct vtpu_queue_create c = { .priority = VTPU_QUEUE_PRIORITY_NORMAL };
 	int ret;
 
 	if (!dev || !queue)
 		return -EINVAL;
+	if (opts) {
+		if (!vtpu_opts_valid(opts, opts->sz, sizeof(*opts)))
+			return -EINVAL;
+		if (OPTS_HAS(opts, OPTS_END(struct vtpu_queue_opts, priority)))
+			c.priority = opts->priority;
+		if (OPTS_HAS(opts,
+			     OPTS_END(struct vtpu_queue_opts, timeout_ms)))
+			c.timeout_ms = opts->timeout_ms;
+	}
 	ret = vtpu_ioctl(dev->fd, VTPU_IOCTL_QUEUE_CREATE, &c);
 	if (ret)
 		return ret;
 	*queue = c.queue_id;
 	return 0;
+}
+
+int vtpu_queue_create(struct vtpu_dev *dev, uint32_t priority,
+		      uint32_t *queue)
+{
+	VTPU_QUEUE_OPTS(opts, .priority = priority);
+
+	return vtpu_queue_create_opts(dev, &opts, queue);
 }
 
 int vtpu_queue_destroy(struct vtpu_dev *dev, uint32_t queue)
@@ -220,6 +306,9 @@ int vtpu_submit(struct vtpu_dev *dev, const struct vtpu_cmdbuf *cb,
 	if (job->want_out_fence)
 		s.flags |= VTPU_SUBMIT_OUT_FENCE;
 	s.out_fence_fd = -1;
+	s.repeat = job->repeat;
+	s.strides_ptr = (uintptr_t)job->strides;
+	s.first_iter = job->first_iter;
 
 	ret = vtpu_ioctl(dev->fd, VTPU_IOCTL_SUBMIT, &s);
 	if (ret) {
@@ -302,7 +391,20 @@ const char *vtpu_opcode_name(uint32_t opcode)
 		[VTPU_OP_GEMM] = "GEMM",
 		[VTPU_OP_FILL] = "FILL",
 		[VTPU_OP_COPY] = "COPY",
+		[VTPU_OP_IM2COL] = "IM2COL",
+		[VTPU_OP_COL2IM] = "COL2IM",
+		[VTPU_OP_MAXPOOL] = "MAXPOOL",
+		[VTPU_OP_MAXPOOL_GRAD] = "MAXPOOL_GRAD",
+		[VTPU_OP_ELEMENTWISE] = "ELEMENTWISE",
+		[VTPU_OP_REDUCE] = "REDUCE",
+		[VTPU_OP_SOFTMAX_XENT] = "SOFTMAX_XENT",
+		[VTPU_OP_SGD] = "SGD",
+		[VTPU_OP_ADAM_STEP] = "ADAM_STEP",
+		[VTPU_OP_ADAM] = "ADAM",
+		[VTPU_OP_CAST] = "CAST",
 	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == VTPU_OP_COUNT,
+		       "every opcode has a name");
 
 	if (opcode < sizeof(names) / sizeof(names[0]) && names[opcode])
 		return names[opcode];

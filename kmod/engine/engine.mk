@@ -3,13 +3,20 @@
 # same way.
 ENGINE_SRCS := \
 	validate.c \
+	iterate.c \
 	exec.c \
 	gemm.c \
 	gemm_avx2.c \
-	gemm_avx512.c
+	gemm_avx512.c \
+	ops_conv.c \
+	ops_pool.c \
+	ops_elementwise.c \
+	ops_reduce.c \
+	ops_loss.c \
+	ops_optim.c
 
 # Integer-only objects, callable outside kernel_fpu_begin()/end().
-ENGINE_NOFPU_SRCS := validate.c
+ENGINE_NOFPU_SRCS := validate.c iterate.c
 
 # Kernel only: turn floating point back on for the other engine objects.
 ENGINE_KERNEL_CFLAGS := -msse -msse2 -mpreferred-stack-boundary=4

@@ -15,4 +15,64 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		   void *scratch);
 size_t vtpu_gemm_scratch_size(void);
 
+/*
+ * validate.c (integer code): decode a window; false if its geometry is
+ * invalid (then *g holds zeros). Fills everything but total and chunk.
+ */
+bool vtpu_window_decode(const struct vtpu_window *w,
+			struct vtpu_engine_window *g);
+
+static inline u64 vtpu_min_u64(u64 a, u64 b)
+{
+	return a < b ? a : b;
+}
+
+/* ceil(k / s): the most windows along one axis that cover a pixel. */
+static inline u64 vtpu_taps(u32 k, u32 s)
+{
+	return ((u64)k + s - 1) / s;
+}
+
+/*
+ * The windows (k, pad, stride s, on of them) along one axis that cover
+ * coordinate i of the image are o = (i + pad - k0) / s for kernel offsets
+ * k0 = first, first + s, ... while k0 < k and k0 <= i + pad.
+ * Return: the first such offset, or k when no window covers i.
+ */
+static inline u32 vtpu_first_tap(u64 i, u32 pad, u32 s, u32 k, u32 on)
+{
+	u64 ii = i + pad;
+	u64 o_max = ii / s;
+
+	if (o_max > (u64)on - 1)
+		o_max = (u64)on - 1;
+	if (ii - o_max * s >= k)
+		return k;
+	return (u32)(ii - o_max * s);
+}
+
+/* Per-tile budget of the non-GEMM ops: elements touched per call. */
+#define VTPU_OPS_CHUNK (64u * 1024)
+
+/*
+ * Each op family: prepare sets ntiles, nsteps, flops and its tiling from
+ * the decoded fields (op->conv, op->ew, ...); run does one (tile, step).
+ */
+void vtpu_conv_prepare(struct vtpu_engine_op *op);		/* ops_conv.c */
+void vtpu_conv_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_pool_prepare(struct vtpu_engine_op *op);		/* ops_pool.c */
+void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_ew_prepare(struct vtpu_engine_op *op);	/* ops_elementwise.c */
+void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_cast_prepare(struct vtpu_engine_op *op);
+void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_reduce_prepare(struct vtpu_engine_op *op);		/* ops_reduce.c */
+void vtpu_reduce_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		     void *scratch);
+size_t vtpu_reduce_scratch_size(void);
+void vtpu_xent_prepare(struct vtpu_engine_op *op);		/* ops_loss.c */
+void vtpu_xent_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_optim_prepare(struct vtpu_engine_op *op);		/* ops_optim.c */
+void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+
 #endif /* VTPU_ENGINE_INTERNAL_H */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * Decode validated commands into struct vtpu_engine_op and run their
- * tiles. Op families with real arithmetic live in their own files (gemm.c);
+ * tiles. Op families with real arithmetic live in their own files (gemm.c,
+ * ops_*.c: this file decodes their commands, they tile and run them);
  * the memory ops (fill, copy) are here, split into chunks so that large
  * ones spread over the workers and each call stays short.
  */
@@ -28,6 +29,134 @@ static void *operand_ptr(const struct vtpu_engine_buf *bufs,
 static u32 chunks(u64 n, u32 chunk)
 {
 	return (u32)((n + chunk - 1) / chunk);
+}
+
+static void prepare_conv(struct vtpu_engine_op *op,
+			 const struct vtpu_cmd_hdr *cmd,
+			 const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_im2col *ic = (const void *)cmd;
+	const struct vtpu_cmd_pool *pl = (const void *)cmd;
+
+	if (cmd->opcode == VTPU_OP_IM2COL || cmd->opcode == VTPU_OP_COL2IM) {
+		vtpu_window_decode(&ic->win, &op->conv.win);
+		op->conv.image = operand_ptr(bufs, &ic->image);
+		op->conv.cols = operand_ptr(bufs, &ic->cols);
+		vtpu_conv_prepare(op);
+	} else {
+		vtpu_window_decode(&pl->win, &op->conv.win);
+		op->conv.x = operand_ptr(bufs, &pl->x);
+		op->conv.y = operand_ptr(bufs, &pl->y);
+		op->conv.index = operand_ptr(bufs, &pl->index);
+		vtpu_pool_prepare(op);
+	}
+}
+
+static void prepare_ew(struct vtpu_engine_op *op,
+		       const struct vtpu_cmd_elementwise *e,
+		       const struct vtpu_engine_buf *bufs)
+{
+	op->ew.op = e->op;
+	op->ew.count = e->count;
+	op->ew.alpha = f32_from_bits(e->alpha);
+	op->ew.beta = f32_from_bits(e->beta);
+	op->ew.x = operand_ptr(bufs, &e->x);
+	/* an unused y is all zero: buffer 0 exists (x uses one); not read */
+	op->ew.y = operand_ptr(bufs, &e->y);
+	op->ew.z = operand_ptr(bufs, &e->z);
+	vtpu_ew_prepare(op);
+}
+
+static void prepare_reduce(struct vtpu_engine_op *op,
+			   const struct vtpu_cmd_reduce *r,
+			   const struct vtpu_engine_buf *bufs)
+{
+	op->reduce.op = r->op;
+	op->reduce.m = r->m;
+	op->reduce.n = r->n;
+	op->reduce.ldx = r->ldx;
+	op->reduce.alpha = f32_from_bits(r->alpha);
+	op->reduce.beta = f32_from_bits(r->beta);
+	op->reduce.x = operand_ptr(bufs, &r->x);
+	op->reduce.y = operand_ptr(bufs, &r->y);
+	vtpu_reduce_prepare(op);
+}
+
+static void prepare_xent(struct vtpu_engine_op *op,
+			 const struct vtpu_cmd_softmax_xent *x,
+			 const struct vtpu_engine_buf *bufs)
+{
+	op->xent.m = x->m;
+	op->xent.n = x->n;
+	op->xent.flags = x->flags;
+	op->xent.scale = f32_from_bits(x->scale);
+	op->xent.logits = operand_ptr(bufs, &x->logits);
+	op->xent.labels = operand_ptr(bufs, &x->labels);
+	op->xent.loss = operand_ptr(bufs, &x->loss);
+	op->xent.correct = operand_ptr(bufs, &x->correct);
+	if (x->flags & VTPU_XENT_DLOGITS)
+		op->xent.dlogits = operand_ptr(bufs, &x->dlogits);
+	if (x->flags & VTPU_XENT_PROBS)
+		op->xent.probs = operand_ptr(bufs, &x->probs);
+	vtpu_xent_prepare(op);
+}
+
+static void prepare_optim(struct vtpu_engine_op *op,
+			  const struct vtpu_cmd_hdr *cmd,
+			  const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_sgd *s = (const void *)cmd;
+	const struct vtpu_cmd_adam_step *as = (const void *)cmd;
+	const struct vtpu_cmd_adam *a = (const void *)cmd;
+	struct vtpu_engine_optim *o = &op->optim;
+
+	switch (cmd->opcode) {
+	case VTPU_OP_SGD:
+		o->count = s->count;
+		o->lr = f32_from_bits(s->lr);
+		o->momentum = f32_from_bits(s->momentum);
+		o->weight_decay = f32_from_bits(s->weight_decay);
+		o->flags = s->flags;
+		o->param = operand_ptr(bufs, &s->param);
+		o->grad = operand_ptr(bufs, &s->grad);
+		if (s->momentum)
+			o->mom = operand_ptr(bufs, &s->mom);
+		break;
+	case VTPU_OP_ADAM_STEP:
+		o->count = 1;
+		o->beta1 = f32_from_bits(as->beta1);
+		o->beta2 = f32_from_bits(as->beta2);
+		o->state = operand_ptr(bufs, &as->state);
+		break;
+	default:
+		o->count = a->count;
+		o->lr = f32_from_bits(a->lr);
+		o->beta1 = f32_from_bits(a->beta1);
+		o->beta2 = f32_from_bits(a->beta2);
+		o->eps = f32_from_bits(a->eps);
+		o->weight_decay = f32_from_bits(a->weight_decay);
+		o->flags = a->flags;
+		o->param = operand_ptr(bufs, &a->param);
+		o->grad = operand_ptr(bufs, &a->grad);
+		o->mom = operand_ptr(bufs, &a->m);
+		o->vel = operand_ptr(bufs, &a->v);
+		o->state = operand_ptr(bufs, &a->state);
+		break;
+	}
+	vtpu_optim_prepare(op);
+}
+
+static void prepare_cast(struct vtpu_engine_op *op,
+			 const struct vtpu_cmd_cast *c,
+			 const struct vtpu_engine_buf *bufs)
+{
+	op->cast.mode = c->mode;
+	op->cast.count = c->count;
+	op->cast.scale = f32_from_bits(c->scale);
+	op->cast.shift = f32_from_bits(c->shift);
+	op->cast.src = operand_ptr(bufs, &c->src);
+	op->cast.dst = operand_ptr(bufs, &c->dst);
+	vtpu_cast_prepare(op);
 }
 
 void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
@@ -75,6 +204,29 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 		op->copy.bytes = c->bytes;
 		op->ntiles = chunks(c->bytes, COPY_CHUNK);
 		break;
+	case VTPU_OP_IM2COL:
+	case VTPU_OP_COL2IM:
+	case VTPU_OP_MAXPOOL:
+	case VTPU_OP_MAXPOOL_GRAD:
+		prepare_conv(op, cmd, bufs);
+		break;
+	case VTPU_OP_ELEMENTWISE:
+		prepare_ew(op, (const void *)cmd, bufs);
+		break;
+	case VTPU_OP_REDUCE:
+		prepare_reduce(op, (const void *)cmd, bufs);
+		break;
+	case VTPU_OP_SOFTMAX_XENT:
+		prepare_xent(op, (const void *)cmd, bufs);
+		break;
+	case VTPU_OP_SGD:
+	case VTPU_OP_ADAM_STEP:
+	case VTPU_OP_ADAM:
+		prepare_optim(op, cmd, bufs);
+		break;
+	case VTPU_OP_CAST:
+		prepare_cast(op, (const void *)cmd, bufs);
+		break;
 	default: /* NOP */
 		break;
 	}
@@ -116,6 +268,31 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	case VTPU_OP_COPY:
 		run_copy(op, tile);
 		break;
+	case VTPU_OP_IM2COL:
+	case VTPU_OP_COL2IM:
+		vtpu_conv_run(op, tile, step);
+		break;
+	case VTPU_OP_MAXPOOL:
+	case VTPU_OP_MAXPOOL_GRAD:
+		vtpu_pool_run(op, tile, step);
+		break;
+	case VTPU_OP_ELEMENTWISE:
+		vtpu_ew_run(op, tile, step);
+		break;
+	case VTPU_OP_REDUCE:
+		vtpu_reduce_run(op, tile, step, scratch);
+		break;
+	case VTPU_OP_SOFTMAX_XENT:
+		vtpu_xent_run(op, tile, step);
+		break;
+	case VTPU_OP_SGD:
+	case VTPU_OP_ADAM_STEP:
+	case VTPU_OP_ADAM:
+		vtpu_optim_run(op, tile, step);
+		break;
+	case VTPU_OP_CAST:
+		vtpu_cast_run(op, tile, step);
+		break;
 	default:
 		break;
 	}
@@ -123,5 +300,7 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 
 size_t vtpu_engine_scratch_size(void)
 {
-	return vtpu_gemm_scratch_size();
+	size_t g = vtpu_gemm_scratch_size(), r = vtpu_reduce_scratch_size();
+
+	return g > r ? g : r;
 }

@@ -7,16 +7,112 @@
  * Overflow: dimensions are at most VTPU_MAX_DIM (2^24) and leading
  * dimensions at most 2^32, so an operand's extent ((rows - 1) * ld + cols)
  * * esize stays below 2^59; offsets are compared as "offset <= size &&
- * extent <= size - offset", never added.
+ * extent <= size - offset", never added. The training ops' element counts
+ * are products of up to six dimensions: every partial product is checked
+ * against VTPU_MAX_ELEMS (2^36) by division before it is formed, so
+ * extents stay below 2^38 bytes.
  */
-#include "vtpu_engine.h"
+#include "engine_internal.h"
 
 static const u32 cmd_sizes[VTPU_OP_COUNT] = {
 	[VTPU_OP_NOP] = sizeof(struct vtpu_cmd_hdr),
 	[VTPU_OP_GEMM] = sizeof(struct vtpu_cmd_gemm),
 	[VTPU_OP_FILL] = sizeof(struct vtpu_cmd_fill),
 	[VTPU_OP_COPY] = sizeof(struct vtpu_cmd_copy),
+	[VTPU_OP_IM2COL] = sizeof(struct vtpu_cmd_im2col),
+	[VTPU_OP_COL2IM] = sizeof(struct vtpu_cmd_im2col),
+	[VTPU_OP_MAXPOOL] = sizeof(struct vtpu_cmd_pool),
+	[VTPU_OP_MAXPOOL_GRAD] = sizeof(struct vtpu_cmd_pool),
+	[VTPU_OP_ELEMENTWISE] = sizeof(struct vtpu_cmd_elementwise),
+	[VTPU_OP_REDUCE] = sizeof(struct vtpu_cmd_reduce),
+	[VTPU_OP_SOFTMAX_XENT] = sizeof(struct vtpu_cmd_softmax_xent),
+	[VTPU_OP_SGD] = sizeof(struct vtpu_cmd_sgd),
+	[VTPU_OP_ADAM_STEP] = sizeof(struct vtpu_cmd_adam_step),
+	[VTPU_OP_ADAM] = sizeof(struct vtpu_cmd_adam),
+	[VTPU_OP_CAST] = sizeof(struct vtpu_cmd_cast),
 };
+
+u32 vtpu_engine_cmd_size(u32 opcode)
+{
+	return opcode < VTPU_OP_COUNT ? cmd_sizes[opcode] : 0;
+}
+
+/* *r = a * b if it is at most VTPU_MAX_ELEMS (a, b < 2^64, no overflow). */
+static bool mul_elems(u64 a, u64 b, u64 *r)
+{
+	if (a && b > VTPU_MAX_ELEMS / a)
+		return false;
+	*r = a * b;
+	return *r <= VTPU_MAX_ELEMS;
+}
+
+static bool window_dim_ok(u32 d)
+{
+	return d >= 1 && d <= VTPU_MAX_DIM;
+}
+
+bool vtpu_window_decode(const struct vtpu_window *w,
+			struct vtpu_engine_window *g)
+{
+	u64 hh, ww, img, k;
+
+	memset(g, 0, sizeof(*g));
+	if (!window_dim_ok(w->n) || !window_dim_ok(w->h) ||
+	    !window_dim_ok(w->w) || !window_dim_ok(w->c) ||
+	    !window_dim_ok(w->kh) || !window_dim_ok(w->kw) ||
+	    !window_dim_ok(w->stride_h) || !window_dim_ok(w->stride_w) ||
+	    w->pad_h >= w->kh || w->pad_w >= w->kw)
+		return false;
+	/* all terms below 2^26: no overflow */
+	hh = (u64)w->h + 2 * (u64)w->pad_h;
+	ww = (u64)w->w + 2 * (u64)w->pad_w;
+	if (hh < w->kh || ww < w->kw)
+		return false;
+	if (!mul_elems(w->n, w->h, &img) || !mul_elems(img, w->w, &img) ||
+	    !mul_elems(img, w->c, &img) || !mul_elems(w->kh, w->kw, &k) ||
+	    !mul_elems(k, w->c, &k))
+		return false;
+	g->n = w->n;
+	g->h = w->h;
+	g->w = w->w;
+	g->c = w->c;
+	g->kh = w->kh;
+	g->kw = w->kw;
+	g->sh = w->stride_h;
+	g->sw = w->stride_w;
+	g->ph = w->pad_h;
+	g->pw = w->pad_w;
+	g->oh = (u32)((hh - w->kh) / w->stride_h + 1);
+	g->ow = (u32)((ww - w->kw) / w->stride_w + 1);
+	g->kdim = k;
+	return true;
+}
+
+/*
+ * Elements of a window op's outputs: rows = n*oh*ow (windows) and
+ * rows * kdim (im2col columns); false past VTPU_MAX_ELEMS.
+ */
+static bool window_counts(const struct vtpu_engine_window *g, u64 *rows,
+			  u64 *cols)
+{
+	return mul_elems(g->n, g->oh, rows) && mul_elems(*rows, g->ow, rows) &&
+	       mul_elems(*rows, g->kdim, cols);
+}
+
+/* Extents of the window ops' operands (0 when the geometry is invalid). */
+static void window_extents(const struct vtpu_window *w, u64 *image,
+			   u64 *out, u64 *cols)
+{
+	struct vtpu_engine_window g;
+	u64 rows = 0, c = 0;
+
+	*image = *out = *cols = 0;
+	if (!vtpu_window_decode(w, &g) || !window_counts(&g, &rows, &c))
+		return;
+	*image = (u64)g.n * g.h * g.w * g.c * 4;
+	*out = rows * g.c * 4;
+	*cols = c * 4;
+}
 
 static u32 dtype_size(u32 dtype)
 {
@@ -34,6 +130,143 @@ static u32 dtype_size(u32 dtype)
 static u64 matrix_bytes(u64 rows, u64 cols, u64 ld, u32 esize)
 {
 	return ((rows - 1) * ld + cols) * esize;
+}
+
+/* Element size of a cast's source or destination. */
+static u32 cast_size(u32 mode, bool dst)
+{
+	switch (mode) {
+	case VTPU_CAST_F32_TO_BF16:
+		return dst ? 2 : 4;
+	case VTPU_CAST_BF16_TO_F32:
+		return dst ? 4 : 2;
+	default:
+		return dst ? 4 : 1;
+	}
+}
+
+/* The training ops' operands: which field, and how many bytes. */
+static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
+			 const struct vtpu_operand **opnd, u64 *bytes)
+{
+	const struct vtpu_cmd_im2col *ic = (const void *)cmd;
+	const struct vtpu_cmd_pool *pl = (const void *)cmd;
+	const struct vtpu_cmd_elementwise *ew = (const void *)cmd;
+	const struct vtpu_cmd_reduce *rd = (const void *)cmd;
+	const struct vtpu_cmd_softmax_xent *xe = (const void *)cmd;
+	const struct vtpu_cmd_sgd *sg = (const void *)cmd;
+	const struct vtpu_cmd_adam_step *as = (const void *)cmd;
+	const struct vtpu_cmd_adam *ad = (const void *)cmd;
+	const struct vtpu_cmd_cast *ca = (const void *)cmd;
+	u64 image, out, cols, mn = 0;
+	bool col2im = cmd->opcode == VTPU_OP_COL2IM;
+	bool grad = cmd->opcode == VTPU_OP_MAXPOOL_GRAD;
+
+	*opnd = NULL;
+	switch (cmd->opcode) {
+	case VTPU_OP_IM2COL:
+	case VTPU_OP_COL2IM:
+		window_extents(&ic->win, &image, &out, &cols);
+		if (id == (col2im ? VTPU_OPERAND_DST : VTPU_OPERAND_SRC)) {
+			*opnd = &ic->image;
+			*bytes = image;
+		} else if (id == (col2im ? VTPU_OPERAND_SRC :
+				  VTPU_OPERAND_DST)) {
+			*opnd = &ic->cols;
+			*bytes = cols;
+		}
+		break;
+	case VTPU_OP_MAXPOOL:
+	case VTPU_OP_MAXPOOL_GRAD:
+		window_extents(&pl->win, &image, &out, &cols);
+		if (id == (grad ? VTPU_OPERAND_DX : VTPU_OPERAND_X)) {
+			*opnd = &pl->x;
+			*bytes = image;
+		} else if (id == (grad ? VTPU_OPERAND_DY : VTPU_OPERAND_Y)) {
+			*opnd = &pl->y;
+			*bytes = out;
+		} else if (id == VTPU_OPERAND_INDEX) {
+			*opnd = &pl->index;
+			*bytes = out;
+		}
+		break;
+	case VTPU_OP_ELEMENTWISE:
+		*bytes = ew->count * 4;
+		if (id == VTPU_OPERAND_X)
+			*opnd = &ew->x;
+		else if (id == VTPU_OPERAND_Y)
+			*opnd = &ew->y;
+		else if (id == VTPU_OPERAND_Z)
+			*opnd = &ew->z;
+		break;
+	case VTPU_OP_REDUCE:
+		if (id == VTPU_OPERAND_X) {
+			*opnd = &rd->x;
+			*bytes = rd->m ? matrix_bytes(rd->m, rd->n, rd->ldx, 4) : 0;
+		} else if (id == VTPU_OPERAND_Y) {
+			*opnd = &rd->y;
+			*bytes = (u64)(rd->op == VTPU_REDUCE_ROWS ? rd->m :
+				       rd->n) * 4;
+		}
+		break;
+	case VTPU_OP_SOFTMAX_XENT:
+		mn = (u64)xe->m * xe->n * 4;
+		if (id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX ||
+		    id == VTPU_OPERAND_PROBS) {
+			*opnd = id == VTPU_OPERAND_X ? &xe->logits :
+				id == VTPU_OPERAND_DX ? &xe->dlogits :
+							&xe->probs;
+			*bytes = mn;
+		} else if (id == VTPU_OPERAND_LABELS) {
+			*opnd = &xe->labels;
+			*bytes = (u64)xe->m * 4;
+		} else if (id == VTPU_OPERAND_LOSS ||
+			   id == VTPU_OPERAND_CORRECT) {
+			*opnd = id == VTPU_OPERAND_LOSS ? &xe->loss :
+							  &xe->correct;
+			*bytes = 4;
+		}
+		break;
+	case VTPU_OP_SGD:
+		*bytes = sg->count * 4;
+		if (id == VTPU_OPERAND_PARAM)
+			*opnd = &sg->param;
+		else if (id == VTPU_OPERAND_GRAD)
+			*opnd = &sg->grad;
+		else if (id == VTPU_OPERAND_MOM)
+			*opnd = &sg->mom;
+		break;
+	case VTPU_OP_ADAM_STEP:
+		*bytes = 8;
+		if (id == VTPU_OPERAND_STATE)
+			*opnd = &as->state;
+		break;
+	case VTPU_OP_ADAM:
+		*bytes = ad->count * 4;
+		if (id == VTPU_OPERAND_PARAM) {
+			*opnd = &ad->param;
+		} else if (id == VTPU_OPERAND_GRAD) {
+			*opnd = &ad->grad;
+		} else if (id == VTPU_OPERAND_MOM) {
+			*opnd = &ad->m;
+		} else if (id == VTPU_OPERAND_VEL) {
+			*opnd = &ad->v;
+		} else if (id == VTPU_OPERAND_STATE) {
+			*opnd = &ad->state;
+			*bytes = 8;
+		}
+		break;
+	case VTPU_OP_CAST:
+		if (id == VTPU_OPERAND_SRC) {
+			*opnd = &ca->src;
+			*bytes = ca->count * cast_size(ca->mode, false);
+		} else if (id == VTPU_OPERAND_DST) {
+			*opnd = &ca->dst;
+			*bytes = ca->count * cast_size(ca->mode, true);
+		}
+		break;
+	}
+	return *opnd ? 0 : -ENOENT;
 }
 
 int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
@@ -85,6 +318,8 @@ int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 			return 0;
 		}
 		break;
+	default:
+		return train_operand(cmd, id, opnd, bytes);
 	}
 	return -ENOENT;
 }
@@ -208,6 +443,288 @@ static int check_copy(struct vctx *v, const struct vtpu_cmd_copy *c)
 	return 0;
 }
 
+/* ---- the training ops ---- */
+
+/* Operands a command does not use must be all zero. */
+static int check_unused(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
+			u32 id)
+{
+	const struct vtpu_operand *o;
+	u64 bytes;
+
+	vtpu_engine_operand(cmd, id, &o, &bytes);
+	if (o->buf || o->pad || o->offset)
+		return reject(v, id, VTPU_ERR_BAD_PAD);
+	return 0;
+}
+
+/* Check @n operands @ids, all aligned to @align. */
+static int check_operands(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
+			  const u32 *ids, u32 n, u32 align)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = check_operand(v, cmd, ids[i], align);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Outputs @outs may overlap nothing: neither each other nor inputs @ins
+ * (inputs may overlap each other). Names the output.
+ */
+static int check_outputs(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
+			 const u32 *outs, u32 nout, const u32 *ins, u32 nin)
+{
+	u32 i, j;
+
+	for (i = 0; i < nout; i++) {
+		for (j = i + 1; j < nout; j++)
+			if (overlap(cmd, outs[i], outs[j]))
+				return reject(v, outs[i], VTPU_ERR_OVERLAP);
+		for (j = 0; j < nin; j++)
+			if (overlap(cmd, outs[i], ins[j]))
+				return reject(v, outs[i], VTPU_ERR_OVERLAP);
+	}
+	return 0;
+}
+
+/* Reject unless the window geometry is valid and its counts fit. */
+static int check_window(struct vctx *v, const struct vtpu_window *w)
+{
+	struct vtpu_engine_window g;
+	u64 rows, cols;
+
+	if (!w->stride_h || !w->stride_w || w->stride_h > VTPU_MAX_DIM ||
+	    w->stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (!vtpu_window_decode(w, &g) || !window_counts(&g, &rows, &cols))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	return 0;
+}
+
+static int check_im2col(struct vctx *v, const struct vtpu_cmd_im2col *c)
+{
+	static const u32 out = VTPU_OPERAND_DST, in = VTPU_OPERAND_SRC;
+	int ret;
+
+	if (c->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (c->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	ret = check_window(v, &c->win);
+	if (!ret)
+		ret = check_operand(v, &c->hdr, in, 4);
+	if (!ret)
+		ret = check_operand(v, &c->hdr, out, 4);
+	if (!ret)
+		ret = check_outputs(v, &c->hdr, &out, 1, &in, 1);
+	return ret;
+}
+
+static int check_pool(struct vctx *v, const struct vtpu_cmd_pool *p)
+{
+	/* outputs first */
+	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_INDEX,
+				   VTPU_OPERAND_X };
+	static const u32 bwd[] = { VTPU_OPERAND_DX, VTPU_OPERAND_DY,
+				   VTPU_OPERAND_INDEX };
+	bool grad = p->hdr.opcode == VTPU_OP_MAXPOOL_GRAD;
+	const u32 *ids = grad ? bwd : fwd;
+	u32 nout = grad ? 1 : 2;
+	int ret;
+
+	if (p->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (p->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	ret = check_window(v, &p->win);
+	if (ret)
+		return ret;
+	/* index holds a pixel number y * w + x */
+	if ((u64)p->win.h * p->win.w > 0xffffffffull)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = check_operands(v, &p->hdr, ids, 3, 4);
+	if (!ret)
+		ret = check_outputs(v, &p->hdr, ids, nout, ids + nout,
+				    3 - nout);
+	return ret;
+}
+
+/* Which operands and scalars each elementwise sub-op uses. */
+#define EW_Y (1u << 0)
+#define EW_ALPHA (1u << 1)
+#define EW_BETA (1u << 2)
+
+static const u8 ew_uses[VTPU_EW_COUNT] = {
+	[VTPU_EW_ADD] = EW_Y,
+	[VTPU_EW_SUB] = EW_Y,
+	[VTPU_EW_MUL] = EW_Y,
+	[VTPU_EW_SCALE] = EW_ALPHA,
+	[VTPU_EW_AXPY] = EW_Y | EW_ALPHA,
+	[VTPU_EW_AXPBY] = EW_Y | EW_ALPHA | EW_BETA,
+	[VTPU_EW_RELU] = 0,
+	[VTPU_EW_RELU_GRAD] = EW_Y,
+	[VTPU_EW_ADD_SCALAR] = EW_ALPHA,
+};
+
+/* z may be exactly @in (element i read before element i is written). */
+static int check_alias(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
+		       const struct vtpu_operand *z,
+		       const struct vtpu_operand *in, u32 in_id)
+{
+	if (z->buf == in->buf && z->offset == in->offset)
+		return 0;
+	if (overlap(cmd, VTPU_OPERAND_Z, in_id))
+		return reject(v, VTPU_OPERAND_Z, VTPU_ERR_OVERLAP);
+	return 0;
+}
+
+static int check_ew(struct vctx *v, const struct vtpu_cmd_elementwise *e)
+{
+	const struct vtpu_cmd_hdr *cmd = &e->hdr;
+	u32 uses;
+	int ret;
+
+	if (e->op >= VTPU_EW_COUNT)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	uses = ew_uses[e->op];
+	if (e->pad || (!(uses & EW_ALPHA) && e->alpha) ||
+	    (!(uses & EW_BETA) && e->beta))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!e->count || e->count > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = check_operand(v, cmd, VTPU_OPERAND_X, 4);
+	if (!ret)
+		ret = (uses & EW_Y) ? check_operand(v, cmd, VTPU_OPERAND_Y, 4) :
+				      check_unused(v, cmd, VTPU_OPERAND_Y);
+	if (!ret)
+		ret = check_operand(v, cmd, VTPU_OPERAND_Z, 4);
+	if (!ret)
+		ret = check_alias(v, cmd, &e->z, &e->x, VTPU_OPERAND_X);
+	if (!ret && (uses & EW_Y))
+		ret = check_alias(v, cmd, &e->z, &e->y, VTPU_OPERAND_Y);
+	return ret;
+}
+
+static int check_reduce(struct vctx *v, const struct vtpu_cmd_reduce *r)
+{
+	static const u32 out = VTPU_OPERAND_Y, in = VTPU_OPERAND_X;
+	int ret;
+
+	if (r->op != VTPU_REDUCE_COLS && r->op != VTPU_REDUCE_ROWS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!dim_ok(r->m) || !dim_ok(r->n))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (r->ldx < r->n)
+		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_STRIDE);
+	ret = check_operand(v, &r->hdr, in, 4);
+	if (!ret)
+		ret = check_operand(v, &r->hdr, out, 4);
+	if (!ret)
+		ret = check_outputs(v, &r->hdr, &out, 1, &in, 1);
+	return ret;
+}
+
+static int check_xent(struct vctx *v, const struct vtpu_cmd_softmax_xent *x)
+{
+	static const u32 ins[] = { VTPU_OPERAND_X, VTPU_OPERAND_LABELS };
+	const struct vtpu_cmd_hdr *cmd = &x->hdr;
+	u32 outs[4] = { VTPU_OPERAND_LOSS, VTPU_OPERAND_CORRECT };
+	u32 nout = 2;
+	int ret;
+
+	if (x->flags & ~VTPU_XENT_FLAGS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!dim_ok(x->m) || !x->n || x->n > VTPU_XENT_MAX_CLASSES ||
+	    (u64)x->m * x->n > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (x->flags & VTPU_XENT_DLOGITS)
+		outs[nout++] = VTPU_OPERAND_DX;
+	else if (check_unused(v, cmd, VTPU_OPERAND_DX))
+		return -EINVAL;
+	if (x->flags & VTPU_XENT_PROBS)
+		outs[nout++] = VTPU_OPERAND_PROBS;
+	else if (check_unused(v, cmd, VTPU_OPERAND_PROBS))
+		return -EINVAL;
+	ret = check_operands(v, cmd, ins, 2, 4);
+	if (!ret)
+		ret = check_operands(v, cmd, outs, nout, 4);
+	if (!ret)
+		ret = check_outputs(v, cmd, outs, nout, ins, 2);
+	return ret;
+}
+
+static int check_sgd(struct vctx *v, const struct vtpu_cmd_sgd *s)
+{
+	static const u32 outs[] = { VTPU_OPERAND_PARAM, VTPU_OPERAND_MOM };
+	static const u32 in = VTPU_OPERAND_GRAD;
+	u32 nout = s->momentum ? 2 : 1;
+	int ret;
+
+	if ((s->flags & ~VTPU_SGD_FLAGS) ||
+	    ((s->flags & VTPU_SGD_NESTEROV) && !s->momentum))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!s->count || s->count > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (!s->momentum && check_unused(v, &s->hdr, VTPU_OPERAND_MOM))
+		return -EINVAL;
+	ret = check_operand(v, &s->hdr, in, 4);
+	if (!ret)
+		ret = check_operands(v, &s->hdr, outs, nout, 4);
+	if (!ret)
+		ret = check_outputs(v, &s->hdr, outs, nout, &in, 1);
+	return ret;
+}
+
+static int check_adam_step(struct vctx *v, const struct vtpu_cmd_adam_step *a)
+{
+	return check_operand(v, &a->hdr, VTPU_OPERAND_STATE, 4);
+}
+
+static int check_adam(struct vctx *v, const struct vtpu_cmd_adam *a)
+{
+	static const u32 outs[] = { VTPU_OPERAND_PARAM, VTPU_OPERAND_MOM,
+				    VTPU_OPERAND_VEL };
+	static const u32 ins[] = { VTPU_OPERAND_GRAD, VTPU_OPERAND_STATE };
+	int ret;
+
+	if (a->flags & ~VTPU_ADAM_FLAGS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!a->count || a->count > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = check_operands(v, &a->hdr, ins, 2, 4);
+	if (!ret)
+		ret = check_operands(v, &a->hdr, outs, 3, 4);
+	if (!ret)
+		ret = check_outputs(v, &a->hdr, outs, 3, ins, 2);
+	return ret;
+}
+
+static int check_cast(struct vctx *v, const struct vtpu_cmd_cast *c)
+{
+	static const u32 out = VTPU_OPERAND_DST, in = VTPU_OPERAND_SRC;
+	int ret;
+
+	if (c->mode > VTPU_CAST_U8_TO_F32)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_DTYPE);
+	if (c->pad ||
+	    (c->mode != VTPU_CAST_U8_TO_F32 && (c->scale || c->shift)))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!c->count || c->count > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = check_operand(v, &c->hdr, in, cast_size(c->mode, false));
+	if (!ret)
+		ret = check_operand(v, &c->hdr, out, cast_size(c->mode, true));
+	if (!ret)
+		ret = check_outputs(v, &c->hdr, &out, 1, &in, 1);
+	return ret;
+}
+
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err)
 {
@@ -246,6 +763,35 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			break;
 		case VTPU_OP_COPY:
 			ret = check_copy(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_IM2COL:
+		case VTPU_OP_COL2IM:
+			ret = check_im2col(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_MAXPOOL:
+		case VTPU_OP_MAXPOOL_GRAD:
+			ret = check_pool(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_ELEMENTWISE:
+			ret = check_ew(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_REDUCE:
+			ret = check_reduce(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_SOFTMAX_XENT:
+			ret = check_xent(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_SGD:
+			ret = check_sgd(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_ADAM_STEP:
+			ret = check_adam_step(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_ADAM:
+			ret = check_adam(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_CAST:
+			ret = check_cast(&v, (const void *)cmd);
 			break;
 		default:
 			ret = 0;

@@ -26,8 +26,9 @@
  *
  * Floating point: every engine object but validate.c is compiled with SSE2
  * at least, the SIMD objects with AVX2+FMA or AVX-512F, so in the kernel
- * only validate.c's functions (validate, operand, next, simd_name) and
- * vtpu_engine_scratch_size() may be called outside an FPU section. The caller picks a level once
+ * only validate.c's and iterate.c's functions (validate, validate_iters,
+ * operand, next, simd_name) and vtpu_engine_scratch_size() may be called
+ * outside an FPU section. The caller picks a level once
  * (from what the CPU has) and passes it to vtpu_engine_op_prepare().
  */
 #ifndef VTPU_ENGINE_H
@@ -75,6 +76,73 @@ struct vtpu_engine_gemm {
 	u32 mt, nt;		/* tile size: rows, columns of C */
 };
 
+/* Decoded struct vtpu_window, with the output size and the tiling. */
+struct vtpu_engine_window {
+	u32 n, h, w, c;
+	u32 kh, kw, sh, sw, ph, pw;
+	u32 oh, ow;		/* windows per column, per row */
+	u64 kdim;		/* kh * kw * c: one row of im2col */
+	u64 total;		/* elements the op writes */
+	u64 chunk;		/* of them per tile */
+};
+
+/* IM2COL, COL2IM, MAXPOOL, MAXPOOL_GRAD */
+struct vtpu_engine_conv {
+	struct vtpu_engine_window win;
+	float *image;		/* IM2COL, COL2IM: the NHWC image */
+	float *cols;		/* IM2COL, COL2IM: the im2col matrix */
+	float *x, *y;		/* MAXPOOL(_GRAD): x or dx, y or dy */
+	u32 *index;		/* MAXPOOL(_GRAD) */
+};
+
+struct vtpu_engine_ew {
+	u32 op;			/* enum vtpu_ew_op */
+	float alpha, beta;
+	u64 count;
+	const float *x, *y;
+	float *z;
+};
+
+struct vtpu_engine_reduce {
+	u32 op;			/* enum vtpu_reduce_op */
+	u32 m, n, ldx;
+	float alpha, beta;
+	const float *x;
+	float *y;
+	u32 tblock;		/* columns (COLS) or rows (ROWS) per tile */
+	u32 sblock;		/* rows (COLS) or columns (ROWS) per step */
+};
+
+struct vtpu_engine_xent {
+	u32 m, n, flags;
+	float scale;
+	const float *logits;
+	const u32 *labels;
+	float *dlogits, *probs, *loss;
+	u32 *correct;
+	u32 rows;		/* rows per chunk */
+	u32 nchunks;		/* = nsteps */
+	u32 ngrad;		/* tiles 1..ngrad write dlogits/probs */
+};
+
+/* SGD, ADAM_STEP, ADAM */
+struct vtpu_engine_optim {
+	u64 count;
+	float lr, momentum, weight_decay;
+	float beta1, beta2, eps;
+	u32 flags;
+	float *param, *mom, *vel, *state;
+	const float *grad;
+};
+
+struct vtpu_engine_cast {
+	u32 mode;		/* enum vtpu_cast_mode */
+	float scale, shift;
+	u64 count;
+	const void *src;
+	void *dst;
+};
+
 /**
  * struct vtpu_engine_op - one command, decoded and ready to run
  * @opcode: enum vtpu_opcode
@@ -101,6 +169,12 @@ struct vtpu_engine_op {
 			const u8 *src;
 			u64 bytes;
 		} copy;
+		struct vtpu_engine_conv conv;
+		struct vtpu_engine_ew ew;
+		struct vtpu_engine_reduce reduce;
+		struct vtpu_engine_xent xent;
+		struct vtpu_engine_optim optim;
+		struct vtpu_engine_cast cast;
 	};
 };
 
@@ -120,6 +194,28 @@ struct vtpu_engine_op {
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err);
 
+/* Most iterations one repeated job may run (VTPU_PARAM_MAX_REPEAT). */
+#define VTPU_ENGINE_MAX_REPEAT (1u << 20)
+
+/**
+ * vtpu_engine_validate_iters() - vtpu_engine_validate() for a repeated job
+ * @cmds, @size, @nbufs, @err: as vtpu_engine_validate()
+ * @sizes: buffer sizes; overwritten with what the last iteration sees
+ * @strides: bytes per iteration for each buffer (multiples of 4), or NULL
+ * @first: the number of the first iteration
+ * @repeat: iterations (0 counts as 1)
+ *
+ * Iteration i (first .. first + repeat - 1) sees buffer j shifted by
+ * i * strides[j]. A stride that is not a multiple of 4 or walks off its
+ * buffer fails with err->reason VTPU_ERR_BAD_STRIDE_REPEAT and err->cmd
+ * set to the buffer's index.
+ *
+ * Return: 0 if every iteration is valid, -EINVAL otherwise.
+ */
+int vtpu_engine_validate_iters(const void *cmds, u32 size, u64 *sizes,
+			       u32 nbufs, const u64 *strides, u32 first,
+			       u32 repeat, struct vtpu_engine_error *err);
+
 /**
  * vtpu_engine_operand() - the bytes an operand of a command spans
  * @cmd: a command whose opcode and size are valid
@@ -132,6 +228,14 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
  */
 int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 			const struct vtpu_operand **opnd, u64 *bytes);
+
+/**
+ * vtpu_engine_cmd_size() - the size a command of @opcode must have
+ * @opcode: enum vtpu_opcode
+ *
+ * Return: bytes, header included, or 0 for an unknown opcode.
+ */
+u32 vtpu_engine_cmd_size(u32 opcode);
 
 /**
  * vtpu_engine_next() - step through a validated stream

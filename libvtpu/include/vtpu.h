@@ -96,9 +96,73 @@ int vtpu_bo_create(struct vtpu_dev *dev, uint64_t size, struct vtpu_bo *bo);
  */
 int vtpu_bo_destroy(struct vtpu_dev *dev, struct vtpu_bo *bo);
 
+/**
+ * vtpu_bo_export() - share a buffer as a dma-buf
+ * @bo: a buffer of @dev (created or imported)
+ * @fd: out, a dma-buf fd (O_CLOEXEC | O_RDWR) sharing @bo's pages; the
+ *      caller closes it. It can be mmap()ed and imported into any vtpu
+ *      device with vtpu_bo_import(); it keeps the pages alive by itself.
+ * Return: 0, or -errno (-ENOENT: @bo is not a buffer of @dev).
+ */
+int vtpu_bo_export(struct vtpu_dev *dev, const struct vtpu_bo *bo, int *fd);
+
+/**
+ * vtpu_bo_import() - a buffer of @dev for the pages of a vtpu dma-buf
+ * @fd: from vtpu_bo_export() on any device (not consumed: close it when
+ *      you like, the buffer stays)
+ * @bo: out, handle, size and a read/write mapping, as vtpu_bo_create()
+ *
+ * Importing a buffer @dev already has gives its existing handle (a second
+ * mapping of it): vtpu_bo_destroy() closes that one handle for both. The
+ * memory stays charged to the exporting device.
+ * Return: 0, or -errno (-EBADF: not an fd; -EINVAL: not a vtpu dma-buf).
+ * The caller frees @bo with vtpu_bo_destroy().
+ */
+int vtpu_bo_import(struct vtpu_dev *dev, int fd, struct vtpu_bo *bo);
+
 /* ---- queues ------------------------------------------------------------- */
 
-/** vtpu_queue_create() - Return: 0 with *queue set, or -errno. */
+/**
+ * struct vtpu_queue_opts - options of vtpu_queue_create_opts()
+ * @sz: sizeof(struct vtpu_queue_opts) as the caller was built with, so the
+ *      struct can grow (libbpf's opts convention); fields past @sz read as
+ *      their default, and bytes past what the library knows must be zero
+ * @priority: enum vtpu_queue_priority; mind that 0 is LOW (NORMAL when
+ *            not within @sz)
+ * @timeout_ms: watchdog of the queue's jobs, running or waiting for their
+ *              in-fence; 0: the device's job_timeout_ms
+ */
+struct vtpu_queue_opts {
+	size_t sz;
+	uint32_t priority;
+	uint32_t timeout_ms;
+};
+
+/*
+ * Declare a sized, zeroed opts struct (libbpf's LIBBPF_OPTS):
+ *	VTPU_QUEUE_OPTS(o, .priority = VTPU_QUEUE_PRIORITY_NORMAL,
+ *			.timeout_ms = 50);
+ */
+#define VTPU_QUEUE_OPTS(name, ...)                                             \
+	struct vtpu_queue_opts name = {                                        \
+		.sz = sizeof(struct vtpu_queue_opts),                          \
+		__VA_ARGS__                                                    \
+	}
+
+/**
+ * vtpu_queue_create_opts() - create a queue
+ * @opts: NULL for the defaults (NORMAL priority, the device's timeout)
+ * Return: 0 with *queue set, or -errno (-EINVAL: bad @opts->sz, non-zero
+ * bytes past the known fields, or a value the kernel refuses).
+ */
+int vtpu_queue_create_opts(struct vtpu_dev *dev,
+			   const struct vtpu_queue_opts *opts,
+			   uint32_t *queue);
+
+/**
+ * vtpu_queue_create() - vtpu_queue_create_opts() with just a priority.
+ * Return: 0 with *queue set, or -errno.
+ */
 int vtpu_queue_create(struct vtpu_dev *dev, uint32_t priority,
 		      uint32_t *queue);
 
@@ -163,6 +227,89 @@ int vtpu_cmdbuf_copy(struct vtpu_cmdbuf *cb, uint32_t dst_buf,
 		     uint64_t dst_off, uint32_t src_buf, uint64_t src_off,
 		     uint64_t bytes);
 
+/*
+ * The training ops (see each struct vtpu_cmd_* in uapi/linux/vtpu.h for
+ * the exact semantics). An operand is a struct vtpu_ref: a buffer index
+ * from vtpu_cmdbuf_use() and a byte offset; pass VTPU_REF_NONE for an
+ * operand the command does not use. Each returns 0 or -errno (kept in
+ * cb->error, as every append).
+ */
+
+/** struct vtpu_ref - an operand: buffer index and byte offset */
+struct vtpu_ref {
+	uint32_t buf;
+	uint64_t off;
+};
+
+#define VTPU_REF(b, o) ((struct vtpu_ref){ .buf = (b), .off = (o) })
+#define VTPU_REF_NONE VTPU_REF(0, 0)
+
+/** vtpu_cmdbuf_im2col() - cols [n*oh*ow, kh*kw*c] = im2col(image NHWC). */
+int vtpu_cmdbuf_im2col(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+		       struct vtpu_ref image, struct vtpu_ref cols);
+/** vtpu_cmdbuf_col2im() - image = col2im(cols), overwriting image. */
+int vtpu_cmdbuf_col2im(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+		       struct vtpu_ref cols, struct vtpu_ref image);
+/** vtpu_cmdbuf_maxpool() - y, index (u32) = maxpool(x), all NHWC. */
+int vtpu_cmdbuf_maxpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+			struct vtpu_ref x, struct vtpu_ref y,
+			struct vtpu_ref index);
+/** vtpu_cmdbuf_maxpool_grad() - dx = maxpool backward of dy at index. */
+int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_window *win, struct vtpu_ref dy,
+			     struct vtpu_ref index, struct vtpu_ref dx);
+/**
+ * vtpu_cmdbuf_elementwise() - z = op(x, y) over count f32 (enum
+ * vtpu_ew_op); alpha/beta must be 0 for the sub-ops that do not use them.
+ */
+int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
+			    uint64_t count, float alpha, float beta,
+			    struct vtpu_ref x, struct vtpu_ref y,
+			    struct vtpu_ref z);
+/**
+ * vtpu_cmdbuf_reduce() - y = beta * y + sums of alpha * x [m x n] over rows
+ * (VTPU_REDUCE_COLS, y[n]) or columns (VTPU_REDUCE_ROWS, y[m]); ldx 0
+ * means n.
+ */
+int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
+		       uint32_t n, uint32_t ldx, float alpha, float beta,
+		       struct vtpu_ref x, struct vtpu_ref y);
+/**
+ * struct vtpu_xent_desc - a SOFTMAX_XENT (struct vtpu_cmd_softmax_xent);
+ * dlogits and probs are used with their VTPU_XENT_* flag only
+ */
+struct vtpu_xent_desc {
+	uint32_t m, n;
+	uint32_t flags;		/* VTPU_XENT_* */
+	float scale;		/* e.g. 1.0f / m */
+	struct vtpu_ref logits, labels, dlogits, loss, correct, probs;
+};
+int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_xent_desc *d);
+/** vtpu_cmdbuf_sgd() - one SGD step (mom unused when momentum == 0). */
+int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
+		    float momentum, float weight_decay, uint32_t flags,
+		    struct vtpu_ref param, struct vtpu_ref grad,
+		    struct vtpu_ref mom);
+/** vtpu_cmdbuf_adam_step() - advance the Adam state f32[2] one step. */
+int vtpu_cmdbuf_adam_step(struct vtpu_cmdbuf *cb, float beta1, float beta2,
+			  struct vtpu_ref state);
+/** struct vtpu_adam_desc - an ADAM (struct vtpu_cmd_adam) */
+struct vtpu_adam_desc {
+	uint64_t count;
+	float lr, beta1, beta2, eps, weight_decay;
+	uint32_t flags;		/* VTPU_ADAM_* */
+	struct vtpu_ref param, grad, m, v, state;
+};
+int vtpu_cmdbuf_adam(struct vtpu_cmdbuf *cb, const struct vtpu_adam_desc *d);
+/**
+ * vtpu_cmdbuf_cast() - convert count elements (enum vtpu_cast_mode);
+ * scale and shift are for VTPU_CAST_U8_TO_F32 (else 0).
+ */
+int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
+		     float scale, float shift, struct vtpu_ref src,
+		     struct vtpu_ref dst);
+
 /* ---- submission and completion ------------------------------------------ */
 
 /**
@@ -172,7 +319,19 @@ int vtpu_cmdbuf_copy(struct vtpu_cmdbuf *cb, uint32_t dst_buf,
  * @want_out_fence: in, non-zero to get @out_fence
  * @out_fence: out, a sync_file fd the caller closes, or -1
  * @seqno: out, for vtpu_wait()
- * @error: out, where validation failed (reason VTPU_ERR_NONE otherwise)
+ * @error: out, where validation failed (reason VTPU_ERR_NONE otherwise;
+ *         for VTPU_ERR_BAD_STRIDE_REPEAT, @error.cmd is the buffer index)
+ * @repeat: in, run the stream this many times in one job (0 or 1: once;
+ *          at most VTPU_PARAM_MAX_REPEAT)
+ * @strides: in, one byte stride per buffer index of the cmdbuf
+ *           (cb->nhandles of them; multiples of 4): iteration i sees
+ *           buffer j shifted by i * strides[j]. NULL: every iteration uses
+ *           the same bytes.
+ * @first_iter: in, with @strides: the number of the job's first iteration,
+ *              so the next job can go on walking where this one stopped
+ *              (must be 0 without @strides)
+ *
+ * Fields are only ever appended; zero-initialise the struct.
  */
 struct vtpu_job {
 	uint32_t queue;
@@ -183,6 +342,9 @@ struct vtpu_job {
 	struct {
 		uint32_t cmd, offset, operand, reason;
 	} error;
+	uint32_t repeat;
+	const uint64_t *strides;
+	uint32_t first_iter;
 };
 
 /**

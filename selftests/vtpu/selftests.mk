@@ -5,6 +5,7 @@
 # harness headers are named by path here (recipes expand later and may use
 # any variable).
 SELFTESTS := $(BIN)/selftests/vtpu_basic $(BIN)/selftests/vtpu_submit
+SELFTESTS += $(BIN)/selftests/vtpu_device
 HOST_TESTS := $(BIN)/test_engine
 
 SELFTEST_DEPS := $(LIBVTPU) $(BUILD)/kselftest/kselftest_harness.h \
@@ -20,6 +21,15 @@ $(SELFTESTS): $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
 
 # Host unit test of the engine through the cpu backend (no device needed).
 $(BIN)/test_engine: $(SRCTOP)/selftests/vtpu/test_engine.c $(SELFTEST_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
+	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
+
+# Host unit test of the training ops (conv, pool, elementwise, reduce,
+# softmax-xent, optimizers, cast) through the cpu backend.
+HOST_TESTS += $(BIN)/test_ops
+
+$(BIN)/test_ops: $(SRCTOP)/selftests/vtpu/test_ops.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)

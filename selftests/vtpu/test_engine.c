@@ -125,7 +125,7 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 	struct vtpu_bo abo, bbo, cbo, biasbo;
 	struct vtpu_cmd_gemm cmd;
 	struct stream s;
-	struct vtpu_job job;
+	struct vtpu_job job = { 0 };
 	float *a, *b, *c, *c0, *bias, *cref;
 	long bad = 0;
 	uint32_t i, j, p;
@@ -422,7 +422,7 @@ TEST_F(gemm, chain_matches_openblas)
 	float *y1;
 	struct stream s;
 	struct vtpu_cmd_gemm g1 = { 0 }, g2;
-	struct vtpu_job job;
+	struct vtpu_job job = { 0 };
 	double maxd = 0;
 	int run, i;
 
@@ -495,7 +495,7 @@ TEST(fill_copy_nop)
 	struct vtpu_cmd_copy cp = { .hdr = { VTPU_OP_COPY, sizeof(cp) } };
 	struct vtpu_cmd_hdr nop = { VTPU_OP_NOP, sizeof(nop) };
 	struct vtpu_bo a, b;
-	struct vtpu_job job;
+	struct vtpu_job job = { 0 };
 	struct stream s;
 	float *fa, *fb;
 	int i, bad = 0;
@@ -536,7 +536,7 @@ TEST(rejected_stream)
 	struct vtpu_cmd_fill f = { .hdr = { VTPU_OP_FILL, sizeof(f) } };
 	struct vtpu_cmd_hdr nop = { VTPU_OP_NOP, sizeof(nop) };
 	struct vtpu_bo a;
-	struct vtpu_job job;
+	struct vtpu_job job = { 0 };
 	struct stream s;
 
 	ASSERT_NE(NULL, cpu);

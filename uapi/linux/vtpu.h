@@ -234,6 +234,21 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_BIAS = 4,
 	VTPU_OPERAND_DST = 5,
 	VTPU_OPERAND_SRC = 6,
+	VTPU_OPERAND_X = 7,	/* an input tensor */
+	VTPU_OPERAND_Y = 8,	/* a second input, or the output of a pool */
+	VTPU_OPERAND_Z = 9,	/* an elementwise output */
+	VTPU_OPERAND_DX = 10,	/* gradient of X (output) */
+	VTPU_OPERAND_DY = 11,	/* gradient of Y (input) */
+	VTPU_OPERAND_INDEX = 12,	/* maxpool argmax indices */
+	VTPU_OPERAND_LABELS = 13,
+	VTPU_OPERAND_LOSS = 14,
+	VTPU_OPERAND_CORRECT = 15,
+	VTPU_OPERAND_PROBS = 16,
+	VTPU_OPERAND_PARAM = 17,	/* optimizer: the weights */
+	VTPU_OPERAND_GRAD = 18,
+	VTPU_OPERAND_MOM = 19,	/* SGD momentum, Adam first moment */
+	VTPU_OPERAND_VEL = 20,	/* Adam second moment */
+	VTPU_OPERAND_STATE = 21,	/* Adam step state */
 };
 
 /**
@@ -276,13 +291,16 @@ enum vtpu_error_reason {
  * @error_operand: out, an enum vtpu_operand_id
  * @error_reason: out, an enum vtpu_error_reason (VTPU_ERR_NONE: not a
  *                command-stream error)
- * @repeat: in, run the stream this many times in one job (0 or 1: once)
- * @pad: must be zero
- * @strides_ptr: in, with @repeat > 1: user pointer to __u64[handle_count],
- *               a byte stride per buffer; iteration i sees buffer j
- *               shifted by i * stride[j] (multiples of 4), so a job can walk
- *               a dataset resident in a buffer. 0: no strides. The stream is
- *               validated against every iteration before anything runs.
+ * @repeat: in, run the stream this many times in one job (0 or 1: once);
+ *          this field and the two after it came after the first version
+ *          of the struct, which ended at @error_reason
+ * @first_iter: in, with @strides_ptr: the number of the first iteration
+ * @strides_ptr: in, user pointer to __u64[handle_count], a byte stride per
+ *               buffer (multiples of 4), or 0: iteration i (counting from
+ *               @first_iter) sees buffer j shifted by i * stride[j], so a
+ *               job can walk a dataset resident in a buffer and the next
+ *               job can go on where it stopped. The stream is validated
+ *               against every iteration before anything runs.
  */
 struct vtpu_submit {
 	__u64 cmds_ptr;
@@ -299,7 +317,7 @@ struct vtpu_submit {
 	__u32 error_operand;
 	__u32 error_reason;
 	__u32 repeat;
-	__u32 pad;
+	__u32 first_iter;
 	__u64 strides_ptr;
 };
 
@@ -308,7 +326,8 @@ struct vtpu_submit {
  * @VTPU_JOB_PENDING: not finished when the wait timed out
  * @VTPU_JOB_DONE: ran to completion
  * @VTPU_JOB_ERROR: failed while running (see vtpu_wait.error)
- * @VTPU_JOB_CANCELLED: its queue or client went away first
+ * @VTPU_JOB_CANCELLED: its queue or client went away first, or its
+ *                      in-fence signalled an error (it did not run)
  * @VTPU_JOB_TIMEDOUT: stopped by the watchdog (job_timeout_ms)
  * @VTPU_JOB_RETIRED: finished so long ago that its status is forgotten
  *                    (a queue remembers its last VTPU_QUEUE_HISTORY jobs)
@@ -376,12 +395,34 @@ struct vtpu_wait {
  * @VTPU_OP_GEMM: struct vtpu_cmd_gemm
  * @VTPU_OP_FILL: struct vtpu_cmd_fill
  * @VTPU_OP_COPY: struct vtpu_cmd_copy
+ * @VTPU_OP_IM2COL: struct vtpu_cmd_im2col
+ * @VTPU_OP_COL2IM: struct vtpu_cmd_im2col
+ * @VTPU_OP_MAXPOOL: struct vtpu_cmd_pool
+ * @VTPU_OP_MAXPOOL_GRAD: struct vtpu_cmd_pool
+ * @VTPU_OP_ELEMENTWISE: struct vtpu_cmd_elementwise
+ * @VTPU_OP_REDUCE: struct vtpu_cmd_reduce
+ * @VTPU_OP_SOFTMAX_XENT: struct vtpu_cmd_softmax_xent
+ * @VTPU_OP_SGD: struct vtpu_cmd_sgd
+ * @VTPU_OP_ADAM_STEP: struct vtpu_cmd_adam_step
+ * @VTPU_OP_ADAM: struct vtpu_cmd_adam
+ * @VTPU_OP_CAST: struct vtpu_cmd_cast
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
 	VTPU_OP_GEMM = 1,
 	VTPU_OP_FILL = 2,
 	VTPU_OP_COPY = 3,
+	VTPU_OP_IM2COL = 4,
+	VTPU_OP_COL2IM = 5,
+	VTPU_OP_MAXPOOL = 6,
+	VTPU_OP_MAXPOOL_GRAD = 7,
+	VTPU_OP_ELEMENTWISE = 8,
+	VTPU_OP_REDUCE = 9,
+	VTPU_OP_SOFTMAX_XENT = 10,
+	VTPU_OP_SGD = 11,
+	VTPU_OP_ADAM_STEP = 12,
+	VTPU_OP_ADAM = 13,
+	VTPU_OP_CAST = 14,
 	VTPU_OP_COUNT
 };
 
@@ -490,6 +531,362 @@ struct vtpu_cmd_copy {
 	__u64 bytes;
 	struct vtpu_operand dst;
 	struct vtpu_operand src;
+};
+
+/*
+ * The training ops. Element counts (count fields, and every tensor's
+ * element count computed from a shape) are at most VTPU_MAX_ELEMS. Unless
+ * a command says otherwise, an output may not overlap any input or other
+ * output (VTPU_ERR_OVERLAP), operands it does not use must be all zero
+ * (VTPU_ERR_BAD_PAD), and so must scalars it does not use.
+ */
+#define VTPU_MAX_ELEMS (1ull << 36)
+
+/**
+ * struct vtpu_window - a sliding window over a batch of NHWC images
+ * @n: images in the batch
+ * @h: image height
+ * @w: image width
+ * @c: channels, innermost: pixel (i, y, x) starts at element ((i*h + y)*w + x)*c
+ * @kh: window height
+ * @kw: window width
+ * @stride_h: vertical step between windows (>= 1)
+ * @stride_w: horizontal step between windows (>= 1)
+ * @pad_h: rows added above and below the image (< @kh)
+ * @pad_w: columns added left and right of the image (< @kw)
+ *
+ * The output is oh x ow windows per image, oh = (h + 2*pad_h - kh) /
+ * stride_h + 1 and ow likewise; h + 2*pad_h >= kh is required. With
+ * pad < k every window covers at least one pixel of the image.
+ */
+struct vtpu_window {
+	__u32 n;
+	__u32 h;
+	__u32 w;
+	__u32 c;
+	__u32 kh;
+	__u32 kw;
+	__u32 stride_h;
+	__u32 stride_w;
+	__u32 pad_h;
+	__u32 pad_w;
+};
+
+/**
+ * struct vtpu_cmd_im2col - IM2COL: cols = im2col(image); COL2IM: image =
+ * col2im(cols), the adjoint (overwrites image)
+ * @hdr: opcode VTPU_OP_IM2COL or VTPU_OP_COL2IM
+ * @win: the image and window geometry
+ * @flags: must be zero
+ * @pad: must be zero
+ * @image: f32 [n, h, w, c] NHWC: IM2COL's input (operand SRC), COL2IM's
+ *         output (operand DST)
+ * @cols: f32 [n*oh*ow, kh*kw*c], row (n, oy, ox), column (ky, kx, c) =
+ *        image[n, oy*stride_h - pad_h + ky, ox*stride_w - pad_w + kx, c],
+ *        0 outside the image: IM2COL's output (DST), COL2IM's input (SRC)
+ *
+ * Convolution with weights W [kh*kw*c, oc]: y = cols * W is NHWC
+ * [n*oh*ow, oc]; dW = cols^T * dy; dx = COL2IM(dy * W^T). COL2IM writes
+ * every image element, summing the columns that read it in (ky, kx)
+ * order: deterministic, no atomics.
+ */
+struct vtpu_cmd_im2col {
+	struct vtpu_cmd_hdr hdr;
+	struct vtpu_window win;
+	__u32 flags;
+	__u32 pad;
+	struct vtpu_operand image;
+	struct vtpu_operand cols;
+};
+
+/**
+ * struct vtpu_cmd_pool - MAXPOOL: y, index = maxpool(x); MAXPOOL_GRAD:
+ * dx = the adjoint of maxpool at index, applied to dy (overwrites dx)
+ * @hdr: opcode VTPU_OP_MAXPOOL or VTPU_OP_MAXPOOL_GRAD
+ * @win: the geometry; padding is never chosen (as if -inf)
+ * @flags: must be zero
+ * @pad: must be zero
+ * @x: f32 [n, h, w, c]: MAXPOOL's input (X), MAXPOOL_GRAD's output (DX)
+ * @y: f32 [n, oh, ow, c]: MAXPOOL's output (Y), MAXPOOL_GRAD's input (DY)
+ * @index: u32 [n, oh, ow, c] (INDEX): the pixel y*w + x, within its image
+ *         and channel, that won the window (the first maximum in window
+ *         order; a NaN wins over numbers). MAXPOOL writes it and
+ *         MAXPOOL_GRAD reads it: dx[n, p, c] = sum of dy over the windows
+ *         containing pixel p whose index is p (values that name no pixel
+ *         of the window are ignored). MAXPOOL requires h*w < 2^32.
+ */
+struct vtpu_cmd_pool {
+	struct vtpu_cmd_hdr hdr;
+	struct vtpu_window win;
+	__u32 flags;
+	__u32 pad;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
+	struct vtpu_operand index;
+};
+
+/**
+ * enum vtpu_ew_op - struct vtpu_cmd_elementwise.op: z[i] = f(x[i], y[i])
+ * @VTPU_EW_ADD: z = x + y
+ * @VTPU_EW_SUB: z = x - y
+ * @VTPU_EW_MUL: z = x * y
+ * @VTPU_EW_SCALE: z = alpha * x (y unused)
+ * @VTPU_EW_AXPY: z = alpha * x + y
+ * @VTPU_EW_AXPBY: z = alpha * x + beta * y
+ * @VTPU_EW_RELU: z = x < 0 ? 0 : x (y unused; NaN stays NaN)
+ * @VTPU_EW_RELU_GRAD: z = x > 0 ? y : 0 (x: the ReLU's input, y: dy)
+ * @VTPU_EW_ADD_SCALAR: z = x + alpha (y unused)
+ * @VTPU_EW_COUNT: number of sub-ops
+ */
+enum vtpu_ew_op {
+	VTPU_EW_ADD = 0,
+	VTPU_EW_SUB = 1,
+	VTPU_EW_MUL = 2,
+	VTPU_EW_SCALE = 3,
+	VTPU_EW_AXPY = 4,
+	VTPU_EW_AXPBY = 5,
+	VTPU_EW_RELU = 6,
+	VTPU_EW_RELU_GRAD = 7,
+	VTPU_EW_ADD_SCALAR = 8,
+	VTPU_EW_COUNT
+};
+
+/**
+ * struct vtpu_cmd_elementwise - z[i] = op(x[i], y[i]) for i < count (f32)
+ * @hdr: opcode VTPU_OP_ELEMENTWISE
+ * @op: an enum vtpu_ew_op
+ * @pad: must be zero
+ * @count: elements, 1..VTPU_MAX_ELEMS
+ * @alpha: binary32 bits (SCALE, AXPY, AXPBY, ADD_SCALAR; else zero)
+ * @beta: binary32 bits (AXPBY; else zero)
+ * @x: input (X)
+ * @y: input (Y); all zero for the sub-ops that do not read it
+ * @z: output (Z); may be exactly x or exactly y (in place), but may not
+ *     overlap them otherwise
+ */
+struct vtpu_cmd_elementwise {
+	struct vtpu_cmd_hdr hdr;
+	__u32 op;
+	__u32 pad;
+	__u64 count;
+	__u32 alpha;
+	__u32 beta;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
+	struct vtpu_operand z;
+};
+
+/**
+ * enum vtpu_reduce_op - struct vtpu_cmd_reduce.op
+ * @VTPU_REDUCE_COLS: y[j] = beta * y[j] + sum over i of alpha * x[i][j]
+ *                    (y has n elements: e.g. a bias gradient)
+ * @VTPU_REDUCE_ROWS: y[i] = beta * y[i] + sum over j of alpha * x[i][j]
+ *                    (y has m elements)
+ */
+enum vtpu_reduce_op {
+	VTPU_REDUCE_COLS = 0,
+	VTPU_REDUCE_ROWS = 1,
+};
+
+/**
+ * struct vtpu_cmd_reduce - sums of the rows or columns of a matrix (f32)
+ * @hdr: opcode VTPU_OP_REDUCE
+ * @op: an enum vtpu_reduce_op
+ * @m: rows of x
+ * @n: columns of x
+ * @ldx: leading dimension of x (>= n)
+ * @alpha: binary32 bits, scales every term
+ * @beta: binary32 bits; with beta == 0, y is not read (overwrite)
+ * @x: the matrix (X)
+ * @y: the sums (Y); may not overlap x
+ *
+ * The summation order depends on m and n only (blocks of rows or columns
+ * summed in order, then added in order), never on the number of workers.
+ */
+struct vtpu_cmd_reduce {
+	struct vtpu_cmd_hdr hdr;
+	__u32 op;
+	__u32 m;
+	__u32 n;
+	__u32 ldx;
+	__u32 alpha;
+	__u32 beta;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
+};
+
+/* struct vtpu_cmd_softmax_xent.flags */
+#define VTPU_XENT_DLOGITS (1u << 0) /* write dlogits */
+#define VTPU_XENT_PROBS (1u << 1)   /* write probs */
+#define VTPU_XENT_FLAGS (VTPU_XENT_DLOGITS | VTPU_XENT_PROBS)
+
+/* Largest class count of a SOFTMAX_XENT (one row is one unit of work). */
+#define VTPU_XENT_MAX_CLASSES (1u << 16)
+
+/**
+ * struct vtpu_cmd_softmax_xent - softmax cross-entropy of logits
+ * against integer labels, with its gradient
+ * @hdr: opcode VTPU_OP_SOFTMAX_XENT
+ * @m: rows (examples)
+ * @n: classes, 1..VTPU_XENT_MAX_CLASSES
+ * @flags: VTPU_XENT_*
+ * @scale: binary32 bits, e.g. 1/m for a mean loss
+ * @logits: f32 [m, n] (X)
+ * @labels: u32 [m] (LABELS); a label >= n marks an ignored row: it adds
+ *          nothing to loss, its dlogits row is 0 and it is never correct
+ * @dlogits: f32 [m, n] (DX), with VTPU_XENT_DLOGITS:
+ *           scale * (softmax(logits) - onehot(label)), the gradient of loss
+ * @loss: f32 [1] (LOSS), written: scale * sum over rows of
+ *        -log(softmax(logits)[label]) (the mean with scale = 1/m)
+ * @correct: u32 [1] (CORRECT), written: rows whose label is the first
+ *           argmax of their logits
+ * @probs: f32 [m, n] (PROBS), with VTPU_XENT_PROBS: softmax(logits)
+ *
+ * Rows are split into tiles for dlogits and probs; loss and correct are
+ * summed by one tile, in row order, so they are deterministic (that tile
+ * recomputes each row's log-sum-exp: one serial pass over the logits).
+ * All outputs are disjoint from each other and from the inputs.
+ */
+struct vtpu_cmd_softmax_xent {
+	struct vtpu_cmd_hdr hdr;
+	__u32 m;
+	__u32 n;
+	__u32 flags;
+	__u32 scale;
+	struct vtpu_operand logits;
+	struct vtpu_operand labels;
+	struct vtpu_operand dlogits;
+	struct vtpu_operand loss;
+	struct vtpu_operand correct;
+	struct vtpu_operand probs;
+};
+
+/* struct vtpu_cmd_sgd.flags */
+#define VTPU_SGD_NESTEROV (1u << 0) /* Nesterov momentum (momentum != 0) */
+#define VTPU_SGD_FLAGS VTPU_SGD_NESTEROV
+
+/**
+ * struct vtpu_cmd_sgd - one SGD step on count f32 parameters, in place
+ * @hdr: opcode VTPU_OP_SGD
+ * @count: elements, 1..VTPU_MAX_ELEMS
+ * @lr: binary32 bits, learning rate
+ * @momentum: binary32 bits; 0 means none (then @mom is unused)
+ * @weight_decay: binary32 bits, L2 penalty added to the gradient
+ * @flags: VTPU_SGD_*
+ * @param: the weights p (PARAM), read and written
+ * @grad: their gradient (GRAD), read
+ * @mom: momentum buffer b (MOM), read and written; zero-initialised
+ *
+ * g = grad + weight_decay * p; b = momentum * b + g; g = NESTEROV ?
+ * g + momentum * b : b (g itself without momentum); p = p - lr * g.
+ */
+struct vtpu_cmd_sgd {
+	struct vtpu_cmd_hdr hdr;
+	__u64 count;
+	__u32 lr;
+	__u32 momentum;
+	__u32 weight_decay;
+	__u32 flags;
+	struct vtpu_operand param;
+	struct vtpu_operand grad;
+	struct vtpu_operand mom;
+};
+
+/**
+ * struct vtpu_cmd_adam_step - advance an Adam step state by one step
+ * @hdr: opcode VTPU_OP_ADAM_STEP
+ * @beta1: binary32 bits
+ * @beta2: binary32 bits
+ * @state: f32 [2] (STATE): {1 - beta1^t, 1 - beta2^t} after t steps;
+ *         zero-initialised means t = 0. One command, one tile:
+ *         s0 = beta1 * s0 + (1 - beta1), s1 = beta2 * s1 + (1 - beta2).
+ *
+ * A compiled training stream runs ADAM_STEP once and then the ADAM
+ * commands of every parameter with the same @state, so replaying the
+ * stream N times makes exactly N Adam steps.
+ */
+struct vtpu_cmd_adam_step {
+	struct vtpu_cmd_hdr hdr;
+	__u32 beta1;
+	__u32 beta2;
+	struct vtpu_operand state;
+};
+
+/* struct vtpu_cmd_adam.flags */
+#define VTPU_ADAM_DECOUPLED (1u << 0) /* AdamW: decay the weights directly */
+#define VTPU_ADAM_FLAGS VTPU_ADAM_DECOUPLED
+
+/**
+ * struct vtpu_cmd_adam - one Adam step on count f32 parameters, in place
+ * @hdr: opcode VTPU_OP_ADAM
+ * @count: elements, 1..VTPU_MAX_ELEMS
+ * @lr: binary32 bits, learning rate
+ * @beta1: binary32 bits, first-moment decay
+ * @beta2: binary32 bits, second-moment decay
+ * @eps: binary32 bits
+ * @weight_decay: binary32 bits
+ * @flags: VTPU_ADAM_*
+ * @param: the weights p (PARAM), read and written
+ * @grad: their gradient (GRAD), read
+ * @m: first moment (MOM), read and written; zero-initialised
+ * @v: second moment (VEL), read and written; zero-initialised
+ * @state: f32 [2] of VTPU_OP_ADAM_STEP (STATE), read: {c1, c2}
+ *
+ * g = grad (+ weight_decay * p unless DECOUPLED; with DECOUPLED
+ * p = p - lr * weight_decay * p first); m = beta1 * m + (1 - beta1) * g;
+ * v = beta2 * v + (1 - beta2) * g * g;
+ * p = p - (lr / c1) * m / (sqrt(v) / sqrt(c2) + eps).
+ */
+struct vtpu_cmd_adam {
+	struct vtpu_cmd_hdr hdr;
+	__u64 count;
+	__u32 lr;
+	__u32 beta1;
+	__u32 beta2;
+	__u32 eps;
+	__u32 weight_decay;
+	__u32 flags;
+	struct vtpu_operand param;
+	struct vtpu_operand grad;
+	struct vtpu_operand m;
+	struct vtpu_operand v;
+	struct vtpu_operand state;
+};
+
+/**
+ * enum vtpu_cast_mode - struct vtpu_cmd_cast.mode
+ * @VTPU_CAST_F32_TO_BF16: dst (bf16) = src (f32) rounded to nearest even;
+ *                         NaN stays a (quiet) NaN
+ * @VTPU_CAST_BF16_TO_F32: dst (f32) = src (bf16), exact
+ * @VTPU_CAST_U8_TO_F32: dst (f32) = (float)src (u8) * scale + shift
+ */
+enum vtpu_cast_mode {
+	VTPU_CAST_F32_TO_BF16 = 0,
+	VTPU_CAST_BF16_TO_F32 = 1,
+	VTPU_CAST_U8_TO_F32 = 2,
+};
+
+/**
+ * struct vtpu_cmd_cast - convert count elements between types
+ * @hdr: opcode VTPU_OP_CAST
+ * @mode: an enum vtpu_cast_mode
+ * @pad: must be zero
+ * @count: elements, 1..VTPU_MAX_ELEMS
+ * @scale: binary32 bits (U8_TO_F32; else zero)
+ * @shift: binary32 bits (U8_TO_F32; else zero)
+ * @src: source (SRC), aligned to its element size
+ * @dst: destination (DST), aligned to its element size; may not overlap
+ *       src
+ */
+struct vtpu_cmd_cast {
+	struct vtpu_cmd_hdr hdr;
+	__u32 mode;
+	__u32 pad;
+	__u64 count;
+	__u32 scale;
+	__u32 shift;
+	struct vtpu_operand src;
+	struct vtpu_operand dst;
 };
 
 #if defined(__cplusplus)

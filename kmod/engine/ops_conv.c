@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * IM2COL and COL2IM over NHWC images (struct vtpu_cmd_im2col).
+ *
+ * Both tile their output by flat element ranges of VTPU_OPS_CHUNK-ish
+ * elements, so every tile writes a disjoint range and no element is
+ * written twice. IM2COL copies runs: for one window row (output row r,
+ * kernel row ky) the kw * c columns are kw contiguous pixels of the image,
+ * so a run is one memcpy bracketed by zeros where the window hangs over the
+ * edge. COL2IM is a gather: each image element sums the columns that read
+ * it, in (ky, kx) order, so the result does not depend on the tiling.
+ */
+#include "engine_internal.h"
+
+void vtpu_conv_prepare(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_window *g = &op->conv.win;
+	u64 rows = (u64)g->n * g->oh * g->ow;
+	u64 work;
+
+	if (op->opcode == VTPU_OP_IM2COL) {
+		g->total = rows * g->kdim;
+		g->chunk = VTPU_OPS_CHUNK;
+		op->flops = 0;
+	} else {
+		g->total = (u64)g->n * g->h * g->w * g->c;
+		work = vtpu_taps(g->kh, g->sh) * vtpu_taps(g->kw, g->sw);
+		g->chunk = VTPU_OPS_CHUNK / work;
+		if (g->chunk < 256)
+			g->chunk = 256;
+		op->flops = rows * g->kdim;
+	}
+	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
+}
+
+/*
+ * IM2COL elements [e, end): walk (row, ky) runs of kw * c columns.
+ * Column q of a run reads pixel ix = ox * sw - pw + q / c of image row iy.
+ */
+static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u64 run = (u64)g->kw * g->c;
+	u64 row = e / g->kdim, rem = e % g->kdim;
+	u32 ky = (u32)(rem / run);
+	u64 q = rem % run;
+
+	while (e < end) {
+		u64 ox = row % g->ow, t = row / g->ow;
+		u64 oy = t % g->oh, n = t / g->oh;
+		s64 iy = (s64)(oy * g->sh + ky) - g->ph;
+		s64 ix0 = (s64)(ox * g->sw) - g->pw;
+		u64 q_end = vtpu_min_u64(run, q + (end - e));
+		float *dst = cv->cols + e - q;	/* column 0 of the run */
+		u64 lo, hi;	/* columns of the run that are in the image */
+
+		if (iy < 0 || iy >= g->h) {
+			lo = hi = q_end;
+		} else {
+			lo = ix0 < 0 ? (u64)-ix0 * g->c : 0;
+			hi = ix0 + g->kw > g->w ? (u64)(g->w - ix0) * g->c : run;
+		}
+		if (q < lo)
+			memset(dst + q, 0, (vtpu_min_u64(lo, q_end) - q) * 4);
+		if (q_end > lo && hi > q) {
+			u64 a = q > lo ? q : lo, b = vtpu_min_u64(hi, q_end);
+			const float *src = cv->image +
+				((n * g->h + (u64)iy) * g->w) * g->c +
+				(u64)(ix0 * (s64)g->c + (s64)a);
+
+			memcpy(dst + a, src, (b - a) * 4);
+		}
+		if (q_end > hi) {
+			u64 a = q > hi ? q : hi;
+
+			memset(dst + a, 0, (q_end - a) * 4);
+		}
+		e += q_end - q;
+		q = 0;
+		if (++ky == g->kh) {
+			ky = 0;
+			row++;
+		}
+	}
+}
+
+/* dst[0..len) = sum over the windows covering pixel (n, iy, ix), ch c0.. */
+static void col2im_pixel(const struct vtpu_engine_conv *cv, float *dst,
+			 u64 n, u64 iy, u64 ix, u64 c0, u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u32 ky0 = vtpu_first_tap(iy, g->ph, g->sh, g->kh, g->oh);
+	u32 kx0 = vtpu_first_tap(ix, g->pw, g->sw, g->kw, g->ow);
+	u32 ky, kx;
+	u64 i;
+
+	memset(dst, 0, len * 4);
+	for (ky = ky0; ky < g->kh && ky <= iy + g->ph; ky += g->sh) {
+		u64 oy = (iy + g->ph - ky) / g->sh;
+
+		for (kx = kx0; kx < g->kw && kx <= ix + g->pw; kx += g->sw) {
+			u64 ox = (ix + g->pw - kx) / g->sw;
+			const float *src = cv->cols +
+				((n * g->oh + oy) * g->ow + ox) * g->kdim +
+				((u64)ky * g->kw + kx) * g->c + c0;
+
+			for (i = 0; i < len; i++)
+				dst[i] += src[i];
+		}
+	}
+}
+
+static void col2im_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+
+	while (e < end) {
+		u64 pix = e / g->c, c0 = e % g->c;
+		u64 len = vtpu_min_u64(g->c - c0, end - e);
+		u64 ix = pix % g->w, t = pix / g->w;
+		u64 iy = t % g->h, n = t / g->h;
+
+		col2im_pixel(cv, cv->image + e, n, iy, ix, c0, len);
+		e += len;
+	}
+}
+
+void vtpu_conv_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+{
+	const struct vtpu_engine_window *g = &op->conv.win;
+	u64 e = (u64)tile * g->chunk;
+	u64 end = vtpu_min_u64(e + g->chunk, g->total);
+
+	if (op->opcode == VTPU_OP_IM2COL)
+		im2col_range(&op->conv, e, end);
+	else
+		col2im_range(&op->conv, e, end);
+}

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * ELEMENTWISE (struct vtpu_cmd_elementwise) and CAST (struct
+ * vtpu_cmd_cast): one pass over count elements, tiled by chunks of
+ * VTPU_OPS_CHUNK. Each sub-op is its own plain loop so the compiler can
+ * vectorise it. In-place (z == x or z == y exactly) is safe: element i is
+ * read before it is written and by the same iteration.
+ */
+#include "engine_internal.h"
+
+void vtpu_ew_prepare(struct vtpu_engine_op *op)
+{
+	op->ntiles = (u32)((op->ew.count + VTPU_OPS_CHUNK - 1) / VTPU_OPS_CHUNK);
+	op->flops = op->ew.count;
+}
+
+void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+{
+	const struct vtpu_engine_ew *e = &op->ew;
+	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
+	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, e->count - i0), i;
+	const float *x = e->x + i0, *y = e->y + i0;
+	float *z = e->z + i0;
+	float a = e->alpha, b = e->beta;
+
+	switch (e->op) {
+	case VTPU_EW_ADD:
+		for (i = 0; i < n; i++)
+			z[i] = x[i] + y[i];
+		break;
+	case VTPU_EW_SUB:
+		for (i = 0; i < n; i++)
+			z[i] = x[i] - y[i];
+		break;
+	case VTPU_EW_MUL:
+		for (i = 0; i < n; i++)
+			z[i] = x[i] * y[i];
+		break;
+	case VTPU_EW_SCALE:
+		for (i = 0; i < n; i++)
+			z[i] = a * x[i];
+		break;
+	case VTPU_EW_AXPY:
+		for (i = 0; i < n; i++)
+			z[i] = a * x[i] + y[i];
+		break;
+	case VTPU_EW_AXPBY:
+		for (i = 0; i < n; i++)
+			z[i] = a * x[i] + b * y[i];
+		break;
+	case VTPU_EW_RELU:
+		for (i = 0; i < n; i++)
+			z[i] = x[i] < 0.0f ? 0.0f : x[i];
+		break;
+	case VTPU_EW_RELU_GRAD:
+		for (i = 0; i < n; i++)
+			z[i] = x[i] > 0.0f ? y[i] : 0.0f;
+		break;
+	case VTPU_EW_ADD_SCALAR:
+		for (i = 0; i < n; i++)
+			z[i] = x[i] + a;
+		break;
+	}
+}
+
+void vtpu_cast_prepare(struct vtpu_engine_op *op)
+{
+	op->ntiles = (u32)((op->cast.count + VTPU_OPS_CHUNK - 1) /
+			   VTPU_OPS_CHUNK);
+	op->flops = op->cast.count;
+}
+
+/* Round to nearest even; a NaN stays a NaN (quietened, sign kept). */
+static u16 f32_to_bf16(u32 bits)
+{
+	if ((bits & 0x7fffffffu) > 0x7f800000u)
+		return (u16)((bits >> 16) | 0x40);
+	return (u16)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+}
+
+void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+{
+	const struct vtpu_engine_cast *c = &op->cast;
+	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
+	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, c->count - i0), i;
+
+	switch (c->mode) {
+	case VTPU_CAST_F32_TO_BF16: {
+		const u32 *src = (const u32 *)c->src + i0;
+		u16 *dst = (u16 *)c->dst + i0;
+
+		for (i = 0; i < n; i++)
+			dst[i] = f32_to_bf16(src[i]);
+		break;
+	}
+	case VTPU_CAST_BF16_TO_F32: {
+		const u16 *src = (const u16 *)c->src + i0;
+		u32 *dst = (u32 *)c->dst + i0;
+
+		for (i = 0; i < n; i++)
+			dst[i] = (u32)src[i] << 16;
+		break;
+	}
+	case VTPU_CAST_U8_TO_F32: {
+		const u8 *src = (const u8 *)c->src + i0;
+		float *dst = (float *)c->dst + i0;
+
+		for (i = 0; i < n; i++)
+			dst[i] = (float)src[i] * c->scale + c->shift;
+		break;
+	}
+	}
+}

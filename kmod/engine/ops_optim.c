@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * The optimizers: SGD (struct vtpu_cmd_sgd), ADAM_STEP and ADAM (struct
+ * vtpu_cmd_adam_step, struct vtpu_cmd_adam). Each parameter element is
+ * updated independently, so tiles are chunks of VTPU_OPS_CHUNK elements.
+ *
+ * Adam's step count lives in device memory, in the state that ADAM_STEP
+ * (one tile, one step) advances and ADAM reads: a stream compiled once
+ * and replayed N times takes exactly N steps. The state holds 1 - beta^t
+ * rather than beta^t so that a zeroed buffer means t = 0.
+ */
+#include "engine_internal.h"
+
+void vtpu_optim_prepare(struct vtpu_engine_op *op)
+{
+	u64 n = op->optim.count;
+
+	op->ntiles = (u32)((n + VTPU_OPS_CHUNK - 1) / VTPU_OPS_CHUNK);
+	op->flops = n * (op->opcode == VTPU_OP_ADAM ? 16 : 4);
+}
+
+/* sqrt without libm (the kernel has none): one SSE instruction. */
+static float optim_sqrt(float x)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	float r;
+
+	asm("sqrtss %1, %0" : "=x"(r) : "x"(x));
+	return r;
+#else
+	return __builtin_sqrtf(x);
+#endif
+}
+
+static void sgd_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
+{
+	float *p = o->param + i0, *b = o->mom ? o->mom + i0 : NULL;
+	const float *gr = o->grad + i0;
+	float lr = o->lr, mu = o->momentum, wd = o->weight_decay;
+	bool nesterov = o->flags & VTPU_SGD_NESTEROV;
+	u64 i;
+
+	if (!b) {
+		for (i = 0; i < n; i++)
+			p[i] = p[i] - lr * (gr[i] + wd * p[i]);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		float g = gr[i] + wd * p[i];
+		float v = mu * b[i] + g;
+
+		b[i] = v;
+		p[i] = p[i] - lr * (nesterov ? g + mu * v : v);
+	}
+}
+
+static void adam_step_run(const struct vtpu_engine_optim *o)
+{
+	float *s = o->state;
+
+	s[0] = o->beta1 * s[0] + (1.0f - o->beta1);
+	s[1] = o->beta2 * s[1] + (1.0f - o->beta2);
+}
+
+static void adam_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
+{
+	float *p = o->param + i0, *m = o->mom + i0, *v = o->vel + i0;
+	const float *gr = o->grad + i0;
+	float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
+	float wd = o->weight_decay, lr = o->lr;
+	float step = lr / o->state[0];
+	float sc2 = optim_sqrt(o->state[1]);
+	bool decoupled = o->flags & VTPU_ADAM_DECOUPLED;
+	u64 i;
+
+	for (i = 0; i < n; i++) {
+		float w = p[i], g = gr[i], mi, vi;
+
+		if (decoupled)
+			w = w - lr * wd * w;
+		else
+			g = g + wd * w;
+		mi = b1 * m[i] + (1.0f - b1) * g;
+		vi = b2 * v[i] + (1.0f - b2) * g * g;
+		m[i] = mi;
+		v[i] = vi;
+		p[i] = w - step * mi / (optim_sqrt(vi) / sc2 + eps);
+	}
+}
+
+void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+{
+	const struct vtpu_engine_optim *o = &op->optim;
+	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
+	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, o->count - i0);
+
+	switch (op->opcode) {
+	case VTPU_OP_SGD:
+		sgd_run(o, i0, n);
+		break;
+	case VTPU_OP_ADAM_STEP:
+		adam_step_run(o);
+		break;
+	case VTPU_OP_ADAM:
+		adam_run(o, i0, n);
+		break;
+	}
+}

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * MAXPOOL and MAXPOOL_GRAD over NHWC images (struct vtpu_cmd_pool).
+ *
+ * Forward tiles the output (n, oy, ox, c) by flat element ranges: each
+ * output element scans its window in (ky, kx) order and keeps the first
+ * maximum (a NaN beats any number, the first NaN stays). Backward is a
+ * gather, like COL2IM: each dx element sums, in (ky, kx) order, dy of the
+ * windows that cover it and whose index names it. An index can be any
+ * value user space left in memory: it is only ever compared, never used
+ * as an address.
+ */
+#include "engine_internal.h"
+
+void vtpu_pool_prepare(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_window *g = &op->conv.win;
+	u64 work;
+
+	if (op->opcode == VTPU_OP_MAXPOOL) {
+		g->total = (u64)g->n * g->oh * g->ow * g->c;
+		work = (u64)g->kh * g->kw;
+	} else {
+		g->total = (u64)g->n * g->h * g->w * g->c;
+		work = vtpu_taps(g->kh, g->sh) * vtpu_taps(g->kw, g->sw);
+	}
+	g->chunk = VTPU_OPS_CHUNK / work;
+	if (g->chunk < 256)
+		g->chunk = 256;
+	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
+	op->flops = (u64)g->n * g->oh * g->ow * g->c * g->kh * g->kw;
+}
+
+/* y, index [0..len) of window (n, oy, ox), channels c0.. */
+static void maxpool_window(const struct vtpu_engine_conv *cv, u64 out,
+			   u64 n, u64 oy, u64 ox, u64 c0, u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	s64 y0 = (s64)(oy * g->sh) - g->ph, x0 = (s64)(ox * g->sw) - g->pw;
+	s64 ky0 = y0 < 0 ? -y0 : 0, kx0 = x0 < 0 ? -x0 : 0;
+	s64 ky1 = y0 + g->kh > g->h ? g->h - y0 : g->kh;
+	s64 kx1 = x0 + g->kw > g->w ? g->w - x0 : g->kw;
+	float *y = cv->y + out;
+	u32 *idx = cv->index + out;
+	bool first = true;
+	s64 ky, kx;
+	u64 i;
+
+	/* pad < k: the window always holds a pixel */
+	for (ky = ky0; ky < ky1; ky++) {
+		for (kx = kx0; kx < kx1; kx++) {
+			u64 pix = (u64)(y0 + ky) * g->w + (u64)(x0 + kx);
+			const float *src = cv->x +
+				(n * g->h * g->w + pix) * g->c + c0;
+			u32 p = (u32)pix;
+
+			if (first) {
+				memcpy(y, src, len * 4);
+				for (i = 0; i < len; i++)
+					idx[i] = p;
+				first = false;
+				continue;
+			}
+			for (i = 0; i < len; i++) {
+				float v = src[i], b = y[i];
+				bool take = v > b || (v != v && b == b);
+
+				y[i] = take ? v : b;
+				idx[i] = take ? p : idx[i];
+			}
+		}
+	}
+}
+
+static void maxpool_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+
+	while (e < end) {
+		u64 win = e / g->c, c0 = e % g->c;
+		u64 len = vtpu_min_u64(g->c - c0, end - e);
+		u64 ox = win % g->ow, t = win / g->ow;
+
+		maxpool_window(cv, e, t / g->oh, t % g->oh, ox, c0, len);
+		e += len;
+	}
+}
+
+static void maxpool_grad_pixel(const struct vtpu_engine_conv *cv, u64 e,
+			       u64 n, u64 iy, u64 ix, u64 c0, u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u32 ky0 = vtpu_first_tap(iy, g->ph, g->sh, g->kh, g->oh);
+	u32 kx0 = vtpu_first_tap(ix, g->pw, g->sw, g->kw, g->ow);
+	u32 p = (u32)(iy * g->w + ix);
+	float *dx = cv->x + e;
+	u32 ky, kx;
+	u64 i;
+
+	memset(dx, 0, len * 4);
+	for (ky = ky0; ky < g->kh && ky <= iy + g->ph; ky += g->sh) {
+		u64 oy = (iy + g->ph - ky) / g->sh;
+
+		for (kx = kx0; kx < g->kw && kx <= ix + g->pw; kx += g->sw) {
+			u64 ox = (ix + g->pw - kx) / g->sw;
+			u64 o = ((n * g->oh + oy) * g->ow + ox) * g->c + c0;
+			const float *dy = cv->y + o;
+			const u32 *idx = cv->index + o;
+
+			for (i = 0; i < len; i++)
+				dx[i] += idx[i] == p ? dy[i] : 0.0f;
+		}
+	}
+}
+
+static void maxpool_grad_range(const struct vtpu_engine_conv *cv, u64 e,
+			       u64 end)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+
+	while (e < end) {
+		u64 pix = e / g->c, c0 = e % g->c;
+		u64 len = vtpu_min_u64(g->c - c0, end - e);
+		u64 ix = pix % g->w, t = pix / g->w;
+
+		maxpool_grad_pixel(cv, e, t / g->h, t % g->h, ix, c0, len);
+		e += len;
+	}
+}
+
+void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+{
+	const struct vtpu_engine_window *g = &op->conv.win;
+	u64 e = (u64)tile * g->chunk;
+	u64 end = vtpu_min_u64(e + g->chunk, g->total);
+
+	if (op->opcode == VTPU_OP_MAXPOOL)
+		maxpool_range(&op->conv, e, end);
+	else
+		maxpool_grad_range(&op->conv, e, end);
+}

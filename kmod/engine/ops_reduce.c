@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * REDUCE (struct vtpu_cmd_reduce): row or column sums of a matrix.
+ *
+ * Each tile owns a block of outputs; its steps walk the reduced dimension
+ * in blocks, in order. A step sums its block into a partial (scratch for
+ * column sums, a register for row sums) and adds it to y, which step 0
+ * initialises to beta * y (or 0 when beta is 0). The blocks depend on m
+ * and n only, so the result is the same on any number of workers.
+ */
+#include "engine_internal.h"
+
+/* Column sums: columns per tile; partials live in scratch. */
+#define REDUCE_COLS_BLOCK 1024u
+
+size_t vtpu_reduce_scratch_size(void)
+{
+	return REDUCE_COLS_BLOCK * sizeof(float);
+}
+
+static u32 div_up(u32 a, u32 b)
+{
+	return a / b + (a % b != 0);
+}
+
+void vtpu_reduce_prepare(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_reduce *r = &op->reduce;
+	u32 width;
+
+	if (r->op == VTPU_REDUCE_COLS) {
+		width = r->n < REDUCE_COLS_BLOCK ? r->n : REDUCE_COLS_BLOCK;
+		r->tblock = width;
+		r->sblock = VTPU_OPS_CHUNK / width;
+		op->ntiles = div_up(r->n, r->tblock);
+		op->nsteps = div_up(r->m, r->sblock);
+	} else {
+		r->sblock = r->n < VTPU_OPS_CHUNK ? r->n : VTPU_OPS_CHUNK;
+		r->tblock = VTPU_OPS_CHUNK / r->sblock;
+		op->ntiles = div_up(r->m, r->tblock);
+		op->nsteps = div_up(r->n, r->sblock);
+	}
+	op->flops = 2ull * r->m * r->n;
+}
+
+/* y[j] = beta * y[j] (or 0), the start of a sum. */
+static float reduce_init(const struct vtpu_engine_reduce *r, float y)
+{
+	return r->beta != 0.0f ? r->beta * y : 0.0f;
+}
+
+static void reduce_cols(const struct vtpu_engine_reduce *r, u32 tile,
+			u32 step, float *acc)
+{
+	u32 j0 = tile * r->tblock, i0 = step * r->sblock;
+	u32 nc = r->n - j0 < r->tblock ? r->n - j0 : r->tblock;
+	u32 nr = r->m - i0 < r->sblock ? r->m - i0 : r->sblock;
+	const float *x = r->x + (u64)i0 * r->ldx + j0;
+	float *y = r->y + j0;
+	float a = r->alpha;
+	u32 i, j;
+
+	for (j = 0; j < nc; j++)
+		acc[j] = a * x[j];
+	for (i = 1; i < nr; i++) {
+		const float *row = x + (u64)i * r->ldx;
+
+		for (j = 0; j < nc; j++)
+			acc[j] += a * row[j];
+	}
+	for (j = 0; j < nc; j++)
+		y[j] = (step ? y[j] : reduce_init(r, y[j])) + acc[j];
+}
+
+/* 8 interleaved partial sums (vectorisable, fixed order), then folded. */
+static float sum_row(const float *x, u32 n, float a)
+{
+	float s[8] = { 0 };
+	u32 j, k;
+
+	for (j = 0; j + 8 <= n; j += 8)
+		for (k = 0; k < 8; k++)
+			s[k] += a * x[j + k];
+	for (k = 0; j < n; j++, k++)
+		s[k] += a * x[j];
+	return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+static void reduce_rows(const struct vtpu_engine_reduce *r, u32 tile,
+			u32 step)
+{
+	u32 i0 = tile * r->tblock, j0 = step * r->sblock;
+	u32 nr = r->m - i0 < r->tblock ? r->m - i0 : r->tblock;
+	u32 nc = r->n - j0 < r->sblock ? r->n - j0 : r->sblock;
+	u32 i;
+
+	for (i = 0; i < nr; i++) {
+		const float *x = r->x + (u64)(i0 + i) * r->ldx + j0;
+		float *y = r->y + i0 + i;
+		float part = sum_row(x, nc, r->alpha);
+
+		*y = (step ? *y : reduce_init(r, *y)) + part;
+	}
+}
+
+void vtpu_reduce_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		     void *scratch)
+{
+	if (op->reduce.op == VTPU_REDUCE_COLS)
+		reduce_cols(&op->reduce, tile, step, scratch);
+	else
+		reduce_rows(&op->reduce, tile, step);
+}
