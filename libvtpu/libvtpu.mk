@@ -3,3 +3,8 @@ LIBVTPU_SRCS := \
 	device.c \
 	cmdbuf.c \
 	backend_cpu.c
+# the data side of training: datasets, batches, progress, checkpoints
+LIBVTPU_SRCS += \
+	data.c \
+	progress.c \
+	checkpoint.c

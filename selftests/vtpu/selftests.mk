@@ -25,6 +25,15 @@ $(BIN)/test_engine: $(SRCTOP)/selftests/vtpu/test_engine.c $(SELFTEST_DEPS)
 	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
+# Host unit test of the data side (datasets, batches, progress, checkpoints).
+# The real datasets are looked up beside the checkout ($VTPU_DATASETS wins).
+HOST_TESTS += $(BIN)/test_data
+
+$(BIN)/test_data: $(SRCTOP)/selftests/vtpu/test_data.c $(SELFTEST_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) \
+	  -DVTPU_SRCTOP='"$(SRCTOP)"' -o $@ $< $(LIBVTPU) $(LDLIBS_LIBVTPU)
+
 # Host unit test of the training ops (conv, pool, elementwise, reduce,
 # softmax-xent, optimizers, cast) through the cpu backend.
 HOST_TESTS += $(BIN)/test_ops

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Checkpoints: named float32 tensors in one file with a magic, a version, a
+ * header of counts and a CRC32 of the payload (format in vtpu_data.h).
+ *
+ * Saving writes a temporary file beside the target and renames it, so a
+ * crash leaves the old checkpoint or the new one, never half of one.
+ * Loading reads and checks the whole file before it touches the caller's
+ * tensors: a corrupt or mismatched checkpoint is an error with a message,
+ * and the model is left as it was.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "vtpu_data.h"
+#include "data_priv.h"
+
+/* The format is little-endian and so are the hosts this runs on (x86-64,
+ * arm64): integers and floats go to the file as they are in memory. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "checkpoint.c assumes a little-endian host");
+
+#define HDR_SIZE 32
+#define MAX_FILE (1ull << 40)
+
+struct ckpt_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t ntensors;
+	uint64_t payload_bytes;
+	uint32_t payload_crc;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct ckpt_hdr) == HDR_SIZE, "header layout");
+
+/* Elements in a tensor of this shape, or -1 when absurd (overflow). */
+static int64_t shape_count(uint32_t ndim, const uint64_t *dims)
+{
+	uint64_t count = 1;
+	uint32_t i;
+
+	for (i = 0; i < ndim; i++)
+		if (__builtin_mul_overflow(count, dims[i], &count) ||
+		    count > MAX_FILE / sizeof(float))
+			return -1;
+	return (int64_t)count;
+}
+
+static void shape_str(char *buf, size_t len, uint32_t ndim,
+		      const uint64_t *dims)
+{
+	size_t pos = 0;
+	uint32_t i;
+
+	pos += (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < ndim && pos < len; i++)
+		pos += (size_t)snprintf(buf + pos, len - pos, "%s%llu",
+					i ? ", " : "",
+					(unsigned long long)dims[i]);
+	if (pos < len)
+		snprintf(buf + pos, len - pos, "]");
+}
+
+/* Check the caller's tensors and size the payload. */
+static int check_tensors(const struct vtpu_ckpt_tensor *t, size_t n,
+			 uint64_t *payload, char *err, size_t errlen)
+{
+	size_t i, j, name_len;
+	int64_t count;
+
+	if (n > UINT32_MAX)
+		return vtpu__errf(err, errlen, -EINVAL, "too many tensors");
+	*payload = 0;
+	for (i = 0; i < n; i++) {
+		name_len = t[i].name ? strlen(t[i].name) : 0;
+		if (!name_len || name_len > VTPU_CKPT_MAX_NAME)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "tensor %zu: name must be 1..%d bytes",
+					  i, VTPU_CKPT_MAX_NAME);
+		if (t[i].ndim > VTPU_CKPT_MAX_DIMS)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "tensor '%s': %u dimensions (at most %d)",
+					  t[i].name, t[i].ndim,
+					  VTPU_CKPT_MAX_DIMS);
+		count = shape_count(t[i].ndim, t[i].dims);
+		if (count < 0)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "tensor '%s': absurd shape",
+					  t[i].name);
+		if (count && !t[i].data)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "tensor '%s': no data", t[i].name);
+		for (j = 0; j < i; j++)
+			if (!strcmp(t[i].name, t[j].name))
+				return vtpu__errf(err, errlen, -EINVAL,
+						  "tensor '%s' appears twice",
+						  t[i].name);
+		*payload += 8 + 8ull * t[i].ndim + name_len +
+			    (uint64_t)count * sizeof(float);
+		if (*payload > MAX_FILE)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "checkpoint too large");
+	}
+	return 0;
+}
+
+/* ---- save ------------------------------------------------------------------- */
+
+struct writer {
+	FILE *f;
+	uLong crc;
+};
+
+static void put(struct writer *w, const void *buf, size_t len)
+{
+	fwrite(buf, 1, len, w->f);	/* errors: ferror() at the end */
+	w->crc = crc32_z(w->crc, buf, len);
+}
+
+static int write_file(FILE *f, const struct vtpu_ckpt_tensor *t, size_t n,
+		      uint64_t payload)
+{
+	struct ckpt_hdr hdr = {
+		.magic = VTPU_CKPT_MAGIC,	/* 8 chars: the NUL is dropped */
+		.version = VTPU_CKPT_VERSION,
+		.ntensors = (uint32_t)n,
+		.payload_bytes = payload,
+	};
+	struct writer w = { .f = f, .crc = crc32(0, NULL, 0) };
+	uint32_t rec[2];
+	size_t i;
+
+	fwrite(&hdr, sizeof(hdr), 1, f);
+	for (i = 0; i < n; i++) {
+		rec[0] = (uint32_t)strlen(t[i].name);
+		rec[1] = t[i].ndim;
+		put(&w, rec, sizeof(rec));
+		put(&w, t[i].dims, t[i].ndim * sizeof(t[i].dims[0]));
+		put(&w, t[i].name, rec[0]);
+		put(&w, t[i].data,
+		    (size_t)shape_count(t[i].ndim, t[i].dims) * sizeof(float));
+	}
+	/* the CRC is known last: rewrite the header */
+	hdr.payload_crc = (uint32_t)w.crc;
+	if (fseek(f, 0, SEEK_SET) == 0)
+		fwrite(&hdr, sizeof(hdr), 1, f);
+	if (fflush(f) || ferror(f))
+		return -(errno ? errno : EIO);
+	if (fsync(fileno(f)))
+		return -errno;
+	return 0;
+}
+
+/* Make the rename itself durable (best effort: not every fs can). */
+static void sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd;
+
+	if (!copy)
+		return;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(copy);
+}
+
+int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
+		   size_t n, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX];
+	uint64_t payload;
+	FILE *f;
+	int fd, ret;
+
+	if (!path || (n && !t))
+		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
+	ret = check_tensors(t, n, &payload, err, errlen);
+	if (ret)
+		return ret;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
+	    sizeof(tmp))
+		return vtpu__errf(err, errlen, -ENAMETOOLONG,
+				  "%s: path too long", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return vtpu__errf(err, errlen, -errno, "%s: %s", tmp,
+				  strerror(errno));
+	fchmod(fd, 0644);
+	f = fdopen(fd, "wb");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
+		return vtpu__errf(err, errlen, ret, "%s: %s", tmp,
+				  strerror(-ret));
+	}
+	errno = 0;
+	ret = write_file(f, t, n, payload);
+	if (fclose(f) && !ret)
+		ret = -(errno ? errno : EIO);
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return vtpu__errf(err, errlen, ret, "%s: writing failed: %s",
+				  path, strerror(-ret));
+	}
+	sync_dir(path);
+	return 0;
+}
+
+/* ---- load ------------------------------------------------------------------- */
+
+static int read_file(const char *path, uint8_t **buf, size_t *len, char *err,
+		     size_t errlen)
+{
+	struct stat st;
+	size_t got = 0;
+	ssize_t r;
+	int fd, ret = 0;
+
+	*buf = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return vtpu__errf(err, errlen, -errno, "%s: %s", path,
+				  strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > MAX_FILE) {
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: not a regular file of a sane size", path);
+		goto out;
+	}
+	*buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!*buf) {
+		ret = vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory",
+				 path);
+		goto out;
+	}
+	while (got < (size_t)st.st_size) {
+		r = read(fd, *buf + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			ret = vtpu__errf(err, errlen, -EIO, "%s: read: %s",
+					 path, r ? strerror(errno) :
+						   "file shrank");
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	*len = got;
+out:
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
+	close(fd);
+	return ret;
+}
+
+/* Where one record of the file sits, once parsed. */
+struct record {
+	const char *name;
+	uint32_t name_len, ndim;
+	uint64_t dims[VTPU_CKPT_MAX_DIMS];
+	const uint8_t *data;
+	size_t bytes;
+};
+
+/* Parse the record at *pos, bounded by end. */
+static int parse_record(const char *path, uint32_t i, const uint8_t **pos,
+			const uint8_t *end, struct record *r, char *err,
+			size_t errlen)
+{
+	const uint8_t *p = *pos;
+	int64_t count;
+
+	if ((size_t)(end - p) < 8)
+		goto bad;
+	memcpy(&r->name_len, p, 4);
+	memcpy(&r->ndim, p + 4, 4);
+	p += 8;
+	if (!r->name_len || r->name_len > VTPU_CKPT_MAX_NAME ||
+	    r->ndim > VTPU_CKPT_MAX_DIMS ||
+	    (size_t)(end - p) < 8ull * r->ndim + r->name_len)
+		goto bad;
+	memcpy(r->dims, p, 8ull * r->ndim);
+	p += 8ull * r->ndim;
+	r->name = (const char *)p;
+	p += r->name_len;
+	count = shape_count(r->ndim, r->dims);
+	if (count < 0 || (uint64_t)(end - p) < (uint64_t)count * sizeof(float))
+		goto bad;
+	r->data = p;
+	r->bytes = (size_t)count * sizeof(float);
+	*pos = p + r->bytes;
+	return 0;
+bad:
+	return vtpu__errf(err, errlen, -EINVAL,
+			  "%s: tensor record %u is malformed", path, i);
+}
+
+/* Check every record against the caller's tensors; map[k] = file record. */
+static int match_records(const char *path, const uint8_t *payload,
+			 size_t plen, uint32_t nrec,
+			 const struct vtpu_ckpt_tensor *t, struct record *recs,
+			 char *err, size_t errlen)
+{
+	const uint8_t *pos = payload, *end = payload + plen;
+	char want[160], have[160];
+	uint32_t i;
+	size_t k;
+	int ret;
+
+	for (i = 0; i < nrec; i++) {
+		struct record r;
+
+		ret = parse_record(path, i, &pos, end, &r, err, errlen);
+		if (ret)
+			return ret;
+		for (k = 0; k < nrec; k++)
+			if (strlen(t[k].name) == r.name_len &&
+			    !memcmp(t[k].name, r.name, r.name_len))
+				break;
+		if (k == nrec)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "%s: has a tensor '%.*s' that is not expected",
+					  path, (int)r.name_len, r.name);
+		if (recs[k].name)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "%s: tensor '%s' appears twice",
+					  path, t[k].name);
+		if (r.ndim != t[k].ndim ||
+		    memcmp(r.dims, t[k].dims, r.ndim * sizeof(r.dims[0]))) {
+			shape_str(have, sizeof(have), r.ndim, r.dims);
+			shape_str(want, sizeof(want), t[k].ndim, t[k].dims);
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "%s: tensor '%s' has shape %s, expected %s",
+					  path, t[k].name, have, want);
+		}
+		recs[k] = r;
+	}
+	if (pos != end)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: %zu bytes after the last tensor", path,
+				  (size_t)(end - pos));
+	return 0;
+}
+
+static int check_header(const char *path, const uint8_t *buf, size_t len,
+			size_t n, struct ckpt_hdr *hdr, char *err,
+			size_t errlen)
+{
+	if (memcmp(buf, VTPU_CKPT_MAGIC,
+		   len < sizeof(hdr->magic) ? len : sizeof(hdr->magic)))
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: not a vtpu checkpoint (bad magic)", path);
+	if (len < HDR_SIZE)
+		return vtpu__errf(err, errlen, -EIO,
+				  "%s: truncated: %zu bytes, the header alone is %d",
+				  path, len, HDR_SIZE);
+	memcpy(hdr, buf, sizeof(*hdr));
+	if (hdr->version != VTPU_CKPT_VERSION)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: checkpoint version %u, this library reads version %d",
+				  path, hdr->version, VTPU_CKPT_VERSION);
+	if (hdr->reserved)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: reserved header field is not zero", path);
+	if (hdr->payload_bytes > len - HDR_SIZE)
+		return vtpu__errf(err, errlen, -EIO,
+				  "%s: truncated: header says %llu payload bytes, the file has %zu",
+				  path, (unsigned long long)hdr->payload_bytes,
+				  len - HDR_SIZE);
+	if (hdr->payload_bytes < len - HDR_SIZE)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: %llu unexpected bytes after the payload",
+				  path, (unsigned long long)(len - HDR_SIZE -
+							     hdr->payload_bytes));
+	if (crc32_z(crc32(0, NULL, 0), buf + HDR_SIZE, hdr->payload_bytes) !=
+	    hdr->payload_crc)
+		return vtpu__errf(err, errlen, -EIO,
+				  "%s: checksum mismatch: the file is corrupt",
+				  path);
+	if (hdr->ntensors != n)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: has %u tensors, expected %zu", path,
+				  hdr->ntensors, n);
+	return 0;
+}
+
+int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
+		   size_t n, char *err, size_t errlen)
+{
+	struct record *recs = NULL;
+	struct ckpt_hdr hdr = { .ntensors = 0 };
+	uint64_t unused;
+	uint8_t *buf;
+	size_t len = 0, k;
+	int ret;
+
+	if (!path || (n && !t))
+		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
+	/* the caller's side must be sane before the file's is compared to it */
+	ret = check_tensors(t, n, &unused, err, errlen);
+	if (ret)
+		return ret;
+	ret = read_file(path, &buf, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = check_header(path, buf, len, n, &hdr, err, errlen);
+	if (ret)
+		goto out;
+	recs = calloc(n ? n : 1, sizeof(*recs));
+	if (!recs) {
+		ret = vtpu__errf(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	ret = match_records(path, buf + HDR_SIZE, hdr.payload_bytes,
+			    hdr.ntensors, t, recs, err, errlen);
+	if (ret)
+		goto out;
+	/* everything checked: only now fill the caller's tensors */
+	for (k = 0; k < n; k++)
+		memcpy(t[k].data, recs[k].data, recs[k].bytes);
+out:
+	free(recs);
+	free(buf);
+	return ret;
+}

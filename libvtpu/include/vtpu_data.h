@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libvtpu data side of training: dataset loaders (MNIST, Fashion-MNIST,
+ * CIFAR-10), reproducible shuffling, batch assembly, Keras-style progress
+ * output and checkpoints.
+ *
+ * Conventions (as the rest of libvtpu): int returns are 0 or -errno, the
+ * library never exits and prints only where told to (the progress module
+ * writes to the FILE * it is given). Functions that can fail for a reason
+ * a person must read take `char *err, size_t errlen` and write a one-line
+ * message there (no trailing newline; err may be NULL).
+ *
+ * Usage (a trainer):
+ *
+ *	struct vtpu_dataset train, test;
+ *	char err[256];
+ *	if (vtpu_load_mnist("data/mnist", true, &train, err, sizeof(err)))
+ *		die("%s", err);
+ *	vtpu_dataset_truncate(&train, limit);          // --limit N
+ *	uint32_t *idx = malloc(train.n * sizeof(*idx));
+ *	struct vtpu_rng rng;
+ *	vtpu_rng_seed(&rng, 42);
+ *	struct vtpu_progress *p = vtpu_progress_create(stdout, steps, NULL);
+ *	for (epoch = 1; epoch <= epochs; epoch++) {
+ *		vtpu_permutation(idx, train.n, &rng);
+ *		vtpu_progress_start(p, epoch, epochs);  // "Epoch 1/10"
+ *		for (s = 0; s < steps; s++) {
+ *			uint32_t first = s * B, cnt = min(B, train.n - first);
+ *			vtpu_batch_images(&train, idx, first, cnt, NULL, NULL, x_map);
+ *			vtpu_batch_labels(&train, idx, first, cnt, y_map);
+ *			...run the step...
+ *			struct vtpu_metric m[] = { { "loss", loss }, { "acc", acc } };
+ *			vtpu_progress_update(p, s + 1, m, 2);
+ *		}
+ *		struct vtpu_metric v[] = { { "val_loss", vl }, { "val_acc", va } };
+ *		vtpu_progress_end(p, v, 2);
+ *	}
+ *	vtpu_progress_destroy(p);
+ *	vtpu_ckpt_save("model.ckpt", tensors, ntensors, err, sizeof(err));
+ *	vtpu_dataset_free(&train);
+ */
+#ifndef LIBVTPU_VTPU_DATA_H
+#define LIBVTPU_VTPU_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- datasets ------------------------------------------------------------ */
+
+/**
+ * struct vtpu_dataset - images and labels in memory, owned by the struct
+ * @n: number of examples
+ * @height, @width, @channels: one image's shape (MNIST 28x28x1, CIFAR
+ *	32x32x3)
+ * @classes: labels are 0..classes-1 (10 for all three datasets)
+ * @images: n * height * width * channels bytes, NHWC (example, row,
+ *	column, channel), contiguous, 0..255 as in the files
+ * @labels: n bytes, one class index per example (uint8_t: every dataset
+ *	here has at most 256 classes; vtpu_batch_labels() widens them)
+ *
+ * Zero-initialise or let a loader fill it; free with vtpu_dataset_free().
+ * A failed loader leaves it zeroed (nothing to free).
+ */
+struct vtpu_dataset {
+	uint32_t n;
+	uint32_t height, width, channels;
+	uint32_t classes;
+	uint8_t *images;
+	uint8_t *labels;
+};
+
+/** vtpu_dataset_free() - free the arrays and zero @ds (NULL-safe). */
+void vtpu_dataset_free(struct vtpu_dataset *ds);
+
+/** vtpu_dataset_image_size() - bytes (and floats) per image: h * w * c. */
+static inline size_t vtpu_dataset_image_size(const struct vtpu_dataset *ds)
+{
+	return (size_t)ds->height * ds->width * ds->channels;
+}
+
+/**
+ * vtpu_dataset_truncate() - keep only the first @n examples (--limit N)
+ *
+ * Keeps min(@n, ds->n) examples; the memory of the rest is released.
+ * Return: 0, or -EINVAL when @n is 0 (an empty dataset trains nothing).
+ */
+int vtpu_dataset_truncate(struct vtpu_dataset *ds, uint32_t n);
+
+/**
+ * vtpu_load_mnist() - load MNIST or Fashion-MNIST (the same IDX format)
+ * @dir: folder holding train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz,
+ *	t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz (gzip'd as
+ *	distributed; the uncompressed names without .gz are used when the .gz
+ *	file is absent)
+ * @train: the 60000-example training split, else the 10000-example test split
+ * @ds: filled on success (height = width = 28 for the real data, channels 1,
+ *	classes 10); zeroed on failure
+ * @err, @errlen: a message naming the file and the problem
+ *
+ * Everything is checked: magic numbers, zero or absurd dimensions (no
+ * overflow, and no allocation larger than the data actually read), the image
+ * and label counts agreeing, truncated or corrupt gzip streams, bytes after
+ * the data, labels >= 10.
+ *
+ * Return: 0, or -ENOENT (a file is missing), -EINVAL (not a valid IDX file
+ * or the two files disagree), -EIO (truncated or unreadable), -ENOMEM.
+ */
+int vtpu_load_mnist(const char *dir, bool train, struct vtpu_dataset *ds,
+		    char *err, size_t errlen);
+
+/**
+ * vtpu_load_cifar10() - load CIFAR-10, the canonical binary version
+ * @dir: the cifar-10-batches-bin folder or the folder containing it
+ * @train: data_batch_1.bin .. data_batch_5.bin in order (50000 examples),
+ *	else test_batch.bin (10000)
+ * @ds: filled on success (32x32x3, NHWC: the files' R, G and B planes are
+ *	interleaved; classes 10); zeroed on failure
+ *
+ * Each record is 1 label byte then 1024 R, 1024 G, 1024 B bytes (32x32,
+ * row-major). Any number of records per file is accepted, so long as the
+ * file is a whole, non-zero number of records.
+ *
+ * Return: 0, or -ENOENT (a batch file is missing), -EINVAL (a size that is
+ * not a multiple of 3073, a label > 9), -EIO, -ENOMEM.
+ */
+int vtpu_load_cifar10(const char *dir, bool train, struct vtpu_dataset *ds,
+		      char *err, size_t errlen);
+
+/* ---- reproducible shuffling --------------------------------------------- */
+
+/**
+ * struct vtpu_rng - splitmix64 (Steele, Lea, Flood 2014): a 64-bit state
+ * advanced by a Weyl step and mixed; small, fast, and the same sequence on
+ * every machine for a given seed.
+ */
+struct vtpu_rng {
+	uint64_t state;
+};
+
+/** vtpu_rng_seed() - start the sequence for @seed (any value). */
+void vtpu_rng_seed(struct vtpu_rng *rng, uint64_t seed);
+
+/** vtpu_rng_next() - the next 64 random bits. */
+uint64_t vtpu_rng_next(struct vtpu_rng *rng);
+
+/** vtpu_rng_below() - uniform in [0, @bound), unbiased; 0 when @bound is 0. */
+uint64_t vtpu_rng_below(struct vtpu_rng *rng, uint64_t bound);
+
+/** vtpu_shuffle() - shuffle @idx[0..@n) in place (Fisher-Yates). */
+void vtpu_shuffle(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
+
+/**
+ * vtpu_permutation() - @idx = 0..@n-1, then shuffled: one epoch's order.
+ * Called once per epoch with one rng seeded once, a run is reproducible.
+ */
+void vtpu_permutation(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
+
+/* ---- batches ------------------------------------------------------------ */
+
+/*
+ * The batch functions take examples @first .. @first+@count-1 of an order:
+ * example i of the batch is @idx[@first + i], or @first + i when @idx is
+ * NULL (evaluation in file order). They write exactly @count rows (a last,
+ * short batch leaves the rest of the caller's buffer as it was) and return
+ * 0, or -EINVAL when a range or an index is outside the dataset (nothing is
+ * written then).
+ */
+
+/**
+ * vtpu_batch_images() - @out (count, h, w, c) = pixels as floats
+ * @mean, @std: NULL for x / 255; else arrays of ds->channels values and
+ *	out = (x / 255 - mean[c]) / std[c] (see vtpu_dataset_channel_stats());
+ *	both or neither; a std that is not > 0 is -EINVAL
+ * @out: e.g. a device buffer's mapping; count * vtpu_dataset_image_size()
+ *	floats
+ */
+int vtpu_batch_images(const struct vtpu_dataset *ds, const uint32_t *idx,
+		      uint32_t first, uint32_t count, const float *mean,
+		      const float *std, float *out);
+
+/** vtpu_batch_labels() - @out (count) = the class indices. */
+int vtpu_batch_labels(const struct vtpu_dataset *ds, const uint32_t *idx,
+		      uint32_t first, uint32_t count, uint32_t *out);
+
+/** vtpu_batch_onehot() - @out (count, classes) = one-hot rows of 0.0 / 1.0. */
+int vtpu_batch_onehot(const struct vtpu_dataset *ds, const uint32_t *idx,
+		      uint32_t first, uint32_t count, float *out);
+
+/**
+ * vtpu_dataset_channel_stats() - per-channel mean and (population) standard
+ * deviation of x / 255 over the whole dataset, for vtpu_batch_images().
+ * @mean, @std: ds->channels floats each.
+ * Return: 0, or -EINVAL for an empty dataset.
+ */
+int vtpu_dataset_channel_stats(const struct vtpu_dataset *ds, float *mean,
+			       float *std);
+
+/* ---- Keras-style progress ----------------------------------------------- */
+
+/** struct vtpu_metric - one "name: value" of a progress line. */
+struct vtpu_metric {
+	const char *name;
+	double value;
+};
+
+/**
+ * struct vtpu_progress_opts - options; NULL for all defaults
+ * @sz: sizeof(struct vtpu_progress_opts), so the struct can grow
+ * @tty: 1 redraw one line in place with '\r', 0 plain lines, -1 (and
+ *	the zero default) decide with isatty(fileno(out))
+ * @log_every: plain lines only: also print a line every this many steps
+ *	(0: only each epoch's final line). On a terminal the bar is redrawn
+ *	at most every 50 ms, and always for the last step.
+ * @now: a clock in seconds (monotonic); NULL for CLOCK_MONOTONIC. Tests
+ *	inject a fake one.
+ * @now_ctx: passed to @now
+ */
+struct vtpu_progress_opts {
+	size_t sz;
+	int tty;
+	uint32_t log_every;
+	double (*now)(void *ctx);
+	void *now_ctx;
+};
+
+/** An epoch progress bar: opaque. */
+struct vtpu_progress;
+
+/**
+ * vtpu_progress_create() - a bar of @total_steps steps per epoch on @out
+ * Return: the bar, to free with vtpu_progress_destroy(), or NULL with errno
+ * set (EINVAL: @out NULL or @total_steps 0; ENOMEM).
+ */
+struct vtpu_progress *vtpu_progress_create(FILE *out, uint32_t total_steps,
+					   const struct vtpu_progress_opts *opts);
+
+/** vtpu_progress_destroy() - free @p (NULL-safe); prints nothing. */
+void vtpu_progress_destroy(struct vtpu_progress *p);
+
+/**
+ * vtpu_progress_start() - print "Epoch @epoch/@epochs" and restart the clock
+ * Pass @epochs 0 to print nothing (e.g. for an evaluation bar).
+ */
+void vtpu_progress_start(struct vtpu_progress *p, uint32_t epoch,
+			 uint32_t epochs);
+
+/**
+ * vtpu_progress_update() - step @step (1..total) is done
+ * @m, @n: the metrics to show, in order (as Keras, pass the epoch's running
+ *	averages); remembered for vtpu_progress_end()
+ *
+ * While running a line reads
+ *   " 12/469 [>.............................] - ETA: 5s - loss: 0.6921"
+ * Only the first VTPU_PROGRESS_MAX_METRICS metrics are kept.
+ */
+void vtpu_progress_update(struct vtpu_progress *p, uint32_t step,
+			  const struct vtpu_metric *m, size_t n);
+
+/**
+ * vtpu_progress_end() - finish the epoch: the final line, with the last
+ * update's metrics followed by @extra (e.g. val_loss, val_acc), then '\n':
+ *   "469/469 [==============================] - 1s 2ms/step - loss: 0.2867
+ *    - acc: 0.9072 - val_loss: 0.1234 - val_acc: 0.9612"   (one line)
+ * The step count shown is the last one updated.
+ */
+void vtpu_progress_end(struct vtpu_progress *p, const struct vtpu_metric *extra,
+		       size_t nextra);
+
+#define VTPU_PROGRESS_MAX_METRICS 16
+
+/**
+ * vtpu_progress_format() - format one bar line into @buf, exactly as the
+ * progress module prints it (without '\r' or '\n'); what it prints is this
+ * function's output, so tests compare strings here.
+ * @step, @total: steps done, steps per epoch (@total > 0)
+ * @elapsed: seconds since the epoch started
+ * @final: the epoch's last line: " - 1s 2ms/step" instead of " - ETA: 5s"
+ *
+ * Keras' rules (tf.keras Progbar): the count is right-aligned to the width
+ * of @total; the bar is 30 characters: int(30 * step / total) of them done,
+ * drawn as '=' with the last one '>' while step < total, '.' for the rest;
+ * time per step is elapsed / step, shown as "%.0fs", "%.0fms" or "%.0fus"
+ * per step (seconds when >= 1 s or 0); the ETA is "%ds", "%d:%02d" past a
+ * minute or "%d:%02d:%02d" past an hour; a metric is " - name: %.4f", or
+ * %.4e when |value| <= 1e-3.
+ *
+ * Return: the length of the whole line (as snprintf: the output was cut
+ * when >= @len).
+ */
+int vtpu_progress_format(char *buf, size_t len, uint32_t step, uint32_t total,
+			 double elapsed, bool final,
+			 const struct vtpu_metric *m, size_t n);
+
+/**
+ * vtpu_print_metrics() - one line of metrics, e.g. after evaluate():
+ *   "test_loss: 0.0612 - test_acc: 0.9812\n"
+ * Return: as fprintf (negative on an output error).
+ */
+int vtpu_print_metrics(FILE *out, const struct vtpu_metric *m, size_t n);
+
+/* ---- checkpoints -------------------------------------------------------- */
+
+#define VTPU_CKPT_MAX_DIMS 8
+#define VTPU_CKPT_MAX_NAME 255
+
+/**
+ * struct vtpu_ckpt_tensor - one named float32 tensor
+ * @name: 1..VTPU_CKPT_MAX_NAME bytes, unique within a checkpoint
+ * @ndim: 0 (a scalar) .. VTPU_CKPT_MAX_DIMS
+ * @dims: the shape; the element count is their product
+ * @data: the elements (read by save, filled by load)
+ */
+struct vtpu_ckpt_tensor {
+	const char *name;
+	uint32_t ndim;
+	uint64_t dims[VTPU_CKPT_MAX_DIMS];
+	float *data;
+};
+
+/*
+ * The file (all integers little-endian):
+ *
+ *	header, 32 bytes:
+ *	  char magic[8]       "VTPUCKPT"
+ *	  u32  version        VTPU_CKPT_VERSION
+ *	  u32  ntensors
+ *	  u64  payload_bytes  everything after the header
+ *	  u32  payload_crc32  zlib crc32() of those bytes
+ *	  u32  reserved       0
+ *	payload, per tensor:
+ *	  u32 name_len, u32 ndim, u64 dims[ndim], name (no NUL),
+ *	  f32 data[product of dims]
+ */
+#define VTPU_CKPT_MAGIC "VTPUCKPT"
+#define VTPU_CKPT_VERSION 1
+
+/**
+ * vtpu_ckpt_save() - write @n tensors to @path, atomically
+ *
+ * Writes a temporary file beside @path, fsyncs it and renames it over
+ * @path, so @path is always either the old or the new checkpoint.
+ * Return: 0, or -EINVAL (a bad name, ndim or size; duplicate names), or the
+ * -errno of the failed file operation.
+ */
+int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
+		   size_t n, char *err, size_t errlen);
+
+/**
+ * vtpu_ckpt_load() - fill @n tensors from @path
+ * @t: what the caller expects: for each, the name, ndim and dims must match a
+ *	tensor in the file (in any order) and the file must hold no others;
+ *	->data receives the elements
+ *
+ * The whole file is checked (magic, version, sizes, CRC, every record)
+ * before any ->data is written: a failed load leaves the caller's tensors
+ * as they were.
+ * Return: 0, or -ENOENT, -EIO (truncated, checksum mismatch, read error),
+ * -EINVAL (bad magic, unsupported version, malformed record, a tensor
+ * missing or of another shape), -ENOMEM.
+ */
+int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
+		   size_t n, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBVTPU_VTPU_DATA_H */
