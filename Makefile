@@ -61,6 +61,10 @@ include $(SRCTOP)/libvtpu/libvtpu.mk
 include $(SRCTOP)/tools/tools.mk
 include $(SRCTOP)/examples/examples.mk
 include $(SRCTOP)/selftests/vtpu/selftests.mk
+# make fuzz (the validator under libFuzzer) and make check-debug (KASAN,
+# lockdep, kmemleak, fault injection): optional tiers with their own deps
+-include $(SRCTOP)/selftests/vtpu/fuzz.mk
+-include $(SRCTOP)/selftests/vtpu/debug.mk
 
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/engine/%.o)
 LIBVTPU_OBJS := $(LIBVTPU_SRCS:%.c=$(OBJ)/libvtpu/%.o)

@@ -1,6 +1,11 @@
-# One readable C file per example, each linked against libvtpu.
-EXAMPLES := $(BIN)/vtpu-hello
+# One readable C file per example, linked against libvtpu; the trainers
+# share their command line and fit/evaluate plumbing (trainer.c).
+EXAMPLES := $(BIN)/vtpu-hello $(BIN)/mnist $(BIN)/fashion_mnist $(BIN)/cifar10
 
 $(BIN)/vtpu-hello: $(OBJ)/examples/hello.o $(LIBVTPU)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIBVTPU)
+
+$(BIN)/%: $(OBJ)/examples/%.o $(OBJ)/examples/trainer.o $(LIBVTPU)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIBVTPU)

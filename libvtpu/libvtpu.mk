@@ -8,3 +8,9 @@ LIBVTPU_SRCS += \
 	data.c \
 	progress.c \
 	checkpoint.c
+LIBVTPU_SRCS += \
+	graph.c \
+	compile.c \
+	runtime.c \
+	model.c \
+	gradcheck.c

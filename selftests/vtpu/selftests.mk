@@ -1,12 +1,13 @@
-# kselftest_harness tests (run in the VM) and host unit tests.
+# kselftest_harness tests (run in the guest against the real module) and
+# host unit tests (the engine and libvtpu in user space). Every test is one
+# C file: selftests/vtpu/NAME.c -> build/bin/selftests/NAME (guest) or
+# selftests/vtpu/test_NAME.c -> build/bin/test_NAME (host).
 #
 # Prerequisites expand as make reads them: the top Makefile defines
 # $(LIBVTPU) before including this file but $(KSFT_HDRS) after, so the
-# harness headers are named by path here (recipes expand later and may use
-# any variable).
-SELFTESTS := $(BIN)/selftests/vtpu_basic $(BIN)/selftests/vtpu_submit
-SELFTESTS += $(BIN)/selftests/vtpu_device
-HOST_TESTS := $(BIN)/test_engine
+# harness headers are named by path here.
+SELFTESTS := $(addprefix $(BIN)/selftests/,vtpu_basic vtpu_submit vtpu_device vtpu_train)
+HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_ops test_model)
 
 SELFTEST_DEPS := $(LIBVTPU) $(BUILD)/kselftest/kselftest_harness.h \
 	$(BUILD)/kselftest/kselftest.h
@@ -14,31 +15,28 @@ SELFTEST_DEPS := $(LIBVTPU) $(BUILD)/kselftest/kselftest_harness.h \
 # The harness defines non-static functions and compares mixed signedness.
 SELFTEST_WARN = $(WARN) -Wno-missing-prototypes -Wno-sign-compare
 
-$(SELFTESTS): $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
+# Tests that read the real datasets look beside the checkout.
+$(BIN)/test_data $(BIN)/selftests/vtpu_train: \
+	CPPFLAGS += -DVTPU_SRCTOP='"$(SRCTOP)"'
+
+$(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
-# Host unit test of the engine through the cpu backend (no device needed).
-$(BIN)/test_engine: $(SRCTOP)/selftests/vtpu/test_engine.c $(SELFTEST_DEPS)
+$(BIN)/test_%: $(SRCTOP)/selftests/vtpu/test_%.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
-# Host unit test of the data side (datasets, batches, progress, checkpoints).
-# The real datasets are looked up beside the checkout ($VTPU_DATASETS wins).
-HOST_TESTS += $(BIN)/test_data
+# Stress, fuzz and isolation (in the guest, like the others); the first two
+# share vtpu_gen.h: random valid streams and the cpu-executor oracle.
+VTPU_GEN_SELFTESTS := $(BIN)/selftests/vtpu_stress $(BIN)/selftests/vtpu_fuzz \
+	$(BIN)/selftests/vtpu_isolation
+SELFTESTS += $(VTPU_GEN_SELFTESTS)
 
-$(BIN)/test_data: $(SRCTOP)/selftests/vtpu/test_data.c $(SELFTEST_DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) \
-	  -DVTPU_SRCTOP='"$(SRCTOP)"' -o $@ $< $(LIBVTPU) $(LDLIBS_LIBVTPU)
-
-# Host unit test of the training ops (conv, pool, elementwise, reduce,
-# softmax-xent, optimizers, cast) through the cpu backend.
-HOST_TESTS += $(BIN)/test_ops
-
-$(BIN)/test_ops: $(SRCTOP)/selftests/vtpu/test_ops.c $(SELFTEST_DEPS)
+$(VTPU_GEN_SELFTESTS): $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c \
+		$(SRCTOP)/selftests/vtpu/vtpu_gen.h $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer.h"
+
+static void usage(const struct trainer_opts *o, int status)
+{
+	fprintf(status ? stderr : stdout,
+		"usage: %s [options]\n"
+		"  --device PATH    /dev/vtpuN or cpu (default %s)\n"
+		"  --data DIR       the dataset's directory (default %s)\n"
+		"  --epochs N       (default %u)\n"
+		"  --batch N        (default %u)\n"
+		"  --limit N        train on the first N images only\n"
+		"  --test-limit N   evaluate on the first N test images only\n"
+		"  --lr X           learning rate\n"
+		"  --seed N         weight initialisation and shuffling\n"
+		"  --threads N      cpu backend threads (default: all)\n"
+		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
+		"  --save FILE      save the trained weights\n"
+		"  --load FILE      start from saved weights\n",
+		o->name, o->device, o->data, o->epochs, o->batch);
+	exit(status);
+}
+
+static uint32_t number(const struct trainer_opts *o, const char *opt,
+		       const char *arg)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || *end || end == arg || v > UINT32_MAX) {
+		fprintf(stderr, "%s: %s wants a number, not '%s'\n", o->name,
+			opt, arg);
+		exit(2);
+	}
+	return (uint32_t)v;
+}
+
+void trainer_parse(int argc, char **argv, struct trainer_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "device", required_argument, NULL, 'd' },
+		{ "data", required_argument, NULL, 'D' },
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "limit", required_argument, NULL, 'l' },
+		{ "test-limit", required_argument, NULL, 'L' },
+		{ "lr", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "gemm", required_argument, NULL, 'g' },
+		{ "save", required_argument, NULL, 'S' },
+		{ "load", required_argument, NULL, 'O' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->device = optarg; break;
+		case 'D': o->data = optarg; break;
+		case 'e': o->epochs = number(o, "--epochs", optarg); break;
+		case 'b': o->batch = number(o, "--batch", optarg); break;
+		case 'l': o->limit = number(o, "--limit", optarg); break;
+		case 'L': o->test_limit = number(o, "--test-limit", optarg); break;
+		case 'r': o->lr = strtof(optarg, NULL); break;
+		case 's': o->seed = number(o, "--seed", optarg); break;
+		case 't': o->threads = (int)number(o, "--threads", optarg); break;
+		case 'g':
+			if (!strcmp(optarg, "engine"))
+				o->gemm = VTPU_CPU_GEMM_ENGINE;
+			else if (!strcmp(optarg, "openblas"))
+				o->gemm = VTPU_CPU_GEMM_OPENBLAS;
+			else
+				usage(o, 2);
+			break;
+		case 'S': o->save = optarg; break;
+		case 'O': o->load = optarg; break;
+		case 'h': usage(o, 0); break;
+		default: usage(o, 2);
+		}
+	}
+	if (optind != argc || !o->epochs || !o->batch)
+		usage(o, 2);
+}
+
+void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
+		  struct vtpu_dataset *train, struct vtpu_dataset *test)
+{
+	char err[512];
+	int ret;
+
+	ret = which == TRAINER_MNIST ?
+		      vtpu_load_mnist(o->data, true, train, err, sizeof(err)) :
+		      vtpu_load_cifar10(o->data, true, train, err, sizeof(err));
+	if (!ret)
+		ret = which == TRAINER_MNIST ?
+		      vtpu_load_mnist(o->data, false, test, err, sizeof(err)) :
+		      vtpu_load_cifar10(o->data, false, test, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", o->name, err);
+		exit(1);
+	}
+	if (o->limit && o->limit < train->n)
+		vtpu_dataset_truncate(train, o->limit);
+	if (o->test_limit && o->test_limit < test->n)
+		vtpu_dataset_truncate(test, o->test_limit);
+}
+
+int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
+		struct vtpu_compile_opts *co, const struct vtpu_dataset *train,
+		const struct vtpu_dataset *test)
+{
+	VTPU_FIT_OPTS(fo, .epochs = o->epochs, .progress = stdout);
+	struct vtpu_model_info info;
+	double loss, acc;
+
+	co->device = o->device;
+	co->batch = o->batch;
+	co->seed = o->seed;
+	co->threads = o->threads;
+	co->cpu_gemm = o->gemm;
+	if (o->lr > 0)
+		co->learning_rate = o->lr;
+
+	vtpu_model_summary(m, stdout);
+	if (vtpu_model_compile(m, co)) {
+		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
+		return 1;
+	}
+	vtpu_model_info(m, &info);
+	printf("compiled for %s: %u commands per step (%u bytes), %.1f ms; "
+	       "activations %.1f MiB (%.1f MiB without reuse)\n",
+	       info.backend, info.commands, info.stream_bytes, info.compile_ms,
+	       info.work_bytes / 1048576.0, info.naive_bytes / 1048576.0);
+	printf("train on %u images, test on %u\n", train->n, test->n);
+	fflush(stdout);
+	if (o->load && vtpu_model_load(m, o->load)) {
+		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
+		return 1;
+	}
+	if (vtpu_model_fit(m, train, &fo) ||
+	    vtpu_model_evaluate(m, test, &loss, &acc)) {
+		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
+		return 1;
+	}
+	if (o->save && vtpu_model_save(m, o->save)) {
+		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
+		return 1;
+	}
+	printf("test_loss: %.4f - test_acc: %.4f\n", loss, acc);
+	return 0;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the example trainers share: the command line, loading a dataset,
+ * and the compile / fit / evaluate / save sequence with Keras-style output.
+ * Each example keeps only what makes it itself: its model.
+ */
+#ifndef VTPU_EXAMPLES_TRAINER_H
+#define VTPU_EXAMPLES_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <vtpu_model.h>
+
+struct trainer_opts {
+	const char *name;	/* "mnist" */
+	const char *device;	/* --device: /dev/vtpuN or cpu */
+	const char *data;	/* --data DIR */
+	const char *save;	/* --save FILE */
+	const char *load;	/* --load FILE */
+	uint32_t epochs;	/* --epochs */
+	uint32_t batch;		/* --batch */
+	uint32_t limit;		/* --limit N: first N training images */
+	uint32_t test_limit;	/* --test-limit N */
+	int threads;		/* --threads (cpu backend) */
+	int gemm;		/* --gemm engine|openblas (cpu backend) */
+	float lr;		/* --lr */
+	uint64_t seed;		/* --seed */
+};
+
+enum trainer_dataset { TRAINER_MNIST, TRAINER_CIFAR10 };
+
+/* Parses argv into @o (which holds the example's defaults); exits on error. */
+void trainer_parse(int argc, char **argv, struct trainer_opts *o);
+
+/* Loads the train and test sets (honouring --limit); exits on error. */
+void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
+		  struct vtpu_dataset *train, struct vtpu_dataset *test);
+
+/*
+ * Compiles @m with @co on o->device, loads --load, fits, evaluates on the
+ * test set, saves --save, and prints "test_acc: 0.9812" last.
+ * Returns the process exit status.
+ */
+int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
+		struct vtpu_compile_opts *co, const struct vtpu_dataset *train,
+		const struct vtpu_dataset *test);
+
+#endif /* VTPU_EXAMPLES_TRAINER_H */

@@ -1,0 +1,754 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The compiler: a graph and a batch size in, one command stream out.
+ *
+ * 1. Emit: walk the nodes forward, emitting each op's commands; for a
+ *    training program, the loss emits its gradient, the nodes are walked
+ *    backward emitting each op's gradient commands (reverse-mode autodiff:
+ *    a node's gradient is written by its first contribution and added to
+ *    by the others), then the optimizer updates every parameter at once.
+ *    Operands name "storages" (a tensor's memory) rather than buffers.
+ * 2. Plan: every activation storage lives from the first command that
+ *    touches it to the last; storages whose lifetimes do not overlap share
+ *    memory (greedy, largest first), so the arena is a fraction of the sum.
+ * 3. Lower: rewrite every operand to (buffer, offset) with the engine's
+ *    own operand table (vtpu_engine_operand), so the compiler never keeps
+ *    a second list of where each command keeps its operands.
+ *
+ * The stream is compiled once and replayed every step: everything that
+ * changes between steps (the batch, the step count Adam needs) is in
+ * device memory, walked by the submission's per-iteration strides.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "graph_priv.h"
+#include "vtpu_engine.h"
+
+#define ALIGN 64
+#define MAX_OPERAND_ID 32
+/* IM2COL workspace per convolution chunk: the cols stay cache-sized. */
+#define CONV_CHUNK_BYTES (4u << 20)
+
+struct store {
+	enum vg_buf buf;
+	uint64_t bytes;
+	uint64_t base;
+	int first, last; /* command indices touching it (work only) */
+};
+
+/* A tensor: a storage and an offset in it. sid 0 is "none". */
+struct tref {
+	int sid;
+	uint64_t off;
+};
+
+struct cx {
+	const struct vtpu_graph *g;
+	enum vg_prog_kind kind;
+	uint32_t B;
+	const struct vg_optim *opt;
+	struct vg_state_layout sl;
+	struct vtpu_cmdbuf cb;
+	struct store *st;
+	int nst, st_cap;
+	struct tref *val, *grad, *aux; /* per node */
+	bool *needs_grad;
+	int state, images, labels, metrics, grads;
+	int err;
+};
+
+static uint32_t fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static int new_store(struct cx *cx, enum vg_buf buf, uint64_t bytes)
+{
+	struct store *s;
+
+	if (cx->nst == cx->st_cap) {
+		int cap = cx->st_cap ? 2 * cx->st_cap : 64;
+		void *p = realloc(cx->st, cap * sizeof(*cx->st));
+
+		if (!p) {
+			cx->err = -ENOMEM;
+			return 0;
+		}
+		cx->st = p;
+		cx->st_cap = cap;
+	}
+	s = &cx->st[cx->nst];
+	memset(s, 0, sizeof(*s));
+	s->buf = buf;
+	s->bytes = bytes;
+	s->first = -1;
+	return cx->nst++;
+}
+
+static struct tref work(struct cx *cx, uint64_t bytes)
+{
+	return (struct tref){ new_store(cx, VG_BUF_WORK, bytes), 0 };
+}
+
+static struct tref at(int sid, uint64_t off)
+{
+	return (struct tref){ sid, off };
+}
+
+static struct vtpu_operand opnd(struct tref t)
+{
+	return (struct vtpu_operand){ .buf = (uint32_t)t.sid, .offset = t.off };
+}
+
+static void emit(struct cx *cx, const void *cmd)
+{
+	int ret = vtpu_cmdbuf_append(&cx->cb, cmd);
+
+	if (ret && !cx->err)
+		cx->err = ret;
+}
+
+static struct tref param(struct cx *cx, int p)
+{
+	return at(cx->state, cx->sl.params +
+				     cx->g->params[p].offset * sizeof(float));
+}
+
+static struct tref param_grad(struct cx *cx, int p)
+{
+	return at(cx->grads, cx->g->params[p].offset * sizeof(float));
+}
+
+/* ---- emitters, one per command ------------------------------------------ */
+
+static void gemm(struct cx *cx, uint32_t m, uint32_t n, uint32_t k,
+		 uint32_t flags, struct tref a, struct tref b, struct tref c,
+		 struct tref bias, float beta)
+{
+	struct vtpu_cmd_gemm cmd = {
+		.hdr = { VTPU_OP_GEMM, sizeof(cmd) },
+		.m = m, .n = n, .k = k, .flags = flags,
+		.lda = flags & VTPU_GEMM_TRANS_A ? m : k,
+		.ldb = flags & VTPU_GEMM_TRANS_B ? k : n,
+		.ldc = n, .dtype = VTPU_DTYPE_F32,
+		.alpha = fbits(1.0f), .beta = fbits(beta),
+		.a = opnd(a), .b = opnd(b), .c = opnd(c),
+	};
+
+	if (flags & VTPU_GEMM_BIAS)
+		cmd.bias = opnd(bias);
+	emit(cx, &cmd);
+}
+
+static void ew(struct cx *cx, uint32_t op, uint64_t count, struct tref x,
+	       struct tref y, struct tref z)
+{
+	struct vtpu_cmd_elementwise cmd = {
+		.hdr = { VTPU_OP_ELEMENTWISE, sizeof(cmd) },
+		.op = op, .count = count,
+		.x = opnd(x), .y = opnd(y), .z = opnd(z),
+	};
+
+	emit(cx, &cmd);
+}
+
+static void reduce_cols(struct cx *cx, uint32_t m, uint32_t n, struct tref x,
+			struct tref y)
+{
+	struct vtpu_cmd_reduce cmd = {
+		.hdr = { VTPU_OP_REDUCE, sizeof(cmd) },
+		.op = VTPU_REDUCE_COLS, .m = m, .n = n, .ldx = n,
+		.alpha = fbits(1.0f), .beta = fbits(0.0f),
+		.x = opnd(x), .y = opnd(y),
+	};
+
+	emit(cx, &cmd);
+}
+
+static struct vtpu_window window(const struct vg_node *in, uint32_t n,
+				 const struct vg_node *node)
+{
+	return (struct vtpu_window){
+		.n = n, .h = in->h, .w = in->w, .c = in->c,
+		.kh = node->kh, .kw = node->kw,
+		.stride_h = node->stride, .stride_w = node->stride,
+		.pad_h = node->pad_h, .pad_w = node->pad_w,
+	};
+}
+
+static void im2col(struct cx *cx, uint32_t opcode, struct vtpu_window win,
+		   struct tref image, struct tref cols)
+{
+	struct vtpu_cmd_im2col cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.win = win, .image = opnd(image), .cols = opnd(cols),
+	};
+
+	emit(cx, &cmd);
+}
+
+/* ---- gradients ------------------------------------------------------------ */
+
+/*
+ * Where a contribution to node x's gradient goes: the gradient itself if
+ * this is the first one, else a temporary that grad_end() adds in.
+ */
+static struct tref grad_begin(struct cx *cx, int x, struct tref *tmp)
+{
+	uint64_t bytes = cx->B * vg_node_size(&cx->g->nodes[x]) * 4;
+
+	if (!cx->grad[x].sid) {
+		cx->grad[x] = work(cx, bytes);
+		*tmp = at(0, 0);
+		return cx->grad[x];
+	}
+	*tmp = work(cx, bytes);
+	return *tmp;
+}
+
+static void grad_end(struct cx *cx, int x, struct tref tmp)
+{
+	if (tmp.sid)
+		ew(cx, VTPU_EW_ADD, cx->B * vg_node_size(&cx->g->nodes[x]),
+		   cx->grad[x], tmp, cx->grad[x]);
+}
+
+/* A gradient that is just passed on (flatten, add): share it if we can. */
+static void grad_pass(struct cx *cx, int x, struct tref g)
+{
+	if (!cx->needs_grad[x])
+		return;
+	if (!cx->grad[x].sid)
+		cx->grad[x] = g;
+	else
+		ew(cx, VTPU_EW_ADD, cx->B * vg_node_size(&cx->g->nodes[x]),
+		   cx->grad[x], g, cx->grad[x]);
+}
+
+/* dz: the gradient before the activation (ReLU's mask applied to dy). */
+static struct tref act_grad(struct cx *cx, int i, struct tref dy)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t count = cx->B * vg_node_size(n);
+	struct tref dz;
+
+	if (n->act != VTPU_ACT_RELU)
+		return dy;
+	dz = work(cx, count * 4);
+	/* the output is > 0 exactly where the input is */
+	ew(cx, VTPU_EW_RELU_GRAD, count, cx->val[i], dy, dz);
+	return dz;
+}
+
+/* ---- ops: forward and backward ------------------------------------------ */
+
+static void dense_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t k = (uint32_t)vg_node_size(&cx->g->nodes[n->in[0]]);
+	uint32_t flags = VTPU_GEMM_BIAS;
+
+	if (n->act == VTPU_ACT_RELU)
+		flags |= VTPU_GEMM_RELU;
+	cx->val[i] = work(cx, (uint64_t)cx->B * n->c * 4);
+	gemm(cx, cx->B, n->c, k, flags, cx->val[n->in[0]], param(cx, n->weight),
+	     cx->val[i], param(cx, n->bias), 0.0f);
+}
+
+static void dense_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int x = n->in[0];
+	uint32_t k = (uint32_t)vg_node_size(&cx->g->nodes[x]);
+	struct tref dz = act_grad(cx, i, cx->grad[i]), dx, tmp;
+
+	/* dW = x^T dz, db = column sums of dz, dx = dz W^T */
+	gemm(cx, k, n->c, cx->B, VTPU_GEMM_TRANS_A, cx->val[x], dz,
+	     param_grad(cx, n->weight), at(0, 0), 0.0f);
+	reduce_cols(cx, cx->B, n->c, dz, param_grad(cx, n->bias));
+	if (cx->needs_grad[x]) {
+		dx = grad_begin(cx, x, &tmp);
+		gemm(cx, cx->B, k, n->c, VTPU_GEMM_TRANS_B, dz,
+		     param(cx, n->weight), dx, at(0, 0), 0.0f);
+		grad_end(cx, x, tmp);
+	}
+}
+
+/* Images per IM2COL chunk, so that the cols workspace stays small. */
+static uint32_t conv_chunk(struct cx *cx, const struct vg_node *n,
+			   uint64_t kdim)
+{
+	uint64_t per_image = (uint64_t)n->h * n->w * kdim * 4;
+	uint64_t nb = CONV_CHUNK_BYTES / per_image;
+
+	if (nb < 1)
+		nb = 1;
+	return nb > cx->B ? cx->B : (uint32_t)nb;
+}
+
+static void conv_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
+	uint64_t in_img = vg_node_size(in) * 4, out_img = vg_node_size(n) * 4;
+	uint32_t nb = conv_chunk(cx, n, kdim), b, cnt;
+	uint32_t flags = VTPU_GEMM_BIAS;
+	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	struct tref x = cx->val[n->in[0]];
+
+	if (n->act == VTPU_ACT_RELU)
+		flags |= VTPU_GEMM_RELU;
+	cx->val[i] = work(cx, cx->B * out_img);
+	for (b = 0; b < cx->B; b += cnt) {
+		cnt = cx->B - b < nb ? cx->B - b : nb;
+		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
+		       at(x.sid, x.off + b * in_img), cols);
+		gemm(cx, cnt * n->h * n->w, n->c, (uint32_t)kdim, flags, cols,
+		     param(cx, n->weight),
+		     at(cx->val[i].sid, b * out_img), param(cx, n->bias), 0.0f);
+	}
+}
+
+static void conv_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int xi = n->in[0];
+	const struct vg_node *in = &cx->g->nodes[xi];
+	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
+	uint64_t in_img = vg_node_size(in) * 4, out_img = vg_node_size(n) * 4;
+	uint32_t nb = conv_chunk(cx, n, kdim), b, cnt, rows;
+	struct tref dz = act_grad(cx, i, cx->grad[i]);
+	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	struct tref x = cx->val[xi], dx = at(0, 0), tmp = at(0, 0);
+
+	if (cx->needs_grad[xi])
+		dx = grad_begin(cx, xi, &tmp);
+	for (b = 0; b < cx->B; b += cnt) {
+		cnt = cx->B - b < nb ? cx->B - b : nb;
+		rows = cnt * n->h * n->w;
+		/* the columns are recomputed: cheaper than keeping them */
+		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
+		       at(x.sid, x.off + b * in_img), cols);
+		gemm(cx, (uint32_t)kdim, n->c, rows, VTPU_GEMM_TRANS_A, cols,
+		     at(dz.sid, dz.off + b * out_img),
+		     param_grad(cx, n->weight), at(0, 0), b ? 1.0f : 0.0f);
+		if (!dx.sid)
+			continue;
+		/* dcols = dz W^T into the same workspace, then scatter */
+		gemm(cx, rows, (uint32_t)kdim, n->c, VTPU_GEMM_TRANS_B,
+		     at(dz.sid, dz.off + b * out_img), param(cx, n->weight),
+		     cols, at(0, 0), 0.0f);
+		im2col(cx, VTPU_OP_COL2IM, window(in, cnt, n),
+		       at(dx.sid, dx.off + b * in_img), cols);
+	}
+	reduce_cols(cx, cx->B * n->h * n->w, n->c, dz,
+		    param_grad(cx, n->bias));
+	if (dx.sid)
+		grad_end(cx, xi, tmp);
+}
+
+static void pool_cmd(struct cx *cx, uint32_t opcode, int i, struct tref x,
+		     struct tref y)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct vtpu_cmd_pool cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.win = window(&cx->g->nodes[n->in[0]], cx->B, n),
+		.x = opnd(x), .y = opnd(y), .index = opnd(cx->aux[i]),
+	};
+
+	emit(cx, &cmd);
+}
+
+static void pool_fwd(struct cx *cx, int i)
+{
+	uint64_t bytes = cx->B * vg_node_size(&cx->g->nodes[i]) * 4;
+
+	cx->val[i] = work(cx, bytes);
+	cx->aux[i] = work(cx, bytes); /* u32 argmax per output */
+	pool_cmd(cx, VTPU_OP_MAXPOOL, i, cx->val[cx->g->nodes[i].in[0]],
+		 cx->val[i]);
+}
+
+static void pool_bwd(struct cx *cx, int i)
+{
+	int x = cx->g->nodes[i].in[0];
+	struct tref dx, tmp;
+
+	if (!cx->needs_grad[x])
+		return;
+	dx = grad_begin(cx, x, &tmp);
+	pool_cmd(cx, VTPU_OP_MAXPOOL_GRAD, i, dx, cx->grad[i]);
+	grad_end(cx, x, tmp);
+}
+
+static void relu_fwd(struct cx *cx, int i)
+{
+	uint64_t count = cx->B * vg_node_size(&cx->g->nodes[i]);
+
+	cx->val[i] = work(cx, count * 4);
+	ew(cx, VTPU_EW_RELU, count, cx->val[cx->g->nodes[i].in[0]], at(0, 0),
+	   cx->val[i]);
+}
+
+static void relu_bwd(struct cx *cx, int i)
+{
+	int x = cx->g->nodes[i].in[0];
+	uint64_t count = cx->B * vg_node_size(&cx->g->nodes[i]);
+	struct tref dx, tmp;
+
+	if (!cx->needs_grad[x])
+		return;
+	dx = grad_begin(cx, x, &tmp);
+	ew(cx, VTPU_EW_RELU_GRAD, count, cx->val[i], cx->grad[i], dx);
+	grad_end(cx, x, tmp);
+}
+
+static void add_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t count = cx->B * vg_node_size(n);
+
+	cx->val[i] = work(cx, count * 4);
+	ew(cx, VTPU_EW_ADD, count, cx->val[n->in[0]], cx->val[n->in[1]],
+	   cx->val[i]);
+}
+
+static void input_fwd(struct cx *cx, int i)
+{
+	uint64_t count = cx->B * vg_node_size(&cx->g->nodes[i]);
+	struct vtpu_cmd_cast cmd = {
+		.hdr = { VTPU_OP_CAST, sizeof(cmd) },
+		.mode = VTPU_CAST_U8_TO_F32, .count = count,
+		.scale = fbits(1.0f / 255.0f),
+		.src = opnd(at(cx->images, 0)),
+	};
+
+	cx->val[i] = work(cx, count * 4);
+	cmd.dst = opnd(cx->val[i]);
+	emit(cx, &cmd);
+}
+
+/* Loss, correct count, and (training) dlogits or (predict) probs. */
+static void loss_fwd(struct cx *cx, int i)
+{
+	int x = cx->g->nodes[i].in[0];
+	uint32_t classes = cx->g->nodes[i].c;
+	struct vtpu_cmd_softmax_xent cmd = {
+		.hdr = { VTPU_OP_SOFTMAX_XENT, sizeof(cmd) },
+		.m = cx->B, .n = classes, .scale = fbits(1.0f / cx->B),
+		.logits = opnd(cx->val[x]),
+		.labels = opnd(at(cx->labels, 0)),
+		.loss = opnd(at(cx->metrics, VG_METRIC_LOSS)),
+		.correct = opnd(at(cx->metrics, VG_METRIC_CORRECT)),
+	};
+
+	if (cx->kind == VG_PROG_TRAIN) {
+		cmd.flags = VTPU_XENT_DLOGITS;
+		cx->grad[x] = work(cx, (uint64_t)cx->B * classes * 4);
+		cmd.dlogits = opnd(cx->grad[x]);
+	} else if (cx->kind == VG_PROG_PREDICT) {
+		cmd.flags = VTPU_XENT_PROBS;
+		cmd.probs = opnd(at(cx->metrics, VG_METRIC_PROBS));
+	}
+	emit(cx, &cmd);
+}
+
+static void flatten_fwd(struct cx *cx, int i)
+{
+	cx->val[i] = cx->val[cx->g->nodes[i].in[0]];
+}
+
+static void flatten_bwd(struct cx *cx, int i)
+{
+	grad_pass(cx, cx->g->nodes[i].in[0], cx->grad[i]);
+}
+
+static void add_bwd(struct cx *cx, int i)
+{
+	grad_pass(cx, cx->g->nodes[i].in[0], cx->grad[i]);
+	grad_pass(cx, cx->g->nodes[i].in[1], cx->grad[i]);
+}
+
+/* The op table: one entry per node type, as kann has. */
+static const struct {
+	void (*fwd)(struct cx *cx, int i);
+	void (*bwd)(struct cx *cx, int i); /* NULL: nothing to propagate */
+} ops[] = {
+	[VG_INPUT] = { input_fwd, NULL },
+	[VG_DENSE] = { dense_fwd, dense_bwd },
+	[VG_CONV2D] = { conv_fwd, conv_bwd },
+	[VG_MAXPOOL] = { pool_fwd, pool_bwd },
+	[VG_RELU] = { relu_fwd, relu_bwd },
+	[VG_FLATTEN] = { flatten_fwd, flatten_bwd },
+	[VG_ADD] = { add_fwd, add_bwd },
+	[VG_LOSS] = { loss_fwd, NULL },
+};
+
+static void optimizer(struct cx *cx)
+{
+	const struct vg_optim *o = cx->opt;
+	uint64_t count = cx->g->nparam_floats;
+	struct tref p = at(cx->state, cx->sl.params);
+	struct tref m = at(cx->state, cx->sl.mom);
+
+	if (o->kind == VTPU_OPT_ADAM) {
+		struct vtpu_cmd_adam_step step = {
+			.hdr = { VTPU_OP_ADAM_STEP, sizeof(step) },
+			.beta1 = fbits(o->beta1), .beta2 = fbits(o->beta2),
+			.state = opnd(at(cx->state, cx->sl.adam_state)),
+		};
+		struct vtpu_cmd_adam adam = {
+			.hdr = { VTPU_OP_ADAM, sizeof(adam) },
+			.count = count, .lr = fbits(o->lr),
+			.beta1 = fbits(o->beta1), .beta2 = fbits(o->beta2),
+			.eps = fbits(o->eps),
+			.param = opnd(p), .grad = opnd(at(cx->grads, 0)),
+			.m = opnd(m), .v = opnd(at(cx->state, cx->sl.vel)),
+			.state = opnd(at(cx->state, cx->sl.adam_state)),
+		};
+
+		emit(cx, &step);
+		emit(cx, &adam);
+	} else {
+		struct vtpu_cmd_sgd sgd = {
+			.hdr = { VTPU_OP_SGD, sizeof(sgd) },
+			.count = count, .lr = fbits(o->lr),
+			.momentum = fbits(o->momentum),
+			.param = opnd(p), .grad = opnd(at(cx->grads, 0)),
+		};
+
+		if (o->momentum != 0.0f)
+			sgd.mom = opnd(m);
+		emit(cx, &sgd);
+	}
+}
+
+/* ---- plan and lower --------------------------------------------------- */
+
+static int cmp_size_desc(const void *a, const void *b, void *arg)
+{
+	const struct store *st = arg;
+	uint64_t x = st[*(const int *)a].bytes, y = st[*(const int *)b].bytes;
+
+	return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+/* Mutable view of an operand the engine's table locates. */
+static struct vtpu_operand *operand_at(struct vtpu_cmd_hdr *cmd, uint32_t id,
+				       uint64_t *bytes)
+{
+	const struct vtpu_operand *o;
+
+	if (vtpu_engine_operand(cmd, id, &o, bytes))
+		return NULL;
+	return (struct vtpu_operand *)((uint8_t *)cmd +
+				       ((const uint8_t *)o -
+					(const uint8_t *)cmd));
+}
+
+/* Every operand in use (non-zero) of every command, in stream order. */
+#define for_each_operand(cb, cmd, o, idx, id, bytes)                           \
+	for (uint32_t pos_ = 0;                                                \
+	     ((cmd) = (struct vtpu_cmd_hdr *)(uintptr_t)vtpu_engine_next(      \
+		      (cb)->data, (cb)->size, &pos_)) != NULL;                 \
+	     (idx)++)                                                          \
+		for ((id) = 1; (id) <= MAX_OPERAND_ID; (id)++)                 \
+			if (((o) = operand_at((cmd), (id), &(bytes))) &&       \
+			    (o)->buf)
+
+static void lifetimes(struct cx *cx)
+{
+	struct vtpu_cmd_hdr *cmd;
+	struct vtpu_operand *o;
+	uint64_t bytes;
+	uint32_t id;
+	int idx = 0;
+
+	for_each_operand(&cx->cb, cmd, o, idx, id, bytes) {
+		struct store *s = &cx->st[o->buf];
+
+		if (s->first < 0)
+			s->first = idx;
+		s->last = idx;
+	}
+}
+
+/* Greedy: largest first, at the lowest offset free for its lifetime. */
+static uint64_t plan(struct cx *cx, uint64_t *naive)
+{
+	int *order = malloc(cx->nst * sizeof(*order));
+	int n = 0, i, j;
+	uint64_t top = 0, off;
+	bool moved;
+
+	*naive = 0;
+	if (!order) {
+		cx->err = -ENOMEM;
+		return 0;
+	}
+	for (i = 1; i < cx->nst; i++)
+		if (cx->st[i].buf == VG_BUF_WORK && cx->st[i].first >= 0)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(*order), cmp_size_desc, cx->st);
+
+	for (i = 0; i < n; i++) {
+		struct store *s = &cx->st[order[i]];
+		uint64_t size = (s->bytes + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+
+		*naive += size;
+		off = 0;
+		do { /* bump past every placed, live-overlapping conflict */
+			moved = false;
+			for (j = 0; j < i; j++) {
+				struct store *t = &cx->st[order[j]];
+				uint64_t tsize = (t->bytes + ALIGN - 1) &
+						 ~(uint64_t)(ALIGN - 1);
+
+				if (t->last < s->first || s->last < t->first)
+					continue;
+				if (off < t->base + tsize &&
+				    t->base < off + size) {
+					off = t->base + tsize;
+					moved = true;
+				}
+			}
+		} while (moved);
+		s->base = off;
+		if (off + size > top)
+			top = off + size;
+	}
+	free(order);
+	return top;
+}
+
+static void lower(struct cx *cx)
+{
+	struct vtpu_cmd_hdr *cmd;
+	struct vtpu_operand *o;
+	uint64_t bytes;
+	uint32_t id;
+	int idx = 0;
+
+	for_each_operand(&cx->cb, cmd, o, idx, id, bytes) {
+		const struct store *s = &cx->st[o->buf];
+
+		o->buf = s->buf;
+		o->offset += s->base;
+	}
+}
+
+/* ---- the driver ------------------------------------------------------- */
+
+static void mark_needs_grad(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	int i;
+
+	for (i = 0; i < g->nnodes; i++) {
+		const struct vg_node *n = &g->nodes[i];
+
+		cx->needs_grad[i] = n->weight >= 0 ||
+				    (n->in[0] >= 0 && cx->needs_grad[n->in[0]]) ||
+				    (n->in[1] >= 0 && cx->needs_grad[n->in[1]]);
+	}
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
+	       uint32_t batch, const struct vg_optim *opt,
+	       struct vg_program *prog)
+{
+	double t0 = now_ms();
+	struct cx cx = { .g = g, .kind = kind, .B = batch, .opt = opt };
+	uint32_t classes;
+	int i;
+
+	memset(prog, 0, sizeof(*prog));
+	if (g->input < 0 || g->loss < 0 || !batch || !g->nparam_floats)
+		return -EINVAL;
+	classes = g->nodes[g->loss].c;
+	vg_state_layout(g, opt->kind, &cx.sl);
+	vtpu_cmdbuf_init(&cx.cb);
+	cx.val = calloc(g->nnodes, sizeof(*cx.val));
+	cx.grad = calloc(g->nnodes, sizeof(*cx.grad));
+	cx.aux = calloc(g->nnodes, sizeof(*cx.aux));
+	cx.needs_grad = calloc(g->nnodes, sizeof(*cx.needs_grad));
+	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad) {
+		cx.err = -ENOMEM;
+		goto out;
+	}
+
+	new_store(&cx, VG_BUF_STATE, 0); /* sid 0: "none" */
+	cx.state = new_store(&cx, VG_BUF_STATE, cx.sl.bytes);
+	cx.images = new_store(&cx, VG_BUF_IMAGES, 0);
+	cx.labels = new_store(&cx, VG_BUF_LABELS, 0);
+	cx.metrics = new_store(&cx, VG_BUF_METRICS, 0);
+	if (kind == VG_PROG_TRAIN)
+		cx.grads = new_store(&cx, VG_BUF_WORK,
+				     g->nparam_floats * sizeof(float));
+	mark_needs_grad(&cx);
+
+	for (i = 0; i < g->nnodes && !cx.err; i++)
+		ops[g->nodes[i].op].fwd(&cx, i);
+	if (kind == VG_PROG_TRAIN) {
+		for (i = g->nnodes - 1; i >= 0 && !cx.err; i--)
+			if (ops[g->nodes[i].op].bwd && cx.grad[i].sid)
+				ops[g->nodes[i].op].bwd(&cx, i);
+		optimizer(&cx);
+	}
+	if (cx.err || cx.cb.error) {
+		cx.err = cx.err ?: cx.cb.error;
+		goto out;
+	}
+
+	lifetimes(&cx);
+	prog->work_bytes = plan(&cx, &prog->naive_bytes);
+	if (kind == VG_PROG_TRAIN)
+		prog->grads_offset = cx.st[cx.grads].base;
+	lower(&cx);
+	if (cx.err)
+		goto out;
+
+	prog->kind = kind;
+	prog->batch = batch;
+	prog->cb = cx.cb;
+	memset(&cx.cb, 0, sizeof(cx.cb));
+	for (i = 0; i < VG_NBUFS; i++) /* placeholders, bound by vg_run() */
+		vtpu_cmdbuf_use(&prog->cb, &prog->slots[i]);
+	prog->commands = 0;
+	for (uint32_t pos = 0; vtpu_engine_next(prog->cb.data, prog->cb.size,
+						 &pos);)
+		prog->commands++;
+	prog->metrics_stride = VG_METRIC_PROBS +
+		(kind == VG_PROG_PREDICT ? batch * classes * 4 : 0);
+	prog->compile_ms = now_ms() - t0;
+out:
+	vtpu_cmdbuf_fini(&cx.cb);
+	free(cx.st);
+	free(cx.val);
+	free(cx.grad);
+	free(cx.aux);
+	free(cx.needs_grad);
+	return cx.err;
+}
+
+void vg_program_fini(struct vg_program *prog)
+{
+	vtpu_cmdbuf_fini(&prog->cb);
+	memset(prog, 0, sizeof(*prog));
+}

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The graph API: nodes with per-example shapes, checked as they are built,
+ * and the parameters they own. Compiling a graph is compile.c's business.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_priv.h"
+
+static const char *const layer_names[] = {
+	[VG_INPUT] = "input", [VG_DENSE] = "dense",
+	[VG_CONV2D] = "conv2d", [VG_MAXPOOL] = "max_pooling2d",
+	[VG_RELU] = "re_lu",  [VG_FLATTEN] = "flatten",
+	[VG_ADD] = "add",     [VG_LOSS] = "loss",
+};
+
+struct vtpu_graph *vtpu_graph_create(void)
+{
+	struct vtpu_graph *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->input = -1;
+	g->loss = -1;
+	return g;
+}
+
+void vtpu_graph_destroy(struct vtpu_graph *g)
+{
+	if (!g)
+		return;
+	free(g->nodes);
+	free(g->params);
+	free(g);
+}
+
+uint64_t vtpu_graph_num_params(const struct vtpu_graph *g)
+{
+	return g->nparams_total;
+}
+
+static bool valid_node(const struct vtpu_graph *g, int x)
+{
+	return x >= 0 && x < g->nnodes && g->nodes[x].op != VG_LOSS;
+}
+
+/* Return: the new node's index, or -errno. */
+static int add_node(struct vtpu_graph *g, enum vg_op op, int in0, int in1,
+		    uint32_t h, uint32_t w, uint32_t c)
+{
+	struct vg_node *n;
+
+	if (!h || !w || !c || (uint64_t)h * w * c > (1u << 28))
+		return -EINVAL;
+	if (g->nnodes == g->nodes_cap) {
+		int cap = g->nodes_cap ? 2 * g->nodes_cap : 16;
+		void *p = realloc(g->nodes, cap * sizeof(*g->nodes));
+
+		if (!p)
+			return -ENOMEM;
+		g->nodes = p;
+		g->nodes_cap = cap;
+	}
+	n = &g->nodes[g->nnodes];
+	memset(n, 0, sizeof(*n));
+	n->op = op;
+	n->in[0] = in0;
+	n->in[1] = in1;
+	n->h = h;
+	n->w = w;
+	n->c = c;
+	n->weight = -1;
+	n->bias = -1;
+	/* Keras names: the first dense is "dense", then "dense_1", ... */
+	if (g->layer_count[op]++)
+		snprintf(n->name, sizeof(n->name), "%s_%d", layer_names[op],
+			 g->layer_count[op] - 1);
+	else
+		snprintf(n->name, sizeof(n->name), "%s", layer_names[op]);
+	return g->nnodes++;
+}
+
+static int add_param(struct vtpu_graph *g, int node, const char *what,
+		     uint32_t ndim, const uint64_t *dims, uint32_t fan_in,
+		     uint32_t fan_out, bool is_bias)
+{
+	struct vg_param *p;
+	uint32_t i;
+
+	if (g->nparams == g->params_cap) {
+		int cap = g->params_cap ? 2 * g->params_cap : 16;
+		void *q = realloc(g->params, cap * sizeof(*g->params));
+
+		if (!q)
+			return -ENOMEM;
+		g->params = q;
+		g->params_cap = cap;
+	}
+	p = &g->params[g->nparams];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s/%s", g->nodes[node].name, what);
+	p->ndim = ndim;
+	p->count = 1;
+	for (i = 0; i < ndim; i++) {
+		p->dims[i] = dims[i];
+		p->count *= dims[i];
+	}
+	/* Keep every parameter 16-float aligned: vector loads, cache lines. */
+	p->offset = g->nparam_floats;
+	g->nparam_floats += (p->count + 15) & ~15ull;
+	g->nparams_total += p->count;
+	p->fan_in = fan_in;
+	p->fan_out = fan_out;
+	p->is_bias = is_bias;
+	return g->nparams++;
+}
+
+int vtpu_graph_input(struct vtpu_graph *g, uint32_t h, uint32_t w, uint32_t c)
+{
+	int n;
+
+	if (g->input >= 0)
+		return -EEXIST;
+	n = add_node(g, VG_INPUT, -1, -1, h, w, c);
+	if (n >= 0)
+		g->input = n;
+	return n;
+}
+
+int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
+		     enum vtpu_activation act)
+{
+	uint64_t k, dims[2];
+	int n, ret;
+
+	if (!valid_node(g, x) || !units || act > VTPU_ACT_SOFTMAX)
+		return -EINVAL;
+	k = vg_node_size(&g->nodes[x]);
+	n = add_node(g, VG_DENSE, x, -1, 1, 1, units);
+	if (n < 0)
+		return n;
+	g->nodes[n].act = act;
+	dims[0] = k;
+	dims[1] = units;
+	ret = add_param(g, n, "kernel", 2, dims, k, units, false);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].weight = ret;
+	ret = add_param(g, n, "bias", 1, &dims[1], k, units, true);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].bias = ret;
+	return n;
+}
+
+/* Output size and the padding on each side; SAME must be symmetric. */
+static int window_out(uint32_t in, uint32_t k, uint32_t stride,
+		      enum vtpu_padding pad, uint32_t *out, uint32_t *before)
+{
+	uint64_t total;
+
+	if (!k || !stride)
+		return -EINVAL;
+	if (pad == VTPU_PAD_VALID) {
+		if (in < k)
+			return -EINVAL;
+		*out = (in - k) / stride + 1;
+		*before = 0;
+		return 0;
+	}
+	*out = (in + stride - 1) / stride;
+	total = (uint64_t)(*out - 1) * stride + k;
+	total = total > in ? total - in : 0;
+	/* the device pads both sides alike (as TF does when total is even) */
+	if (total % 2 || total / 2 >= k)
+		return -EINVAL;
+	*before = total / 2;
+	return 0;
+}
+
+int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
+		      uint32_t kh, uint32_t kw, uint32_t stride,
+		      enum vtpu_padding pad, enum vtpu_activation act)
+{
+	const struct vg_node *in;
+	uint32_t oh, ow, ph, pw;
+	uint64_t dims[4];
+	int n, ret;
+
+	if (!valid_node(g, x) || !filters || act == VTPU_ACT_SOFTMAX ||
+	    pad > VTPU_PAD_SAME)
+		return -EINVAL;
+	in = &g->nodes[x];
+	if (window_out(in->h, kh, stride, pad, &oh, &ph) ||
+	    window_out(in->w, kw, stride, pad, &ow, &pw))
+		return -EINVAL;
+	n = add_node(g, VG_CONV2D, x, -1, oh, ow, filters);
+	if (n < 0)
+		return n;
+	in = &g->nodes[x];
+	g->nodes[n].act = act;
+	g->nodes[n].kh = kh;
+	g->nodes[n].kw = kw;
+	g->nodes[n].stride = stride;
+	g->nodes[n].pad_h = ph;
+	g->nodes[n].pad_w = pw;
+	/* stored [kh, kw, c, filters]: the GEMM's [kh*kw*c, filters] */
+	dims[0] = kh;
+	dims[1] = kw;
+	dims[2] = in->c;
+	dims[3] = filters;
+	ret = add_param(g, n, "kernel", 4, dims, kh * kw * in->c,
+			kh * kw * filters, false);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].weight = ret;
+	ret = add_param(g, n, "bias", 1, &dims[3], 0, 0, true);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].bias = ret;
+	return n;
+}
+
+int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw)
+{
+	const struct vg_node *in;
+	uint32_t oh, ow, ph, pw;
+	int n;
+
+	if (!valid_node(g, x))
+		return -EINVAL;
+	in = &g->nodes[x];
+	if (window_out(in->h, kh, kh, VTPU_PAD_VALID, &oh, &ph) ||
+	    window_out(in->w, kw, kw, VTPU_PAD_VALID, &ow, &pw))
+		return -EINVAL;
+	n = add_node(g, VG_MAXPOOL, x, -1, oh, ow, in->c);
+	if (n < 0)
+		return n;
+	g->nodes[n].kh = kh;
+	g->nodes[n].kw = kw;
+	g->nodes[n].stride = kh;
+	return n;
+}
+
+int vtpu_graph_relu(struct vtpu_graph *g, int x)
+{
+	const struct vg_node *in;
+
+	if (!valid_node(g, x))
+		return -EINVAL;
+	in = &g->nodes[x];
+	return add_node(g, VG_RELU, x, -1, in->h, in->w, in->c);
+}
+
+int vtpu_graph_flatten(struct vtpu_graph *g, int x)
+{
+	if (!valid_node(g, x))
+		return -EINVAL;
+	return add_node(g, VG_FLATTEN, x, -1, 1, 1,
+			(uint32_t)vg_node_size(&g->nodes[x]));
+}
+
+int vtpu_graph_add(struct vtpu_graph *g, int x, int y)
+{
+	const struct vg_node *a, *b;
+
+	if (!valid_node(g, x) || !valid_node(g, y) || x == y)
+		return -EINVAL;
+	a = &g->nodes[x];
+	b = &g->nodes[y];
+	if (a->h != b->h || a->w != b->w || a->c != b->c)
+		return -EINVAL;
+	return add_node(g, VG_ADD, x, y, a->h, a->w, a->c);
+}
+
+int vtpu_graph_loss(struct vtpu_graph *g, int logits)
+{
+	const struct vg_node *in;
+	int n;
+
+	if (!valid_node(g, logits) || g->loss >= 0)
+		return -EINVAL;
+	in = &g->nodes[logits];
+	if (in->h != 1 || in->w != 1 || in->c < 2)
+		return -EINVAL;
+	n = add_node(g, VG_LOSS, logits, -1, 1, 1, in->c);
+	if (n >= 0)
+		g->loss = n;
+	return n;
+}
+
+void vg_state_layout(const struct vtpu_graph *g, enum vtpu_optimizer opt,
+		     struct vg_state_layout *l)
+{
+	uint64_t p = g->nparam_floats * sizeof(float);
+
+	l->params = 0;
+	l->mom = p;
+	l->vel = opt == VTPU_OPT_ADAM ? 2 * p : 0;
+	l->adam_state = opt == VTPU_OPT_ADAM ? 3 * p : 0;
+	l->bytes = (opt == VTPU_OPT_ADAM ? 3 * p : 2 * p) + 64;
+}

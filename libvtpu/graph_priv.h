@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside libvtpu's training stack: the graph (graph.c), the compiler that
+ * lowers it to a command stream (compile.c) and the runtime that binds
+ * programs to a backend (runtime.c), shared with model.c and gradcheck.c.
+ */
+#ifndef LIBVTPU_GRAPH_PRIV_H
+#define LIBVTPU_GRAPH_PRIV_H
+
+#include "vtpu_model.h"
+
+enum vg_op {
+	VG_INPUT,
+	VG_DENSE,
+	VG_CONV2D,
+	VG_MAXPOOL,
+	VG_RELU,
+	VG_FLATTEN,
+	VG_ADD,
+	VG_LOSS,
+};
+
+/* A node's per-example output is h x w x c (a vector: 1 x 1 x c). */
+struct vg_node {
+	enum vg_op op;
+	int in[2];
+	uint32_t h, w, c;
+	enum vtpu_activation act;
+	uint32_t kh, kw, stride, pad_h, pad_w; /* conv2d, maxpool */
+	int weight, bias;		       /* param indices, or -1 */
+	char name[32];			       /* Keras-style: dense_1 */
+};
+
+struct vg_param {
+	char name[48];	/* "dense_1/kernel" */
+	uint32_t ndim;
+	uint64_t dims[4];
+	uint64_t count;
+	uint64_t offset; /* in floats, within the parameter block */
+	uint32_t fan_in, fan_out;
+	bool is_bias;
+};
+
+struct vtpu_graph {
+	struct vg_node *nodes;
+	int nnodes, nodes_cap;
+	struct vg_param *params;
+	int nparams, params_cap;
+	uint64_t nparam_floats; /* the parameter block, each one 16-aligned */
+	uint64_t nparams_total; /* sum of params[].count */
+	int input;		/* node, or -1 */
+	int loss;		/* node, or -1 */
+	int layer_count[VG_LOSS + 1];
+};
+
+static inline uint64_t vg_node_size(const struct vg_node *n)
+{
+	return (uint64_t)n->h * n->w * n->c;
+}
+
+/*
+ * The state buffer: everything that persists between steps, at offsets
+ * that every program of a model shares.
+ *   [params: P floats][m or momentum: P][v: P (Adam)][adam state: 2 floats]
+ */
+struct vg_state_layout {
+	uint64_t params, mom, vel, adam_state; /* byte offsets */
+	uint64_t bytes;
+};
+
+void vg_state_layout(const struct vtpu_graph *g, enum vtpu_optimizer opt,
+		     struct vg_state_layout *l);
+
+/* ---- programs --------------------------------------------------------- */
+
+enum vg_prog_kind {
+	VG_PROG_TRAIN,	 /* forward, loss + gradient, backward, optimizer */
+	VG_PROG_EVAL,	 /* forward, loss and correct count */
+	VG_PROG_PREDICT, /* forward, class probabilities */
+};
+
+/* Buffer indices every program's stream uses. */
+enum vg_buf {
+	VG_BUF_STATE,	/* struct vg_state_layout */
+	VG_BUF_WORK,	/* the program's activation arena */
+	VG_BUF_IMAGES,	/* u8 [batch, h, w, c] (iteration-strided) */
+	VG_BUF_LABELS,	/* u32 [batch] (iteration-strided) */
+	VG_BUF_METRICS, /* per iteration: f32 loss, u32 correct, f32 probs */
+	VG_NBUFS
+};
+
+/* Metrics of one iteration, at VG_BUF_METRICS + i * metrics_stride */
+#define VG_METRIC_LOSS 0
+#define VG_METRIC_CORRECT 4
+#define VG_METRIC_PROBS 8
+
+struct vg_optim {
+	enum vtpu_optimizer kind;
+	float lr, momentum, beta1, beta2, eps;
+};
+
+/**
+ * struct vg_program - a compiled stream and what running it needs
+ * @cb: the stream; its buffer indices are enum vg_buf, bound at run time
+ * @commands: commands in @cb
+ * @work_bytes: size of the activation arena (after liveness reuse)
+ * @naive_bytes: the arena without reuse
+ * @metrics_stride: bytes of VG_BUF_METRICS per iteration
+ * @compile_ms: time compile took
+ */
+struct vg_program {
+	enum vg_prog_kind kind;
+	uint32_t batch;
+	struct vtpu_cmdbuf cb;
+	uint32_t commands;
+	uint64_t work_bytes;
+	uint64_t naive_bytes;
+	uint32_t metrics_stride;
+	uint64_t grads_offset; /* training: the parameter gradients in work */
+	double compile_ms;
+	struct vtpu_bo slots[VG_NBUFS]; /* what cb names until vg_run() */
+};
+
+int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
+	       uint32_t batch, const struct vg_optim *opt,
+	       struct vg_program *prog);
+void vg_program_fini(struct vg_program *prog);
+
+/* ---- runtime: a device or the cpu backend ------------------------------ */
+
+struct vg_runtime {
+	struct vtpu_dev *dev;	/* a device, or */
+	struct vtpu_cpu *cpu;	/* the cpu backend */
+	uint32_t queue;
+	char name[64];
+};
+
+int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
+		    int threads);
+void vg_runtime_close(struct vg_runtime *rt);
+int vg_bo_create(struct vg_runtime *rt, uint64_t size, struct vtpu_bo *bo);
+void vg_bo_destroy(struct vg_runtime *rt, struct vtpu_bo *bo);
+
+/**
+ * vg_run() - start @repeat iterations of @prog from iteration @first
+ * @bufs: the buffers, by enum vg_buf
+ * @strides: bytes per iteration, by enum vg_buf
+ * @fence: out, a sync_file to pass to vg_wait() (device), or -1 (the cpu
+ *         backend runs synchronously)
+ */
+int vg_run(struct vg_runtime *rt, struct vg_program *prog,
+	   struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
+	   uint32_t first, uint32_t repeat, int *fence, char *err,
+	   size_t errlen);
+int vg_wait(struct vg_runtime *rt, int fence);
+
+#endif /* LIBVTPU_GRAPH_PRIV_H */

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libvtpu's training stack: a graph API with reverse-mode autodiff, a
+ * compiler that turns forward + backward + optimizer into one command
+ * stream (compiled once per model and batch size, replayed every step, as
+ * XLA does for a TPU), and a Keras-spirit model API on top.
+ *
+ * Usage (the mnist example, abridged):
+ *
+ *	struct vtpu_model *m = vtpu_model_create(28, 28, 1);
+ *	vtpu_model_add_flatten(m);
+ *	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
+ *	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
+ *	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+ *	VTPU_COMPILE_OPTS(co, .device = "/dev/vtpu0", .batch = 128,
+ *			  .optimizer = VTPU_OPT_ADAM, .learning_rate = 1e-3f);
+ *	vtpu_model_compile(m, &co);
+ *	VTPU_FIT_OPTS(fo, .epochs = 10, .validation = &test,
+ *		      .progress = stdout);
+ *	vtpu_model_fit(m, &train, &fo);
+ *	vtpu_model_evaluate(m, &test, &loss, &acc);
+ *	vtpu_model_destroy(m);
+ *
+ * Backends: a device node ("/dev/vtpuN") or "cpu" (the same engine code in
+ * user space; GEMM from the engine or OpenBLAS). The same model gives the
+ * same results on both, within float tolerance.
+ *
+ * Conventions as in vtpu.h: int returns are 0 or -errno, pointer returns
+ * NULL with errno set; where a human-readable reason helps, the model keeps
+ * it (vtpu_model_error()). Nothing here prints unless given a FILE *.
+ */
+#ifndef LIBVTPU_VTPU_MODEL_H
+#define LIBVTPU_VTPU_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vtpu.h"
+#include "vtpu_data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the graph ------------------------------------------------------------ */
+
+/*
+ * A graph of per-example tensors: every activation has an implicit
+ * leading batch dimension bound at compile time; parameters do not.
+ * Nodes are named by small non-negative ints; constructors return the new
+ * node or -errno. Images are NHWC (channels last), matrices row-major.
+ */
+struct vtpu_graph;
+
+enum vtpu_activation {
+	VTPU_ACT_NONE = 0,
+	VTPU_ACT_RELU = 1,
+	VTPU_ACT_SOFTMAX = 2, /* last layer only: fused with the loss */
+};
+
+enum vtpu_padding {
+	VTPU_PAD_VALID = 0, /* no padding */
+	VTPU_PAD_SAME = 1,  /* output size ceil(input / stride) */
+};
+
+struct vtpu_graph *vtpu_graph_create(void);
+void vtpu_graph_destroy(struct vtpu_graph *g);
+
+/** vtpu_graph_input() - the images: u8 [h, w, c], scaled by 1/255. */
+int vtpu_graph_input(struct vtpu_graph *g, uint32_t h, uint32_t w,
+		     uint32_t c);
+/** vtpu_graph_dense() - act(x * W + b), x flattened; W glorot-uniform. */
+int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
+		     enum vtpu_activation act);
+/** vtpu_graph_conv2d() - act(conv(x, W) + b), W [kh, kw, c, filters]. */
+int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
+		      uint32_t kh, uint32_t kw, uint32_t stride,
+		      enum vtpu_padding pad, enum vtpu_activation act);
+/** vtpu_graph_maxpool() - max over kh x kw windows, stride = the window. */
+int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw);
+int vtpu_graph_relu(struct vtpu_graph *g, int x);
+/** vtpu_graph_flatten() - a view of x as a vector (no data moves). */
+int vtpu_graph_flatten(struct vtpu_graph *g, int x);
+/** vtpu_graph_add() - x + y (same shape): residual connections. */
+int vtpu_graph_add(struct vtpu_graph *g, int x, int y);
+/**
+ * vtpu_graph_loss() - softmax cross-entropy of @logits (a vector per
+ * example) against the integer labels; marks the graph's output. The
+ * graph is trained by minimising its mean over the batch.
+ */
+int vtpu_graph_loss(struct vtpu_graph *g, int logits);
+
+/** vtpu_graph_num_params() - trainable scalars in the graph. */
+uint64_t vtpu_graph_num_params(const struct vtpu_graph *g);
+
+/* ---- compiling and running ------------------------------------------------ */
+
+enum vtpu_optimizer {
+	VTPU_OPT_ADAM = 0,
+	VTPU_OPT_SGD = 1,
+};
+
+/**
+ * struct vtpu_compile_opts - how to train (libbpf-style sized options)
+ * @sz: sizeof(struct vtpu_compile_opts)
+ * @device: "/dev/vtpuN" or "cpu" (NULL: "/dev/vtpu0")
+ * @cpu_gemm: enum vtpu_cpu_gemm, for "cpu"
+ * @threads: cpu backend threads (0: one per CPU)
+ * @optimizer: enum vtpu_optimizer
+ * @learning_rate: 0: 1e-3 (Adam) or 1e-2 (SGD)
+ * @momentum: SGD momentum
+ * @beta1, @beta2, @epsilon: Adam's (0: 0.9, 0.999, 1e-7 as Keras)
+ * @batch: examples per step (0: 32)
+ * @seed: weight initialisation and shuffling
+ */
+struct vtpu_compile_opts {
+	size_t sz;
+	const char *device;
+	int cpu_gemm;
+	int threads;
+	enum vtpu_optimizer optimizer;
+	float learning_rate;
+	float momentum;
+	float beta1, beta2, epsilon;
+	uint32_t batch;
+	uint64_t seed;
+};
+
+#define VTPU_COMPILE_OPTS(name, ...)                                           \
+	struct vtpu_compile_opts name = {                                      \
+		.sz = sizeof(struct vtpu_compile_opts), __VA_ARGS__            \
+	}
+
+/**
+ * struct vtpu_epoch_stats - what one epoch of fit() measured
+ * @epoch: 1-based
+ * @steps: training steps run
+ * @loss, @acc: mean training loss and accuracy over the epoch
+ * @val_loss, @val_acc: on the validation set (NAN without one)
+ * @seconds: wall time of the training steps (validation excluded)
+ * @ms_per_step: @seconds / @steps, in ms
+ */
+struct vtpu_epoch_stats {
+	uint32_t epoch;
+	uint32_t steps;
+	double loss, acc;
+	double val_loss, val_acc;
+	double seconds, ms_per_step;
+};
+
+/**
+ * struct vtpu_fit_opts - options of vtpu_model_fit()
+ * @sz: sizeof(struct vtpu_fit_opts)
+ * @epochs: 0: 1
+ * @no_shuffle: keep the dataset's order
+ * @validation: evaluated after every epoch (NULL: none)
+ * @progress: Keras-style progress output (NULL: silent)
+ * @max_steps: stop each epoch after this many steps (0: the whole set)
+ * @on_epoch: called after every epoch (may be NULL)
+ * @ctx: for @on_epoch
+ */
+struct vtpu_fit_opts {
+	size_t sz;
+	uint32_t epochs;
+	bool no_shuffle;
+	const struct vtpu_dataset *validation;
+	FILE *progress;
+	uint32_t max_steps;
+	void (*on_epoch)(void *ctx, const struct vtpu_epoch_stats *st);
+	void *ctx;
+};
+
+#define VTPU_FIT_OPTS(name, ...)                                               \
+	struct vtpu_fit_opts name = {                                          \
+		.sz = sizeof(struct vtpu_fit_opts), __VA_ARGS__                \
+	}
+
+/* ---- the model (Keras Sequential) ---------------------------------------- */
+
+struct vtpu_model;
+
+/** vtpu_model_create() - a model whose input is u8 images h x w x c. */
+struct vtpu_model *vtpu_model_create(uint32_t h, uint32_t w, uint32_t c);
+void vtpu_model_destroy(struct vtpu_model *m);
+
+int vtpu_model_add_dense(struct vtpu_model *m, uint32_t units,
+			 enum vtpu_activation act);
+int vtpu_model_add_conv2d(struct vtpu_model *m, uint32_t filters,
+			  uint32_t kh, uint32_t kw, enum vtpu_padding pad,
+			  enum vtpu_activation act);
+int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t kw);
+int vtpu_model_add_relu(struct vtpu_model *m);
+int vtpu_model_add_flatten(struct vtpu_model *m);
+
+/** vtpu_model_graph() - the model's graph (owned by the model). */
+struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m);
+
+/** vtpu_model_summary() - a Keras-style layer table. */
+void vtpu_model_summary(const struct vtpu_model *m, FILE *out);
+
+/**
+ * vtpu_model_compile() - bind to a backend, initialise the weights and
+ * compile the training step for @opts->batch
+ * Return: 0 or -errno (-ENOENT: no such device; see vtpu_model_error()).
+ */
+int vtpu_model_compile(struct vtpu_model *m,
+		       const struct vtpu_compile_opts *opts);
+
+/**
+ * vtpu_model_fit() - train on @train (labels < the last layer's units)
+ * Return: 0, or -errno (a job failed, a bad dataset shape, ...).
+ */
+int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
+		   const struct vtpu_fit_opts *opts);
+
+/** vtpu_model_evaluate() - mean loss and accuracy over @ds. */
+int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
+			double *loss, double *acc);
+
+/**
+ * vtpu_model_predict() - class probabilities of @n images
+ * @images: u8 [n, h, w, c]
+ * @probs: out, f32 [n, classes]
+ */
+int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
+		       uint32_t n, float *probs);
+
+/**
+ * vtpu_model_save() / vtpu_model_load() - the weights and optimizer state,
+ * in a checkpoint (vtpu_data.h) whose tensors are named by layer; loading
+ * checks that every name and shape matches this model.
+ */
+int vtpu_model_save(struct vtpu_model *m, const char *path);
+int vtpu_model_load(struct vtpu_model *m, const char *path);
+
+/**
+ * struct vtpu_model_info - what the compiler made of the model
+ * @params: trainable scalars
+ * @commands: commands in one training step
+ * @stream_bytes: size of the training step's command stream
+ * @state_bytes: weights and optimizer state (device memory)
+ * @work_bytes: the training step's activation arena after liveness-based
+ *              reuse
+ * @naive_bytes: what the arena would need without reuse
+ * @compile_ms: time spent compiling the training step
+ * @backend: "vtpu0 (avx2, 2 cores)", "cpu (engine, avx512, 2 threads)", ...
+ */
+struct vtpu_model_info {
+	uint64_t params;
+	uint32_t commands;
+	uint32_t stream_bytes;
+	uint64_t state_bytes;
+	uint64_t work_bytes;
+	uint64_t naive_bytes;
+	double compile_ms;
+	char backend[64];
+};
+
+int vtpu_model_info(const struct vtpu_model *m, struct vtpu_model_info *info);
+
+/** vtpu_model_error() - the last failure explained, or "". */
+const char *vtpu_model_error(const struct vtpu_model *m);
+
+/* ---- checking gradients --------------------------------------------------- */
+
+/**
+ * vtpu_gradcheck() - compare the compiled backward pass of @g with central
+ * finite differences of its loss, on the cpu backend, for every parameter
+ * of @g (a sample of @probes elements each). A probe whose slopes from the
+ * left and from the right disagree straddles a ReLU kink, where no finite
+ * difference is the derivative: it is skipped.
+ * @g: a graph with a loss
+ * @batch: examples
+ * @images: u8 [batch, input shape]
+ * @labels: u32 [batch]
+ * @max_rel: out, the largest relative error seen
+ * Return: 0, -ERANGE if most probes sat on kinks (nothing was checked), or
+ * another -errno.
+ */
+int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,
+		   const uint32_t *labels, uint32_t probes, double *max_rel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBVTPU_VTPU_MODEL_H */

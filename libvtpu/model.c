@@ -1,0 +1,885 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The Keras-spirit model API: a Sequential model built on the graph,
+ * compiled for a backend, and trained by replaying compiled programs.
+ *
+ * A training epoch puts the shuffled dataset in device memory (raw u8
+ * images and u32 labels) and runs the training program over it in a few
+ * submissions of many steps each: every submission repeats the one stream
+ * with per-iteration strides that walk the batch, the labels and the
+ * per-step metrics (loss, correct count). Two submissions are in flight at
+ * a time so the device never waits for the host; the progress bar is
+ * updated as each one completes. A last partial batch runs the same model
+ * compiled for its size, with the same weights (they live at the same
+ * offsets of the state buffer in every program).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "graph_priv.h"
+
+#define MAX_PROGS 8
+#define MAX_SETS 3
+/* Submissions per pass: more gives a livelier progress bar. */
+#define CHUNKS_PER_PASS 32
+
+struct prog_entry {
+	struct vg_program prog;
+	struct vtpu_bo work;
+	bool used;
+};
+
+/* A dataset's copy in device memory. */
+struct devset {
+	const void *key;	/* the host images it was made from */
+	uint32_t n;
+	struct vtpu_bo images;	/* u8 [n, h, w, c] */
+	struct vtpu_bo labels;	/* u32 [n] */
+};
+
+struct vtpu_model {
+	struct vtpu_graph *g;
+	int last;
+	bool compiled;
+	struct vg_runtime rt;
+	struct vg_optim opt;
+	uint32_t batch;
+	uint64_t seed;
+	struct vg_state_layout sl;
+	struct vtpu_bo state;
+	struct vtpu_bo metrics;
+	struct prog_entry progs[MAX_PROGS];
+	struct devset sets[MAX_SETS];
+	struct devset train; /* rewritten in a new order every epoch */
+	struct vtpu_rng rng;
+	struct vtpu_model_info info;
+	char err[512];
+};
+
+static int fail(struct vtpu_model *m, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof(m->err), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+const char *vtpu_model_error(const struct vtpu_model *m)
+{
+	return m->err;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- building ----------------------------------------------------------- */
+
+struct vtpu_model *vtpu_model_create(uint32_t h, uint32_t w, uint32_t c)
+{
+	struct vtpu_model *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->g = vtpu_graph_create();
+	if (!m->g) {
+		free(m);
+		return NULL;
+	}
+	m->last = vtpu_graph_input(m->g, h, w, c);
+	if (m->last < 0) {
+		vtpu_model_destroy(m);
+		errno = EINVAL;
+		return NULL;
+	}
+	return m;
+}
+
+struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m)
+{
+	return m->g;
+}
+
+/* Layers go after the last one; nothing can follow a softmax. */
+static int add_layer(struct vtpu_model *m, int node)
+{
+	if (node < 0)
+		return fail(m, node, "bad layer for input shape %ux%ux%u",
+			    m->g->nodes[m->last].h, m->g->nodes[m->last].w,
+			    m->g->nodes[m->last].c);
+	m->last = node;
+	return 0;
+}
+
+static bool after_softmax(struct vtpu_model *m)
+{
+	return m->g->nodes[m->last].act == VTPU_ACT_SOFTMAX;
+}
+
+int vtpu_model_add_dense(struct vtpu_model *m, uint32_t units,
+			 enum vtpu_activation act)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_dense(m->g, m->last, units, act));
+}
+
+int vtpu_model_add_conv2d(struct vtpu_model *m, uint32_t filters,
+			  uint32_t kh, uint32_t kw, enum vtpu_padding pad,
+			  enum vtpu_activation act)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_conv2d(m->g, m->last, filters, kh, kw,
+					      1, pad, act));
+}
+
+int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t kw)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_maxpool(m->g, m->last, kh, kw));
+}
+
+int vtpu_model_add_relu(struct vtpu_model *m)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_relu(m->g, m->last));
+}
+
+int vtpu_model_add_flatten(struct vtpu_model *m)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_flatten(m->g, m->last));
+}
+
+static const char *layer_type(const struct vg_node *n)
+{
+	static const char *const t[] = {
+		[VG_INPUT] = "InputLayer", [VG_DENSE] = "Dense",
+		[VG_CONV2D] = "Conv2D", [VG_MAXPOOL] = "MaxPooling2D",
+		[VG_RELU] = "ReLU", [VG_FLATTEN] = "Flatten",
+		[VG_ADD] = "Add", [VG_LOSS] = "Loss",
+	};
+
+	return t[n->op];
+}
+
+void vtpu_model_summary(const struct vtpu_model *m, FILE *out)
+{
+	const char *rule = "_________________________________________________________________";
+	const char *dbl = "=================================================================";
+	int i;
+
+	fprintf(out, "Model: \"sequential\"\n%s\n", rule);
+	fprintf(out, " %-28s%-26s%-10s\n%s\n", "Layer (type)", "Output Shape",
+		"Param #", dbl);
+	for (i = 1; i < m->g->nnodes; i++) {
+		const struct vg_node *n = &m->g->nodes[i];
+		char name[64], shape[48];
+		uint64_t params = 0;
+
+		if (n->op == VG_LOSS)
+			continue;
+		if (n->weight >= 0)
+			params = m->g->params[n->weight].count +
+				 m->g->params[n->bias].count;
+		snprintf(name, sizeof(name), "%s (%s)", n->name, layer_type(n));
+		if (n->h == 1 && n->w == 1)
+			snprintf(shape, sizeof(shape), "(None, %u)", n->c);
+		else
+			snprintf(shape, sizeof(shape), "(None, %u, %u, %u)",
+				 n->h, n->w, n->c);
+		fprintf(out, " %-28s%-26s%-10llu\n", name, shape,
+			(unsigned long long)params);
+	}
+	fprintf(out, "%s\nTotal params: %llu\nTrainable params: %llu\n"
+		"Non-trainable params: 0\n%s\n", dbl,
+		(unsigned long long)vtpu_graph_num_params(m->g),
+		(unsigned long long)vtpu_graph_num_params(m->g), rule);
+}
+
+/* ---- compiling ------------------------------------------------------------ */
+
+static void release_sets(struct vtpu_model *m)
+{
+	int i;
+
+	for (i = 0; i < MAX_SETS; i++) {
+		vg_bo_destroy(&m->rt, &m->sets[i].images);
+		vg_bo_destroy(&m->rt, &m->sets[i].labels);
+		memset(&m->sets[i], 0, sizeof(m->sets[i]));
+	}
+	vg_bo_destroy(&m->rt, &m->train.images);
+	vg_bo_destroy(&m->rt, &m->train.labels);
+	memset(&m->train, 0, sizeof(m->train));
+}
+
+static void release(struct vtpu_model *m)
+{
+	int i;
+
+	if (!m->compiled)
+		return;
+	for (i = 0; i < MAX_PROGS; i++) {
+		if (!m->progs[i].used)
+			continue;
+		vg_program_fini(&m->progs[i].prog);
+		vg_bo_destroy(&m->rt, &m->progs[i].work);
+		m->progs[i].used = false;
+	}
+	release_sets(m);
+	vg_bo_destroy(&m->rt, &m->metrics);
+	vg_bo_destroy(&m->rt, &m->state);
+	vg_runtime_close(&m->rt);
+	m->compiled = false;
+}
+
+void vtpu_model_destroy(struct vtpu_model *m)
+{
+	if (!m)
+		return;
+	release(m);
+	vtpu_graph_destroy(m->g);
+	free(m);
+}
+
+/* Return: the program for (kind, batch), compiling it the first time. */
+static struct prog_entry *get_prog(struct vtpu_model *m,
+				   enum vg_prog_kind kind, uint32_t batch,
+				   int *ret)
+{
+	struct prog_entry *e, *slot = NULL;
+	int i;
+
+	for (i = 0; i < MAX_PROGS; i++) {
+		e = &m->progs[i];
+		if (e->used && e->prog.kind == kind && e->prog.batch == batch)
+			return e;
+		if (!e->used && !slot)
+			slot = e;
+	}
+	if (!slot) { /* evict the newest non-training program */
+		for (i = MAX_PROGS - 1; i > 0; i--)
+			if (m->progs[i].prog.kind != VG_PROG_TRAIN)
+				break;
+		slot = &m->progs[i];
+		vg_program_fini(&slot->prog);
+		vg_bo_destroy(&m->rt, &slot->work);
+		slot->used = false;
+	}
+	*ret = vg_compile(m->g, kind, batch, &m->opt, &slot->prog);
+	if (*ret) {
+		fail(m, *ret, "compiling for batch %u failed: %s", batch,
+		     strerror(-*ret));
+		return NULL;
+	}
+	*ret = vg_bo_create(&m->rt, slot->prog.work_bytes, &slot->work);
+	if (*ret) {
+		fail(m, *ret, "%llu bytes of activations: %s",
+		     (unsigned long long)slot->prog.work_bytes,
+		     strerror(-*ret));
+		vg_program_fini(&slot->prog);
+		return NULL;
+	}
+	slot->used = true;
+	return slot;
+}
+
+static float uniform(struct vtpu_rng *rng, float limit)
+{
+	double u = (vtpu_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
+
+	return (float)((2.0 * u - 1.0) * limit);
+}
+
+/* Keras' defaults: glorot-uniform kernels, zero biases. */
+static void init_weights(struct vtpu_model *m)
+{
+	float *p = (float *)((char *)m->state.map + m->sl.params);
+	int i;
+
+	for (i = 0; i < m->g->nparams; i++) {
+		const struct vg_param *pr = &m->g->params[i];
+		float limit = sqrtf(6.0f / (pr->fan_in + pr->fan_out));
+		uint64_t j;
+
+		for (j = 0; j < pr->count; j++)
+			p[pr->offset + j] = pr->is_bias ? 0.0f :
+					    uniform(&m->rng, limit);
+	}
+}
+
+int vtpu_model_compile(struct vtpu_model *m,
+		       const struct vtpu_compile_opts *opts)
+{
+	VTPU_COMPILE_OPTS(def);
+	struct prog_entry *e;
+	int ret;
+
+	if (!opts)
+		opts = &def;
+	if (opts->sz < offsetof(struct vtpu_compile_opts, seed) + 8 ||
+	    opts->sz > sizeof(*opts))
+		return fail(m, -EINVAL, "compile options: bad size");
+	if (!after_softmax(m))
+		return fail(m, -EINVAL,
+			    "the last layer must be a dense layer with softmax");
+	release(m);
+
+	m->batch = opts->batch ?: 32;
+	m->seed = opts->seed;
+	m->opt.kind = opts->optimizer;
+	m->opt.lr = opts->learning_rate ?:
+		    (opts->optimizer == VTPU_OPT_ADAM ? 1e-3f : 1e-2f);
+	m->opt.momentum = opts->momentum;
+	m->opt.beta1 = opts->beta1 ?: 0.9f;
+	m->opt.beta2 = opts->beta2 ?: 0.999f;
+	m->opt.eps = opts->epsilon ?: 1e-7f;
+	if (m->opt.kind > VTPU_OPT_SGD)
+		return fail(m, -EINVAL, "unknown optimizer %d", m->opt.kind);
+	if (m->g->loss < 0) {
+		ret = vtpu_graph_loss(m->g, m->last);
+		if (ret < 0)
+			return fail(m, ret, "cannot attach the loss");
+	}
+	vtpu_rng_seed(&m->rng, m->seed);
+
+	ret = vg_runtime_open(&m->rt, opts->device, opts->cpu_gemm,
+			      opts->threads);
+	if (ret)
+		return fail(m, ret, "cannot open %s: %s%s",
+			    opts->device ?: "/dev/vtpu0", strerror(-ret),
+			    ret == -ENOENT ? " (is vtpu.ko loaded?)" : "");
+	m->compiled = true;
+
+	vg_state_layout(m->g, m->opt.kind, &m->sl);
+	ret = vg_bo_create(&m->rt, m->sl.bytes, &m->state);
+	if (ret) {
+		fail(m, ret, "%llu bytes of weights: %s",
+		     (unsigned long long)m->sl.bytes, strerror(-ret));
+		release(m);
+		return ret;
+	}
+	init_weights(m);
+
+	e = get_prog(m, VG_PROG_TRAIN, m->batch, &ret);
+	if (!e) {
+		release(m);
+		return ret;
+	}
+	m->info.params = vtpu_graph_num_params(m->g);
+	m->info.commands = e->prog.commands;
+	m->info.stream_bytes = e->prog.cb.size;
+	m->info.state_bytes = m->sl.bytes;
+	m->info.work_bytes = e->prog.work_bytes;
+	m->info.naive_bytes = e->prog.naive_bytes;
+	m->info.compile_ms = e->prog.compile_ms;
+	snprintf(m->info.backend, sizeof(m->info.backend), "%s", m->rt.name);
+	return 0;
+}
+
+int vtpu_model_info(const struct vtpu_model *m, struct vtpu_model_info *info)
+{
+	if (!m->compiled)
+		return -EINVAL;
+	*info = m->info;
+	return 0;
+}
+
+/* ---- data on the device --------------------------------------------------- */
+
+static int check_set(struct vtpu_model *m, const struct vtpu_dataset *ds)
+{
+	const struct vg_node *in = &m->g->nodes[m->g->input];
+
+	if (ds->height != in->h || ds->width != in->w ||
+	    ds->channels != in->c)
+		return fail(m, -EINVAL,
+			    "dataset images are %ux%ux%u, the model takes %ux%ux%u",
+			    ds->height, ds->width, ds->channels, in->h, in->w,
+			    in->c);
+	if (!ds->n)
+		return fail(m, -EINVAL, "the dataset is empty");
+	/* per-iteration strides are multiples of 4 bytes */
+	if ((uint64_t)m->batch * vtpu_dataset_image_size(ds) % 4)
+		return fail(m, -EINVAL,
+			    "batch %u x image %zu bytes is not a multiple of 4",
+			    m->batch, vtpu_dataset_image_size(ds));
+	return 0;
+}
+
+static int devset_alloc(struct vtpu_model *m, struct devset *s, uint32_t n,
+			size_t image_size)
+{
+	int ret;
+
+	ret = vg_bo_create(&m->rt, (uint64_t)n * image_size, &s->images);
+	if (!ret)
+		ret = vg_bo_create(&m->rt, (uint64_t)n * 4, &s->labels);
+	if (ret) {
+		vg_bo_destroy(&m->rt, &s->images);
+		return fail(m, ret, "%u images in device memory: %s", n,
+			    strerror(-ret));
+	}
+	s->n = n;
+	return 0;
+}
+
+/* Copy examples idx[0..n) (or all, in order) into device memory. */
+static void devset_fill(struct devset *s, const struct vtpu_dataset *ds,
+			const uint32_t *idx)
+{
+	size_t isz = vtpu_dataset_image_size(ds);
+	uint8_t *img = s->images.map;
+	uint32_t *lab = s->labels.map;
+	uint32_t i, j;
+
+	for (i = 0; i < s->n; i++) {
+		j = idx ? idx[i] : i;
+		memcpy(img + (size_t)i * isz, ds->images + (size_t)j * isz,
+		       isz);
+		lab[i] = ds->labels ? ds->labels[j] : 0;
+	}
+}
+
+/* A read-only dataset's device copy, made once and kept. */
+static struct devset *get_set(struct vtpu_model *m,
+			      const struct vtpu_dataset *ds)
+{
+	struct devset *s;
+	int i;
+
+	for (i = 0; i < MAX_SETS; i++)
+		if (m->sets[i].key == ds->images && m->sets[i].n == ds->n)
+			return &m->sets[i];
+	for (i = 0; i < MAX_SETS - 1 && m->sets[i].key; i++)
+		;
+	s = &m->sets[i];
+	vg_bo_destroy(&m->rt, &s->images);
+	vg_bo_destroy(&m->rt, &s->labels);
+	memset(s, 0, sizeof(*s));
+	if (devset_alloc(m, s, ds->n, vtpu_dataset_image_size(ds)))
+		return NULL;
+	devset_fill(s, ds, NULL);
+	s->key = ds->images;
+	return s;
+}
+
+/* ---- running passes ---------------------------------------------------- */
+
+struct pass {
+	enum vg_prog_kind kind;
+	struct devset *set;
+	size_t image_size;
+	uint32_t steps;		/* full batches to run */
+	uint32_t rem;		/* examples in a last partial batch */
+	/* filled as chunks complete */
+	uint32_t done;
+	double loss_sum;	/* sum over examples */
+	uint64_t correct;
+	uint64_t seen;
+	struct vtpu_progress *progress;
+};
+
+static int ensure_metrics(struct vtpu_model *m, uint64_t bytes)
+{
+	int ret;
+
+	if (m->metrics.map && m->metrics.size >= bytes)
+		return 0;
+	vg_bo_destroy(&m->rt, &m->metrics);
+	ret = vg_bo_create(&m->rt, bytes, &m->metrics);
+	return ret ? fail(m, ret, "metrics buffer: %s", strerror(-ret)) : 0;
+}
+
+static void collect(struct vtpu_model *m, struct pass *p, uint32_t from,
+		    uint32_t to, uint32_t stride, uint32_t batch)
+{
+	const uint8_t *base = m->metrics.map;
+	uint32_t i;
+
+	for (i = from; i < to; i++) {
+		float loss;
+		uint32_t correct;
+
+		memcpy(&loss, base + (size_t)i * stride + VG_METRIC_LOSS, 4);
+		memcpy(&correct, base + (size_t)i * stride + VG_METRIC_CORRECT,
+		       4);
+		p->loss_sum += (double)loss * batch;
+		p->correct += correct;
+		p->seen += batch;
+	}
+	p->done = to;
+	if (p->progress) {
+		struct vtpu_metric mt[2] = {
+			{ "loss", p->loss_sum / p->seen },
+			{ "acc", (double)p->correct / p->seen },
+		};
+
+		vtpu_progress_update(p->progress, p->done, mt, 2);
+	}
+}
+
+static int run_pass(struct vtpu_model *m, struct pass *p)
+{
+	struct prog_entry *full = NULL, *part = NULL;
+	struct vtpu_bo *bufs[VG_NBUFS];
+	uint64_t strides[VG_NBUFS] = { 0 };
+	uint32_t chunk, s, n, stride, prev_from = 0, prev_to = 0;
+	int fence = -1, prev = -1, ret = 0;
+	char why[256] = "";
+
+	if (p->steps) {
+		full = get_prog(m, p->kind, m->batch, &ret);
+		if (!full)
+			return ret;
+	}
+	if (p->rem) {
+		part = get_prog(m, p->kind, p->rem, &ret);
+		if (!part)
+			return ret;
+	}
+	stride = full ? full->prog.metrics_stride : 0;
+	ret = ensure_metrics(m, (uint64_t)p->steps * stride +
+				(part ? part->prog.metrics_stride : 0));
+	if (ret)
+		return ret;
+
+	bufs[VG_BUF_STATE] = &m->state;
+	bufs[VG_BUF_IMAGES] = &p->set->images;
+	bufs[VG_BUF_LABELS] = &p->set->labels;
+	bufs[VG_BUF_METRICS] = &m->metrics;
+	strides[VG_BUF_IMAGES] = (uint64_t)m->batch * p->image_size;
+	strides[VG_BUF_LABELS] = (uint64_t)m->batch * 4;
+	strides[VG_BUF_METRICS] = stride;
+	chunk = p->steps / CHUNKS_PER_PASS ?: 1;
+
+	/*
+	 * Two submissions in flight, so the device never waits for us; the
+	 * cpu backend runs each one before vg_run() returns (no fence).
+	 */
+	for (s = 0; s < p->steps; s += n) {
+		n = p->steps - s < chunk ? p->steps - s : chunk;
+		bufs[VG_BUF_WORK] = &full->work;
+		ret = vg_run(&m->rt, &full->prog, bufs, strides, s, n, &fence,
+			     why, sizeof(why));
+		if (ret)
+			break;
+		if (fence < 0) {
+			collect(m, p, s, s + n, stride, m->batch);
+			continue;
+		}
+		if (prev >= 0) {
+			ret = vg_wait(&m->rt, prev);
+			prev = -1;
+			if (ret)
+				break;
+			collect(m, p, prev_from, prev_to, stride, m->batch);
+		}
+		prev = fence;
+		prev_from = s;
+		prev_to = s + n;
+	}
+	if (prev >= 0) {
+		int r = vg_wait(&m->rt, prev);
+
+		ret = ret ?: r;
+		if (!r)
+			collect(m, p, prev_from, prev_to, stride, m->batch);
+	}
+	if (!ret && part) {
+		/* the remainder: one iteration numbered 1 whose strides
+		 * point just past the full batches */
+		strides[VG_BUF_IMAGES] *= p->steps;
+		strides[VG_BUF_LABELS] *= p->steps;
+		strides[VG_BUF_METRICS] = (uint64_t)stride * p->steps;
+		bufs[VG_BUF_WORK] = &part->work;
+		ret = vg_run(&m->rt, &part->prog, bufs, strides, 1, 1, &fence,
+			     why, sizeof(why));
+		if (!ret)
+			ret = vg_wait(&m->rt, fence);
+		if (!ret)
+			collect(m, p, p->steps, p->steps + 1, stride, p->rem);
+	}
+	if (ret)
+		return fail(m, ret, "%s failed: %s%s%s",
+			    p->kind == VG_PROG_TRAIN ? "training" : "running",
+			    strerror(-ret), why[0] ? ": " : "", why);
+	return 0;
+}
+
+/* ---- fit, evaluate, predict --------------------------------------------- */
+
+static void pass_init(struct vtpu_model *m, struct pass *p,
+		      enum vg_prog_kind kind, struct devset *set,
+		      const struct vtpu_dataset *ds, uint32_t max_steps)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	p->set = set;
+	p->image_size = vtpu_dataset_image_size(ds);
+	p->steps = set->n / m->batch;
+	p->rem = set->n % m->batch;
+	if (max_steps && p->steps + !!p->rem > max_steps) {
+		p->steps = max_steps;
+		p->rem = 0;
+	}
+}
+
+int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
+			double *loss, double *acc)
+{
+	struct devset *set;
+	struct pass p;
+	int ret;
+
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	ret = check_set(m, ds);
+	if (ret)
+		return ret;
+	set = get_set(m, ds);
+	if (!set)
+		return -ENOMEM;
+	pass_init(m, &p, VG_PROG_EVAL, set, ds, 0);
+	ret = run_pass(m, &p);
+	if (ret)
+		return ret;
+	*loss = p.loss_sum / p.seen;
+	*acc = (double)p.correct / p.seen;
+	return 0;
+}
+
+int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
+		   const struct vtpu_fit_opts *opts)
+{
+	VTPU_FIT_OPTS(def);
+	struct vtpu_progress *progress = NULL;
+	struct vtpu_epoch_stats st;
+	uint32_t *perm = NULL, epochs, e, total;
+	struct pass p;
+	double t0;
+	int ret;
+
+	if (!opts)
+		opts = &def;
+	if (opts->sz < offsetof(struct vtpu_fit_opts, ctx) + sizeof(void *) ||
+	    opts->sz > sizeof(*opts))
+		return fail(m, -EINVAL, "fit options: bad size");
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	ret = check_set(m, train);
+	if (!ret && opts->validation)
+		ret = check_set(m, opts->validation);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < train->n; i++)
+		if (train->labels[i] >= m->g->nodes[m->g->loss].c)
+			return fail(m, -EINVAL,
+				    "label %u of example %u is not below %u classes",
+				    train->labels[i], i,
+				    m->g->nodes[m->g->loss].c);
+
+	if (m->train.n != train->n) {
+		vg_bo_destroy(&m->rt, &m->train.images);
+		vg_bo_destroy(&m->rt, &m->train.labels);
+		ret = devset_alloc(m, &m->train, train->n,
+				   vtpu_dataset_image_size(train));
+		if (ret)
+			return ret;
+	}
+	perm = malloc((size_t)train->n * sizeof(*perm));
+	if (!perm)
+		return fail(m, -ENOMEM, "out of memory");
+	epochs = opts->epochs ?: 1;
+	pass_init(m, &p, VG_PROG_TRAIN, &m->train, train, opts->max_steps);
+	total = p.steps + !!p.rem;
+	if (opts->progress) {
+		progress = vtpu_progress_create(opts->progress, total, NULL);
+		if (!progress) {
+			free(perm);
+			return fail(m, -ENOMEM, "out of memory");
+		}
+	}
+
+	for (e = 1; e <= epochs; e++) {
+		if (opts->no_shuffle)
+			devset_fill(&m->train, train, NULL);
+		else {
+			vtpu_permutation(perm, train->n, &m->rng);
+			devset_fill(&m->train, train, perm);
+		}
+		pass_init(m, &p, VG_PROG_TRAIN, &m->train, train,
+			  opts->max_steps);
+		p.progress = progress;
+		if (progress)
+			vtpu_progress_start(progress, e, epochs);
+		t0 = now_s();
+		ret = run_pass(m, &p);
+		if (ret)
+			break;
+		memset(&st, 0, sizeof(st));
+		st.epoch = e;
+		st.steps = p.done;
+		st.seconds = now_s() - t0;
+		st.ms_per_step = st.seconds * 1e3 / (p.done ?: 1);
+		st.loss = p.loss_sum / p.seen;
+		st.acc = (double)p.correct / p.seen;
+		st.val_loss = NAN;
+		st.val_acc = NAN;
+		if (opts->validation) {
+			ret = vtpu_model_evaluate(m, opts->validation,
+						  &st.val_loss, &st.val_acc);
+			if (ret)
+				break;
+		}
+		if (progress) {
+			struct vtpu_metric extra[2] = {
+				{ "val_loss", st.val_loss },
+				{ "val_acc", st.val_acc },
+			};
+
+			vtpu_progress_end(progress, extra,
+					  opts->validation ? 2 : 0);
+		}
+		if (opts->on_epoch)
+			opts->on_epoch(opts->ctx, &st);
+	}
+	vtpu_progress_destroy(progress);
+	free(perm);
+	return ret;
+}
+
+int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
+		       uint32_t n, float *probs)
+{
+	const struct vg_node *in = &m->g->nodes[m->g->input];
+	uint32_t classes = m->g->nodes[m->g->loss].c;
+	struct vtpu_dataset view = {
+		.n = n, .height = in->h, .width = in->w, .channels = in->c,
+		.images = (uint8_t *)images,
+	};
+	struct devset *set;
+	struct pass p;
+	uint32_t i;
+	int ret;
+
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	ret = check_set(m, &view);
+	if (ret)
+		return ret;
+	set = get_set(m, &view);
+	if (!set)
+		return -ENOMEM;
+	pass_init(m, &p, VG_PROG_PREDICT, set, &view, 0);
+	ret = run_pass(m, &p);
+	/* a cached copy of caller memory could go stale: drop it */
+	for (i = 0; i < MAX_SETS; i++)
+		if (&m->sets[i] == set) {
+			vg_bo_destroy(&m->rt, &set->images);
+			vg_bo_destroy(&m->rt, &set->labels);
+			memset(set, 0, sizeof(*set));
+		}
+	if (ret)
+		return ret;
+	/* step s's probabilities follow its metrics, s * stride in */
+	for (i = 0; i < n; i++) {
+		size_t stride = (size_t)m->batch * classes * 4 + VG_METRIC_PROBS;
+
+		memcpy(probs + (size_t)i * classes,
+		       (const uint8_t *)m->metrics.map + i / m->batch * stride +
+			       VG_METRIC_PROBS +
+			       (size_t)(i % m->batch) * classes * 4,
+		       classes * 4);
+	}
+	return 0;
+}
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/* Every tensor of the state buffer, named; returns how many. */
+static size_t state_tensors(struct vtpu_model *m, struct vtpu_ckpt_tensor *t,
+			    char (*names)[96])
+{
+	const char *slot[3] = { NULL, "m", "v" };
+	uint64_t base[3] = { m->sl.params, m->sl.mom, m->sl.vel };
+	int kinds = m->opt.kind == VTPU_OPT_ADAM ? 3 : 2;
+	size_t n = 0;
+	int i, k;
+
+	if (m->opt.kind != VTPU_OPT_ADAM)
+		slot[1] = "momentum";
+	for (k = 0; k < kinds; k++)
+		for (i = 0; i < m->g->nparams; i++) {
+			const struct vg_param *pr = &m->g->params[i];
+
+			if (slot[k])
+				snprintf(names[n], sizeof(names[n]),
+					 "optimizer/%s/%s", pr->name, slot[k]);
+			else
+				snprintf(names[n], sizeof(names[n]), "%s",
+					 pr->name);
+			t[n].name = names[n];
+			t[n].ndim = pr->ndim;
+			memcpy(t[n].dims, pr->dims, sizeof(pr->dims));
+			t[n].data = (float *)((char *)m->state.map + base[k]) +
+				    pr->offset;
+			n++;
+		}
+	if (m->opt.kind == VTPU_OPT_ADAM) {
+		snprintf(names[n], sizeof(names[n]), "optimizer/adam_state");
+		t[n].name = names[n];
+		t[n].ndim = 1;
+		t[n].dims[0] = 2;
+		t[n].data = (float *)((char *)m->state.map + m->sl.adam_state);
+		n++;
+	}
+	return n;
+}
+
+static int checkpoint(struct vtpu_model *m, const char *path, bool save)
+{
+	size_t max = 3 * (size_t)m->g->nparams + 1, n;
+	struct vtpu_ckpt_tensor *t = calloc(max, sizeof(*t));
+	char (*names)[96] = calloc(max, sizeof(*names));
+	int ret;
+
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	if (!t || !names) {
+		free(t);
+		free(names);
+		return fail(m, -ENOMEM, "out of memory");
+	}
+	n = state_tensors(m, t, names);
+	ret = save ? vtpu_ckpt_save(path, t, n, m->err, sizeof(m->err)) :
+		     vtpu_ckpt_load(path, t, n, m->err, sizeof(m->err));
+	free(t);
+	free(names);
+	return ret;
+}
+
+int vtpu_model_save(struct vtpu_model *m, const char *path)
+{
+	return checkpoint(m, path, true);
+}
+
+int vtpu_model_load(struct vtpu_model *m, const char *path)
+{
+	return checkpoint(m, path, false);
+}

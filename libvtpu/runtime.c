@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The runtime: compiled programs on a device or on the cpu backend, behind
+ * one small interface, so the model code does not care which.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph_priv.h"
+#include "vtpu_engine.h"
+
+int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
+		    int threads)
+{
+	uint64_t simd = 0, cores = 0;
+	int ret;
+
+	memset(rt, 0, sizeof(*rt));
+	if (!device)
+		device = "/dev/vtpu0";
+	if (!strcmp(device, "cpu")) {
+		rt->cpu = vtpu_cpu_create(threads, -1, cpu_gemm);
+		if (!rt->cpu)
+			return -errno;
+		snprintf(rt->name, sizeof(rt->name), "cpu (%s, %s)",
+			 cpu_gemm == VTPU_CPU_GEMM_OPENBLAS ? "openblas" :
+							      "engine",
+			 vtpu_engine_simd_name(vtpu_cpu_simd(rt->cpu)));
+		return 0;
+	}
+	rt->dev = vtpu_open(device);
+	if (!rt->dev)
+		return -errno;
+	ret = vtpu_queue_create(rt->dev, VTPU_QUEUE_PRIORITY_NORMAL,
+				&rt->queue);
+	if (ret) {
+		vtpu_close(rt->dev);
+		rt->dev = NULL;
+		return ret;
+	}
+	vtpu_get_param(rt->dev, VTPU_PARAM_SIMD_LEVEL, &simd);
+	vtpu_get_param(rt->dev, VTPU_PARAM_NUM_CORES, &cores);
+	snprintf(rt->name, sizeof(rt->name), "%s (%s, %llu cores)", device,
+		 vtpu_engine_simd_name((uint32_t)simd),
+		 (unsigned long long)cores);
+	return 0;
+}
+
+void vg_runtime_close(struct vg_runtime *rt)
+{
+	if (rt->dev) {
+		vtpu_queue_destroy(rt->dev, rt->queue);
+		vtpu_close(rt->dev);
+	}
+	vtpu_cpu_destroy(rt->cpu);
+	memset(rt, 0, sizeof(*rt));
+}
+
+int vg_bo_create(struct vg_runtime *rt, uint64_t size, struct vtpu_bo *bo)
+{
+	if (!size)
+		size = 1;
+	return rt->dev ? vtpu_bo_create(rt->dev, size, bo) :
+			 vtpu_cpu_bo_create(size, bo);
+}
+
+void vg_bo_destroy(struct vg_runtime *rt, struct vtpu_bo *bo)
+{
+	if (!bo->map)
+		return;
+	if (rt->dev)
+		vtpu_bo_destroy(rt->dev, bo);
+	else
+		vtpu_cpu_bo_destroy(bo);
+	memset(bo, 0, sizeof(*bo));
+}
+
+int vg_run(struct vg_runtime *rt, struct vg_program *prog,
+	   struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
+	   uint32_t first, uint32_t repeat, int *fence, char *err,
+	   size_t errlen)
+{
+	struct vtpu_job job = {
+		.queue = rt->queue, .in_fence = -1, .out_fence = -1,
+		.want_out_fence = rt->dev != NULL, .repeat = repeat,
+		.first_iter = first, .strides = strides,
+	};
+	int i, ret;
+
+	for (i = 0; i < VG_NBUFS; i++) {
+		prog->cb.handles[i] = bufs[i]->handle;
+		prog->cb.bos[i] = bufs[i];
+	}
+	ret = rt->dev ? vtpu_submit(rt->dev, &prog->cb, &job) :
+			vtpu_cpu_run(rt->cpu, &prog->cb, &job);
+	if (ret && job.error.reason != VTPU_ERR_NONE && err)
+		vtpu_job_strerror(&prog->cb, &job, err, errlen);
+	*fence = job.out_fence;
+	return ret;
+}
+
+int vg_wait(struct vg_runtime *rt, int fence)
+{
+	int ret;
+
+	if (fence < 0)
+		return 0;
+	ret = vtpu_fence_wait(fence, -1);
+	close(fence);
+	return ret;
+}

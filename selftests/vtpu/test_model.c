@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host tests of libvtpu's training stack: the compiled backward pass of
+ * every op against finite differences, the memory planner, training to a
+ * known answer, the cpu backend's two GEMMs agreeing, checkpoints, and
+ * every bad input the model API takes, each with a clear error.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include <vtpu_model.h>
+
+/* Random u8 images and labels in [0, classes). */
+static void random_batch(uint32_t n, uint32_t isz, uint32_t classes,
+			 uint8_t *img, uint32_t *lab, uint64_t seed)
+{
+	struct vtpu_rng rng;
+	uint32_t i;
+
+	vtpu_rng_seed(&rng, seed);
+	for (i = 0; i < n * isz; i++)
+		img[i] = (uint8_t)vtpu_rng_below(&rng, 256);
+	for (i = 0; i < n; i++)
+		lab[i] = (uint32_t)vtpu_rng_below(&rng, classes);
+}
+
+static double gradcheck_graph(struct __test_metadata *_metadata,
+			      struct vtpu_graph *g, uint32_t batch,
+			      uint32_t isz)
+{
+	uint8_t *img = malloc(batch * isz);
+	uint32_t lab[64];
+	double max_rel = 1;
+
+	ASSERT_NE(NULL, img);
+	random_batch(batch, isz, 5, img, lab, 3);
+	EXPECT_EQ(0, vtpu_gradcheck(g, batch, img, lab, 12, &max_rel));
+	free(img);
+	return max_rel;
+}
+
+/* Every op's backward pass against central differences of its forward. */
+TEST(gradcheck_dense_relu)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 3, 4, 2);
+
+	x = vtpu_graph_dense(g, x, 16, VTPU_ACT_RELU);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 8, 24);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("dense + relu: max relative error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(gradcheck_conv_pool_relu)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 8, 8, 2);
+
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_VALID, VTPU_ACT_NONE);
+	x = vtpu_graph_maxpool(g, x, 2, 2);
+	x = vtpu_graph_relu(g, x);
+	x = vtpu_graph_flatten(g, x);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 128);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("conv (valid) + maxpool + relu + dense: max relative error %.2e",
+	       rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(gradcheck_conv_same_stacked)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 6, 6, 3);
+
+	/* the second conv's input gradient goes through COL2IM */
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 108);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("two 'same' convs with relu: max relative error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(gradcheck_residual_add)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int in = vtpu_graph_input(g, 2, 2, 4);
+	int a = vtpu_graph_dense(g, in, 8, VTPU_ACT_RELU);
+	int b = vtpu_graph_dense(g, a, 8, VTPU_ACT_RELU);
+	int s = vtpu_graph_add(g, a, b); /* a's gradient has two sources */
+	int out = vtpu_graph_dense(g, s, 5, VTPU_ACT_NONE);
+
+	ASSERT_LE(0, vtpu_graph_loss(g, out));
+	double rel = gradcheck_graph(_metadata, g, 8, 16);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("residual add (gradient accumulation): max relative error %.2e",
+	       rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(graph_rejects_bad_shapes)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int in = vtpu_graph_input(g, 4, 4, 1);
+
+	EXPECT_EQ(-EEXIST, vtpu_graph_input(g, 4, 4, 1));
+	EXPECT_EQ(-EINVAL, vtpu_graph_conv2d(g, in, 2, 5, 5, 1, VTPU_PAD_VALID,
+					     VTPU_ACT_NONE));
+	/* 'same' with an even kernel pads one side more: not supported */
+	EXPECT_EQ(-EINVAL, vtpu_graph_conv2d(g, in, 2, 2, 2, 1, VTPU_PAD_SAME,
+					     VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_maxpool(g, in, 5, 5));
+	EXPECT_EQ(-EINVAL, vtpu_graph_dense(g, 99, 3, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_dense(g, in, 0, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_add(g, in, in));
+	EXPECT_EQ(-EINVAL, vtpu_graph_loss(g, in)); /* not a vector */
+	TH_LOG("bad shapes, node ids and layer arguments give EINVAL");
+	vtpu_graph_destroy(g);
+}
+
+/* ---- the model API ------------------------------------------------------ */
+
+/*
+ * A dataset with a learnable rule: class = which quadrant of a 4x4 image
+ * is brightest. Labels are u8 as the loaders give them.
+ */
+static void quadrant_set(struct vtpu_dataset *ds, uint32_t n, uint64_t seed)
+{
+	struct vtpu_rng rng;
+	uint32_t i, p;
+
+	memset(ds, 0, sizeof(*ds));
+	ds->n = n;
+	ds->height = 4;
+	ds->width = 4;
+	ds->channels = 1;
+	ds->classes = 4;
+	ds->images = malloc(n * 16);
+	ds->labels = malloc(n);
+	vtpu_rng_seed(&rng, seed);
+	for (i = 0; i < n; i++) {
+		uint32_t q = (uint32_t)vtpu_rng_below(&rng, 4);
+
+		for (p = 0; p < 16; p++) {
+			uint32_t pq = (p / 4 >= 2) * 2 + (p % 4 >= 2);
+
+			ds->images[i * 16 + p] = (uint8_t)(pq == q ?
+				128 + vtpu_rng_below(&rng, 128) :
+				vtpu_rng_below(&rng, 100));
+		}
+		ds->labels[i] = (uint8_t)q;
+	}
+}
+
+static struct vtpu_model *quadrant_model(void)
+{
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 32, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
+	return m;
+}
+
+static void record_loss(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	double *losses = ctx;
+
+	losses[st->epoch - 1] = st->loss;
+}
+
+TEST(fit_learns_and_planner_reuses)
+{
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = quadrant_model();
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-2f);
+	double losses[6], loss, acc;
+	VTPU_FIT_OPTS(fo, .epochs = 6, .on_epoch = record_loss, .ctx = losses);
+	struct vtpu_model_info info;
+
+	quadrant_set(&train, 1000, 1); /* 31 full batches and one of 8 */
+	quadrant_set(&test, 200, 2);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
+						      vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_info(m, &info));
+	EXPECT_LT(info.work_bytes, info.naive_bytes);
+	TH_LOG("%u commands per step, arena %llu bytes (%llu without reuse)",
+	       info.commands, (unsigned long long)info.work_bytes,
+	       (unsigned long long)info.naive_bytes);
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo)) TH_LOG("%s",
+							  vtpu_model_error(m));
+	EXPECT_LT(losses[5], losses[0] / 2);
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &loss, &acc));
+	EXPECT_LT(0.95, acc);
+	TH_LOG("loss %.4f -> %.4f over 6 epochs, test acc %.3f", losses[0],
+	       losses[5], acc);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+/* The engine's GEMM and OpenBLAS's give the same training, within float. */
+TEST(engine_and_openblas_agree)
+{
+	struct vtpu_dataset train;
+	double l[2][3], worst = 0;
+	int k;
+
+	quadrant_set(&train, 256, 3);
+	for (k = 0; k < 2; k++) {
+		struct vtpu_model *m = quadrant_model();
+		VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 9,
+				  .cpu_gemm = k ? VTPU_CPU_GEMM_OPENBLAS :
+						  VTPU_CPU_GEMM_ENGINE);
+		VTPU_FIT_OPTS(fo, .epochs = 3, .no_shuffle = true,
+			      .on_epoch = record_loss, .ctx = l[k]);
+
+		ASSERT_EQ(0, vtpu_model_compile(m, &co));
+		ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+		vtpu_model_destroy(m);
+	}
+	for (k = 0; k < 3; k++)
+		worst = fmax(worst, fabs(l[0][k] - l[1][k]) / l[0][k]);
+	EXPECT_GT(1e-4, worst);
+	TH_LOG("loss curves: engine %.6f %.6f %.6f, openblas %.6f %.6f %.6f",
+	       l[0][0], l[0][1], l[0][2], l[1][0], l[1][1], l[1][2]);
+	vtpu_dataset_free(&train);
+}
+
+TEST(predict_matches_evaluate)
+{
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = quadrant_model();
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .seed = 5,
+			  .learning_rate = 1e-2f);
+	VTPU_FIT_OPTS(fo, .epochs = 3);
+	double loss, acc, sum;
+	uint32_t i, c, best, correct = 0;
+	float *probs;
+
+	quadrant_set(&train, 512, 1);
+	quadrant_set(&test, 100, 2); /* 6 full batches of 16, one of 4 */
+	probs = malloc(test.n * 4 * sizeof(float));
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &loss, &acc));
+	ASSERT_EQ(0, vtpu_model_predict(m, test.images, test.n, probs));
+	for (i = 0; i < test.n; i++) {
+		sum = 0;
+		best = 0;
+		for (c = 0; c < 4; c++) {
+			sum += probs[i * 4 + c];
+			if (probs[i * 4 + c] > probs[i * 4 + best])
+				best = c;
+		}
+		EXPECT_GT(1e-5, fabs(sum - 1.0));
+		correct += best == test.labels[i];
+	}
+	EXPECT_EQ((uint32_t)lround(acc * test.n), correct);
+	TH_LOG("predict: rows sum to 1, argmax accuracy %u/%u = evaluate's %.3f",
+	       correct, test.n, acc);
+	free(probs);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+TEST(checkpoint_round_trip_and_mismatch)
+{
+	char path[] = "/tmp/vtpu-model-XXXXXX";
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = quadrant_model(), *other;
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5);
+	VTPU_FIT_OPTS(fo, .epochs = 2);
+	double l1, a1, l2, a2;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	quadrant_set(&train, 256, 1);
+	quadrant_set(&test, 64, 2);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	ASSERT_EQ(0, vtpu_model_save(m, path)) TH_LOG("%s",
+						    vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l1, &a1));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo)); /* move away */
+	ASSERT_EQ(0, vtpu_model_load(m, path)) TH_LOG("%s",
+						    vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l2, &a2));
+	EXPECT_EQ(l1, l2);
+	EXPECT_EQ(a1, a2);
+
+	/* a model of another shape refuses it, and says why */
+	other = vtpu_model_create(4, 4, 1);
+	vtpu_model_add_flatten(other);
+	vtpu_model_add_dense(other, 16, VTPU_ACT_RELU);
+	vtpu_model_add_dense(other, 4, VTPU_ACT_SOFTMAX);
+	ASSERT_EQ(0, vtpu_model_compile(other, &co));
+	EXPECT_EQ(-EINVAL, vtpu_model_load(other, path));
+	TH_LOG("mismatched model: %s", vtpu_model_error(other));
+	vtpu_model_destroy(other);
+
+	/* a damaged file is an error, and the weights are untouched */
+	f = fopen(path, "r+b");
+	ASSERT_NE(NULL, f);
+	fseek(f, -3, SEEK_END);
+	fputc('x', f);
+	fclose(f);
+	EXPECT_GT(0, vtpu_model_load(m, path));
+	TH_LOG("damaged checkpoint: %s", vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l2, &a2));
+	EXPECT_EQ(l1, l2);
+	unlink(path);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+TEST(model_bad_inputs)
+{
+	struct vtpu_dataset train, wrong;
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 8);
+	VTPU_COMPILE_OPTS(nodev, .device = "/dev/vtpu-missing", .batch = 8);
+
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 4, VTPU_ACT_RELU);
+	EXPECT_EQ(-EINVAL, vtpu_model_compile(m, &co));
+	TH_LOG("no softmax layer: %s", vtpu_model_error(m));
+	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
+	EXPECT_EQ(-EINVAL, vtpu_model_add_dense(m, 3, VTPU_ACT_NONE));
+	EXPECT_EQ(-ENOENT, vtpu_model_compile(m, &nodev));
+	TH_LOG("missing device: %s", vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+
+	quadrant_set(&train, 64, 1);
+	train.labels[17] = 4; /* four classes: 0..3 */
+	EXPECT_EQ(-EINVAL, vtpu_model_fit(m, &train, NULL));
+	TH_LOG("label out of range: %s", vtpu_model_error(m));
+	quadrant_set(&wrong, 64, 1);
+	wrong.height = 2;
+	wrong.width = 8;
+	EXPECT_EQ(-EINVAL, vtpu_model_fit(m, &wrong, NULL));
+	TH_LOG("wrong image shape: %s", vtpu_model_error(m));
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&wrong);
+}
+
+TEST_HARNESS_MAIN
