@@ -115,9 +115,17 @@ check: deps
 	@$(MAKE) --no-print-directory all
 	@$(SRCTOP)/tools/run-checks $(VTPU_VM_FLAGS)
 
+# The datasets: tools/get-datasets puts them in data/; ../shared/datasets
+# beside the checkout has MNIST and Fashion-MNIST.
+DATASETS ?= $(firstword $(wildcard $(SRCTOP)/data/mnist/.. \
+	      $(SRCTOP)/../shared/datasets) $(SRCTOP)/data)
+# In the QEMU guest floating point is emulated (~100x slower): a short run.
+DEMO_FLAGS ?= --epochs 1 --limit 1280 --test-limit 1000
+
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(BIN)/vtpu-vm $(VTPU_VM_FLAGS) -- $(BIN)/vtpu-hello /dev/vtpu0
+	$(BIN)/vtpu-vm $(VTPU_VM_FLAGS) -- sh -c '$(BIN)/vtpu-hello /dev/vtpu0 && \
+	  $(BIN)/mnist --device /dev/vtpu0 --data $(DATASETS)/mnist $(DEMO_FLAGS)'
 
 clean:
 	rm -rf $(BUILD)

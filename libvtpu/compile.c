@@ -31,6 +31,8 @@
 #define MAX_OPERAND_ID 32
 /* IM2COL workspace per convolution chunk: the cols stay cache-sized. */
 #define CONV_CHUNK_BYTES (4u << 20)
+/* Per chunk of a convolution fused with its pooling: cols + conv output. */
+#define FUSED_CHUNK_BYTES (1u << 20)
 
 struct store {
 	enum vg_buf buf;
@@ -56,6 +58,7 @@ struct cx {
 	int nst, st_cap;
 	struct tref *val, *grad, *aux; /* per node */
 	bool *needs_grad;
+	int *pool_of;	/* conv node -> the maxpool fused with it, or -1 */
 	int state, images, labels, metrics, grads;
 	int err;
 };
@@ -159,12 +162,12 @@ static void ew(struct cx *cx, uint32_t op, uint64_t count, struct tref x,
 }
 
 static void reduce_cols(struct cx *cx, uint32_t m, uint32_t n, struct tref x,
-			struct tref y)
+			struct tref y, float beta)
 {
 	struct vtpu_cmd_reduce cmd = {
 		.hdr = { VTPU_OP_REDUCE, sizeof(cmd) },
 		.op = VTPU_REDUCE_COLS, .m = m, .n = n, .ldx = n,
-		.alpha = fbits(1.0f), .beta = fbits(0.0f),
+		.alpha = fbits(1.0f), .beta = fbits(beta),
 		.x = opnd(x), .y = opnd(y),
 	};
 
@@ -271,7 +274,7 @@ static void dense_bwd(struct cx *cx, int i)
 	/* dW = x^T dz, db = column sums of dz, dx = dz W^T */
 	gemm(cx, k, n->c, cx->B, VTPU_GEMM_TRANS_A, cx->val[x], dz,
 	     param_grad(cx, n->weight), at(0, 0), 0.0f);
-	reduce_cols(cx, cx->B, n->c, dz, param_grad(cx, n->bias));
+	reduce_cols(cx, cx->B, n->c, dz, param_grad(cx, n->bias), 0.0f);
 	if (cx->needs_grad[x]) {
 		dx = grad_begin(cx, x, &tmp);
 		gemm(cx, cx->B, k, n->c, VTPU_GEMM_TRANS_B, dz,
@@ -300,9 +303,11 @@ static void conv_fwd(struct cx *cx, int i)
 	uint64_t in_img = vg_node_size(in) * 4, out_img = vg_node_size(n) * 4;
 	uint32_t nb = conv_chunk(cx, n, kdim), b, cnt;
 	uint32_t flags = VTPU_GEMM_BIAS;
-	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
-	struct tref x = cx->val[n->in[0]];
+	struct tref cols, x = cx->val[n->in[0]];
 
+	if (cx->pool_of[i] >= 0) /* emitted with its pooling */
+		return;
+	cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
 	if (n->act == VTPU_ACT_RELU)
 		flags |= VTPU_GEMM_RELU;
 	cx->val[i] = work(cx, cx->B * out_img);
@@ -349,9 +354,119 @@ static void conv_bwd(struct cx *cx, int i)
 		       at(dx.sid, dx.off + b * in_img), cols);
 	}
 	reduce_cols(cx, cx->B * n->h * n->w, n->c, dz,
-		    param_grad(cx, n->bias));
+		    param_grad(cx, n->bias), 0.0f);
 	if (dx.sid)
 		grad_end(cx, xi, tmp);
+}
+
+/*
+ * A convolution whose only consumer is a max-pool runs fused with it,
+ * chunk by chunk of the batch: the convolution's output exists one
+ * cache-sized chunk at a time and is never written out whole. A ReLU on
+ * the convolution moves after the pooling (max commutes with ReLU, and
+ * so do their gradients), where it touches a quarter of the data.
+ */
+static uint32_t fused_chunk(struct cx *cx, const struct vg_node *n,
+			    uint64_t kdim)
+{
+	uint64_t per_image = (uint64_t)n->h * n->w * (kdim + n->c) * 4;
+	uint64_t nb = FUSED_CHUNK_BYTES / per_image;
+
+	if (nb < 1)
+		nb = 1;
+	return nb > cx->B ? cx->B : (uint32_t)nb;
+}
+
+static void convpool_pool(struct cx *cx, uint32_t opcode, int i, int j,
+			  uint32_t b, uint32_t cnt, struct tref conv,
+			  struct tref pool)
+{
+	const struct vg_node *c = &cx->g->nodes[i], *p = &cx->g->nodes[j];
+	uint64_t out = vg_node_size(p) * 4 * b;
+	struct vtpu_cmd_pool cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.win = window(c, cnt, p),
+		.x = opnd(conv),
+		.y = opnd(at(pool.sid, pool.off + out)),
+		.index = opnd(at(cx->aux[j].sid, out)),
+	};
+
+	emit(cx, &cmd);
+}
+
+static void convpool_fwd(struct cx *cx, int i, int j)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
+	uint64_t in_img = vg_node_size(in) * 4;
+	uint64_t pooled = cx->B * vg_node_size(&cx->g->nodes[j]);
+	uint32_t nb = fused_chunk(cx, n, kdim), b, cnt;
+	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	struct tref conv = work(cx, nb * vg_node_size(n) * 4);
+	struct tref x = cx->val[n->in[0]];
+
+	cx->val[j] = work(cx, pooled * 4);
+	cx->aux[j] = work(cx, pooled * 4);
+	for (b = 0; b < cx->B; b += cnt) {
+		cnt = cx->B - b < nb ? cx->B - b : nb;
+		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
+		       at(x.sid, x.off + b * in_img), cols);
+		gemm(cx, cnt * n->h * n->w, n->c, (uint32_t)kdim,
+		     VTPU_GEMM_BIAS, cols, param(cx, n->weight), conv,
+		     param(cx, n->bias), 0.0f);
+		convpool_pool(cx, VTPU_OP_MAXPOOL, i, j, b, cnt, conv,
+			      cx->val[j]);
+	}
+	if (n->act == VTPU_ACT_RELU)
+		ew(cx, VTPU_EW_RELU, pooled, cx->val[j], at(0, 0), cx->val[j]);
+}
+
+static void convpool_bwd(struct cx *cx, int i, int j)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int xi = n->in[0];
+	const struct vg_node *in = &cx->g->nodes[xi];
+	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
+	uint64_t in_img = vg_node_size(in) * 4;
+	uint32_t nb = fused_chunk(cx, n, kdim), b, cnt, rows;
+	struct tref dpool = act_grad(cx, i, cx->grad[j]); /* i's act, on j */
+	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	struct tref dconv = work(cx, nb * vg_node_size(n) * 4);
+	struct tref x = cx->val[xi], dx = at(0, 0), tmp = at(0, 0);
+	float beta;
+
+	if (cx->needs_grad[xi])
+		dx = grad_begin(cx, xi, &tmp);
+	for (b = 0; b < cx->B; b += cnt) {
+		cnt = cx->B - b < nb ? cx->B - b : nb;
+		rows = cnt * n->h * n->w;
+		beta = b ? 1.0f : 0.0f;
+		convpool_pool(cx, VTPU_OP_MAXPOOL_GRAD, i, j, b, cnt, dconv,
+			      dpool);
+		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
+		       at(x.sid, x.off + b * in_img), cols);
+		gemm(cx, (uint32_t)kdim, n->c, rows, VTPU_GEMM_TRANS_A, cols,
+		     dconv, param_grad(cx, n->weight), at(0, 0), beta);
+		reduce_cols(cx, rows, n->c, dconv, param_grad(cx, n->bias),
+			    beta);
+		if (!dx.sid)
+			continue;
+		gemm(cx, rows, (uint32_t)kdim, n->c, VTPU_GEMM_TRANS_B, dconv,
+		     param(cx, n->weight), cols, at(0, 0), 0.0f);
+		im2col(cx, VTPU_OP_COL2IM, window(in, cnt, n),
+		       at(dx.sid, dx.off + b * in_img), cols);
+	}
+	if (dx.sid)
+		grad_end(cx, xi, tmp);
+}
+
+/* The pooling of a fused pair runs as part of its convolution. */
+static int fused_conv(const struct cx *cx, int j)
+{
+	int i = cx->g->nodes[j].in[0];
+
+	return cx->pool_of[i] == j ? i : -1;
 }
 
 static void pool_cmd(struct cx *cx, uint32_t opcode, int i, struct tref x,
@@ -369,8 +484,13 @@ static void pool_cmd(struct cx *cx, uint32_t opcode, int i, struct tref x,
 
 static void pool_fwd(struct cx *cx, int i)
 {
+	int c = fused_conv(cx, i);
 	uint64_t bytes = cx->B * vg_node_size(&cx->g->nodes[i]) * 4;
 
+	if (c >= 0) {
+		convpool_fwd(cx, c, i);
+		return;
+	}
 	cx->val[i] = work(cx, bytes);
 	cx->aux[i] = work(cx, bytes); /* u32 argmax per output */
 	pool_cmd(cx, VTPU_OP_MAXPOOL, i, cx->val[cx->g->nodes[i].in[0]],
@@ -382,6 +502,10 @@ static void pool_bwd(struct cx *cx, int i)
 	int x = cx->g->nodes[i].in[0];
 	struct tref dx, tmp;
 
+	if (fused_conv(cx, i) >= 0) {
+		convpool_bwd(cx, x, i);
+		return;
+	}
 	if (!cx->needs_grad[x])
 		return;
 	dx = grad_begin(cx, x, &tmp);
@@ -647,6 +771,27 @@ static void lower(struct cx *cx)
 
 /* ---- the driver ------------------------------------------------------- */
 
+/* A conv feeding only a max-pool is fused with it (see convpool_fwd). */
+static void plan_fusion(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	int i, k, uses;
+
+	for (i = 0; i < g->nnodes; i++) {
+		cx->pool_of[i] = -1;
+		if (g->nodes[i].op != VG_CONV2D)
+			continue;
+		uses = 0;
+		for (k = 0; k < g->nnodes; k++)
+			uses += (g->nodes[k].in[0] == i) +
+				(g->nodes[k].in[1] == i);
+		for (k = i + 1; k < g->nnodes; k++)
+			if (uses == 1 && g->nodes[k].op == VG_MAXPOOL &&
+			    g->nodes[k].in[0] == i)
+				cx->pool_of[i] = k;
+	}
+}
+
 static void mark_needs_grad(struct cx *cx)
 {
 	const struct vtpu_graph *g = cx->g;
@@ -688,7 +833,8 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	cx.grad = calloc(g->nnodes, sizeof(*cx.grad));
 	cx.aux = calloc(g->nnodes, sizeof(*cx.aux));
 	cx.needs_grad = calloc(g->nnodes, sizeof(*cx.needs_grad));
-	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad) {
+	cx.pool_of = calloc(g->nnodes, sizeof(*cx.pool_of));
+	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of) {
 		cx.err = -ENOMEM;
 		goto out;
 	}
@@ -702,6 +848,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 		cx.grads = new_store(&cx, VG_BUF_WORK,
 				     g->nparam_floats * sizeof(float));
 	mark_needs_grad(&cx);
+	plan_fusion(&cx);
 
 	for (i = 0; i < g->nnodes && !cx.err; i++)
 		ops[g->nodes[i].op].fwd(&cx, i);
@@ -744,6 +891,7 @@ out:
 	free(cx.grad);
 	free(cx.aux);
 	free(cx.needs_grad);
+	free(cx.pool_of);
 	return cx.err;
 }
 

@@ -128,6 +128,9 @@ void vg_program_fini(struct vg_program *prog);
 
 /* ---- runtime: a device or the cpu backend ------------------------------ */
 
+/* The watchdog of the runtime's queue: submissions are many steps long. */
+#define VG_QUEUE_TIMEOUT_MS (10 * 60 * 1000)
+
 struct vg_runtime {
 	struct vtpu_dev *dev;	/* a device, or */
 	struct vtpu_cpu *cpu;	/* the cpu backend */

@@ -25,8 +25,11 @@
 
 #define MAX_PROGS 8
 #define MAX_SETS 3
-/* Submissions per pass: more gives a livelier progress bar. */
-#define CHUNKS_PER_PASS 32
+/*
+ * A submission runs about this long: long enough that per-job costs vanish,
+ * short enough for a lively progress bar. The first is one step, to measure.
+ */
+#define CHUNK_SECONDS 0.2
 
 struct prog_entry {
 	struct vg_program prog;
@@ -539,7 +542,8 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 	struct prog_entry *full = NULL, *part = NULL;
 	struct vtpu_bo *bufs[VG_NBUFS];
 	uint64_t strides[VG_NBUFS] = { 0 };
-	uint32_t chunk, s, n, stride, prev_from = 0, prev_to = 0;
+	uint32_t s, n = 1, stride, prev_from = 0, prev_to = 0;
+	double t0 = now_s(), per_step;
 	int fence = -1, prev = -1, ret = 0;
 	char why[256] = "";
 
@@ -566,14 +570,17 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 	strides[VG_BUF_IMAGES] = (uint64_t)m->batch * p->image_size;
 	strides[VG_BUF_LABELS] = (uint64_t)m->batch * 4;
 	strides[VG_BUF_METRICS] = stride;
-	chunk = p->steps / CHUNKS_PER_PASS ?: 1;
 
 	/*
 	 * Two submissions in flight, so the device never waits for us; the
 	 * cpu backend runs each one before vg_run() returns (no fence).
 	 */
 	for (s = 0; s < p->steps; s += n) {
-		n = p->steps - s < chunk ? p->steps - s : chunk;
+		if (p->done) { /* size the next submission by the pace so far */
+			per_step = (now_s() - t0) / p->done;
+			n = (uint32_t)fmin(fmax(CHUNK_SECONDS / per_step, 1),
+					   p->steps - s);
+		}
 		bufs[VG_BUF_WORK] = &full->work;
 		ret = vg_run(&m->rt, &full->prog, bufs, strides, s, n, &fence,
 			     why, sizeof(why));

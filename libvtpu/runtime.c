@@ -14,6 +14,8 @@
 int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
 		    int threads)
 {
+	VTPU_QUEUE_OPTS(opts, .priority = VTPU_QUEUE_PRIORITY_NORMAL,
+			.timeout_ms = VG_QUEUE_TIMEOUT_MS);
 	uint64_t simd = 0, cores = 0;
 	int ret;
 
@@ -33,8 +35,8 @@ int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
 	rt->dev = vtpu_open(device);
 	if (!rt->dev)
 		return -errno;
-	ret = vtpu_queue_create(rt->dev, VTPU_QUEUE_PRIORITY_NORMAL,
-				&rt->queue);
+	/* a submission can be many training steps: give it minutes */
+	ret = vtpu_queue_create_opts(rt->dev, &opts, &rt->queue);
 	if (ret) {
 		vtpu_close(rt->dev);
 		rt->dev = NULL;

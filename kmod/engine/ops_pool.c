@@ -107,8 +107,12 @@ static void maxpool_grad_pixel(const struct vtpu_engine_conv *cv, u64 e,
 			const float *dy = cv->y + o;
 			const u32 *idx = cv->index + o;
 
-			for (i = 0; i < len; i++)
-				dx[i] += idx[i] == p ? dy[i] : 0.0f;
+			/* dy loaded unconditionally: the select vectorises */
+			for (i = 0; i < len; i++) {
+				float v = dy[i];
+
+				dx[i] += idx[i] == p ? v : 0.0f;
+			}
 		}
 	}
 }
