@@ -21,6 +21,16 @@ ENGINE_NOFPU_SRCS := validate.c iterate.c
 # Kernel only: turn floating point back on for the other engine objects.
 ENGINE_KERNEL_CFLAGS := -msse -msse2 -mpreferred-stack-boundary=4
 
+# The element-wise ops are plain C loops: let the compiler vectorise them
+# (GCC's -O2 cost model only vectorises loops that need no alias check).
+ENGINE_VEC_CFLAGS := -ftree-vectorize -fvect-cost-model=dynamic
+ENGINE_CFLAGS_ops_conv := $(ENGINE_VEC_CFLAGS)
+ENGINE_CFLAGS_ops_pool := $(ENGINE_VEC_CFLAGS)
+ENGINE_CFLAGS_ops_elementwise := $(ENGINE_VEC_CFLAGS)
+ENGINE_CFLAGS_ops_reduce := $(ENGINE_VEC_CFLAGS)
+ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)
+ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS)
+
 # Per-file SIMD flags (both builds).
 ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma
 ENGINE_CFLAGS_gemm_avx512 := -mavx512f -mfma
