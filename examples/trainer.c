@@ -18,12 +18,14 @@ static void usage(const struct trainer_opts *o, int status)
 		"  --limit N        train on the first N images only\n"
 		"  --test-limit N   evaluate on the first N test images only\n"
 		"  --lr X           learning rate\n"
+		"  --input-scale X  pixel value multiplier (default %g)\n"
 		"  --seed N         weight initialisation and shuffling\n"
 		"  --threads N      cpu backend threads (default: all)\n"
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
 		"  --save FILE      save the trained weights\n"
 		"  --load FILE      start from saved weights\n",
-		o->name, o->device, o->data, o->epochs, o->batch);
+		o->name, o->device, o->data, o->epochs, o->batch,
+		o->input_scale ? o->input_scale : 1.0 / 255);
 	exit(status);
 }
 
@@ -53,6 +55,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "limit", required_argument, NULL, 'l' },
 		{ "test-limit", required_argument, NULL, 'L' },
 		{ "lr", required_argument, NULL, 'r' },
+		{ "input-scale", required_argument, NULL, 'i' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "gemm", required_argument, NULL, 'g' },
@@ -72,6 +75,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		case 'l': o->limit = number(o, "--limit", optarg); break;
 		case 'L': o->test_limit = number(o, "--test-limit", optarg); break;
 		case 'r': o->lr = strtof(optarg, NULL); break;
+		case 'i': o->input_scale = strtof(optarg, NULL); break;
 		case 's': o->seed = number(o, "--seed", optarg); break;
 		case 't': o->threads = (int)number(o, "--threads", optarg); break;
 		case 'g':
@@ -119,7 +123,8 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 		struct vtpu_compile_opts *co, const struct vtpu_dataset *train,
 		const struct vtpu_dataset *test)
 {
-	VTPU_FIT_OPTS(fo, .epochs = o->epochs, .progress = stdout);
+	VTPU_FIT_OPTS(fo, .epochs = o->epochs, .progress = stdout,
+		      .validation = test);
 	struct vtpu_model_info info;
 	double loss, acc;
 
@@ -128,6 +133,7 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	co->seed = o->seed;
 	co->threads = o->threads;
 	co->cpu_gemm = o->gemm;
+	co->input_scale = o->input_scale;
 	if (o->lr > 0)
 		co->learning_rate = o->lr;
 

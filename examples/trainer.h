@@ -25,6 +25,7 @@ struct trainer_opts {
 	int threads;		/* --threads (cpu backend) */
 	int gemm;		/* --gemm engine|openblas (cpu backend) */
 	float lr;		/* --lr */
+	float input_scale;	/* --input-scale: pixel multiplier (1/255) */
 	uint64_t seed;		/* --seed */
 };
 

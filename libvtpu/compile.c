@@ -551,7 +551,7 @@ static void input_fwd(struct cx *cx, int i)
 	struct vtpu_cmd_cast cmd = {
 		.hdr = { VTPU_OP_CAST, sizeof(cmd) },
 		.mode = VTPU_CAST_U8_TO_F32, .count = count,
-		.scale = fbits(1.0f / 255.0f),
+		.scale = fbits(cx->g->input_scale),
 		.src = opnd(at(cx->images, 0)),
 	};
 

@@ -25,6 +25,7 @@ struct vtpu_graph *vtpu_graph_create(void)
 		return NULL;
 	g->input = -1;
 	g->loss = -1;
+	g->input_scale = 1.0f / 255.0f;
 	return g;
 }
 

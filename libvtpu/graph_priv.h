@@ -49,6 +49,7 @@ struct vtpu_graph {
 	uint64_t nparam_floats; /* the parameter block, each one 16-aligned */
 	uint64_t nparams_total; /* sum of params[].count */
 	int input;		/* node, or -1 */
+	float input_scale;	/* pixel value -> input, 1/255 by default */
 	int loss;		/* node, or -1 */
 	int layer_count[VG_LOSS + 1];
 };

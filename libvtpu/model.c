@@ -344,6 +344,10 @@ int vtpu_model_compile(struct vtpu_model *m,
 	release(m);
 
 	m->batch = opts->batch ?: 32;
+	m->g->input_scale = 1.0f / 255.0f;
+	if (opts->sz > offsetof(struct vtpu_compile_opts, input_scale) &&
+	    opts->input_scale > 0)
+		m->g->input_scale = opts->input_scale;
 	m->seed = opts->seed;
 	m->opt.kind = opts->optimizer;
 	m->opt.lr = opts->learning_rate ?:

@@ -68,7 +68,8 @@ enum vtpu_padding {
 struct vtpu_graph *vtpu_graph_create(void);
 void vtpu_graph_destroy(struct vtpu_graph *g);
 
-/** vtpu_graph_input() - the images: u8 [h, w, c], scaled by 1/255. */
+/** vtpu_graph_input() - the images: u8 [h, w, c], times the graph's
+ * input scale (1/255 unless the model's compile options say otherwise). */
 int vtpu_graph_input(struct vtpu_graph *g, uint32_t h, uint32_t w,
 		     uint32_t c);
 /** vtpu_graph_dense() - act(x * W + b), x flattened; W glorot-uniform. */
@@ -114,6 +115,8 @@ enum vtpu_optimizer {
  * @beta1, @beta2, @epsilon: Adam's (0: 0.9, 0.999, 1e-7 as Keras)
  * @batch: examples per step (0: 32)
  * @seed: weight initialisation and shuffling
+ * @input_scale: what a pixel value is multiplied by (0: 1/255; 1 feeds raw
+ *               0..255 values, as some Keras tutorials do)
  */
 struct vtpu_compile_opts {
 	size_t sz;
@@ -126,6 +129,7 @@ struct vtpu_compile_opts {
 	float beta1, beta2, epsilon;
 	uint32_t batch;
 	uint64_t seed;
+	float input_scale;
 };
 
 #define VTPU_COMPILE_OPTS(name, ...)                                           \
