@@ -392,6 +392,25 @@ int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
 	return vtpu_cmdbuf_append(cb, &c);
 }
 
+int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
+			uint32_t seed, struct vtpu_ref x, struct vtpu_ref z,
+			struct vtpu_ref mask, struct vtpu_ref step)
+{
+	struct vtpu_cmd_dropout d;
+
+	memset(&d, 0, sizeof(d));
+	d.hdr.opcode = VTPU_OP_DROPOUT;
+	d.hdr.size = sizeof(d);
+	d.count = count;
+	d.rate = f32_bits(rate);
+	d.seed = seed;
+	d.x = opnd(x);
+	d.z = opnd(z);
+	d.mask = opnd(mask);
+	d.step = opnd(step);
+	return vtpu_cmdbuf_append(cb, &d);
+}
+
 /* ---- explaining a rejected stream ---------------------------------------- */
 
 struct strbuf {
@@ -432,6 +451,7 @@ static const char *operand_name(uint32_t operand)
 		[VTPU_OPERAND_GRAD] = "grad",
 		[VTPU_OPERAND_MOM] = "mom", [VTPU_OPERAND_VEL] = "vel",
 		[VTPU_OPERAND_STATE] = "state",
+		[VTPU_OPERAND_MASK] = "mask", [VTPU_OPERAND_STEP] = "step",
 	};
 
 	if (operand < sizeof(names) / sizeof(names[0]))
@@ -632,6 +652,10 @@ static void explain_shape(struct strbuf *sb, const void *cmd,
 	case VTPU_OP_ADAM:
 	case VTPU_OP_CAST:
 		sb_printf(sb, "count must be 1..%llu",
+			  (unsigned long long)VTPU_MAX_ELEMS);
+		return;
+	case VTPU_OP_DROPOUT:
+		sb_printf(sb, "count must be 1..%llu and rate in [0, 1)",
 			  (unsigned long long)VTPU_MAX_ELEMS);
 		return;
 	}

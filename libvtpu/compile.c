@@ -585,6 +585,43 @@ static void loss_fwd(struct cx *cx, int i)
 	emit(cx, &cmd);
 }
 
+/* Training: z = x * mask, a new mask each step; otherwise the identity. */
+static void dropout_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t count = cx->B * vg_node_size(n);
+	struct vtpu_cmd_dropout cmd = {
+		.hdr = { VTPU_OP_DROPOUT, sizeof(cmd) },
+		.count = count, .rate = fbits(n->rate),
+		.seed = cx->g->seed * 0x9e3779b9u + (uint32_t)i,
+		.x = opnd(cx->val[n->in[0]]),
+		.step = opnd(at(cx->state, cx->sl.step)),
+	};
+
+	if (cx->kind != VG_PROG_TRAIN) {
+		cx->val[i] = cx->val[n->in[0]];
+		return;
+	}
+	cx->val[i] = work(cx, count * 4);
+	cx->aux[i] = work(cx, count * 4);
+	cmd.z = opnd(cx->val[i]);
+	cmd.mask = opnd(cx->aux[i]);
+	emit(cx, &cmd);
+}
+
+static void dropout_bwd(struct cx *cx, int i)
+{
+	int x = cx->g->nodes[i].in[0];
+	uint64_t count = cx->B * vg_node_size(&cx->g->nodes[i]);
+	struct tref dx, tmp;
+
+	if (!cx->needs_grad[x])
+		return;
+	dx = grad_begin(cx, x, &tmp);
+	ew(cx, VTPU_EW_MUL, count, cx->grad[i], cx->aux[i], dx);
+	grad_end(cx, x, tmp);
+}
+
 static void flatten_fwd(struct cx *cx, int i)
 {
 	cx->val[i] = cx->val[cx->g->nodes[i].in[0]];
@@ -613,6 +650,7 @@ static const struct {
 	[VG_RELU] = { relu_fwd, relu_bwd },
 	[VG_FLATTEN] = { flatten_fwd, flatten_bwd },
 	[VG_ADD] = { add_fwd, add_bwd },
+	[VG_DROPOUT] = { dropout_fwd, dropout_bwd },
 	[VG_LOSS] = { loss_fwd, NULL },
 };
 
@@ -850,6 +888,18 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	mark_needs_grad(&cx);
 	plan_fusion(&cx);
 
+	if (kind == VG_PROG_TRAIN && g->ndropout) {
+		/* one step more: the dropout masks of this step are new */
+		struct vtpu_cmd_elementwise bump = {
+			.hdr = { VTPU_OP_ELEMENTWISE, sizeof(bump) },
+			.op = VTPU_EW_ADD_SCALAR, .count = 1,
+			.alpha = fbits(1.0f),
+			.x = opnd(at(cx.state, cx.sl.step)),
+			.z = opnd(at(cx.state, cx.sl.step)),
+		};
+
+		emit(&cx, &bump);
+	}
 	for (i = 0; i < g->nnodes && !cx.err; i++)
 		ops[g->nodes[i].op].fwd(&cx, i);
 	if (kind == VG_PROG_TRAIN) {

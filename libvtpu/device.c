@@ -402,6 +402,7 @@ const char *vtpu_opcode_name(uint32_t opcode)
 		[VTPU_OP_ADAM_STEP] = "ADAM_STEP",
 		[VTPU_OP_ADAM] = "ADAM",
 		[VTPU_OP_CAST] = "CAST",
+		[VTPU_OP_DROPOUT] = "DROPOUT",
 	};
 	_Static_assert(sizeof(names) / sizeof(names[0]) == VTPU_OP_COUNT,
 		       "every opcode has a name");

@@ -141,7 +141,7 @@ int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,
 
 	memset(&c, 0, sizeof(c));
 	*max_rel = 0;
-	if (g->loss < 0 || !batch || !probes)
+	if (g->loss < 0 || !batch || !probes || g->ndropout)
 		return -EINVAL;
 	ret = gc_setup(&c, g, batch, images, labels);
 	if (!ret)

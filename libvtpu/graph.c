@@ -14,7 +14,8 @@ static const char *const layer_names[] = {
 	[VG_INPUT] = "input", [VG_DENSE] = "dense",
 	[VG_CONV2D] = "conv2d", [VG_MAXPOOL] = "max_pooling2d",
 	[VG_RELU] = "re_lu",  [VG_FLATTEN] = "flatten",
-	[VG_ADD] = "add",     [VG_LOSS] = "loss",
+	[VG_ADD] = "add",     [VG_DROPOUT] = "dropout",
+	[VG_LOSS] = "loss",
 };
 
 struct vtpu_graph *vtpu_graph_create(void)
@@ -277,6 +278,22 @@ int vtpu_graph_add(struct vtpu_graph *g, int x, int y)
 	return add_node(g, VG_ADD, x, y, a->h, a->w, a->c);
 }
 
+int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate)
+{
+	const struct vg_node *in;
+	int n;
+
+	if (!valid_node(g, x) || !(rate >= 0.0f && rate < 1.0f))
+		return -EINVAL;
+	in = &g->nodes[x];
+	n = add_node(g, VG_DROPOUT, x, -1, in->h, in->w, in->c);
+	if (n >= 0) {
+		g->nodes[n].rate = rate;
+		g->ndropout++;
+	}
+	return n;
+}
+
 int vtpu_graph_loss(struct vtpu_graph *g, int logits)
 {
 	const struct vg_node *in;
@@ -298,9 +315,12 @@ void vg_state_layout(const struct vtpu_graph *g, enum vtpu_optimizer opt,
 {
 	uint64_t p = g->nparam_floats * sizeof(float);
 
+	uint64_t scalars = opt == VTPU_OPT_ADAM ? 3 * p : 2 * p;
+
 	l->params = 0;
 	l->mom = p;
 	l->vel = opt == VTPU_OPT_ADAM ? 2 * p : 0;
-	l->adam_state = opt == VTPU_OPT_ADAM ? 3 * p : 0;
-	l->bytes = (opt == VTPU_OPT_ADAM ? 3 * p : 2 * p) + 64;
+	l->adam_state = scalars;
+	l->step = scalars + 8;
+	l->bytes = scalars + 64;
 }

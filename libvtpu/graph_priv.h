@@ -17,6 +17,7 @@ enum vg_op {
 	VG_RELU,
 	VG_FLATTEN,
 	VG_ADD,
+	VG_DROPOUT,
 	VG_LOSS,
 };
 
@@ -28,6 +29,7 @@ struct vg_node {
 	enum vtpu_activation act;
 	uint32_t kh, kw, stride, pad_h, pad_w; /* conv2d, maxpool */
 	int weight, bias;		       /* param indices, or -1 */
+	float rate;			       /* dropout */
 	char name[32];			       /* Keras-style: dense_1 */
 };
 
@@ -50,6 +52,8 @@ struct vtpu_graph {
 	uint64_t nparams_total; /* sum of params[].count */
 	int input;		/* node, or -1 */
 	float input_scale;	/* pixel value -> input, 1/255 by default */
+	uint32_t seed;		/* dropout masks */
+	int ndropout;		/* dropout nodes */
 	int loss;		/* node, or -1 */
 	int layer_count[VG_LOSS + 1];
 };
@@ -62,10 +66,11 @@ static inline uint64_t vg_node_size(const struct vg_node *n)
 /*
  * The state buffer: everything that persists between steps, at offsets
  * that every program of a model shares.
- *   [params: P floats][m or momentum: P][v: P (Adam)][adam state: 2 floats]
+ *   [params: P floats][m or momentum: P][v: P (Adam)]
+ *   [adam state: 2 floats][dropout's step counter: 1 float]
  */
 struct vg_state_layout {
-	uint64_t params, mom, vel, adam_state; /* byte offsets */
+	uint64_t params, mom, vel, adam_state, step; /* byte offsets */
 	uint64_t bytes;
 };
 

@@ -169,13 +169,21 @@ int vtpu_model_add_flatten(struct vtpu_model *m)
 	return add_layer(m, vtpu_graph_flatten(m->g, m->last));
 }
 
+int vtpu_model_add_dropout(struct vtpu_model *m, float rate)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_dropout(m->g, m->last, rate));
+}
+
 static const char *layer_type(const struct vg_node *n)
 {
 	static const char *const t[] = {
 		[VG_INPUT] = "InputLayer", [VG_DENSE] = "Dense",
 		[VG_CONV2D] = "Conv2D", [VG_MAXPOOL] = "MaxPooling2D",
 		[VG_RELU] = "ReLU", [VG_FLATTEN] = "Flatten",
-		[VG_ADD] = "Add", [VG_LOSS] = "Loss",
+		[VG_ADD] = "Add", [VG_DROPOUT] = "Dropout",
+		[VG_LOSS] = "Loss",
 	};
 
 	return t[n->op];
@@ -344,6 +352,7 @@ int vtpu_model_compile(struct vtpu_model *m,
 	release(m);
 
 	m->batch = opts->batch ?: 32;
+	m->g->seed = (uint32_t)(opts->seed ^ (opts->seed >> 32));
 	m->g->input_scale = 1.0f / 255.0f;
 	if (opts->sz > offsetof(struct vtpu_compile_opts, input_scale) &&
 	    opts->input_scale > 0)
@@ -852,6 +861,14 @@ static size_t state_tensors(struct vtpu_model *m, struct vtpu_ckpt_tensor *t,
 				    pr->offset;
 			n++;
 		}
+	if (m->g->ndropout) {
+		snprintf(names[n], sizeof(names[n]), "dropout/step");
+		t[n].name = names[n];
+		t[n].ndim = 1;
+		t[n].dims[0] = 1;
+		t[n].data = (float *)((char *)m->state.map + m->sl.step);
+		n++;
+	}
 	if (m->opt.kind == VTPU_OPT_ADAM) {
 		snprintf(names[n], sizeof(names[n]), "optimizer/adam_state");
 		t[n].name = names[n];
@@ -865,7 +882,7 @@ static size_t state_tensors(struct vtpu_model *m, struct vtpu_ckpt_tensor *t,
 
 static int checkpoint(struct vtpu_model *m, const char *path, bool save)
 {
-	size_t max = 3 * (size_t)m->g->nparams + 1, n;
+	size_t max = 3 * (size_t)m->g->nparams + 2, n;
 	struct vtpu_ckpt_tensor *t = calloc(max, sizeof(*t));
 	char (*names)[96] = calloc(max, sizeof(*names));
 	int ret;

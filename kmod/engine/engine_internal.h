@@ -66,6 +66,8 @@ void vtpu_ew_prepare(struct vtpu_engine_op *op);	/* ops_elementwise.c */
 void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 void vtpu_cast_prepare(struct vtpu_engine_op *op);
 void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_dropout_prepare(struct vtpu_engine_op *op);
+void vtpu_dropout_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 void vtpu_reduce_prepare(struct vtpu_engine_op *op);		/* ops_reduce.c */
 void vtpu_reduce_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		     void *scratch);

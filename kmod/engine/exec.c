@@ -159,6 +159,24 @@ static void prepare_cast(struct vtpu_engine_op *op,
 	vtpu_cast_prepare(op);
 }
 
+static void prepare_dropout(struct vtpu_engine_op *op,
+			    const struct vtpu_cmd_dropout *d,
+			    const struct vtpu_engine_buf *bufs)
+{
+	float rate = f32_from_bits(d->rate);
+
+	op->dropout.count = d->count;
+	op->dropout.seed = d->seed;
+	/* rate < 1: the product is below 2^32 */
+	op->dropout.threshold = (u32)(rate * 4294967296.0);
+	op->dropout.scale = 1.0f / (1.0f - rate);
+	op->dropout.x = operand_ptr(bufs, &d->x);
+	op->dropout.z = operand_ptr(bufs, &d->z);
+	op->dropout.mask = operand_ptr(bufs, &d->mask);
+	op->dropout.step = operand_ptr(bufs, &d->step);
+	vtpu_dropout_prepare(op);
+}
+
 void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 			    const struct vtpu_cmd_hdr *cmd,
 			    const struct vtpu_engine_buf *bufs, u32 simd)
@@ -227,6 +245,9 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 	case VTPU_OP_CAST:
 		prepare_cast(op, (const void *)cmd, bufs);
 		break;
+	case VTPU_OP_DROPOUT:
+		prepare_dropout(op, (const void *)cmd, bufs);
+		break;
 	default: /* NOP */
 		break;
 	}
@@ -292,6 +313,9 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		break;
 	case VTPU_OP_CAST:
 		vtpu_cast_run(op, tile, step);
+		break;
+	case VTPU_OP_DROPOUT:
+		vtpu_dropout_run(op, tile, step);
 		break;
 	default:
 		break;

@@ -111,3 +111,38 @@ void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 	}
 	}
 }
+
+void vtpu_dropout_prepare(struct vtpu_engine_op *op)
+{
+	op->ntiles = (u32)((op->dropout.count + VTPU_OPS_CHUNK - 1) /
+			   VTPU_OPS_CHUNK);
+	op->flops = op->dropout.count;
+}
+
+/* splitmix64's finaliser: every bit of the input reaches every bit out */
+static u64 mix64(u64 z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void vtpu_dropout_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+{
+	const struct vtpu_engine_dropout *d = &op->dropout;
+	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
+	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, d->count - i0), i;
+	float s = *d->step;
+	u64 key;
+
+	/* the counter is user memory: anything but a step number reads as 0 */
+	key = s >= 0.0f && s < 16777216.0f ? (u64)s : 0;
+	key = mix64(((u64)d->seed << 32 | key) + 0x9e3779b97f4a7c15ull);
+	for (i = 0; i < n; i++) {
+		u32 h = (u32)(mix64(key + i0 + i) >> 32);
+		float m = h >= d->threshold ? d->scale : 0.0f;
+
+		d->mask[i0 + i] = m;
+		d->z[i0 + i] = d->x[i0 + i] * m;
+	}
+}

@@ -30,6 +30,7 @@ static const u32 cmd_sizes[VTPU_OP_COUNT] = {
 	[VTPU_OP_ADAM_STEP] = sizeof(struct vtpu_cmd_adam_step),
 	[VTPU_OP_ADAM] = sizeof(struct vtpu_cmd_adam),
 	[VTPU_OP_CAST] = sizeof(struct vtpu_cmd_cast),
+	[VTPU_OP_DROPOUT] = sizeof(struct vtpu_cmd_dropout),
 };
 
 u32 vtpu_engine_cmd_size(u32 opcode)
@@ -158,6 +159,7 @@ static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 	const struct vtpu_cmd_adam_step *as = (const void *)cmd;
 	const struct vtpu_cmd_adam *ad = (const void *)cmd;
 	const struct vtpu_cmd_cast *ca = (const void *)cmd;
+	const struct vtpu_cmd_dropout *dr = (const void *)cmd;
 	u64 image, out, cols, mn = 0;
 	bool col2im = cmd->opcode == VTPU_OP_COL2IM;
 	bool grad = cmd->opcode == VTPU_OP_MAXPOOL_GRAD;
@@ -263,6 +265,19 @@ static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 		} else if (id == VTPU_OPERAND_DST) {
 			*opnd = &ca->dst;
 			*bytes = ca->count * cast_size(ca->mode, true);
+		}
+		break;
+	case VTPU_OP_DROPOUT:
+		*bytes = dr->count * 4;
+		if (id == VTPU_OPERAND_X) {
+			*opnd = &dr->x;
+		} else if (id == VTPU_OPERAND_Z) {
+			*opnd = &dr->z;
+		} else if (id == VTPU_OPERAND_MASK) {
+			*opnd = &dr->mask;
+		} else if (id == VTPU_OPERAND_STEP) {
+			*opnd = &dr->step;
+			*bytes = 4;
 		}
 		break;
 	}
@@ -386,8 +401,8 @@ static int check_gemm(struct vctx *v, const struct vtpu_cmd_gemm *g)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
 	if (!dim_ok(g->m) || !dim_ok(g->n) || !dim_ok(g->k))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	/* bf16 inputs are reserved in the uapi; the engine runs f32 today. */
-	if (g->dtype != VTPU_DTYPE_F32)
+	/* A and B are f32 or bf16 (es = 0: unknown); C and bias are f32 */
+	if (!es)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_DTYPE);
 	if (g->lda < (ta ? g->m : g->k))
 		return reject(v, VTPU_OPERAND_A, VTPU_ERR_BAD_STRIDE);
@@ -725,6 +740,37 @@ static int check_cast(struct vctx *v, const struct vtpu_cmd_cast *c)
 	return ret;
 }
 
+/* 0 <= rate < 1, as binary32 bits: the positive numbers below 1.0f */
+#define F32_ONE_BITS 0x3f800000u
+
+static int check_dropout(struct vctx *v, const struct vtpu_cmd_dropout *d)
+{
+	static const u32 outs[2] = { VTPU_OPERAND_Z, VTPU_OPERAND_MASK };
+	static const u32 ins[2] = { VTPU_OPERAND_X, VTPU_OPERAND_STEP };
+	const struct vtpu_cmd_hdr *cmd = &d->hdr;
+	int ret;
+
+	if (d->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (d->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!d->count || d->count > VTPU_MAX_ELEMS || d->rate >= F32_ONE_BITS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = check_operands(v, cmd, ins, 2, 4);
+	if (!ret)
+		ret = check_operands(v, cmd, outs, 2, 4);
+	/* z may be exactly x; the mask and z overlap nothing else */
+	if (!ret)
+		ret = check_alias(v, cmd, &d->z, &d->x, VTPU_OPERAND_X);
+	if (!ret)
+		ret = check_outputs(v, cmd, &outs[1], 1, ins, 2);
+	if (!ret && overlap(cmd, VTPU_OPERAND_Z, VTPU_OPERAND_MASK))
+		ret = reject(v, VTPU_OPERAND_Z, VTPU_ERR_OVERLAP);
+	if (!ret && overlap(cmd, VTPU_OPERAND_Z, VTPU_OPERAND_STEP))
+		ret = reject(v, VTPU_OPERAND_Z, VTPU_ERR_OVERLAP);
+	return ret;
+}
+
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err)
 {
@@ -792,6 +838,9 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			break;
 		case VTPU_OP_CAST:
 			ret = check_cast(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_DROPOUT:
+			ret = check_dropout(&v, (const void *)cmd);
 			break;
 		default:
 			ret = 0;

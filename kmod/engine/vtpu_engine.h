@@ -103,6 +103,16 @@ struct vtpu_engine_ew {
 	float *z;
 };
 
+struct vtpu_engine_dropout {
+	u64 count;
+	u32 threshold;		/* keep when hash >= threshold */
+	u32 seed;
+	float scale;		/* 1 / (1 - rate) */
+	const float *x;
+	float *z, *mask;
+	const float *step;
+};
+
 struct vtpu_engine_reduce {
 	u32 op;			/* enum vtpu_reduce_op */
 	u32 m, n, ldx;
@@ -175,6 +185,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_xent xent;
 		struct vtpu_engine_optim optim;
 		struct vtpu_engine_cast cast;
+		struct vtpu_engine_dropout dropout;
 	};
 };
 

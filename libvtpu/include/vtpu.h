@@ -309,6 +309,14 @@ int vtpu_cmdbuf_adam(struct vtpu_cmdbuf *cb, const struct vtpu_adam_desc *d);
 int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
 		     float scale, float shift, struct vtpu_ref src,
 		     struct vtpu_ref dst);
+/**
+ * vtpu_cmdbuf_dropout() - z = x * mask with a fresh mask per step: element i
+ * of step *step kept (scaled by 1/(1-rate)) or dropped (struct
+ * vtpu_cmd_dropout); z may be x.
+ */
+int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
+			uint32_t seed, struct vtpu_ref x, struct vtpu_ref z,
+			struct vtpu_ref mask, struct vtpu_ref step);
 
 /* ---- submission and completion ------------------------------------------ */
 

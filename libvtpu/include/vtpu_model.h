@@ -84,6 +84,12 @@ int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw);
 int vtpu_graph_relu(struct vtpu_graph *g, int x);
 /** vtpu_graph_flatten() - a view of x as a vector (no data moves). */
 int vtpu_graph_flatten(struct vtpu_graph *g, int x);
+/**
+ * vtpu_graph_dropout() - while training, each element is dropped with
+ * probability @rate (0 <= rate < 1) and the others scaled by 1/(1-rate),
+ * with new masks every step; the identity when evaluating or predicting.
+ */
+int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate);
 /** vtpu_graph_add() - x + y (same shape): residual connections. */
 int vtpu_graph_add(struct vtpu_graph *g, int x, int y);
 /**
@@ -197,6 +203,7 @@ int vtpu_model_add_conv2d(struct vtpu_model *m, uint32_t filters,
 int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t kw);
 int vtpu_model_add_relu(struct vtpu_model *m);
 int vtpu_model_add_flatten(struct vtpu_model *m);
+int vtpu_model_add_dropout(struct vtpu_model *m, float rate);
 
 /** vtpu_model_graph() - the model's graph (owned by the model). */
 struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m);
@@ -280,7 +287,8 @@ const char *vtpu_model_error(const struct vtpu_model *m);
  * @images: u8 [batch, input shape]
  * @labels: u32 [batch]
  * @max_rel: out, the largest relative error seen
- * Return: 0, -ERANGE if most probes sat on kinks (nothing was checked), or
+ * Return: 0, -ERANGE if most probes sat on kinks (nothing was checked),
+ * -EINVAL for a graph with dropout (its masks change every step), or
  * another -errno.
  */
 int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,

@@ -244,6 +244,40 @@ TEST(engine_and_openblas_agree)
 	vtpu_dataset_free(&train);
 }
 
+/* Dropout trains (new masks each step) and is the identity when evaluating. */
+TEST(dropout_trains_and_evaluates_deterministically)
+{
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-2f);
+	double losses[6], l1, a1, l2, a2;
+	VTPU_FIT_OPTS(fo, .epochs = 6, .on_epoch = record_loss, .ctx = losses);
+	struct vtpu_graph *g;
+
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 64, VTPU_ACT_RELU);
+	ASSERT_EQ(-EINVAL, vtpu_model_add_dropout(m, 1.0f));
+	ASSERT_EQ(0, vtpu_model_add_dropout(m, 0.5f));
+	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
+	quadrant_set(&train, 1000, 1);
+	quadrant_set(&test, 200, 2);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	EXPECT_LT(losses[5], losses[0] / 2);
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l1, &a1));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l2, &a2));
+	EXPECT_EQ(l1, l2);
+	EXPECT_LT(0.9, a1);
+	g = vtpu_model_graph(m);
+	EXPECT_EQ(-EINVAL, vtpu_gradcheck(g, 4, train.images, NULL, 4, &l2));
+	TH_LOG("dropout 0.5: loss %.4f -> %.4f, test acc %.3f twice the same",
+	       losses[0], losses[5], a1);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
 TEST(predict_matches_evaluate)
 {
 	struct vtpu_dataset train, test;

@@ -677,6 +677,91 @@ TEST(cast)
 	execs_fini(&ex);
 }
 
+/* ---- DROPOUT ------------------------------------------------------------- */
+
+TEST(dropout)
+{
+	const uint64_t n = 65536 * 3 + 5;
+	const float rate = 0.3f, scale = 1.0f / (1.0f - 0.3f);
+	struct execs ex;
+	struct vtpu_bo xb = bo_new(n * 4), zb = bo_new(n * 4),
+		       mb = bo_new(n * 4), sb = bo_new(4);
+	float *x = xb.map, *z = zb.map, *mask = mb.map, *step = sb.map;
+	float *first = malloc(n * 4);
+	void *keep = malloc(n * 4);
+	struct vtpu_cmdbuf cb, inplace;
+	long bad = 0, diff = 0, same_as_step1 = 0;
+	uint64_t i, kept = 0;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	rng_seed(11);
+	fill_rand(x, n);
+	vtpu_cmdbuf_init(&cb);
+	{
+		struct vtpu_ref rx = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		struct vtpu_ref rz = VTPU_REF(vtpu_cmdbuf_use(&cb, &zb), 0);
+		struct vtpu_ref rm = VTPU_REF(vtpu_cmdbuf_use(&cb, &mb), 0);
+		struct vtpu_ref rs = VTPU_REF(vtpu_cmdbuf_use(&cb, &sb), 0);
+
+		vtpu_cmdbuf_dropout(&cb, n, rate, 1234, rx, rz, rm, rs);
+	}
+	*step = 1.0f;
+	for (e = 0; e < ex.n; e++) {
+		memset(z, 0, n * 4);
+		ASSERT_EQ(0, run(ex.cpu[e], &cb));
+		diff += same_bits(mask, keep, n * 4, e);
+	}
+	for (i = 0; i < n; i++) {
+		kept += mask[i] != 0.0f;
+		if ((mask[i] != 0.0f && mask[i] != scale) ||
+		    z[i] != x[i] * mask[i])
+			bad++;
+	}
+	memcpy(first, mask, n * 4);
+	/* another step: another mask; the same step again: the same mask */
+	*step = 2.0f;
+	ASSERT_EQ(0, run(ex.cpu[0], &cb));
+	for (i = 0; i < n; i++)
+		same_as_step1 += mask[i] == first[i];
+	*step = 1.0f;
+	ASSERT_EQ(0, run(ex.cpu[0], &cb));
+	EXPECT_EQ(0, memcmp(mask, first, n * 4));
+	/* in place: z is x */
+	vtpu_cmdbuf_init(&inplace);
+	{
+		struct vtpu_ref rx = VTPU_REF(vtpu_cmdbuf_use(&inplace, &xb), 0);
+		struct vtpu_ref rm = VTPU_REF(vtpu_cmdbuf_use(&inplace, &mb), 0);
+		struct vtpu_ref rs = VTPU_REF(vtpu_cmdbuf_use(&inplace, &sb), 0);
+
+		vtpu_cmdbuf_dropout(&inplace, n, rate, 1234, rx, rx, rm, rs);
+	}
+	memcpy(keep, x, n * 4);
+	ASSERT_EQ(0, run(ex.cpu[0], &inplace));
+	for (i = 0; i < n; i++)
+		bad += x[i] != ((float *)keep)[i] * first[i];
+
+	TH_LOG("dropout rate %.1f over %llu: kept %.4f (want %.4f), %ld wrong, "
+	       "executors differing %ld, step 2 shares %.3f of step 1's mask",
+	       rate, (unsigned long long)n, (double)kept / n, 1.0 - rate, bad,
+	       diff, (double)same_as_step1 / n);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, diff);
+	EXPECT_GT(0.005, fabs((double)kept / n - (1.0 - rate)));
+	/* independent masks agree where both keep or both drop: .7^2+.3^2 */
+	EXPECT_GT(0.01, fabs((double)same_as_step1 / n - 0.58));
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cmdbuf_fini(&inplace);
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&zb);
+	vtpu_cpu_bo_destroy(&mb);
+	vtpu_cpu_bo_destroy(&sb);
+	free(first);
+	free(keep);
+	execs_fini(&ex);
+}
+
 /* ---- REDUCE ---------------------------------------------------------------- */
 
 TEST(reduce)
@@ -1278,6 +1363,13 @@ TEST(validator)
 		.mode = VTPU_CAST_F32_TO_BF16, .count = 1024,
 		.src = OPND(0, 0), .dst = OPND(1, 0),
 	};
+	const struct vtpu_cmd_dropout dr0 = {
+		.hdr = HDR(VTPU_OP_DROPOUT, vtpu_cmd_dropout),
+		.count = 256, .rate = 0x3e800000 /* 0.25 */, .seed = 7,
+		.x = OPND(0, 0), .z = OPND(1, 0), .mask = OPND(1, 1024),
+		.step = OPND(0, 4092),
+	};
+	struct vtpu_cmd_dropout dr;
 	struct vtpu_cmd_im2col ic;
 	struct vtpu_cmd_pool pl;
 	struct vtpu_cmd_elementwise ew;
@@ -1478,6 +1570,30 @@ TEST(validator)
 	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DST);
 	CASE(ca, ca0, "cast dst overlaps src", (ca.dst.buf = 0,
 	     ca.dst.offset = 2048), VTPU_ERR_OVERLAP, VTPU_OPERAND_DST);
+	/* DROPOUT */
+	CASE(dr, dr0, "dropout ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(dr, dr0, "dropout in place", dr.z = dr.x, VTPU_ERR_NONE, 0);
+	CASE(dr, dr0, "dropout rate 1", dr.rate = 0x3f800000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout rate -0.5", dr.rate = 0xbf000000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout rate NaN", dr.rate = 0x7fc00000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout flags", dr.flags = 1, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(dr, dr0, "dropout pad", dr.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(dr, dr0, "dropout count 0", dr.count = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout mask past its buffer", dr.mask.offset = 3200,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_MASK);
+	CASE(dr, dr0, "dropout mask overlaps x", dr.mask = dr.x,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_MASK);
+	CASE(dr, dr0, "dropout z half over x", (dr.z.buf = 0,
+	     dr.z.offset = 512), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(dr, dr0, "dropout z over mask", dr.z = dr.mask,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(dr, dr0, "dropout z over step", (dr.z.buf = 0,
+	     dr.z.offset = 3072), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(dr, dr0, "dropout step misaligned", dr.step.offset = 4090,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_STEP);
 #undef CASE
 
 	vtpu_cpu_destroy(r.cpu);

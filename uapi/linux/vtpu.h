@@ -249,6 +249,8 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_MOM = 19,	/* SGD momentum, Adam first moment */
 	VTPU_OPERAND_VEL = 20,	/* Adam second moment */
 	VTPU_OPERAND_STATE = 21,	/* Adam step state */
+	VTPU_OPERAND_MASK = 22,	/* dropout's kept-and-scaled mask */
+	VTPU_OPERAND_STEP = 23,	/* dropout's step counter */
 };
 
 /**
@@ -406,6 +408,7 @@ struct vtpu_wait {
  * @VTPU_OP_ADAM_STEP: struct vtpu_cmd_adam_step
  * @VTPU_OP_ADAM: struct vtpu_cmd_adam
  * @VTPU_OP_CAST: struct vtpu_cmd_cast
+ * @VTPU_OP_DROPOUT: struct vtpu_cmd_dropout
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -423,6 +426,7 @@ enum vtpu_opcode {
 	VTPU_OP_ADAM_STEP = 12,
 	VTPU_OP_ADAM = 13,
 	VTPU_OP_CAST = 14,
+	VTPU_OP_DROPOUT = 15,
 	VTPU_OP_COUNT
 };
 
@@ -887,6 +891,36 @@ struct vtpu_cmd_cast {
 	__u32 shift;
 	struct vtpu_operand src;
 	struct vtpu_operand dst;
+};
+
+/**
+ * struct vtpu_cmd_dropout - inverted dropout: z = x * mask, where
+ * mask[i] = 1 / (1 - rate) for the elements kept and 0 for those dropped
+ * @hdr: opcode VTPU_OP_DROPOUT
+ * @count: elements, 1..VTPU_MAX_ELEMS
+ * @rate: binary32 bits, the probability of dropping, 0 <= rate < 1
+ * @seed: element i of step s is kept iff a hash of (@seed, s, i) is at
+ *        least rate * 2^32: the same on every executor and tiling
+ * @flags: must be zero
+ * @pad: must be zero
+ * @x: f32 input (X)
+ * @z: f32 output (Z); may be exactly @x, may not overlap it otherwise
+ * @mask: f32 output (MASK), for the backward pass (dx = dz * mask)
+ * @step: f32[1] (STEP), read: the step number s (whole, 0..2^24); a
+ *        compiled training stream advances it with ELEMENTWISE ADD_SCALAR
+ *        once per step, so each replay draws new masks
+ */
+struct vtpu_cmd_dropout {
+	struct vtpu_cmd_hdr hdr;
+	__u64 count;
+	__u32 rate;
+	__u32 seed;
+	__u32 flags;
+	__u32 pad;
+	struct vtpu_operand x;
+	struct vtpu_operand z;
+	struct vtpu_operand mask;
+	struct vtpu_operand step;
 };
 
 #if defined(__cplusplus)
