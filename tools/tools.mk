@@ -6,9 +6,14 @@ $(BIN)/vtpu-vm: $(SRCTOP)/tools/vtpu-vm
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 
-$(BIN)/vtpu-bench: $(SRCTOP)/tools/vtpu-bench.c $(BUILD)/lib/libvtpu.a
+# vtpu-bench: main and shared helpers in bench.c, one bench_<name>.c per
+# subcommand (listed in bench.h's BENCH_SUBCOMMANDS).
+VTPU_BENCH_SRCS := bench.c bench_gemm.c bench_train.c
+VTPU_BENCH_OBJS := $(VTPU_BENCH_SRCS:%.c=$(OBJ)/tools/%.o)
+
+$(BIN)/vtpu-bench: $(VTPU_BENCH_OBJS) $(BUILD)/lib/libvtpu.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LIBVTPU) $(LDLIBS_LIBVTPU)
+	$(CC) $(LDFLAGS) -o $@ $(VTPU_BENCH_OBJS) $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
 TOOLS += $(BIN)/vtpu-smi
 

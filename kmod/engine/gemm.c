@@ -34,22 +34,32 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 
 struct gemm_level {
 	u32 mr, nr;
+	u32 mt_max;	/* rows of the largest tile */
 	void (*step)(const struct vtpu_gemm_step *st, void *scratch);
 };
 
 static const struct gemm_level gemm_levels[] = {
 	[VTPU_SIMD_SCALAR] = { VTPU_GEMM_SCALAR_MR, VTPU_GEMM_SCALAR_NR,
-			       vtpu_gemm_step_scalar },
+			       VTPU_GEMM_MT_MAX, vtpu_gemm_step_scalar },
 	[VTPU_SIMD_AVX2] = { VTPU_GEMM_AVX2_MR, VTPU_GEMM_AVX2_NR,
-			     vtpu_gemm_step_avx2 },
+			     VTPU_GEMM_MT_MAX, vtpu_gemm_step_avx2 },
 	[VTPU_SIMD_AVX512] = { VTPU_GEMM_AVX512_MR, VTPU_GEMM_AVX512_NR,
-			       vtpu_gemm_step_avx512 },
+			       VTPU_GEMM_MT_MAX, vtpu_gemm_step_avx512 },
 };
 
-static const struct gemm_level *gemm_level(u32 simd)
+static const struct gemm_level gemm_narrow_avx512 = {
+	VTPU_GEMM_NARROW_MR, VTPU_GEMM_NARROW_NR, VTPU_GEMM_NARROW_MT_MAX,
+	vtpu_gemm_step_avx512_narrow
+};
+
+/* The kernel for a GEMM with @n columns at level @simd. */
+static const struct gemm_level *gemm_level(u32 simd, u32 n)
 {
 	if (simd > VTPU_SIMD_AVX512)
 		simd = VTPU_SIMD_SCALAR;
+	/* 14 x 32 microtiles would be mostly padding */
+	if (simd == VTPU_SIMD_AVX512 && n <= VTPU_GEMM_NARROW_NR)
+		return &gemm_narrow_avx512;
 	return &gemm_levels[simd];
 }
 
@@ -67,22 +77,25 @@ static u32 round_up(u32 a, u32 b)
  * Tiles wanted per GEMM when the matrix is big enough: the engine does not
  * know how many workers there are, so aim at several per core of a small
  * machine; smaller tiles than the minimums below would spend too much on
- * packing (B is packed once per tile and step, A once per MR rows).
+ * packing (B is packed once per tile and step, A once per MR rows), and
+ * a tile of less than FLOPS_MIN (~20 us) is not worth waking a worker for
+ * (OpenBLAS runs such GEMMs on one thread too).
  */
 #define GEMM_TILES_WANTED 8
 #define GEMM_MT_MIN 56
 #define GEMM_NT_MIN 128
+#define GEMM_TILE_FLOPS_MIN (2ull << 20)
 
 void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	const struct gemm_level *lv = gemm_level(op->simd);
+	const struct gemm_level *lv = gemm_level(op->simd, g->n);
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps;
 
 	/* Even split under the largest tile. */
 	ntiles = div_up(n, VTPU_GEMM_NT_MAX);
-	mtiles = div_up(m, VTPU_GEMM_MT_MAX);
+	mtiles = div_up(m, lv->mt_max);
 
 	/*
 	 * Split further, while the tile stays above the minimum, along the
@@ -92,8 +105,9 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	 */
 	while ((u64)mtiles * ntiles < GEMM_TILES_WANTED) {
 		u32 cm = div_up(m, mtiles), cn = div_up(n, ntiles);
-		int can_m = cm >= 2 * GEMM_MT_MIN;
-		int can_n = cn >= 2 * GEMM_NT_MIN;
+		int big = 2ull * cm * cn * k >= 2 * GEMM_TILE_FLOPS_MIN;
+		int can_m = big && cm >= 2 * GEMM_MT_MIN;
+		int can_n = big && cn >= 2 * GEMM_NT_MIN;
 
 		if (can_m && (!can_n || cm * GEMM_NT_MIN >= cn * GEMM_MT_MIN))
 			mtiles++;
@@ -138,7 +152,7 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.kc = g->k ? gemm_min(g->kc, g->k - st.p0) : 0;
 	st.beta = step == 0 ? g->beta : 1.0f;
 	st.last = step == op->nsteps - 1;
-	gemm_level(op->simd)->step(&st, scratch);
+	gemm_level(op->simd, g->n)->step(&st, scratch);
 }
 
 size_t vtpu_gemm_scratch_size(void)

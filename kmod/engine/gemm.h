@@ -16,7 +16,11 @@
  * beta == 0), then on the last step adds bias[n] and applies ReLU. Steps
  * after the first use beta = 1. Vectors run along N (C's rows are
  * contiguous); A is broadcast. Edge tiles are zero-padded in the packed
- * panels and the microkernel stores only mr x nr.
+ * panels and the microkernel stores only mr x nr. (AVX-512's narrow
+ * kernel, for n <= 16, turns this around: see gemm_avx512.c.)
+ *
+ * A and B may be bf16: the packs widen them to f32, exactly, so products
+ * are exact and accumulate in f32, whatever the level.
  */
 #ifndef VTPU_GEMM_H
 #define VTPU_GEMM_H
@@ -30,9 +34,12 @@
 #define VTPU_GEMM_AVX2_NR 16
 #define VTPU_GEMM_AVX512_MR 14
 #define VTPU_GEMM_AVX512_NR 32
+/* AVX-512 for n <= NARROW_NR: C's microtile computed transposed */
+#define VTPU_GEMM_NARROW_MR 32
+#define VTPU_GEMM_NARROW_NR 16
 
 /* Largest of the above (scratch sizing). */
-#define VTPU_GEMM_MR_MAX 14
+#define VTPU_GEMM_MR_MAX 32
 #define VTPU_GEMM_NR_MAX 32
 
 /*
@@ -45,6 +52,11 @@
 #define VTPU_GEMM_KC 256
 #define VTPU_GEMM_MT_MAX 384
 #define VTPU_GEMM_NT_MAX 512
+/*
+ * The narrow kernel packs A a panel at a time (each is used once), so
+ * only the work of a call bounds its tiles: 4096 * 16 * KC * 2 flops.
+ */
+#define VTPU_GEMM_NARROW_MT_MAX 4096
 
 /**
  * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
@@ -70,5 +82,7 @@ struct vtpu_gemm_step {
 void vtpu_gemm_step_scalar(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx2(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx512(const struct vtpu_gemm_step *st, void *scratch);
+void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
+				  void *scratch);
 
 #endif /* VTPU_GEMM_H */

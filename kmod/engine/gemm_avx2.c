@@ -24,6 +24,8 @@ void vtpu_gemm_step_avx2(const struct vtpu_gemm_step *st, void *scratch)
 
 #define V8F float __attribute__((vector_size(32)))
 #define V8I int __attribute__((vector_size(32)))
+#define V8U unsigned int __attribute__((vector_size(32)))
+#define V8H unsigned short __attribute__((vector_size(16)))
 
 #define GEMM_VEC V8F
 
@@ -33,6 +35,15 @@ static inline V8F gemm_loadu(const float *p)
 
 	__builtin_memcpy(&v, p, sizeof(v));
 	return v;
+}
+
+/* 8 bf16 widened to f32 (exact: the bits go to the top half) */
+static inline V8F gemm_loadu_bf16(const u16 *p)
+{
+	V8H h;
+
+	__builtin_memcpy(&h, p, sizeof(h));
+	return (V8F)(__builtin_convertvector(h, V8U) << 16);
 }
 
 static inline void gemm_storeu(float *p, V8F v)
@@ -148,7 +159,7 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 			store_row(c + r * ldc, acc[r][0], acc[r][1], alpha,
 				  beta, bias, relu);
 	} else {
-		float t[GEMM_MR * GEMM_NR];
+		float t[GEMM_MR * GEMM_NR] GEMM_NOINIT;
 
 #pragma GCC unroll 6
 		for (r = 0; r < GEMM_MR; r++) {

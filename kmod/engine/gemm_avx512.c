@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * GEMM for AVX-512F: a 14 x 32 microkernel (28 zmm accumulators, two zmm
- * of B per k, A broadcast from memory). Compiled with -mavx512f; GCC vector
- * extensions instead of <immintrin.h>, which the kernel build cannot use.
+ * of B per k, A broadcast from memory), and for n <= 16 a narrow one that
+ * runs its vectors along M instead (below). Compiled with -mavx512f; GCC
+ * vector extensions and builtins instead of <immintrin.h>, which the
+ * kernel build cannot use.
  */
 #include "gemm.h"
 
@@ -15,6 +17,12 @@ void vtpu_gemm_step_avx512(const struct vtpu_gemm_step *st, void *scratch)
 {
 	vtpu_gemm_step_scalar(st, scratch);
 }
+
+void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
+				  void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
 #else
 
 #define GEMM_MR VTPU_GEMM_AVX512_MR
@@ -24,6 +32,8 @@ void vtpu_gemm_step_avx512(const struct vtpu_gemm_step *st, void *scratch)
 
 #define V16F float __attribute__((vector_size(64)))
 #define V16I int __attribute__((vector_size(64)))
+#define V16U unsigned int __attribute__((vector_size(64)))
+#define V16H unsigned short __attribute__((vector_size(32)))
 
 #define GEMM_VEC V16F
 
@@ -35,9 +45,35 @@ static inline V16F gemm_loadu(const float *p)
 	return v;
 }
 
+/* 16 bf16 widened to f32 (exact: the bits go to the top half) */
+static inline V16F gemm_loadu_bf16(const u16 *p)
+{
+	V16H h;
+
+	__builtin_memcpy(&h, p, sizeof(h));
+	return (V16F)(__builtin_convertvector(h, V16U) << 16);
+}
+
 static inline void gemm_storeu(float *p, V16F v)
 {
 	__builtin_memcpy(p, &v, sizeof(v));
+}
+
+/* @m selects lanes; the others read as 0 and never fault. */
+static inline V16F gemm_maskload(const float *p, u16 m)
+{
+	return __builtin_ia32_loadups512_mask(p, (V16F){ 0 }, m);
+}
+
+static inline void gemm_maskstore(float *p, V16F v, u16 m)
+{
+	__builtin_ia32_storeups512_mask(p, v, m);
+}
+
+/* Lanes 0..n-1 of a vector (n <= 16). */
+static inline u16 gemm_mask(u32 n)
+{
+	return (u16)((1u << n) - 1);
 }
 
 /*
@@ -125,16 +161,39 @@ static inline void store_row(float *c, V16F x0, V16F x1, float alpha,
 	gemm_storeu(c + 16, x1);
 }
 
-/*
- * The accumulators are an array indexed only in fully unrolled loops, so
- * GCC keeps all 28 in registers (check: objdump shows no stack access
- * in the k loop).
- */
-static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
-		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
-		     const float *bias, u32 relu)
+/* store_row() of the columns under masks @m0 (0-15) and @m1 (16-31) */
+static inline void store_row_mask(float *c, V16F x0, V16F x1, u16 m0, u16 m1,
+				  float alpha, float beta, const float *bias,
+				  u32 relu)
 {
-	V16F acc[GEMM_MR][2];
+	x0 *= alpha;
+	x1 *= alpha;
+	if (beta != 0.0f) {
+		x0 += beta * gemm_maskload(c, m0);
+		x1 += beta * gemm_maskload(c + 16, m1);
+	}
+	if (bias) {
+		x0 += gemm_maskload(bias, m0);
+		x1 += gemm_maskload(bias + 16, m1);
+	}
+	if (relu) {
+		x0 = gemm_relu(x0);
+		x1 = gemm_relu(x1);
+	}
+	gemm_maskstore(c, x0, m0);
+	gemm_maskstore(c + 16, x1, m1);
+}
+
+/*
+ * The k loop on @nv of each k's two vectors of B (1 or 2, a constant once
+ * inlined): a last panel of at most 16 columns does half the FMAs. The
+ * accumulators are an array indexed only in fully unrolled loops, so GCC
+ * keeps all 28 in registers (check: objdump shows no stack access in the
+ * k loop).
+ */
+static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
+				    V16F acc[GEMM_MR][2], u32 nv)
+{
 	u32 p, r;
 
 #pragma GCC unroll 14
@@ -150,23 +209,241 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 			float av = a[r];
 
 			acc[r][0] += av * b0;
-			acc[r][1] += av * b1;
+			if (nv == 2)
+				acc[r][1] += av * b1;
 		}
 	}
+}
+
+static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
+		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
+		     const float *bias, u32 relu)
+{
+	V16F acc[GEMM_MR][2];
+	u32 r;
+
+	if (ENGINE_LIKELY(nr > 16))
+		ukr_acc(kc, a, b, acc, 2);
+	else
+		ukr_acc(kc, a, b, acc, 1);
 	if (ENGINE_LIKELY(mr == GEMM_MR && nr == GEMM_NR)) {
 #pragma GCC unroll 14
 		for (r = 0; r < GEMM_MR; r++)
 			store_row(c + r * ldc, acc[r][0], acc[r][1], alpha,
 				  beta, bias, relu);
 	} else {
-		float t[GEMM_MR * GEMM_NR];
+		u16 m0 = gemm_mask(gemm_min(nr, 16));
+		u16 m1 = gemm_mask(nr > 16 ? nr - 16 : 0);
 
 #pragma GCC unroll 14
-		for (r = 0; r < GEMM_MR; r++) {
-			gemm_storeu(t + r * GEMM_NR, acc[r][0]);
-			gemm_storeu(t + r * GEMM_NR + 16, acc[r][1]);
+		for (r = 0; r < GEMM_MR; r++)
+			if (r < mr)
+				store_row_mask(c + r * ldc, acc[r][0],
+					       acc[r][1], m0, m1, alpha, beta,
+					       bias, relu);
+	}
+}
+
+/* ---- narrow N ------------------------------------------------------------ */
+
+/*
+ * When all of N fits in one 16-column panel (a classifier's 10 classes),
+ * 14 x 32 microtiles would be mostly padding. The narrow kernel computes
+ * C's 32 x n microtile transposed instead: vectors run along M (two zmm of
+ * A per k, masked to the rows that exist) and B is broadcast, with a pair
+ * of accumulators per column, so only the columns that exist cost FMAs.
+ * On the way out the microtile is transposed in registers and stored with
+ * masked row stores. Each k of such a thin product touches little work,
+ * so the operands are read where they are stored when their layout
+ * allows (f32 A stored k x m, f32 B stored k x n) instead of packed.
+ */
+#undef GEMM_MR
+#undef GEMM_NR
+#undef GEMM_STEP_FN
+#define GEMM_MR VTPU_GEMM_NARROW_MR
+#define GEMM_NR VTPU_GEMM_NARROW_NR
+#define GEMM_SUFFIX _narrow
+#include "gemm_tmpl.h"
+
+/*
+ * The k loop for @nc columns, a constant once inlined: each case of
+ * narrow_ukr()'s switch gets its own copy with the accumulators in
+ * registers. A row p is a[p * lda + 0..31] (rows under mask @m0, @m1),
+ * B's b[p * ldb + 0..nc-1]. @t gets column j of the microtile in
+ * t[j][0..1] (rows 0-15, 16-31); columns from @nc on are zero.
+ */
+static __always_inline void narrow_acc(u32 kc, const float *a, u64 lda,
+				       u16 m0, u16 m1, const float *b, u64 ldb,
+				       V16F (*t)[2], u32 nc)
+{
+	V16F acc[16][2] GEMM_NOINIT;
+	u32 p, j;
+
+#pragma GCC unroll 16
+	for (j = 0; j < nc; j++)
+		acc[j][0] = acc[j][1] = (V16F){ 0 };
+
+	for (p = 0; p < kc; p++, a += lda, b += ldb) {
+		V16F a0 = gemm_maskload(a, m0);
+		V16F a1 = gemm_maskload(a + 16, m1);
+
+#pragma GCC unroll 16
+		for (j = 0; j < nc; j++) {
+			float bv = b[j];
+
+			acc[j][0] += a0 * bv;
+			acc[j][1] += a1 * bv;
 		}
-		gemm_store_edge(t, c, ldc, mr, nr, alpha, beta, bias, relu);
+	}
+#pragma GCC unroll 16
+	for (j = 0; j < 16; j++) {
+		t[j][0] = j < nc ? acc[j][0] : (V16F){ 0 };
+		t[j][1] = j < nc ? acc[j][1] : (V16F){ 0 };
+	}
+}
+
+/* The transposed microtile @t into C[mr x nr], a row at a time. */
+static void narrow_store(V16F (*t)[2], float *c, u64 ldc, u32 mr, u32 nr,
+			 float alpha, float beta, const float *bias, u32 relu)
+{
+	u16 mask = gemm_mask(nr);
+	V16F bv = bias ? gemm_maskload(bias, mask) : (V16F){ 0 };
+	u32 h, r;
+
+	for (h = 0; h < 2 && h * 16 < mr; h++, c += 16 * ldc) {
+		u32 rows = gemm_min(16, mr - h * 16);
+		V16F v[16] GEMM_NOINIT;
+
+#pragma GCC unroll 16
+		for (r = 0; r < 16; r++)
+			v[r] = t[r][h];
+		gemm_tr(v);
+#pragma GCC unroll 16
+		for (r = 0; r < 16; r++) {
+			float *cr = c + r * ldc;
+			V16F x = v[r] * alpha;
+
+			if (r >= rows)
+				break;
+			if (beta != 0.0f)
+				x += beta * gemm_maskload(cr, mask);
+			if (bias)
+				x += bv;
+			if (relu)
+				x = gemm_relu(x);
+			gemm_maskstore(cr, x, mask);
+		}
+	}
+}
+
+/*
+ * C[mr x nr] (mr <= 32, nr <= 16) := act(alpha * A*B + beta * C + bias)
+ * over @kc k, A's rows at @a with stride @lda per k, B's at @b with @ldb.
+ * @t: 16 x 2 vectors of scratch (the kernel's stack is too small for
+ * them, and would zero them on every call).
+ */
+static void narrow_ukr(u32 kc, const float *a, u64 lda, const float *b,
+		       u64 ldb, float *c, u64 ldc, u32 mr, u32 nr, float alpha,
+		       float beta, const float *bias, u32 relu, V16F (*t)[2])
+{
+	u16 m0 = gemm_mask(gemm_min(mr, 16));
+	u16 m1 = gemm_mask(mr > 16 ? mr - 16 : 0);
+
+	/* every column count: B may be read in place, past nr is not ours */
+	switch (nr) {
+	case 1:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 1);
+		break;
+	case 2:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 2);
+		break;
+	case 3:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 3);
+		break;
+	case 4:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 4);
+		break;
+	case 5:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 5);
+		break;
+	case 6:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 6);
+		break;
+	case 7:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 7);
+		break;
+	case 8:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 8);
+		break;
+	case 9:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 9);
+		break;
+	case 10:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 10);
+		break;
+	case 11:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 11);
+		break;
+	case 12:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 12);
+		break;
+	case 13:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 13);
+		break;
+	case 14:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 14);
+		break;
+	case 15:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 15);
+		break;
+	default:
+		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 16);
+		break;
+	}
+	narrow_store(t, c, ldc, mr, nr, alpha, beta, bias, relu);
+}
+
+_Static_assert(VTPU_GEMM_KC * VTPU_GEMM_NARROW_NR + 16 * 2 * 16 <=
+	       VTPU_GEMM_KC * VTPU_GEMM_NT_MAX, "narrow B panel and microtile");
+
+/*
+ * One step of a tile of a GEMM with n <= 16 (so the tile has all of N).
+ * The scratch's B area holds the packed B panel and, after it, the
+ * transposed microtile; a packed A panel is used once, so A is packed a
+ * panel at a time, while it is hot.
+ */
+void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
+				  void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	float *bp = scratch;
+	V16F (*t)[2] = (V16F (*)[2])(bp + VTPU_GEMM_KC * GEMM_NR);
+	float *ap = bp + (u64)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX;
+	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
+	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
+	bool f32 = g->dtype == VTPU_DTYPE_F32;
+	bool a_direct = f32 && (g->flags & VTPU_GEMM_TRANS_A);
+	u64 lda = a_direct ? g->lda : GEMM_MR, ldb = GEMM_NR, ldc = g->ldc;
+	const float *a = ap, *b = bp;
+	u32 kc = st->kc, i;
+
+	if (f32 && !(g->flags & VTPU_GEMM_TRANS_B)) {
+		ldb = g->ldb;
+		b = (const float *)g->b + st->p0 * ldb + st->j0;
+	} else {
+		gemm_pack_b_narrow(bp, g, st->p0, kc, st->j0, st->nt);
+	}
+
+	for (i = 0; i < st->mt; i += GEMM_MR) {
+		u32 mr = gemm_min(GEMM_MR, st->mt - i);
+
+		if (a_direct)
+			a = (const float *)g->a + st->p0 * lda + st->i0 + i;
+		else
+			gemm_pack_a_narrow(ap, g, st->i0 + i, mr, st->p0, kc);
+		narrow_ukr(kc, a, lda, b, ldb,
+			   g->c + (u64)(st->i0 + i) * ldc + st->j0, ldc, mr,
+			   st->nt, g->alpha, st->beta, bias, relu, t);
 	}
 }
 

@@ -1,34 +1,39 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
- * The GEMM macro-kernel, instantiated once per SIMD level: gemm.c
- * (portable), gemm_avx2.c and gemm_avx512.c each define
+ * The GEMM macro-kernel, instantiated once per SIMD level and microtile:
+ * gemm.c (portable), gemm_avx2.c and gemm_avx512.c (twice: the 14 x 32
+ * kernel and the narrow one) each define
  *
- *   GEMM_MR, GEMM_NR   the microtile (rows x columns of C)
- *   GEMM_STEP_FN       the name of the exported step function
+ *   GEMM_MR, GEMM_NR   the microtile (rows x columns of the packed panels)
+ *   GEMM_STEP_FN       the name of the exported step function (without
+ *                      it, only the packing functions are defined)
+ *   GEMM_SUFFIX        optional: appended to the names of this
+ *                      instantiation's functions (GEMM_FN()), so that a
+ *                      file can include this more than once
  *   GEMM_VW            optional: floats per vector, with GEMM_VEC (the
- *                      type), gemm_loadu(), gemm_storeu() and gemm_tr()
- *                      defined (vector packing)
+ *                      type), gemm_loadu(), gemm_loadu_bf16() (GEMM_VW
+ *                      bf16 widened), gemm_storeu() and gemm_tr() defined
+ *                      (vector packing)
  *
- * then include this file, and then define gemm_ukr() (declared here), so
- * that packing and the loops around the microkernel are compiled with the
- * level's instruction set and constant panel sizes.
+ * then include this file, and then define GEMM_FN(gemm_ukr) (declared
+ * here when GEMM_STEP_FN is defined), so that packing and the loops around
+ * the microkernel are compiled with the level's instruction set and
+ * constant panel sizes. Before including it again, undefine GEMM_MR,
+ * GEMM_NR, GEMM_STEP_FN and GEMM_SUFFIX.
  *
- * Packed layouts (zero-padded past the matrix edge):
+ * Packed layouts (zero-padded past the matrix edge), always f32: bf16
+ * operands are widened while packing, which is exact:
  *   A micro-panel: ap[p * MR + r] = op(A)[i0 + r][p0 + p]
  *   B micro-panel: bp[p * NR + c] = op(B)[p0 + p][j0 + c]
  */
 #ifndef GEMM_MR
-#error "define GEMM_MR, GEMM_NR and GEMM_STEP_FN before including this"
+#error "define GEMM_MR and GEMM_NR before including this"
 #endif
 
-/*
- * C[mr x nr] := act(alpha * A*B + beta * C + bias): @a and @b are packed
- * micro-panels of @kc; C is never read when @beta == 0; @bias (NULL: none)
- * points at this microtile's first column; @relu as VTPU_GEMM_RELU.
- */
-static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
-		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
-		     const float *bias, u32 relu);
+/* ---- once per file: what does not depend on the microtile ---------------- */
+
+#ifndef VTPU_GEMM_TMPL_COMMON
+#define VTPU_GEMM_TMPL_COMMON
 
 /*
  * Packing reads the operands once per tile, mostly from L3 or memory:
@@ -38,39 +43,175 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
  */
 #define GEMM_PF_ROWS 3
 
-static inline void gemm_prefetch_row(const float *p, u32 n)
+/* The cache lines of @n elements of 1 << @shift bytes from element @idx. */
+static inline void gemm_prefetch_row(const void *base, u64 idx, u32 n,
+				     u32 shift)
 {
-	u32 i;
+	const u8 *p = (const u8 *)base + (idx << shift);
+	u32 i, bytes = n << shift;
 
-	for (i = 0; i < n; i += 16)
+	for (i = 0; i < bytes; i += 64)
 		__builtin_prefetch(p + i);
 }
 
 /* Stored rows per block in the row-wise packs. */
 #define GEMM_PB 8
 
-/* One NR-float panel row (unaligned source). */
-static inline void gemm_copy_nr(float *d, const float *s)
-{
-#ifdef GEMM_VW
-	u32 i;
-
-	for (i = 0; i < GEMM_NR; i += GEMM_VW)
-		*(GEMM_VEC *)(d + i) = gemm_loadu(s + i);
-#else
-	__builtin_memcpy(d, s, GEMM_NR * 4);
-#endif
-}
-
 static inline u32 gemm_min(u32 a, u32 b)
 {
 	return a < b ? a : b;
 }
 
+static inline float gemm_bf16(const void *p, u64 idx)
+{
+	u32 bits = (u32)((const u16 *)p)[idx] << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Element @idx of a stored matrix: bf16 (@h, widened) or f32. */
+static __always_inline float gemm_elem(const void *base, u64 idx, bool h)
+{
+	return h ? gemm_bf16(base, idx) : ((const float *)base)[idx];
+}
+
+/*
+ * For arrays of vectors that are written before they are read: a kernel
+ * built with -ftrivial-auto-var-init=zero would clear them on every call
+ * (a kilobyte per transpose in the packing loops).
+ */
+#if defined(__has_attribute)
+#if __has_attribute(__uninitialized__)
+#define GEMM_NOINIT __attribute__((__uninitialized__))
+#endif
+#endif
+#ifndef GEMM_NOINIT
+#define GEMM_NOINIT
+#endif
+
+#ifdef GEMM_VW
+/* GEMM_VW elements from @idx on, as floats. */
+static __always_inline GEMM_VEC gemm_ldv(const void *base, u64 idx, bool h)
+{
+	return h ? gemm_loadu_bf16((const u16 *)base + idx) :
+		   gemm_loadu((const float *)base + idx);
+}
+#endif
+
+/*
+ * The transposing pack (A stored m x k, B stored n x k): @rows stored rows
+ * from element @src on, @ld apart, k 0..kc of each, into a panel with
+ * d[p * w + r] (columns r past @rows zero); @w is MR or NR, a constant
+ * once inlined. With vectors, GEMM_VW k at a time through gemm_tr(), each
+ * result vector stored whole: with w < GEMM_VW a store runs GEMM_VW - w
+ * floats into the next k's slot (rewritten by the next store) and, at the
+ * end of the panel, into the scratch's slack.
+ */
+static __always_inline void gemm_pack_tr(float *d, u32 w, const void *m,
+					 u64 src, u64 ld, u32 kc, u32 rows,
+					 bool h)
+{
+	u32 p = 0, q, r;
+
+#ifdef GEMM_VW
+	for (; p + GEMM_VW <= kc; p += GEMM_VW) {
+		for (q = 0; q < w; q += GEMM_VW) {
+			u32 nv = q < rows ? gemm_min(GEMM_VW, rows - q) : 0;
+			u64 s = src + q * ld + p;
+			GEMM_VEC v[GEMM_VW] GEMM_NOINIT;
+
+			/* unrolled, so that v can live in registers */
+#pragma GCC unroll 16
+			for (r = 0; r < GEMM_VW; r++, s += ld) {
+				v[r] = (GEMM_VEC){ 0 };
+				if (r < nv) {
+					gemm_prefetch_row(m, s + 4 * GEMM_VW, 1,
+							  2 - h);
+					v[r] = gemm_ldv(m, s, h);
+				}
+			}
+			gemm_tr(v);
+			for (r = 0; r < GEMM_VW; r++)
+				gemm_storeu(d + (p + r) * w + q, v[r]);
+		}
+	}
+#endif
+	/* the rest (all of it without vectors), a stored row at a time */
+	for (r = 0; r < rows; r++)
+		for (q = p; q < kc; q++)
+			d[q * w + r] = gemm_elem(m, src + r * ld + q, h);
+	for (; r < w; r++)
+		for (q = p; q < kc; q++)
+			d[q * w + r] = 0.0f;
+}
+
+/* @n stored rows into panels of @w rows (kc * w floats each). */
+static __always_inline void gemm_pack_tr_panels(float *d, u32 w,
+						const void *m, u64 src, u64 ld,
+						u32 kc, u32 n, bool h)
+{
+	u32 i;
+
+	for (i = 0; i < n; i += w, d += (u64)kc * w, src += w * ld) {
+		/* two copies: full panels with a constant row count */
+		if (n - i >= w)
+			gemm_pack_tr(d, w, m, src, ld, kc, w, h);
+		else
+			gemm_pack_tr(d, w, m, src, ld, kc, n - i, h);
+	}
+}
+
+/* @n (a multiple of GEMM_VW, or any without vectors) elements of a row. */
+static __always_inline void gemm_copy_row(float *d, const void *base, u64 idx,
+					  u32 n, bool h)
+{
+	u32 i;
+
+#ifdef GEMM_VW
+	for (i = 0; i < n; i += GEMM_VW)
+		*(GEMM_VEC *)(d + i) = gemm_ldv(base, idx + i, h);
+#else
+	if (!h) {
+		__builtin_memcpy(d, (const float *)base + idx, n * 4);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		d[i] = gemm_bf16(base, idx + i);
+#endif
+}
+
+#define GEMM_CAT2(a, b) a##b
+#define GEMM_CAT(a, b) GEMM_CAT2(a, b)
+
+#endif /* VTPU_GEMM_TMPL_COMMON */
+
+/* ---- per microtile -------------------------------------------------------- */
+
+#undef GEMM_FN
+#ifdef GEMM_SUFFIX
+#define GEMM_FN(name) GEMM_CAT(name, GEMM_SUFFIX)
+#else
+#define GEMM_FN(name) name
+#endif
+
+#ifdef GEMM_STEP_FN
+/*
+ * C[mr x nr] := act(alpha * A*B + beta * C + bias): @a and @b are packed
+ * micro-panels of @kc; C is never read when @beta == 0; @bias (NULL: none)
+ * points at this microtile's first column; @relu as VTPU_GEMM_RELU.
+ */
+static void GEMM_FN(gemm_ukr)(u32 kc, const float *a, const float *b,
+			      float *c, u64 ldc, u32 mr, u32 nr, float alpha,
+			      float beta, const float *bias, u32 relu);
+#endif
+
 /* An accumulated microtile @t (MR x NR, row-major) into C, element-wise. */
-static inline void gemm_store_edge(const float *t, float *c, u64 ldc, u32 mr,
-				   u32 nr, float alpha, float beta,
-				   const float *bias, u32 relu)
+static inline void GEMM_FN(gemm_store_edge)(const float *t, float *c, u64 ldc,
+					    u32 mr, u32 nr, float alpha,
+					    float beta, const float *bias,
+					    u32 relu)
 {
 	u32 i, j;
 
@@ -89,237 +230,121 @@ static inline void gemm_store_edge(const float *t, float *c, u64 ldc, u32 mr,
 	}
 }
 
-static inline float gemm_bf16(const void *p, u64 idx)
-{
-	u32 bits = (u32)((const u16 *)p)[idx] << 16;
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-/* Element (row, col) of a stored matrix, f32 or bf16. */
-#define GEMM_ELEM(g, base, idx)                                                \
-	((g)->dtype == VTPU_DTYPE_BF16 ? gemm_bf16(base, idx) :                  \
-					 ((const float *)(base))[idx])
-
-#ifdef GEMM_VW
-/*
- * Transposing packs in vector registers, GEMM_VW k at a time; the level
- * provides GEMM_VEC (GEMM_VW floats), unaligned gemm_loadu/storeu() and
- * gemm_tr() (transpose GEMM_VW vectors in place). A rows go in a GEMM_VW-row transpose whose
- * rows past MR are zero; each result vector is stored whole, so a store
- * runs GEMM_VW - MR floats into the next k's slot (rewritten by the next
- * store) and, at the end of the panel, into the scratch's slack.
- */
-static void gemm_pack_a_rows(float *ap, const float *src, u64 lda, u32 kc)
-{
-	u32 p = 0, r, q;
-
-	for (; p + GEMM_VW <= kc; p += GEMM_VW) {
-		GEMM_VEC v[GEMM_VW];
-
-		for (r = 0; r < GEMM_MR; r++) {
-			__builtin_prefetch(src + r * lda + p + 4 * GEMM_VW);
-			v[r] = gemm_loadu(src + r * lda + p);
-		}
-		for (; r < GEMM_VW; r++)
-			v[r] = (GEMM_VEC){ 0 };
-		gemm_tr(v);
-		for (q = 0; q < GEMM_VW; q++)
-			gemm_storeu(ap + (p + q) * GEMM_MR, v[q]);
-	}
-	for (; p < kc; p++)
-		for (r = 0; r < GEMM_MR; r++)
-			ap[p * GEMM_MR + r] = src[r * lda + p];
-}
-
-/* NR stored rows of B (n x k) into one panel, in GEMM_VW-square blocks. */
-static void gemm_pack_b_cols(float *bp, const float *src, u64 ldb, u32 kc)
-{
-	u32 p = 0, h, r, q;
-
-	for (; p + GEMM_VW <= kc; p += GEMM_VW) {
-		for (h = 0; h < GEMM_NR; h += GEMM_VW) {
-			GEMM_VEC v[GEMM_VW];
-
-			for (r = 0; r < GEMM_VW; r++) {
-				__builtin_prefetch(src + (h + r) * ldb + p +
-						   4 * GEMM_VW);
-				v[r] = gemm_loadu(src + (h + r) * ldb + p);
-			}
-			gemm_tr(v);
-			for (q = 0; q < GEMM_VW; q++)
-				*(GEMM_VEC *)(bp + (p + q) * GEMM_NR + h) = v[q];
-		}
-	}
-	for (; p < kc; p++)
-		for (h = 0; h < GEMM_NR; h++)
-			bp[p * GEMM_NR + h] = src[h * ldb + p];
-}
-#endif
-
 /*
  * The tile's A block, rows i0..i0+mt, k p0..p0+kc, as consecutive MR-row
  * panels (kc * MR floats each). Stored rows are read in order so that the
  * hardware prefetcher follows (a panel at a time would touch a new page
- * per k when A is stored k x m).
+ * per k when A is stored k x m). @h: A is bf16.
  */
-static void gemm_pack_a(float *ap, const struct vtpu_engine_gemm *g, u32 i0,
-			u32 mt, u32 p0, u32 kc)
+static __always_inline void GEMM_FN(gemm_pack_a_dt)(float *ap,
+						    const struct vtpu_engine_gemm *g,
+						    u32 i0, u32 mt, u32 p0,
+						    u32 kc, bool h)
 {
 	u64 lda = g->lda, pstride = (u64)kc * GEMM_MR;
 	u32 full = mt / GEMM_MR, rest = mt - full * GEMM_MR;
+	u64 src = (u64)p0 * lda + i0;
 	u32 p, r, i;
 
-	if (g->dtype == VTPU_DTYPE_F32 && (g->flags & VTPU_GEMM_TRANS_A)) {
-		/* stored k x m: row p holds all the block's rows */
-		const float *src = (const float *)g->a + p0 * lda + i0;
-
-		for (p = 0; p < kc; p++, src += lda) {
-			float *d = ap + p * GEMM_MR;
-
-			gemm_prefetch_row(src + GEMM_PF_ROWS * lda, mt);
-			for (i = 0; i < full; i++, d += pstride)
-				__builtin_memcpy(d, src + i * GEMM_MR,
-						 GEMM_MR * 4);
-			if (rest) {
-				for (r = 0; r < rest; r++)
-					d[r] = src[full * GEMM_MR + r];
-				for (; r < GEMM_MR; r++)
-					d[r] = 0.0f;
-			}
-		}
-		return;
-	}
-	if (g->dtype == VTPU_DTYPE_F32) {
+	if (!(g->flags & VTPU_GEMM_TRANS_A)) {
 		/* stored m x k: transpose MR rows at a time */
-		for (i = 0; i <= full; i++, ap += pstride) {
-			const float *src = (const float *)g->a +
-					   (u64)(i0 + i * GEMM_MR) * lda + p0;
-			u32 mr = i < full ? GEMM_MR : rest;
-
-			if (!mr)
-				break;
-#ifdef GEMM_VW
-			if (mr == GEMM_MR) {
-				gemm_pack_a_rows(ap, src, lda, kc);
-				continue;
-			}
-#endif
-			for (r = 0; r < mr; r++, src += lda)
-				for (p = 0; p < kc; p++)
-					ap[p * GEMM_MR + r] = src[p];
-			for (; r < GEMM_MR; r++)
-				for (p = 0; p < kc; p++)
-					ap[p * GEMM_MR + r] = 0.0f;
-		}
+		gemm_pack_tr_panels(ap, GEMM_MR, g->a, (u64)i0 * lda + p0, lda,
+				    kc, mt, h);
 		return;
 	}
-	/* bf16: widen while packing */
-	for (i = 0; i < mt; i += GEMM_MR, ap += pstride) {
-		u32 mr = gemm_min(GEMM_MR, mt - i);
-		float *d = ap;
+	/* stored k x m: row p holds all the block's rows */
+	for (p = 0; p < kc; p++, src += lda) {
+		float *d = ap + p * GEMM_MR;
 
-		for (p = 0; p < kc; p++, d += GEMM_MR) {
-			for (r = 0; r < mr; r++) {
-				u64 idx = (g->flags & VTPU_GEMM_TRANS_A) ?
-						  (u64)(p0 + p) * lda + i0 + i + r :
-						  (u64)(i0 + i + r) * lda + p0 + p;
-				d[r] = gemm_bf16(g->a, idx);
-			}
-			for (; r < GEMM_MR; r++)
-				d[r] = 0.0f;
+		gemm_prefetch_row(g->a, src + GEMM_PF_ROWS * lda, mt, 2 - h);
+		for (i = 0; i < full; i++, d += pstride) {
+			if (h)
+				for (r = 0; r < GEMM_MR; r++)
+					d[r] = gemm_bf16(g->a,
+							 src + i * GEMM_MR + r);
+			else
+				__builtin_memcpy(d, (const float *)g->a + src +
+						 i * GEMM_MR, GEMM_MR * 4);
+		}
+		/* one loop: a zero-fill loop would become a memset call */
+		for (r = 0; rest && r < GEMM_MR; r++) {
+			u64 s = src + full * GEMM_MR + r;
+
+			d[r] = r < rest ? gemm_elem(g->a, s, h) : 0.0f;
 		}
 	}
 }
 
 /*
  * The tile's B block, k p0..p0+kc, columns j0..j0+nt, as consecutive
- * NR-column panels (kc * NR floats each).
+ * NR-column panels (kc * NR floats each). @h: B is bf16.
  */
-static void gemm_pack_b(float *bp, const struct vtpu_engine_gemm *g, u32 p0,
-			u32 kc, u32 j0, u32 nt)
+static __always_inline void GEMM_FN(gemm_pack_b_dt)(float *bp,
+						    const struct vtpu_engine_gemm *g,
+						    u32 p0, u32 kc, u32 j0,
+						    u32 nt, bool h)
 {
 	u64 ldb = g->ldb, pstride = (u64)kc * GEMM_NR;
 	u32 full = nt / GEMM_NR, rest = nt - full * GEMM_NR;
-	u32 p, c, j;
+	u64 src = (u64)p0 * ldb + j0;
+	u32 p, c, j, q;
 
-	if (g->dtype == VTPU_DTYPE_F32 && !(g->flags & VTPU_GEMM_TRANS_B)) {
-		/*
-		 * stored k x n: GEMM_PB rows at a time, panel by panel, so
-		 * that reads stay on a few pages and writes are sequential
-		 * (row by row across panels, every write would hit the
-		 * same L1 set: panels are a power of two apart)
-		 */
-		const float *src = (const float *)g->b + p0 * ldb + j0;
-
-		for (p = 0; p < kc; p += GEMM_PB, src += GEMM_PB * ldb) {
-			u32 pb = gemm_min(GEMM_PB, kc - p);
-			float *d = bp + p * GEMM_NR;
-			u32 q;
-
-			for (q = 0; q < pb; q++)
-				gemm_prefetch_row(src + (GEMM_PB + q) * ldb, nt);
-			for (j = 0; j < full; j++, d += pstride)
-				for (q = 0; q < pb; q++)
-					gemm_copy_nr(d + q * GEMM_NR,
-						     src + q * ldb + j * GEMM_NR);
-			if (rest) {
-				for (q = 0; q < pb; q++) {
-					const float *sr = src + q * ldb +
-							  full * GEMM_NR;
-
-					for (c = 0; c < rest; c++)
-						d[q * GEMM_NR + c] = sr[c];
-					for (; c < GEMM_NR; c++)
-						d[q * GEMM_NR + c] = 0.0f;
-				}
-			}
-		}
-		return;
-	}
-	if (g->dtype == VTPU_DTYPE_F32) {
+	if (g->flags & VTPU_GEMM_TRANS_B) {
 		/* stored n x k: transpose NR columns at a time */
-		for (j = 0; j <= full; j++, bp += pstride) {
-			const float *src = (const float *)g->b +
-					   (u64)(j0 + j * GEMM_NR) * ldb + p0;
-			u32 nr = j < full ? GEMM_NR : rest;
-
-			if (!nr)
-				break;
-#ifdef GEMM_VW
-			if (nr == GEMM_NR) {
-				gemm_pack_b_cols(bp, src, ldb, kc);
-				continue;
-			}
-#endif
-			for (c = 0; c < nr; c++, src += ldb)
-				for (p = 0; p < kc; p++)
-					bp[p * GEMM_NR + c] = src[p];
-			for (; c < GEMM_NR; c++)
-				for (p = 0; p < kc; p++)
-					bp[p * GEMM_NR + c] = 0.0f;
-		}
+		gemm_pack_tr_panels(bp, GEMM_NR, g->b, (u64)j0 * ldb + p0, ldb,
+				    kc, nt, h);
 		return;
 	}
-	for (j = 0; j < nt; j += GEMM_NR, bp += pstride) {
-		u32 nr = gemm_min(GEMM_NR, nt - j);
-		float *d = bp;
+	/*
+	 * stored k x n: GEMM_PB rows at a time, panel by panel, so that reads
+	 * stay on a few pages and writes are sequential (row by row across
+	 * panels, every write would hit the same L1 set: panels are a power
+	 * of two apart)
+	 */
+	for (p = 0; p < kc; p += GEMM_PB, src += GEMM_PB * ldb) {
+		u32 pb = gemm_min(GEMM_PB, kc - p);
+		float *d = bp + p * GEMM_NR;
 
-		for (p = 0; p < kc; p++, d += GEMM_NR) {
-			for (c = 0; c < nr; c++) {
-				u64 idx = (g->flags & VTPU_GEMM_TRANS_B) ?
-						  (u64)(j0 + j + c) * ldb + p0 + p :
-						  (u64)(p0 + p) * ldb + j0 + j + c;
-				d[c] = gemm_bf16(g->b, idx);
-			}
-			for (; c < GEMM_NR; c++)
-				d[c] = 0.0f;
+		for (q = 0; q < pb; q++)
+			gemm_prefetch_row(g->b, src + (GEMM_PB + q) * ldb, nt,
+					  2 - h);
+		for (j = 0; j < full; j++, d += pstride)
+			for (q = 0; q < pb; q++)
+				gemm_copy_row(d + q * GEMM_NR, g->b,
+					      src + q * ldb + j * GEMM_NR,
+					      GEMM_NR, h);
+		for (q = 0; rest && q < pb; q++) {
+			u64 s = src + q * ldb + full * GEMM_NR;
+			float *dq = d + q * GEMM_NR;
+
+			/* as in gemm_pack_a_dt(): no zero-fill loop */
+			for (c = 0; c < GEMM_NR; c++)
+				dq[c] = c < rest ? gemm_elem(g->b, s + c, h) :
+						   0.0f;
 		}
 	}
 }
 
+/* One copy of each pack per dtype, with constant panel sizes. */
+static void GEMM_FN(gemm_pack_a)(float *ap, const struct vtpu_engine_gemm *g,
+				 u32 i0, u32 mt, u32 p0, u32 kc)
+{
+	if (g->dtype == VTPU_DTYPE_BF16)
+		GEMM_FN(gemm_pack_a_dt)(ap, g, i0, mt, p0, kc, true);
+	else
+		GEMM_FN(gemm_pack_a_dt)(ap, g, i0, mt, p0, kc, false);
+}
+
+static void GEMM_FN(gemm_pack_b)(float *bp, const struct vtpu_engine_gemm *g,
+				 u32 p0, u32 kc, u32 j0, u32 nt)
+{
+	if (g->dtype == VTPU_DTYPE_BF16)
+		GEMM_FN(gemm_pack_b_dt)(bp, g, p0, kc, j0, nt, true);
+	else
+		GEMM_FN(gemm_pack_b_dt)(bp, g, p0, kc, j0, nt, false);
+}
+
+#ifdef GEMM_STEP_FN
 void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 {
 	const struct vtpu_engine_gemm *g = st->g;
@@ -330,8 +355,8 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	u64 ldc = g->ldc;
 	u32 kc = st->kc, i, j;
 
-	gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
-	gemm_pack_a(ap, g, st->i0, st->mt, st->p0, kc);
+	GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
+	GEMM_FN(gemm_pack_a)(ap, g, st->i0, st->mt, st->p0, kc);
 
 	for (i = 0; i < st->mt; i += GEMM_MR) {
 		u32 mr = gemm_min(GEMM_MR, st->mt - i);
@@ -339,8 +364,10 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 		const float *a = ap + (u64)i * kc;
 
 		for (j = 0; j < st->nt; j += GEMM_NR)
-			gemm_ukr(kc, a, bp + (u64)j * kc, c + j, ldc, mr,
-				 gemm_min(GEMM_NR, st->nt - j), g->alpha,
-				 st->beta, bias ? bias + j : NULL, relu);
+			GEMM_FN(gemm_ukr)(kc, a, bp + (u64)j * kc, c + j, ldc,
+					  mr, gemm_min(GEMM_NR, st->nt - j),
+					  g->alpha, st->beta,
+					  bias ? bias + j : NULL, relu);
 	}
 }
+#endif /* GEMM_STEP_FN */

@@ -3,14 +3,16 @@
  * Host unit test of the engine through libvtpu's cpu backend: GEMM on every
  * SIMD level this CPU has, and in OpenBLAS mode, against a double-precision
  * triple loop (and cblas_sgemm), over edge shapes, transposes, strides,
- * alpha/beta, bias+ReLU, NaN/Inf; plus FILL/COPY/NOP and a rejected stream.
- * No device needed.
+ * alpha/beta, bias+ReLU, NaN/Inf, f32 and bf16 inputs (the reference widens
+ * bf16 exactly); plus FILL/COPY/NOP and a rejected stream. No device needed.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cblas.h>
 
 #include "kselftest_harness.h"
@@ -81,6 +83,44 @@ static void fill_rand(float *p, size_t n)
 		p[i] = frand();
 }
 
+/* bf16 bits of @f, rounded to nearest even (NaN stays NaN). */
+static uint16_t to_bf16(float f)
+{
+	uint32_t u = f2u(f);
+
+	if (isnan(f))
+		return (uint16_t)((u >> 16) | 0x40);
+	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+/* The f32 a bf16 widens to (exactly). */
+static float from_bf16(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/*
+ * Store @n values of @v into @dst as f32 or, with @bf16, as bf16 (then @v
+ * is rounded in place to what the device sees).
+ */
+static void store_elems(void *dst, float *v, size_t n, int bf16)
+{
+	size_t i;
+
+	if (!bf16) {
+		memcpy(dst, v, n * 4);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		((uint16_t *)dst)[i] = to_bf16(v[i]);
+		v[i] = from_bf16(((uint16_t *)dst)[i]);
+	}
+}
+
 /* ---- one GEMM case ------------------------------------------------------- */
 
 struct gemm_case {
@@ -89,7 +129,50 @@ struct gemm_case {
 	float alpha, beta;
 	int nan_c;	 /* fill C with NaN (beta must be 0) */
 	int poison_a;	 /* put NaN and Inf in A */
+	int bf16;	 /* A and B are bf16 */
+	int guard;	 /* each operand ends where an unmapped page begins */
+	int exact;	 /* A, B multiples of 1/8 in [-2, 2]: C must be exact */
 };
+
+/*
+ * A buffer holding @bytes at *@off: with @guard, they end where a
+ * PROT_NONE page begins, so that reading or writing one byte past them
+ * faults; else they start at @lead. Return: 0 or -1.
+ */
+static int case_bo_create(size_t bytes, size_t lead, int guard,
+			  struct vtpu_bo *bo, uint64_t *off)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size;
+	char *map;
+
+	if (!guard) {
+		*off = lead;
+		return vtpu_cpu_bo_create(bytes + lead, bo) ? -1 : 0;
+	}
+	size = (bytes + page - 1) / page * page;
+	map = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return -1;
+	if (mprotect(map + size, page, PROT_NONE)) {
+		munmap(map, size + page);
+		return -1;
+	}
+	bo->handle = 0;
+	bo->map = map;
+	bo->size = size;
+	*off = size - bytes;
+	return 0;
+}
+
+static void case_bo_destroy(struct vtpu_bo *bo, int guard)
+{
+	if (guard && bo->map)
+		munmap(bo->map, bo->size + (size_t)sysconf(_SC_PAGESIZE));
+	else
+		vtpu_cpu_bo_destroy(bo);
+	bo->map = NULL;
+}
 
 /* Executors: SIMD levels, or -2 for OpenBLAS mode. */
 #define EXEC_OPENBLAS -2
@@ -107,9 +190,10 @@ static float relu_ref(float x)
 }
 
 /*
- * Run @gc on @cpu; compare with a double triple loop (the OpenBLAS
- * variants check cblas_sgemm the same way). Returns the number of bad elements; *maxratio gets the
- * worst |got - ref| / tolerance.
+ * Run @gc on @cpu; compare with a double triple loop over what the device
+ * sees (bf16 widened exactly; the OpenBLAS variants check cblas_sgemm the
+ * same way). Returns the number of bad elements; *maxratio gets the worst
+ * |got - ref| / tolerance.
  */
 static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 		     double *maxratio)
@@ -121,8 +205,9 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 	uint32_t ldb = (tb ? k : n) + gc->ldb_pad;
 	uint32_t ldc = n + gc->ldc_pad;
 	size_t asz = (size_t)(ta ? k : m) * lda, bsz = (size_t)(tb ? n : k) * ldb;
-	size_t csz = (size_t)m * ldc;
-	struct vtpu_bo abo, bbo, cbo, biasbo;
+	size_t csz = (size_t)m * ldc, es = gc->bf16 ? 2 : 4;
+	struct vtpu_bo abo = { 0 }, bbo = { 0 }, cbo = { 0 }, biasbo = { 0 };
+	uint64_t aoff, boff, coff, biasoff;
 	struct vtpu_cmd_gemm cmd;
 	struct stream s;
 	struct vtpu_job job = { 0 };
@@ -133,17 +218,24 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 
 	*maxratio = 0;
 	/* A at an offset, to exercise operand offsets */
-	if (vtpu_cpu_bo_create(asz * 4 + 256, &abo) ||
-	    vtpu_cpu_bo_create(bsz * 4, &bbo) ||
-	    vtpu_cpu_bo_create(csz * 4, &cbo) ||
-	    vtpu_cpu_bo_create(n * 4, &biasbo))
+	if (case_bo_create(asz * es, 256, gc->guard, &abo, &aoff) ||
+	    case_bo_create(bsz * es, 0, gc->guard, &bbo, &boff) ||
+	    case_bo_create(csz * 4, 0, gc->guard, &cbo, &coff) ||
+	    case_bo_create(n * 4, 0, gc->guard, &biasbo, &biasoff))
 		return -1;
-	a = (float *)((char *)abo.map + 256);
-	b = bbo.map;
-	c = cbo.map;
-	bias = biasbo.map;
+	/* a and b: the values the device sees, for the reference */
+	a = malloc(asz * 4);
+	b = malloc(bsz * 4);
+	c = (float *)((char *)cbo.map + coff);
+	bias = (float *)((char *)biasbo.map + biasoff);
 	fill_rand(a, asz);
 	fill_rand(b, bsz);
+	if (gc->exact) {
+		for (i = 0; i < asz; i++)
+			a[i] = floorf(a[i] * 16) / 8;
+		for (i = 0; i < bsz; i++)
+			b[i] = floorf(b[i] * 16) / 8;
+	}
 	fill_rand(bias, n);
 	if (gc->nan_c)
 		for (i = 0; i < csz; i++)
@@ -158,6 +250,8 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 		if (r2 != r1)
 			a[ta ? r2 : (size_t)r2 * lda] = INFINITY;
 	}
+	store_elems((char *)abo.map + aoff, a, asz, gc->bf16);
+	store_elems((char *)bbo.map + boff, b, bsz, gc->bf16);
 	c0 = malloc(csz * 4);
 	cref = malloc(csz * 4);
 	memcpy(c0, c, csz * 4);
@@ -197,15 +291,19 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 	cmd.lda = lda;
 	cmd.ldb = ldb;
 	cmd.ldc = ldc;
-	cmd.dtype = VTPU_DTYPE_F32;
+	cmd.dtype = gc->bf16 ? VTPU_DTYPE_BF16 : VTPU_DTYPE_F32;
 	cmd.alpha = f2u(gc->alpha);
 	cmd.beta = f2u(gc->beta);
 	cmd.a.buf = stream_use(&s, &abo);
-	cmd.a.offset = 256;
+	cmd.a.offset = aoff;
 	cmd.b.buf = stream_use(&s, &bbo);
+	cmd.b.offset = boff;
 	cmd.c.buf = stream_use(&s, &cbo);
-	if (gc->flags & VTPU_GEMM_BIAS)
+	cmd.c.offset = coff;
+	if (gc->flags & VTPU_GEMM_BIAS) {
 		cmd.bias.buf = stream_use(&s, &biasbo);
+		cmd.bias.offset = biasoff;
+	}
 	stream_add(&s, &cmd);
 	ret = vtpu_cpu_run(cpu, &s.cb, &job);
 	if (ret) {
@@ -234,7 +332,7 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 				mag += fabs(gc->beta * c0[idx]);
 			if (gc->flags & VTPU_GEMM_BIAS)
 				mag += fabs(bias[j]);
-			tol = 2.0 * (k + 3) * EPS * mag + 1e-30;
+			tol = gc->exact ? 0 : 2.0 * (k + 3) * EPS * mag + 1e-30;
 
 			if (isnan(want) || isinf(want) || isnan(mag) ||
 			    isinf(mag)) {
@@ -251,14 +349,14 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 				continue;
 			}
 			d = fabs((double)got - want);
-			if (!(d <= tol)) {
+			if (gc->exact ? got != want : !(d <= tol)) {
 				if (bad < 5)
 					fprintf(stderr,
 						"  C[%u][%u] = %.8g, want %.8g (tol %.3g)\n",
 						i, j, got, want, tol);
 				bad++;
 			}
-			if (d / tol > *maxratio)
+			if (!gc->exact && d / tol > *maxratio)
 				*maxratio = d / tol;
 		}
 		/* padding past n is never written */
@@ -274,12 +372,14 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 		}
 	}
 out:
+	free(a);
+	free(b);
 	free(c0);
 	free(cref);
-	vtpu_cpu_bo_destroy(&abo);
-	vtpu_cpu_bo_destroy(&bbo);
-	vtpu_cpu_bo_destroy(&cbo);
-	vtpu_cpu_bo_destroy(&biasbo);
+	case_bo_destroy(&abo, gc->guard);
+	case_bo_destroy(&bbo, gc->guard);
+	case_bo_destroy(&cbo, gc->guard);
+	case_bo_destroy(&biasbo, gc->guard);
 	return bad;
 }
 
@@ -334,9 +434,9 @@ static int check_cases(struct __test_metadata *_metadata, struct vtpu_cpu *cpu,
 			gc.flags |= trans[t];
 			bad = run_case(cpu, &gc, &ratio);
 			if (bad) {
-				TH_LOG("%ux%ux%u flags %#x alpha %g beta %g: %ld bad",
-				       gc.m, gc.n, gc.k, gc.flags, gc.alpha,
-				       gc.beta, bad);
+				TH_LOG("%ux%ux%u%s flags %#x alpha %g beta %g: %ld bad",
+				       gc.m, gc.n, gc.k, gc.bf16 ? " bf16" : "",
+				       gc.flags, gc.alpha, gc.beta, bad);
 				fails++;
 			}
 			if (ratio > worst)
@@ -408,6 +508,74 @@ TEST_F(gemm, nan_inf_propagate)
 		{ 40, 70, 600, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, .alpha = 1,
 		  .beta = 1, .poison_a = 1 },
 	};
+
+	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
+				 sizeof(cases) / sizeof(cases[0])));
+}
+
+/*
+ * bf16 A and B, f32 accumulation: the same shapes, edges and epilogues as
+ * f32 (OpenBLAS mode runs them on the engine too), and exact results when
+ * every product and partial sum is representable.
+ */
+TEST_F(gemm, bf16)
+{
+#define C(m_, n_, k_, fl, pa, pb, pc, al, be)                                  \
+	{ .m = m_, .n = n_, .k = k_, .flags = fl, .lda_pad = pa,               \
+	  .ldb_pad = pb, .ldc_pad = pc, .alpha = al, .beta = be, .bf16 = 1 }
+	static const struct gemm_case cases[] = {
+		C(1, 1, 1, 0, 0, 0, 0, 1.0f, 0.0f),
+		C(7, 13, 17, 0, 3, 5, 7, 1.0f, 1.0f),
+		C(1, 300, 50, 0, 0, 0, 0, 1.0f, 0.0f),
+		C(300, 1, 50, 0, 1, 1, 0, 1.0f, 0.0f),
+		C(33, 65, 129, VTPU_GEMM_BIAS, 1, 0, 2, -0.5f, 0.75f),
+		C(15, 33, 257, VTPU_GEMM_RELU, 0, 0, 0, 2.0f, -1.0f),
+		C(29, 37, 3000, 0, 0, 0, 0, 1.0f, 0.0f),
+		C(200, 10, 512, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 0, 0, 0, 1.0f,
+		  0.0f),
+		C(128, 100, 10, 0, 2, 2, 2, 1.0f, 0.5f),
+		C(301, 803, 270, 0, 0, 0, 0, 1.0f, 0.0f),
+		{ 9, 20, 30, .alpha = 1, .poison_a = 1, .bf16 = 1 },
+		{ 50, 70, 300, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 1, 1, 5,
+		  .alpha = 0.5f, .nan_c = 1, .bf16 = 1 },
+		{ 8, 8, 16, .alpha = 1, .bf16 = 1, .exact = 1 },
+		{ 61, 45, 700, .alpha = 1, .bf16 = 1, .exact = 1 },
+		{ 130, 7, 300, .alpha = 1, .bf16 = 1, .exact = 1 },
+	};
+#undef C
+
+	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
+				 sizeof(cases) / sizeof(cases[0])));
+}
+
+/*
+ * Narrow N (the AVX-512 kernel for n <= 16 reads f32 operands in place
+ * and stores with masks) and edge tiles, every operand ending at an
+ * unmapped page: an access past any of them faults.
+ */
+TEST_F(gemm, narrow_and_edges_at_page_end)
+{
+#define C(m_, n_, k_, fl, al, be, h)                                            \
+	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = al, .beta = be,     \
+	  .bf16 = h, .guard = 1 }
+	static const struct gemm_case cases[] = {
+		C(1, 1, 1, 0, 1.0f, 0.0f, 0),
+		C(128, 10, 512, 0, 1.0f, 0.0f, 0),
+		C(512, 10, 128, 0, 1.0f, 0.0f, 0),
+		C(33, 16, 300, VTPU_GEMM_BIAS, 1.0f, 0.5f, 0),
+		C(47, 15, 17, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, -1.0f, 1.0f, 0),
+		C(17, 3, 700, 0, 0.5f, 0.0f, 0),
+		C(100, 7, 40, VTPU_GEMM_RELU, 1.0f, -1.0f, 0),
+		C(15, 33, 31, VTPU_GEMM_BIAS, 1.0f, 1.0f, 0),
+		C(29, 17, 64, 0, 1.0f, 0.0f, 0),
+		C(9000, 3, 20, VTPU_GEMM_BIAS, 1.0f, 0.5f, 0),
+		C(64, 64, 64, 0, 1.0f, 0.0f, 0),
+		C(43, 10, 65, VTPU_GEMM_BIAS, 1.0f, 0.0f, 1),
+		C(15, 33, 31, VTPU_GEMM_RELU, 1.0f, 1.0f, 1),
+		C(17, 3, 700, 0, 0.5f, 0.0f, 1),
+		C(8200, 12, 33, 0, 1.0f, 0.0f, 1),
+	};
+#undef C
 
 	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
 				 sizeof(cases) / sizeof(cases[0])));

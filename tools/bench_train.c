@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vtpu-bench train: training steps per second of the three example models
+ * on the cpu backend with the engine's GEMM (the exact code the kernel
+ * runs), with OpenBLAS's GEMM, and in PyTorch, on the same threads.
+ *
+ *   vtpu-bench train [--threads N] [--json] [--reps R] [--device PATH]
+ *                    [--models LIST] [--batches LIST] [--no-pytorch]
+ *
+ * For each model and batch size the backends take turns (bench_compare),
+ * each rep about a second of steps, and the medians are shown with
+ * ms/step, s/epoch (60000 images, 50000 for cifar10) and the ratio to
+ * PyTorch. The data is synthetic (random pixels and labels, resident in
+ * memory as fit() keeps it): steps cost the same whatever the pixels.
+ *
+ * PyTorch is Debian's python3-torch, driven through
+ * tools/bench_train_pytorch.py over a pipe so that it too takes turns.
+ * With --device, the models also train through that device ("device").
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "vtpu_model.h"
+
+#define TARGET_S 1.0
+#define MAX_BACKENDS 4
+
+struct model_def {
+	const char *name;
+	uint32_t h, w, c;
+	uint32_t epoch_images;
+	void (*build)(struct vtpu_model *m);
+};
+
+static void build_mnist(struct vtpu_model *m)
+{
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+}
+
+static void build_fashion(struct vtpu_model *m)
+{
+	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_VALID, VTPU_ACT_NONE);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_relu(m);
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+}
+
+static void build_cifar(struct vtpu_model *m)
+{
+	vtpu_model_add_conv2d(m, 32, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_conv2d(m, 32, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+}
+
+/* The same models as examples/ (and tools/bench_train_pytorch.py). */
+static const struct model_def models[] = {
+	{ "mnist", 28, 28, 1, 60000, build_mnist },
+	{ "fashion_mnist", 28, 28, 1, 60000, build_fashion },
+	{ "cifar10", 32, 32, 3, 50000, build_cifar },
+};
+
+/* A vtpu backend: a compiled model and a few batches of data. */
+struct vtpu_runner {
+	struct vtpu_model *m;
+	struct vtpu_dataset ds;
+	struct vtpu_fit_opts fo;
+};
+
+static int run_vtpu(void *ctx)
+{
+	struct vtpu_runner *r = ctx;
+
+	return vtpu_model_fit(r->m, &r->ds, &r->fo);
+}
+
+/* Each timed call trains this many steps. */
+#define STEPS_PER_CALL 4
+
+static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
+			    uint32_t batch, const char *device, int gemm,
+			    int threads)
+{
+	VTPU_COMPILE_OPTS(co, .device = device, .cpu_gemm = gemm,
+			  .threads = threads, .batch = batch, .seed = 1);
+	struct vtpu_rng rng;
+	size_t i, isz = (size_t)md->h * md->w * md->c;
+
+	memset(r, 0, sizeof(*r));
+	r->ds.n = batch * STEPS_PER_CALL;
+	r->ds.height = md->h;
+	r->ds.width = md->w;
+	r->ds.channels = md->c;
+	r->ds.classes = 10;
+	r->ds.images = malloc(r->ds.n * isz);
+	r->ds.labels = malloc(r->ds.n);
+	r->m = vtpu_model_create(md->h, md->w, md->c);
+	if (!r->ds.images || !r->ds.labels || !r->m)
+		return -ENOMEM;
+	vtpu_rng_seed(&rng, 7);
+	for (i = 0; i < r->ds.n * isz; i++)
+		r->ds.images[i] = (uint8_t)vtpu_rng_next(&rng);
+	for (i = 0; i < r->ds.n; i++)
+		r->ds.labels[i] = (uint8_t)vtpu_rng_below(&rng, 10);
+	md->build(r->m);
+	r->fo.sz = sizeof(r->fo);
+	r->fo.epochs = 1;
+	if (vtpu_model_compile(r->m, &co)) {
+		fprintf(stderr, "vtpu-bench: %s on %s: %s\n", md->name, device,
+			vtpu_model_error(r->m));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void vtpu_runner_fini(struct vtpu_runner *r)
+{
+	vtpu_model_destroy(r->m);
+	vtpu_dataset_free(&r->ds);
+}
+
+/* PyTorch, in a child process fed one request per timed call. */
+struct torch_runner {
+	pid_t pid;
+	FILE *to, *from;
+	const char *model;
+	uint32_t batch;
+};
+
+static int run_torch(void *ctx)
+{
+	struct torch_runner *t = ctx;
+	char line[64];
+
+	fprintf(t->to, "%s %u %d\n", t->model, t->batch, STEPS_PER_CALL);
+	fflush(t->to);
+	return fgets(line, sizeof(line), t->from) ? 0 : -EPIPE;
+}
+
+static int torch_start(struct torch_runner *t, int threads)
+{
+	char script[4096], nthreads[16];
+	int in[2], out[2];
+	ssize_t len;
+
+	len = readlink("/proc/self/exe", script, sizeof(script) - 64);
+	if (len < 0)
+		return -errno;
+	script[len] = '\0';
+	/* build/bin/vtpu-bench -> tools/bench_train_pytorch.py */
+	strcpy(strstr(script, "/build/bin/") ?: script + len,
+	       "/tools/bench_train_pytorch.py");
+	if (access("/usr/bin/python3", X_OK) || access(script, R_OK))
+		return -ENOENT;
+	if (pipe(in) || pipe(out))
+		return -errno;
+	snprintf(nthreads, sizeof(nthreads), "%d", threads);
+	t->pid = fork();
+	if (t->pid < 0)
+		return -errno;
+	if (!t->pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl("/usr/bin/python3", "python3", script, "--threads",
+		      nthreads, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	t->to = fdopen(in[1], "w");
+	t->from = fdopen(out[0], "r");
+	return t->to && t->from ? 0 : -ENOMEM;
+}
+
+static void torch_stop(struct torch_runner *t)
+{
+	if (t->to)
+		fclose(t->to); /* EOF ends the script */
+	if (t->from)
+		fclose(t->from);
+	if (t->pid > 0)
+		waitpid(t->pid, NULL, 0);
+}
+
+static void usage(int status)
+{
+	fprintf(status ? stderr : stdout,
+		"usage: vtpu-bench train %s [--models LIST] [--batches LIST] [--no-pytorch]\n"
+		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10;\n"
+		"  batches: default 32,128,256,512,1024)\n",
+		BENCH_OPTS_USAGE);
+	exit(status);
+}
+
+static int listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	while ((p = strstr(p, name))) {
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+static void report(const struct bench_opts *o, const struct model_def *md,
+		   uint32_t batch, const char *backend, double steps_per_s,
+		   double torch_steps_per_s)
+{
+	double ms = 1e3 / steps_per_s;
+	double epoch = md->epoch_images / (double)batch * ms / 1e3;
+
+	if (o->json) {
+		printf("{\"model\":\"%s\",\"batch\":%u,\"threads\":%d,\"backend\":\"%s\","
+		       "\"ms_per_step\":%.3f,\"s_per_epoch\":%.2f",
+		       md->name, batch, o->threads, backend, ms, epoch);
+		if (torch_steps_per_s > 0)
+			printf(",\"vs_pytorch\":%.2f",
+			       steps_per_s / torch_steps_per_s);
+		printf("}\n");
+		return;
+	}
+	printf("%-14s %6u %-9s %10.2f %10.2f", md->name, batch, backend, ms,
+	       epoch);
+	if (torch_steps_per_s > 0)
+		printf(" %9.2fx", steps_per_s / torch_steps_per_s);
+	printf("\n");
+}
+
+int bench_train(int argc, char **argv)
+{
+	const char *model_list = "mnist,fashion_mnist,cifar10";
+	const char *batch_list = "32,128,256,512,1024";
+	struct vtpu_runner vr[MAX_BACKENDS];
+	struct bench_runner r[MAX_BACKENDS + 1];
+	struct torch_runner torch = { 0 };
+	const char *names[MAX_BACKENDS + 1];
+	struct bench_opts o;
+	int use_torch = 1, i, n, ret = 0;
+	size_t mi;
+	char *list, *tok, *save;
+
+	bench_opts_init(&o);
+	for (i = 1; i < argc; i++) {
+		int c = bench_opt(&o, argc, argv, &i);
+
+		if (c < 0)
+			usage(2);
+		if (c)
+			continue;
+		if (!strcmp(argv[i], "--models") && i + 1 < argc)
+			model_list = argv[++i];
+		else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
+			batch_list = argv[++i];
+		else if (!strcmp(argv[i], "--no-pytorch"))
+			use_torch = 0;
+		else
+			usage(strcmp(argv[i], "--help") ? 2 : 0);
+	}
+	bench_opts_done(&o);
+	if (use_torch && torch_start(&torch, o.threads)) {
+		fprintf(stderr, "vtpu-bench: no PyTorch (apt-get install python3-torch): its rows are left out\n");
+		use_torch = 0;
+	}
+	if (o.json)
+		printf("{\"header\":true,\"threads\":%d,\"openblas_core\":\"%s\","
+		       "\"pytorch\":%s}\n", o.threads, openblas_get_corename(),
+		       use_torch ? "true" : "false");
+	else
+		printf("# vtpu-bench train: %d thread(s), OpenBLAS core %s, "
+		       "median of %d, synthetic data\n"
+		       "%-14s %6s %-9s %10s %10s %10s\n", o.threads,
+		       openblas_get_corename(), o.reps, "model", "batch",
+		       "backend", "ms/step", "s/epoch", "vs torch");
+
+	for (mi = 0; mi < sizeof(models) / sizeof(models[0]) && !ret; mi++) {
+		const struct model_def *md = &models[mi];
+
+		if (!listed(model_list, md->name))
+			continue;
+		list = strdup(batch_list);
+		for (tok = strtok_r(list, ",", &save); tok && !ret;
+		     tok = strtok_r(NULL, ",", &save)) {
+			uint32_t batch = (uint32_t)atoi(tok);
+
+			n = 0;
+			names[n] = "engine";
+			ret = vtpu_runner_init(&vr[n++], md, batch, "cpu",
+					       VTPU_CPU_GEMM_ENGINE, o.threads);
+			names[n] = "openblas";
+			if (!ret)
+				ret = vtpu_runner_init(&vr[n++], md, batch, "cpu",
+						       VTPU_CPU_GEMM_OPENBLAS,
+						       o.threads);
+			names[n] = "device";
+			if (!ret && o.device)
+				ret = vtpu_runner_init(&vr[n++], md, batch,
+						       o.device, 0, 0);
+			for (i = 0; i < n; i++)
+				r[i] = (struct bench_runner){
+					.name = names[i], .run = run_vtpu,
+					.ctx = &vr[i], .work = STEPS_PER_CALL,
+				};
+			torch.model = md->name;
+			torch.batch = batch;
+			if (use_torch)
+				r[n] = (struct bench_runner){
+					.name = "pytorch", .run = run_torch,
+					.ctx = &torch, .work = STEPS_PER_CALL,
+				};
+			if (!ret)
+				ret = bench_compare(r, n + use_torch, o.reps,
+						    TARGET_S);
+			for (i = 0; !ret && i < n + use_torch; i++)
+				report(&o, md, batch, i < n ? names[i] : "pytorch",
+				       r[i].rate, use_torch ? r[n].rate : 0);
+			for (i = 0; i < n; i++)
+				vtpu_runner_fini(&vr[i]);
+			fflush(stdout);
+		}
+		free(list);
+	}
+	torch_stop(&torch);
+	return ret ? 1 : 0;
+}
