@@ -32,7 +32,7 @@
 /* IM2COL workspace per convolution chunk: the cols stay cache-sized. */
 #define CONV_CHUNK_BYTES (4u << 20)
 /* Per chunk of a convolution fused with its pooling: cols + conv output. */
-#define FUSED_CHUNK_BYTES (1u << 20)
+#define FUSED_CHUNK_BYTES (4u << 20)
 
 struct store {
 	enum vg_buf buf;
@@ -430,12 +430,18 @@ static void convpool_bwd(struct cx *cx, int i, int j)
 	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
 	uint64_t in_img = vg_node_size(in) * 4;
 	uint32_t nb = fused_chunk(cx, n, kdim), b, cnt, rows;
-	struct tref dpool = act_grad(cx, i, cx->grad[j]); /* i's act, on j */
-	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	uint64_t pooled = cx->B * vg_node_size(&cx->g->nodes[j]);
+	struct tref dpool = cx->grad[j], cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
 	struct tref dconv = work(cx, nb * vg_node_size(n) * 4);
 	struct tref x = cx->val[xi], dx = at(0, 0), tmp = at(0, 0);
 	float beta;
 
+	/* the conv's ReLU ran on the pooled values: its mask is theirs */
+	if (n->act == VTPU_ACT_RELU) {
+		dpool = work(cx, pooled * 4);
+		ew(cx, VTPU_EW_RELU_GRAD, pooled, cx->val[j], cx->grad[j],
+		   dpool);
+	}
 	if (cx->needs_grad[xi])
 		dx = grad_begin(cx, xi, &tmp);
 	for (b = 0; b < cx->B; b += cnt) {

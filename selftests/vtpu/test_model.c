@@ -79,6 +79,25 @@ TEST(gradcheck_conv_pool_relu)
 	vtpu_graph_destroy(g);
 }
 
+TEST(gradcheck_conv_relu_fused_with_pool)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 6, 6, 2);
+
+	/* conv(relu) -> maxpool runs fused, the relu after the pooling */
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_maxpool(g, x, 2, 2);
+	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 72);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("conv(relu) + maxpool fused, then conv: max relative error %.2e",
+	       rel);
+	vtpu_graph_destroy(g);
+}
+
 TEST(gradcheck_conv_same_stacked)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
