@@ -9,6 +9,37 @@
 
 #include "vtpu_drv.h"
 
+#ifdef CONFIG_UML
+/*
+ * User-Mode Linux: the kernel is a host process, whose registers the host
+ * kernel saves and restores, and which UML never preempts (kernel code
+ * switches tasks only through calls, which clobber every vector register
+ * anyway). kernel_fpu_begin()/end() are no-ops there and there is no
+ * xstate API: the host enables the state of every feature it reports in
+ * /proc/cpuinfo, from which UML fills boot_cpu_data.
+ */
+static bool vtpu_saves_ymm(void)
+{
+	return true;
+}
+
+static bool vtpu_saves_zmm(void)
+{
+	return true;
+}
+#else
+static bool vtpu_saves_ymm(void)
+{
+	return cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM, NULL);
+}
+
+static bool vtpu_saves_zmm(void)
+{
+	return cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM |
+				 XFEATURE_MASK_AVX512, NULL);
+}
+#endif
+
 /*
  * The CPU must have the instructions, and the kernel must save and restore
  * the register state they use (XSAVE features enabled), or a task switch
@@ -18,11 +49,10 @@ u32 vtpu_simd_best(void)
 {
 	/* engine.mk builds the AVX-512 objects with -mavx512f -mfma only */
 	if (boot_cpu_has(X86_FEATURE_AVX512F) && boot_cpu_has(X86_FEATURE_FMA) &&
-	    cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM |
-				      XFEATURE_MASK_AVX512, NULL))
+	    vtpu_saves_zmm())
 		return VTPU_SIMD_AVX512;
 	if (boot_cpu_has(X86_FEATURE_AVX2) && boot_cpu_has(X86_FEATURE_FMA) &&
-	    cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM, NULL))
+	    vtpu_saves_ymm())
 		return VTPU_SIMD_AVX2;
 	return VTPU_SIMD_SCALAR;
 }
