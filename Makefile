@@ -139,3 +139,6 @@ clean:
 	  $(MAKE) -C $(KDIR) M=$(SRCTOP) clean; fi
 
 FORCE:
+
+# Objects are not intermediates to delete after linking: keep them.
+.SECONDARY:

@@ -335,6 +335,8 @@ static struct vtpu_job *vtpu_job_create(struct vtpu_file *vfile,
 		return ERR_PTR(-ENOMEM);
 	kref_init(&job->ref);
 	INIT_LIST_HEAD(&job->node);
+	/* removing a callback never added must find it unlinked */
+	INIT_LIST_HEAD(&job->in_cb.node);
 	kref_get(&q->ref);
 	job->queue = q;
 	job->cmds_size = args->cmds_size;

@@ -19,7 +19,12 @@ ENGINE_SRCS := \
 ENGINE_NOFPU_SRCS := validate.c iterate.c
 
 # Kernel only: turn floating point back on for the other engine objects.
-ENGINE_KERNEL_CFLAGS := -msse -msse2 -mpreferred-stack-boundary=4
+# The stack keeps the kernel's 8-byte boundary: x86-64 kernel stacks are
+# only 8-byte aligned, so telling GCC 16 (-mpreferred-stack-boundary=4)
+# lets it spill SSE registers with movaps to a misaligned slot (a #GP that
+# panicked the guest once the element-wise ops were vectorised). GCC >= 7.1
+# realigns the frame itself where it needs to (as amdgpu's DML relies on).
+ENGINE_KERNEL_CFLAGS := -msse -msse2
 
 # The element-wise ops are plain C loops: let the compiler vectorise them
 # (GCC's -O2 cost model only vectorises loops that need no alias check).
