@@ -225,18 +225,21 @@ void vtpu_model_summary(const struct vtpu_model *m, FILE *out)
 
 /* ---- compiling ------------------------------------------------------------ */
 
+/* Free a dataset's device copy (a no-op for an empty one). */
+static void devset_free(struct vtpu_model *m, struct devset *s)
+{
+	vg_bo_destroy(&m->rt, &s->images);
+	vg_bo_destroy(&m->rt, &s->labels);
+	memset(s, 0, sizeof(*s));
+}
+
 static void release_sets(struct vtpu_model *m)
 {
 	int i;
 
-	for (i = 0; i < MAX_SETS; i++) {
-		vg_bo_destroy(&m->rt, &m->sets[i].images);
-		vg_bo_destroy(&m->rt, &m->sets[i].labels);
-		memset(&m->sets[i], 0, sizeof(m->sets[i]));
-	}
-	vg_bo_destroy(&m->rt, &m->train.images);
-	vg_bo_destroy(&m->rt, &m->train.labels);
-	memset(&m->train, 0, sizeof(m->train));
+	for (i = 0; i < MAX_SETS; i++)
+		devset_free(m, &m->sets[i]);
+	devset_free(m, &m->train);
 }
 
 static void release(struct vtpu_model *m)
@@ -485,9 +488,7 @@ static struct devset *get_set(struct vtpu_model *m,
 	for (i = 0; i < MAX_SETS - 1 && m->sets[i].key; i++)
 		;
 	s = &m->sets[i];
-	vg_bo_destroy(&m->rt, &s->images);
-	vg_bo_destroy(&m->rt, &s->labels);
-	memset(s, 0, sizeof(*s));
+	devset_free(m, s);
 	if (devset_alloc(m, s, ds->n, vtpu_dataset_image_size(ds)))
 		return NULL;
 	devset_fill(s, ds, NULL);
@@ -715,8 +716,7 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 				    m->g->nodes[m->g->loss].c);
 
 	if (m->train.n != train->n) {
-		vg_bo_destroy(&m->rt, &m->train.images);
-		vg_bo_destroy(&m->rt, &m->train.labels);
+		devset_free(m, &m->train);
 		ret = devset_alloc(m, &m->train, train->n,
 				   vtpu_dataset_image_size(train));
 		if (ret)
@@ -809,12 +809,7 @@ int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 	pass_init(m, &p, VG_PROG_PREDICT, set, &view, 0);
 	ret = run_pass(m, &p);
 	/* a cached copy of caller memory could go stale: drop it */
-	for (i = 0; i < MAX_SETS; i++)
-		if (&m->sets[i] == set) {
-			vg_bo_destroy(&m->rt, &set->images);
-			vg_bo_destroy(&m->rt, &set->labels);
-			memset(set, 0, sizeof(*set));
-		}
+	devset_free(m, set);
 	if (ret)
 		return ret;
 	/* step s's probabilities follow its metrics, s * stride in */
