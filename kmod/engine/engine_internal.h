@@ -34,6 +34,21 @@ static inline u64 vtpu_taps(u32 k, u32 s)
 }
 
 /*
+ * The next pixel or window of a row-major (n, y, x) walk over w x h
+ * images: the ops' range loops step with this instead of dividing.
+ */
+static inline void vtpu_next_xy(u64 *x, u64 *y, u64 *n, u64 w, u64 h)
+{
+	if (++*x == w) {
+		*x = 0;
+		if (++*y == h) {
+			*y = 0;
+			++*n;
+		}
+	}
+}
+
+/*
  * The windows (k, pad, stride s, on of them) along one axis that cover
  * coordinate i of the image are o = (i + pad - k0) / s for kernel offsets
  * k0 = first, first + s, ... while k0 < k and k0 <= i + pad.

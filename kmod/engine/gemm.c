@@ -107,7 +107,13 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		u32 cm = div_up(m, mtiles), cn = div_up(n, ntiles);
 		int big = 2ull * cm * cn * k >= 2 * GEMM_TILE_FLOPS_MIN;
 		int can_m = big && cm >= 2 * GEMM_MT_MIN;
-		int can_n = big && cn >= 2 * GEMM_NT_MIN;
+		/*
+		 * With few rows, A is cheap to pack again: split the
+		 * columns down to the microtile (a weight gradient, 9 x 64
+		 * with K in the tens of thousands, would run on one worker).
+		 */
+		int can_n = big && (cn >= 2 * GEMM_NT_MIN ||
+				    (cm <= GEMM_MT_MIN && cn >= 2 * lv->nr));
 
 		if (can_m && (!can_n || cm * GEMM_NT_MIN >= cn * GEMM_MT_MIN))
 			mtiles++;

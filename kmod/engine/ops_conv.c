@@ -44,10 +44,10 @@ static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 	u64 row = e / g->kdim, rem = e % g->kdim;
 	u32 ky = (u32)(rem / run);
 	u64 q = rem % run;
+	u64 ox = row % g->ow, t = row / g->ow;
+	u64 oy = t % g->oh, n = t / g->oh;
 
 	while (e < end) {
-		u64 ox = row % g->ow, t = row / g->ow;
-		u64 oy = t % g->oh, n = t / g->oh;
 		s64 iy = (s64)(oy * g->sh + ky) - g->ph;
 		s64 ix0 = (s64)(ox * g->sw) - g->pw;
 		u64 q_end = vtpu_min_u64(run, q + (end - e));
@@ -79,7 +79,7 @@ static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 		q = 0;
 		if (++ky == g->kh) {
 			ky = 0;
-			row++;
+			vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
 		}
 	}
 }
@@ -114,14 +114,17 @@ static void col2im_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
 
+	u64 pix = e / g->c, c0 = e % g->c;
+	u64 ix = pix % g->w, t = pix / g->w;
+	u64 iy = t % g->h, n = t / g->h;
+
 	while (e < end) {
-		u64 pix = e / g->c, c0 = e % g->c;
 		u64 len = vtpu_min_u64(g->c - c0, end - e);
-		u64 ix = pix % g->w, t = pix / g->w;
-		u64 iy = t % g->h, n = t / g->h;
 
 		col2im_pixel(cv, cv->image + e, n, iy, ix, c0, len);
 		e += len;
+		c0 = 0;
+		vtpu_next_xy(&ix, &iy, &n, g->w, g->h);
 	}
 }
 

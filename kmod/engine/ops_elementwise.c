@@ -53,8 +53,12 @@ void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 			z[i] = x[i] < 0.0f ? 0.0f : x[i];
 		break;
 	case VTPU_EW_RELU_GRAD:
-		for (i = 0; i < n; i++)
-			z[i] = x[i] > 0.0f ? y[i] : 0.0f;
+		/* y loaded unconditionally: the select vectorises */
+		for (i = 0; i < n; i++) {
+			float v = y[i];
+
+			z[i] = x[i] > 0.0f ? v : 0.0f;
+		}
 		break;
 	case VTPU_EW_ADD_SCALAR:
 		for (i = 0; i < n; i++)

@@ -75,14 +75,17 @@ static void maxpool_window(const struct vtpu_engine_conv *cv, u64 out,
 static void maxpool_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
+	u64 win = e / g->c, c0 = e % g->c;
+	u64 ox = win % g->ow, t = win / g->ow;
+	u64 oy = t % g->oh, n = t / g->oh;
 
 	while (e < end) {
-		u64 win = e / g->c, c0 = e % g->c;
 		u64 len = vtpu_min_u64(g->c - c0, end - e);
-		u64 ox = win % g->ow, t = win / g->ow;
 
-		maxpool_window(cv, e, t / g->oh, t % g->oh, ox, c0, len);
+		maxpool_window(cv, e, n, oy, ox, c0, len);
 		e += len;
+		c0 = 0;
+		vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
 	}
 }
 
@@ -121,14 +124,17 @@ static void maxpool_grad_range(const struct vtpu_engine_conv *cv, u64 e,
 			       u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
+	u64 pix = e / g->c, c0 = e % g->c;
+	u64 ix = pix % g->w, t = pix / g->w;
+	u64 iy = t % g->h, n = t / g->h;
 
 	while (e < end) {
-		u64 pix = e / g->c, c0 = e % g->c;
 		u64 len = vtpu_min_u64(g->c - c0, end - e);
-		u64 ix = pix % g->w, t = pix / g->w;
 
-		maxpool_grad_pixel(cv, e, t / g->h, t % g->h, ix, c0, len);
+		maxpool_grad_pixel(cv, e, n, iy, ix, c0, len);
 		e += len;
+		c0 = 0;
+		vtpu_next_xy(&ix, &iy, &n, g->w, g->h);
 	}
 }
 
