@@ -11,13 +11,19 @@
  * With VTPU_CPU_GEMM_OPENBLAS, GEMM commands go to cblas_sgemm (on
  * OpenBLAS's own threads, as many as ours) followed by the bias/ReLU
  * epilogue: the CPU baseline the engine is measured against.
+ *
+ * VTPU_PROFILE=1 in the environment times every command of every stream
+ * the executor runs and prints, when it is destroyed, where the time went
+ * (per stream, its costliest commands) on stderr.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <cblas.h>
 
@@ -26,6 +32,21 @@
 
 /* From OpenBLAS (not in every cblas.h). */
 void openblas_set_num_threads(int num_threads);
+
+/* VTPU_PROFILE: one command of one stream */
+struct cpu_prof_cmd {
+	u32 opcode;
+	char what[48];		/* its shape */
+	u64 calls, ns;
+};
+
+/* VTPU_PROFILE: one command stream, known by its contents' address */
+struct cpu_prof_stream {
+	const void *data;
+	u32 size, ncmds;
+	u64 runs, ns;
+	struct cpu_prof_cmd *cmds;
+};
 
 struct vtpu_cpu {
 	int nthreads;
@@ -44,6 +65,10 @@ struct vtpu_cpu {
 	const struct vtpu_engine_op *op;	/* under lock */
 
 	atomic_uint next_tile;
+
+	int profile;		/* VTPU_PROFILE */
+	int nprof;
+	struct cpu_prof_stream *prof;
 };
 
 static int cpu_best_simd(void)
@@ -159,12 +184,126 @@ static void cpu_gemm_openblas(const struct vtpu_engine_gemm *g)
 	}
 }
 
+static u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * 1000000000u + (u64)ts.tv_nsec;
+}
+
+/* The stream's profile, found or added (NULL when out of memory). */
+static struct cpu_prof_stream *prof_stream(struct vtpu_cpu *cpu,
+					   const struct vtpu_cmdbuf *cb)
+{
+	struct cpu_prof_stream *ps;
+	u32 pos, n = 0;
+	int i;
+
+	for (i = 0; i < cpu->nprof; i++)
+		if (cpu->prof[i].data == cb->data &&
+		    cpu->prof[i].size == cb->size)
+			return &cpu->prof[i];
+	ps = realloc(cpu->prof, (size_t)(cpu->nprof + 1) * sizeof(*ps));
+	if (!ps)
+		return NULL;
+	cpu->prof = ps;
+	ps = &ps[cpu->nprof];
+	for (pos = 0; vtpu_engine_next(cb->data, cb->size, &pos);)
+		n++;
+	memset(ps, 0, sizeof(*ps));
+	ps->cmds = calloc(n ?: 1, sizeof(*ps->cmds));
+	if (!ps->cmds)
+		return NULL;
+	ps->data = cb->data;
+	ps->size = cb->size;
+	ps->ncmds = n;
+	cpu->nprof++;
+	return ps;
+}
+
+static void prof_describe(struct cpu_prof_cmd *pc,
+			  const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_window *w = &op->conv.win;
+
+	pc->opcode = op->opcode;
+	switch (op->opcode) {
+	case VTPU_OP_GEMM:
+		snprintf(pc->what, sizeof(pc->what), "%ux%ux%u%s%s",
+			 op->gemm.m, op->gemm.n, op->gemm.k,
+			 op->gemm.flags & VTPU_GEMM_TRANS_A ? " At" : "",
+			 op->gemm.flags & VTPU_GEMM_TRANS_B ? " Bt" : "");
+		break;
+	case VTPU_OP_IM2COL:
+	case VTPU_OP_COL2IM:
+	case VTPU_OP_MAXPOOL:
+	case VTPU_OP_MAXPOOL_GRAD:
+		snprintf(pc->what, sizeof(pc->what), "%ux%ux%ux%u k%ux%u",
+			 w->n, w->h, w->w, w->c, w->kh, w->kw);
+		break;
+	case VTPU_OP_ELEMENTWISE:
+		snprintf(pc->what, sizeof(pc->what), "op %u, %llu", op->ew.op,
+			 (unsigned long long)op->ew.count);
+		break;
+	case VTPU_OP_REDUCE:
+		snprintf(pc->what, sizeof(pc->what), "op %u, %ux%u",
+			 op->reduce.op, op->reduce.m, op->reduce.n);
+		break;
+	default:
+		snprintf(pc->what, sizeof(pc->what), "%u tiles", op->ntiles);
+		break;
+	}
+}
+
+static int prof_cmp(const void *a, const void *b)
+{
+	const struct cpu_prof_cmd *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+static void prof_print(struct vtpu_cpu *cpu)
+{
+	int i;
+	u32 j;
+
+	for (i = 0; i < cpu->nprof; i++) {
+		struct cpu_prof_stream *ps = &cpu->prof[i];
+		u64 sum = 0;
+
+		for (j = 0; j < ps->ncmds; j++)
+			sum += ps->cmds[j].ns;
+		fprintf(stderr,
+			"vtpu profile: stream %d, %u commands, %llu runs, "
+			"%.3f ms per run (%.3f ms in commands)\n",
+			i, ps->ncmds, (unsigned long long)ps->runs,
+			ps->runs ? ps->ns / 1e6 / (double)ps->runs : 0.0,
+			ps->runs ? sum / 1e6 / (double)ps->runs : 0.0);
+		qsort(ps->cmds, ps->ncmds, sizeof(*ps->cmds), prof_cmp);
+		for (j = 0; j < ps->ncmds && j < 20 && ps->cmds[j].ns; j++) {
+			const struct cpu_prof_cmd *pc = &ps->cmds[j];
+
+			fprintf(stderr, "  %-13s %-28s %8.3f ms/run %5.1f%%\n",
+				vtpu_opcode_name(pc->opcode), pc->what,
+				pc->ns / 1e6 / (double)ps->runs,
+				sum ? 100.0 * (double)pc->ns / (double)sum : 0);
+		}
+		free(ps->cmds);
+	}
+	free(cpu->prof);
+	cpu->prof = NULL;
+	cpu->nprof = 0;
+}
+
 void vtpu_cpu_destroy(struct vtpu_cpu *cpu)
 {
 	int i;
 
 	if (!cpu)
 		return;
+	if (cpu->profile)
+		prof_print(cpu);
 	if (cpu->threads) {
 		pthread_mutex_lock(&cpu->lock);
 		cpu->stop = 1;
@@ -214,6 +353,8 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	cpu->nthreads = threads;
 	cpu->simd = simd < 0 ? best : simd;
 	cpu->gemm = gemm;
+	cpu->profile = getenv("VTPU_PROFILE") &&
+		       strcmp(getenv("VTPU_PROFILE"), "0") != 0;
 	pthread_mutex_init(&cpu->lock, NULL);
 	pthread_cond_init(&cpu->wake, NULL);
 	pthread_cond_init(&cpu->idle, NULL);
@@ -267,9 +408,11 @@ int vtpu_cpu_simd(const struct vtpu_cpu *cpu)
 
 /* One command, as a device's dispatcher runs it. */
 static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
-			const struct vtpu_engine_buf *bufs)
+			const struct vtpu_engine_buf *bufs,
+			struct cpu_prof_cmd *prof)
 {
 	struct vtpu_engine_op op;
+	u64 t0 = prof ? now_ns() : 0;
 
 	vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd);
 	if (op.opcode == VTPU_OP_GEMM && cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
@@ -277,6 +420,11 @@ static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 		cpu_gemm_openblas(&op.gemm);
 	else if (op.opcode != VTPU_OP_NOP)
 		cpu_run_op(cpu, &op);
+	if (prof) {
+		if (!prof->calls++)
+			prof_describe(prof, &op);
+		prof->ns += now_ns() - t0;
+	}
 }
 
 /*
@@ -292,8 +440,9 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 	u64 *sizes = stacksizes;
 	struct vtpu_engine_error verr = { 0 };
 	const struct vtpu_cmd_hdr *cmd;
-	u32 i, pos, n = cb->nhandles;
-	u64 iter, end = (u64)job->first_iter + (job->repeat ?: 1);
+	u32 i, pos, ci, n = cb->nhandles;
+	u64 iter, end = (u64)job->first_iter + (job->repeat ?: 1), t0 = 0;
+	struct cpu_prof_stream *ps = NULL;
 	int ret = 0;
 
 	memset(&job->error, 0, sizeof(job->error));
@@ -330,13 +479,23 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		goto out;
 	}
 
+	if (cpu->profile) {
+		ps = prof_stream(cpu, cb);
+		t0 = now_ns();
+	}
 	for (iter = job->first_iter; iter < end; iter++) {
 		for (i = 0; job->strides && i < n; i++)
 			bufs[i].base = (u8 *)cb->bos[i]->map +
 				       job->strides[i] * iter;
-		for (pos = 0; (cmd = vtpu_engine_next(cb->data, cb->size,
-						      &pos));)
-			cpu_run_cmd(cpu, cmd, bufs);
+		for (pos = 0, ci = 0; (cmd = vtpu_engine_next(cb->data,
+							      cb->size, &pos));
+		     ci++)
+			cpu_run_cmd(cpu, cmd, bufs,
+				    ps && ci < ps->ncmds ? &ps->cmds[ci] : NULL);
+	}
+	if (ps) {
+		ps->runs += end - job->first_iter;
+		ps->ns += now_ns() - t0;
 	}
 out:
 	if (bufs != stackbufs)
