@@ -34,7 +34,9 @@ ENGINE_CFLAGS_ops_pool := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_elementwise := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_reduce := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)
-ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS)
+# -fno-math-errno: sqrt is an instruction, never a libm call (vectorised
+# as sqrtps in user space and in the kernel alike).
+ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno
 
 # Per-file SIMD flags (both builds).
 ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma

@@ -19,17 +19,14 @@ void vtpu_optim_prepare(struct vtpu_engine_op *op)
 	op->flops = n * (op->opcode == VTPU_OP_ADAM ? 16 : 4);
 }
 
-/* sqrt without libm (the kernel has none): one SSE instruction. */
+/*
+ * sqrt without libm (the kernel has none): with -fno-math-errno (engine.mk)
+ * GCC emits the instruction, sqrtss or, in a vectorised loop, sqrtps;
+ * both are correctly rounded, so the two give the same bits.
+ */
 static float optim_sqrt(float x)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	float r;
-
-	asm("sqrtss %1, %0" : "=x"(r) : "x"(x));
-	return r;
-#else
 	return __builtin_sqrtf(x);
-#endif
 }
 
 static void sgd_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
@@ -73,15 +70,24 @@ static void adam_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
 	bool decoupled = o->flags & VTPU_ADAM_DECOUPLED;
 	u64 i;
 
-	for (i = 0; i < n; i++) {
-		float w = p[i], g = gr[i], mi, vi;
+	/* two loops, not a branch per element: both vectorise */
+	if (decoupled) {
+		for (i = 0; i < n; i++) {
+			float g = gr[i], w = p[i] - lr * wd * p[i];
+			float mi = b1 * m[i] + (1.0f - b1) * g;
+			float vi = b2 * v[i] + (1.0f - b2) * g * g;
 
-		if (decoupled)
-			w = w - lr * wd * w;
-		else
-			g = g + wd * w;
-		mi = b1 * m[i] + (1.0f - b1) * g;
-		vi = b2 * v[i] + (1.0f - b2) * g * g;
+			m[i] = mi;
+			v[i] = vi;
+			p[i] = w - step * mi / (optim_sqrt(vi) / sc2 + eps);
+		}
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		float w = p[i], g = gr[i] + wd * w;
+		float mi = b1 * m[i] + (1.0f - b1) * g;
+		float vi = b2 * v[i] + (1.0f - b2) * g * g;
+
 		m[i] = mi;
 		v[i] = vi;
 		p[i] = w - step * mi / (optim_sqrt(vi) / sc2 + eps);
