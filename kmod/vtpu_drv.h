@@ -35,8 +35,8 @@
 #define VTPU_DRIVER_VERSION "0.1.0"
 #define VTPU_MAX_DEVICES 16
 #define VTPU_MAX_QUEUES 64		/* per open file */
-#define VTPU_MAX_HANDLES 1024		/* buffers one job may name */
-#define VTPU_MAX_CMDS_SIZE (1u << 20)	/* bytes of one command stream */
+#define VTPU_MAX_HANDLES VTPU_SUBMIT_MAX_HANDLES
+#define VTPU_MAX_CMDS_SIZE VTPU_SUBMIT_MAX_CMDS_SIZE
 #define VTPU_MAX_REPEAT VTPU_ENGINE_MAX_REPEAT /* iterations of one job */
 #define VTPU_MAX_BO_HANDLE (1u << 20)
 /* mmap offset of a buffer: its handle << VTPU_MMAP_SHIFT (1 TiB apart) */

@@ -449,6 +449,11 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 	job->out_fence = -1;
 	if (cb->error)
 		return cb->error;
+	/* what VTPU_IOCTL_SUBMIT refuses before validating */
+	if (cb->size < sizeof(struct vtpu_cmd_hdr) ||
+	    cb->size > VTPU_SUBMIT_MAX_CMDS_SIZE || cb->size % 8 ||
+	    n > VTPU_SUBMIT_MAX_HANDLES)
+		return -EINVAL;
 	if (n > 16) {
 		bufs = malloc(n * sizeof(*bufs));
 		sizes = malloc(n * sizeof(*sizes));

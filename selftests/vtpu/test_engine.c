@@ -720,6 +720,10 @@ TEST(rejected_stream)
 	EXPECT_EQ(VTPU_OPERAND_DST, job.error.operand);
 	EXPECT_EQ(VTPU_ERR_OUT_OF_BOUNDS, job.error.reason);
 	vtpu_cpu_bo_destroy(&a);
+
+	/* an empty stream: refused as VTPU_IOCTL_SUBMIT refuses it */
+	stream_init(&s);
+	EXPECT_EQ(-EINVAL, vtpu_cpu_run(cpu, &s.cb, &job));
 	vtpu_cpu_destroy(cpu);
 }
 

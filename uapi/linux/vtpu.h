@@ -274,13 +274,18 @@ enum vtpu_error_reason {
 	VTPU_ERR_BAD_STRIDE_REPEAT = 13, /* a repeat stride walks off its buffer */
 };
 
+/* SUBMIT's limits (GET_PARAM reports the handle limit as MAX_HANDLES) */
+#define VTPU_SUBMIT_MAX_CMDS_SIZE (1u << 20)
+#define VTPU_SUBMIT_MAX_HANDLES 1024
+
 /**
  * struct vtpu_submit - VTPU_IOCTL_SUBMIT
  * @cmds_ptr: in, user pointer to the command stream
  * @handles_ptr: in, user pointer to __u32 buffer handles; commands refer
  *               to buffers by index into this array
- * @cmds_size: in, bytes in the stream; 8..MAX_CMDS_SIZE, multiple of 8
- * @handle_count: in, 0..MAX_HANDLES
+ * @cmds_size: in, bytes in the stream; 8..VTPU_SUBMIT_MAX_CMDS_SIZE, a
+ *             multiple of 8
+ * @handle_count: in, 0..VTPU_SUBMIT_MAX_HANDLES
  * @queue_id: in, from QUEUE_CREATE
  * @flags: in, VTPU_SUBMIT_*
  * @in_fence_fd: in, a sync_file fd the job waits for (IN_FENCE)
