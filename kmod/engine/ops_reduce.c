@@ -12,7 +12,6 @@
 
 /* Column sums: columns per tile; partials live in scratch. */
 #define REDUCE_COLS_BLOCK 1024u
-#define REDUCE_COLS_MIN 16u
 
 size_t vtpu_reduce_scratch_size(void)
 {
@@ -24,11 +23,6 @@ static u32 div_up(u32 a, u32 b)
 	return a / b + (a % b != 0);
 }
 
-static u32 round_up(u32 a, u32 b)
-{
-	return div_up(a, b) * b;
-}
-
 void vtpu_reduce_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_reduce *r = &op->reduce;
@@ -36,13 +30,6 @@ void vtpu_reduce_prepare(struct vtpu_engine_op *op)
 
 	if (r->op == VTPU_REDUCE_COLS) {
 		width = r->n < REDUCE_COLS_BLOCK ? r->n : REDUCE_COLS_BLOCK;
-		/*
-		 * Four tiles per block, of 16 columns (a cache line of each
-		 * row) at least: a conv's bias gradient, 64 columns by 10^4
-		 * rows, was one tile, run by one worker.
-		 */
-		if (width > REDUCE_COLS_MIN)
-			width = round_up(div_up(width, 4), REDUCE_COLS_MIN);
 		r->tblock = width;
 		r->sblock = VTPU_OPS_CHUNK / width;
 		op->ntiles = div_up(r->n, r->tblock);
