@@ -19,13 +19,18 @@ static void usage(const struct trainer_opts *o, int status)
 		"  --test-limit N   evaluate on the first N test images only\n"
 		"  --lr X           learning rate\n"
 		"  --input-scale X  pixel value multiplier (default %g)\n"
+		"  --standardize    feed (x - mean) / std, with the training set's\n"
+		"                   pixel mean and std%s\n"
+		"  --no-standardize feed x * input-scale%s\n"
 		"  --seed N         weight initialisation and shuffling\n"
 		"  --threads N      cpu backend threads (default: all)\n"
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
 		"  --save FILE      save the trained weights\n"
 		"  --load FILE      start from saved weights\n",
 		o->name, o->device, o->data, o->epochs, o->batch,
-		o->input_scale ? o->input_scale : 1.0 / 255);
+		o->input_scale ? o->input_scale : 1.0 / 255,
+		o->standardize ? " (default)" : "",
+		o->standardize ? "" : " (default)");
 	exit(status);
 }
 
@@ -61,6 +66,8 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "gemm", required_argument, NULL, 'g' },
 		{ "save", required_argument, NULL, 'S' },
 		{ "load", required_argument, NULL, 'O' },
+		{ "standardize", no_argument, NULL, 'z' },
+		{ "no-standardize", no_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -75,7 +82,12 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		case 'l': o->limit = number(o, "--limit", optarg); break;
 		case 'L': o->test_limit = number(o, "--test-limit", optarg); break;
 		case 'r': o->lr = strtof(optarg, NULL); break;
-		case 'i': o->input_scale = strtof(optarg, NULL); break;
+		case 'i':
+			o->input_scale = strtof(optarg, NULL);
+			o->standardize = false;
+			break;
+		case 'z': o->standardize = true; break;
+		case 'Z': o->standardize = false; break;
 		case 's': o->seed = number(o, "--seed", optarg); break;
 		case 't': o->threads = (int)number(o, "--threads", optarg); break;
 		case 'g':
@@ -134,6 +146,19 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	co->threads = o->threads;
 	co->cpu_gemm = o->gemm;
 	co->input_scale = o->input_scale;
+	if (o->standardize) {
+		float mean, std;
+
+		if (vtpu_dataset_pixel_stats(train, &mean, &std) || !(std > 0)) {
+			fprintf(stderr, "%s: cannot standardise: no pixel variance\n",
+				o->name);
+			return 1;
+		}
+		co->input_scale = 1.0f / (255.0f * std);
+		co->input_shift = -mean / std;
+		printf("inputs standardised: (x / 255 - %.4f) / %.4f\n", mean,
+		       std);
+	}
 	if (o->lr > 0)
 		co->learning_rate = o->lr;
 

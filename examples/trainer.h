@@ -26,6 +26,7 @@ struct trainer_opts {
 	int gemm;		/* --gemm engine|openblas (cpu backend) */
 	float lr;		/* --lr */
 	float input_scale;	/* --input-scale: pixel multiplier (1/255) */
+	bool standardize;	/* --standardize / --no-standardize */
 	uint64_t seed;		/* --seed */
 };
 

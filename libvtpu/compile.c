@@ -558,6 +558,7 @@ static void input_fwd(struct cx *cx, int i)
 		.hdr = { VTPU_OP_CAST, sizeof(cmd) },
 		.mode = VTPU_CAST_U8_TO_F32, .count = count,
 		.scale = fbits(cx->g->input_scale),
+		.shift = fbits(cx->g->input_shift),
 		.src = opnd(at(cx->images, 0)),
 	};
 

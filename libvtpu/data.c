@@ -630,31 +630,45 @@ int vtpu_batch_onehot(const struct vtpu_dataset *ds, const uint32_t *idx,
 	return 0;
 }
 
+/* Mean and standard deviation of x / 255 over bytes first, first + step... */
+static void pixel_stats(const struct vtpu_dataset *ds, size_t first,
+			size_t step, float *mean, float *std)
+{
+	size_t total = (size_t)ds->n * vtpu_dataset_image_size(ds), p;
+	uint64_t hist[256] = { 0 };
+	double cnt = 0, s = 0, s2 = 0, m;
+	int v;
+
+	/* a histogram: exact sums, whatever the dataset's size */
+	for (p = first; p < total; p += step)
+		hist[ds->images[p]]++;
+	for (v = 0; v < 256; v++) {
+		cnt += (double)hist[v];
+		s += (double)hist[v] * v;
+		s2 += (double)hist[v] * v * v;
+	}
+	m = s / cnt;
+	*mean = (float)(m / 255.0);
+	*std = (float)(sqrt(fmax(s2 / cnt - m * m, 0.0)) / 255.0);
+}
+
 int vtpu_dataset_channel_stats(const struct vtpu_dataset *ds, float *mean,
 			       float *std)
 {
-	size_t total = (size_t)ds->n * vtpu_dataset_image_size(ds), p;
-	uint32_t nc = ds->channels, c;
-	uint64_t hist[256];
-	double cnt, s, s2, m;
-	int v;
+	uint32_t c;
 
-	if (!total)
+	if (!ds->n || !vtpu_dataset_image_size(ds))
 		return -EINVAL;
-	/* a histogram per channel: exact sums, whatever the dataset's size */
-	for (c = 0; c < nc; c++) {
-		memset(hist, 0, sizeof(hist));
-		for (p = c; p < total; p += nc)
-			hist[ds->images[p]]++;
-		cnt = s = s2 = 0;
-		for (v = 0; v < 256; v++) {
-			cnt += (double)hist[v];
-			s += (double)hist[v] * v;
-			s2 += (double)hist[v] * v * v;
-		}
-		m = s / cnt;
-		mean[c] = (float)(m / 255.0);
-		std[c] = (float)(sqrt(fmax(s2 / cnt - m * m, 0.0)) / 255.0);
-	}
+	for (c = 0; c < ds->channels; c++)
+		pixel_stats(ds, c, ds->channels, &mean[c], &std[c]);
+	return 0;
+}
+
+int vtpu_dataset_pixel_stats(const struct vtpu_dataset *ds, float *mean,
+			     float *std)
+{
+	if (!ds->n || !vtpu_dataset_image_size(ds))
+		return -EINVAL;
+	pixel_stats(ds, 0, 1, mean, std);
 	return 0;
 }

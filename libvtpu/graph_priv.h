@@ -52,6 +52,7 @@ struct vtpu_graph {
 	uint64_t nparams_total; /* sum of params[].count */
 	int input;		/* node, or -1 */
 	float input_scale;	/* pixel value -> input, 1/255 by default */
+	float input_shift;	/* ... plus this, 0 by default */
 	uint32_t seed;		/* dropout masks */
 	int ndropout;		/* dropout nodes */
 	int loss;		/* node, or -1 */

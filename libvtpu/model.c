@@ -360,6 +360,9 @@ int vtpu_model_compile(struct vtpu_model *m,
 	if (opts->sz > offsetof(struct vtpu_compile_opts, input_scale) &&
 	    opts->input_scale > 0)
 		m->g->input_scale = opts->input_scale;
+	m->g->input_shift = 0;
+	if (opts->sz > offsetof(struct vtpu_compile_opts, input_shift))
+		m->g->input_shift = opts->input_shift;
 	m->seed = opts->seed;
 	m->opt.kind = opts->optimizer;
 	m->opt.lr = opts->learning_rate ?:

@@ -201,6 +201,16 @@ int vtpu_batch_onehot(const struct vtpu_dataset *ds, const uint32_t *idx,
 int vtpu_dataset_channel_stats(const struct vtpu_dataset *ds, float *mean,
 			       float *std);
 
+/**
+ * vtpu_dataset_pixel_stats() - the same over all pixels of all channels:
+ * one mean and standard deviation, e.g. to standardise a model's input
+ * (struct vtpu_compile_opts' input_scale = 1 / (255 * std), input_shift =
+ * -mean / std).
+ * Return: 0, or -EINVAL for an empty dataset.
+ */
+int vtpu_dataset_pixel_stats(const struct vtpu_dataset *ds, float *mean,
+			     float *std);
+
 /* ---- Keras-style progress ----------------------------------------------- */
 
 /** struct vtpu_metric - one "name: value" of a progress line. */

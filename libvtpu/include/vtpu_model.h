@@ -123,6 +123,9 @@ enum vtpu_optimizer {
  * @seed: weight initialisation and shuffling
  * @input_scale: what a pixel value is multiplied by (0: 1/255; 1 feeds raw
  *               0..255 values, as some Keras tutorials do)
+ * @input_shift: added after scaling: input = pixel * scale + shift (0 by
+ *               default; -mean / std with scale 1 / std standardises the
+ *               inputs, see vtpu_dataset_pixel_stats())
  */
 struct vtpu_compile_opts {
 	size_t sz;
@@ -136,6 +139,7 @@ struct vtpu_compile_opts {
 	uint32_t batch;
 	uint64_t seed;
 	float input_scale;
+	float input_shift;
 };
 
 #define VTPU_COMPILE_OPTS(name, ...)                                           \

@@ -719,6 +719,12 @@ TEST(channel_stats_and_truncate)
 		EXPECT_GT(1e-6, fabs(m - mean[c]));
 		EXPECT_GT(1e-6, fabs(sd - std[c]));
 	}
+	/* all channels at once */
+	ASSERT_EQ(0, vtpu_dataset_pixel_stats(&ds, mean, std));
+	m = (s[0] + s[1] + s[2]) / 48;
+	sd = sqrt((s2[0] + s2[1] + s2[2]) / 48 - m * m);
+	EXPECT_GT(1e-6, fabs(m - mean[0]));
+	EXPECT_GT(1e-6, fabs(sd - std[0]));
 
 	EXPECT_EQ(-EINVAL, vtpu_dataset_truncate(&ds, 0));
 	EXPECT_EQ(0, vtpu_dataset_truncate(&ds, 10));
@@ -731,6 +737,7 @@ TEST(channel_stats_and_truncate)
 	vtpu_dataset_free(&ds);
 	vtpu_dataset_free(NULL);
 	EXPECT_EQ(-EINVAL, vtpu_dataset_channel_stats(&ds, mean, std));
+	EXPECT_EQ(-EINVAL, vtpu_dataset_pixel_stats(&ds, mean, std));
 }
 
 /* ---- progress ------------------------------------------------------------ */

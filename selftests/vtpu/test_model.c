@@ -335,6 +335,44 @@ TEST(predict_matches_evaluate)
 	vtpu_dataset_free(&test);
 }
 
+/* input = pixel * input_scale + input_shift, on the device's CAST */
+TEST(input_scale_and_shift)
+{
+	struct vtpu_dataset set;
+	struct vtpu_model *a = quadrant_model(), *b = quadrant_model();
+	VTPU_COMPILE_OPTS(ca, .device = "cpu", .batch = 16, .seed = 5,
+			  .input_scale = 1 / 255.0f, .input_shift = 10 / 255.0f);
+	VTPU_COMPILE_OPTS(cb, .device = "cpu", .batch = 16, .seed = 5,
+			  .input_scale = 1 / 255.0f);
+	float pa[64 * 4], pb[64 * 4], pc[64 * 4], diff = 0, moved = 0;
+	uint32_t i, isz;
+
+	quadrant_set(&set, 64, 3);
+	isz = set.height * set.width * set.channels;
+	for (i = 0; i < set.n * isz; i++)	/* room for + 10 */
+		set.images[i] = (uint8_t)(set.images[i] * 245 / 255);
+	ASSERT_EQ(0, vtpu_model_compile(a, &ca));
+	ASSERT_EQ(0, vtpu_model_compile(b, &cb));
+	ASSERT_EQ(0, vtpu_model_predict(a, set.images, set.n, pa));
+	ASSERT_EQ(0, vtpu_model_predict(b, set.images, set.n, pc));
+	for (i = 0; i < set.n * isz; i++)
+		set.images[i] += 10;
+	ASSERT_EQ(0, vtpu_model_predict(b, set.images, set.n, pb));
+	for (i = 0; i < set.n * 4; i++) {
+		diff = fmaxf(diff, fabsf(pa[i] - pb[i]));
+		moved = fmaxf(moved, fabsf(pa[i] - pc[i]));
+	}
+	/* shifting the input by 10/255 is adding 10 to every pixel ... */
+	EXPECT_GT(1e-5f, diff);
+	/* ... and not nothing */
+	EXPECT_LT(1e-4f, moved);
+	TH_LOG("shift 10/255 vs pixels + 10: max diff %.1e; vs no shift %.1e",
+	       diff, moved);
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
+	vtpu_dataset_free(&set);
+}
+
 TEST(checkpoint_round_trip_and_mismatch)
 {
 	char path[] = "/tmp/vtpu-model-XXXXXX";
