@@ -14,13 +14,20 @@ A model is built, and warmed up with two untimed steps, the first time it
 is asked for; later requests only run steps, so the caller may time them.
 
 Needs Debian's python3-torch (run with /usr/bin/python3, not a pyenv one).
+
+PyTorch at its best: Debian's build runs GEMMs in OpenBLAS's own threads
+while its OpenMP threads spin-wait beside them, which on a 2-core machine
+made it 2-3x slower (and its times swing with the machine's load), so
+OMP_WAIT_POLICY is PASSIVE unless the caller set it.
 """
 import argparse
+import os
 import sys
 import time
 
-import torch
-from torch import nn
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch  # noqa: E402 (after the OpenMP setting, which it reads)
+from torch import nn  # noqa: E402
 
 
 def build(model):
