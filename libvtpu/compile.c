@@ -442,6 +442,13 @@ static void convpool_bwd(struct cx *cx, int i, int j)
 		ew(cx, VTPU_EW_RELU_GRAD, pooled, cx->val[j], cx->grad[j],
 		   dpool);
 	}
+	/*
+	 * The bias gradient is the column sum of dconv, and MAXPOOL_GRAD
+	 * routes each pooled gradient to exactly one conv output: the same
+	 * sum over the pooled gradient, a quarter of the data for 2x2.
+	 */
+	reduce_cols(cx, (uint32_t)(pooled / n->c), n->c, dpool,
+		    param_grad(cx, n->bias), 0.0f);
 	if (cx->needs_grad[xi])
 		dx = grad_begin(cx, xi, &tmp);
 	for (b = 0; b < cx->B; b += cnt) {
@@ -454,8 +461,6 @@ static void convpool_bwd(struct cx *cx, int i, int j)
 		       at(x.sid, x.off + b * in_img), cols);
 		gemm(cx, (uint32_t)kdim, n->c, rows, VTPU_GEMM_TRANS_A, cols,
 		     dconv, param_grad(cx, n->weight), at(0, 0), beta);
-		reduce_cols(cx, rows, n->c, dconv, param_grad(cx, n->bias),
-			    beta);
 		if (!dx.sid)
 			continue;
 		gemm(cx, rows, (uint32_t)kdim, n->c, VTPU_GEMM_TRANS_B, dconv,
