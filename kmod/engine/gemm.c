@@ -86,12 +86,42 @@ static u32 round_up(u32 a, u32 b)
 #define GEMM_NT_MIN 128
 #define GEMM_TILE_FLOPS_MIN (2ull << 20)
 
+/*
+ * A^T B with at most 16 rows and more columns, f32, no epilogue: on
+ * AVX-512, vtpu_gemm_step_avx512_tn() reads both operands in place, a
+ * tile of up to TN_NT columns and all rows at a time.
+ */
+#define GEMM_TN_NT 32u
+
+static bool gemm_is_tn(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+
+	return op->simd == VTPU_SIMD_AVX512 && g->dtype == VTPU_DTYPE_F32 &&
+	       g->flags == VTPU_GEMM_TRANS_A && g->k &&
+	       g->m <= VTPU_GEMM_NARROW_NR && g->n > VTPU_GEMM_NARROW_NR;
+}
+
 void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
 	const struct gemm_level *lv = gemm_level(op->simd, g->n);
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps;
+
+	if (gemm_is_tn(op)) {
+		g->tn = 1;
+		g->mt = m;
+		g->nt = GEMM_TN_NT;
+		g->mtiles = 1;
+		g->ntiles_n = div_up(n, GEMM_TN_NT);
+		nsteps = div_up(k, VTPU_GEMM_KC);
+		g->kc = div_up(k, nsteps);
+		op->ntiles = g->ntiles_n;
+		op->nsteps = nsteps;
+		op->flops = 2ull * m * n * g->k;
+		return;
+	}
 
 	/* Even split under the largest tile. */
 	ntiles = div_up(n, VTPU_GEMM_NT_MAX);
@@ -158,7 +188,10 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.kc = g->k ? gemm_min(g->kc, g->k - st.p0) : 0;
 	st.beta = step == 0 ? g->beta : 1.0f;
 	st.last = step == op->nsteps - 1;
-	gemm_level(op->simd, g->n)->step(&st, scratch);
+	if (g->tn)
+		vtpu_gemm_step_avx512_tn(&st, scratch);
+	else
+		gemm_level(op->simd, g->n)->step(&st, scratch);
 }
 
 size_t vtpu_gemm_scratch_size(void)

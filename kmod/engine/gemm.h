@@ -84,5 +84,6 @@ void vtpu_gemm_step_avx2(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx512(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 				  void *scratch);
+void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch);
 
 #endif /* VTPU_GEMM_H */

@@ -23,6 +23,11 @@ void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 {
 	vtpu_gemm_step_scalar(st, scratch);
 }
+
+void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
 #else
 
 #define GEMM_MR VTPU_GEMM_AVX512_MR
@@ -342,15 +347,12 @@ static void narrow_store(V16F (*t)[2], float *c, u64 ldc, u32 mr, u32 nr,
  * @t: 16 x 2 vectors of scratch (the kernel's stack is too small for
  * them, and would zero them on every call).
  */
-static void narrow_ukr(u32 kc, const float *a, u64 lda, const float *b,
-		       u64 ldb, float *c, u64 ldc, u32 mr, u32 nr, float alpha,
-		       float beta, const float *bias, u32 relu, V16F (*t)[2])
+/* narrow_acc() for any @nc of 1..16, each a copy with constant @nc */
+static void narrow_acc_any(u32 kc, const float *a, u64 lda, u16 m0, u16 m1,
+			   const float *b, u64 ldb, V16F (*t)[2], u32 nc)
 {
-	u16 m0 = gemm_mask(gemm_min(mr, 16));
-	u16 m1 = gemm_mask(mr > 16 ? mr - 16 : 0);
-
 	/* every column count: B may be read in place, past nr is not ours */
-	switch (nr) {
+	switch (nc) {
 	case 1:
 		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 1);
 		break;
@@ -400,6 +402,16 @@ static void narrow_ukr(u32 kc, const float *a, u64 lda, const float *b,
 		narrow_acc(kc, a, lda, m0, m1, b, ldb, t, 16);
 		break;
 	}
+}
+
+static void narrow_ukr(u32 kc, const float *a, u64 lda, const float *b,
+		       u64 ldb, float *c, u64 ldc, u32 mr, u32 nr, float alpha,
+		       float beta, const float *bias, u32 relu, V16F (*t)[2])
+{
+	u16 m0 = gemm_mask(gemm_min(mr, 16));
+	u16 m1 = gemm_mask(mr > 16 ? mr - 16 : 0);
+
+	narrow_acc_any(kc, a, lda, m0, m1, b, ldb, t, nr);
 	narrow_store(t, c, ldc, mr, nr, alpha, beta, bias, relu);
 }
 
@@ -444,6 +456,46 @@ void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 		narrow_ukr(kc, a, lda, b, ldb,
 			   g->c + (u64)(st->i0 + i) * ldc + st->j0, ldc, mr,
 			   st->nt, g->alpha, st->beta, bias, relu, t);
+	}
+}
+
+/*
+ * C = alpha * A^T B + beta * C with few rows (m <= 16) and many columns,
+ * A stored k x m and B k x n, f32, no epilogue: a weight gradient such as
+ * a first conv's (m = 3 x 3 x 1, n = 64 filters, k = every pixel of the
+ * batch). It is the narrow kernel's product turned over: B's rows are the
+ * vectors (32 columns of C), A's elements the broadcasts, and each
+ * accumulator pair is already a row of C, so it is stored as it is. Both
+ * operands are read where they are stored: nothing is packed.
+ */
+void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	V16F (*t)[2] = scratch;
+	const float *a = (const float *)g->a + (u64)st->p0 * g->lda + st->i0;
+	u64 ldc = g->ldc;
+	u32 j, r, h;
+
+	for (j = 0; j < st->nt; j += 32) {
+		u32 nc = gemm_min(32, st->nt - j);
+		u16 mask[2] = { gemm_mask(gemm_min(nc, 16)),
+				gemm_mask(nc > 16 ? nc - 16 : 0) };
+		const float *b = (const float *)g->b + (u64)st->p0 * g->ldb +
+				 st->j0 + j;
+		float *c = g->c + (u64)st->i0 * ldc + st->j0 + j;
+
+		narrow_acc_any(st->kc, b, g->ldb, mask[0], mask[1], a, g->lda,
+			       t, st->mt);
+		for (r = 0; r < st->mt; r++, c += ldc) {
+			for (h = 0; h < 2 && mask[h]; h++) {
+				V16F x = t[r][h] * g->alpha;
+
+				if (st->beta != 0.0f)
+					x += st->beta *
+					     gemm_maskload(c + 16 * h, mask[h]);
+				gemm_maskstore(c + 16 * h, x, mask[h]);
+			}
+		}
 	}
 }
 

@@ -74,6 +74,7 @@ struct vtpu_engine_gemm {
 	u32 mtiles, ntiles_n;	/* tile grid */
 	u32 kc;			/* k per step */
 	u32 mt, nt;		/* tile size: rows, columns of C */
+	u32 tn;			/* A^T B with few rows: the _tn kernel */
 };
 
 /* Decoded struct vtpu_window, with the output size and the tiling. */

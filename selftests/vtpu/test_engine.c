@@ -495,6 +495,7 @@ TEST_F(gemm, beta0_nan_c_vanishes)
 		{ 50, 70, 300, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 1, 1, 5,
 		  .alpha = 0.5f, .nan_c = 1 },
 		{ 1, 1, 1, .alpha = 1, .nan_c = 1 },
+		{ 9, 64, 600, .alpha = 1, .nan_c = 1 },	/* _tn with A^T */
 	};
 
 	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
@@ -574,6 +575,13 @@ TEST_F(gemm, narrow_and_edges_at_page_end)
 		C(15, 33, 31, VTPU_GEMM_RELU, 1.0f, 1.0f, 1),
 		C(17, 3, 700, 0, 0.5f, 0.0f, 1),
 		C(8200, 12, 33, 0, 1.0f, 0.0f, 1),
+		/* A^T B with m <= 16 < n: the AVX-512 _tn kernel */
+		C(9, 64, 14196, 0, 1.0f, 0.0f, 0),
+		C(9, 64, 700, 0, 0.5f, 1.0f, 0),
+		C(16, 17, 300, 0, -1.0f, 0.5f, 0),
+		C(1, 33, 1000, 0, 1.0f, 0.0f, 0),
+		C(5, 100, 257, 0, 2.0f, -1.0f, 0),
+		C(11, 47, 3, 0, 1.0f, 1.0f, 0),
 	};
 #undef C
 
