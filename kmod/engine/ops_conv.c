@@ -33,11 +33,78 @@ void vtpu_conv_prepare(struct vtpu_engine_op *op)
 	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
 }
 
+/* Runs of at most this many floats are copied by a loop, not memcpy(). */
+#define IM2COL_SHORT_RUN 16u
+
+static void im2col_run(float *dst, const float *src, u64 len)
+{
+	u64 k;
+
+	if (len <= IM2COL_SHORT_RUN) {
+		for (k = 0; k < len; k++)
+			dst[k] = src[k];
+	} else {
+		memcpy(dst, src, len * 4);
+	}
+}
+
+static void im2col_zero(float *dst, u64 len)
+{
+	u64 k;
+
+	if (len <= IM2COL_SHORT_RUN) {
+		for (k = 0; k < len; k++)
+			dst[k] = 0.0f;
+	} else {
+		memset(dst, 0, len * 4);
+	}
+}
+
 /*
- * IM2COL elements [e, end): walk (row, ky) runs of kw * c columns.
- * Column q of a run reads pixel ix = ox * sw - pw + q / c of image row iy.
+ * One whole row of the columns, window (n, oy, ox): kh runs of kw * c,
+ * each a row of the image's pixels, or zeros where the window hangs over
+ * the edge.
  */
-static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+static void im2col_row(const struct vtpu_engine_conv *cv, float *dst, u64 n,
+		       u64 oy, u64 ox)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	s64 iy0 = (s64)(oy * g->sh) - g->ph, ix0 = (s64)(ox * g->sw) - g->pw;
+	u64 run = (u64)g->kw * g->c;
+	bool inside = ix0 >= 0 && ix0 + g->kw <= g->w;
+	u32 ky, kx;
+
+	for (ky = 0; ky < g->kh; ky++, dst += run) {
+		s64 iy = iy0 + ky;
+		const float *src;
+
+		if (iy < 0 || iy >= g->h) {
+			im2col_zero(dst, run);
+			continue;
+		}
+		src = cv->image + ((n * g->h + (u64)iy) * g->w) * g->c;
+		if (inside) {
+			im2col_run(dst, src + (u64)ix0 * g->c, run);
+			continue;
+		}
+		for (kx = 0; kx < g->kw; kx++) {
+			s64 ix = ix0 + kx;
+
+			if (ix < 0 || ix >= g->w)
+				im2col_zero(dst + (u64)kx * g->c, g->c);
+			else
+				im2col_run(dst + (u64)kx * g->c,
+					   src + (u64)ix * g->c, g->c);
+		}
+	}
+}
+
+/*
+ * IM2COL elements [e, end) of a partial row: walk (row, ky) runs of kw * c
+ * columns. Column q of a run reads pixel ix = ox * sw - pw + q / c of
+ * image row iy.
+ */
+static void im2col_part(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
 	u64 run = (u64)g->kw * g->c;
@@ -82,6 +149,32 @@ static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 			vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
 		}
 	}
+}
+
+/* IM2COL elements [e, end): partial rows at either end, whole rows between. */
+static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u64 row = e / g->kdim, first_end, last;
+	u64 ox, oy, n, t;
+
+	if (e % g->kdim) {
+		first_end = vtpu_min_u64(end, (row + 1) * g->kdim);
+		im2col_part(cv, e, first_end);
+		e = first_end;
+		row++;
+	}
+	last = end / g->kdim;	/* rows [row, last) are whole */
+	ox = row % g->ow;
+	t = row / g->ow;
+	oy = t % g->oh;
+	n = t / g->oh;
+	for (; row < last; row++, e += g->kdim) {
+		im2col_row(cv, cv->cols + e, n, oy, ox);
+		vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
+	}
+	if (e < end)
+		im2col_part(cv, e, end);
 }
 
 /* dst[0..len) = sum over the windows covering pixel (n, iy, ix), ch c0.. */
