@@ -74,6 +74,16 @@ static void im2col_row(const struct vtpu_engine_conv *cv, float *dst, u64 n,
 	bool inside = ix0 >= 0 && ix0 + g->kw <= g->w;
 	u32 ky, kx;
 
+	if (inside && iy0 >= 0 && iy0 + g->kh <= g->h) {
+		/* all of the window is in the image: kh runs, a row apart */
+		const float *src = cv->image +
+			((n * g->h + (u64)iy0) * g->w + (u64)ix0) * g->c;
+		u64 stride = (u64)g->w * g->c;
+
+		for (ky = 0; ky < g->kh; ky++, src += stride, dst += run)
+			im2col_run(dst, src, run);
+		return;
+	}
 	for (ky = 0; ky < g->kh; ky++, dst += run) {
 		s64 iy = iy0 + ky;
 		const float *src;
