@@ -263,6 +263,29 @@ static int prof_cmp(const void *a, const void *b)
 	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
 }
 
+/* One line: the stream's time per opcode, the costliest first. */
+static void prof_by_opcode(const struct cpu_prof_stream *ps, u64 sum)
+{
+	u64 ns[VTPU_OP_COUNT] = { 0 };
+	u32 j, op, best;
+
+	for (j = 0; j < ps->ncmds; j++)
+		if (ps->cmds[j].opcode < VTPU_OP_COUNT)
+			ns[ps->cmds[j].opcode] += ps->cmds[j].ns;
+	fprintf(stderr, "  by opcode:");
+	for (;;) {
+		for (best = 0, op = 1; op < VTPU_OP_COUNT; op++)
+			if (ns[op] > ns[best])
+				best = op;
+		if (!ns[best] || !sum)
+			break;
+		fprintf(stderr, " %s %.1f%%", vtpu_opcode_name(best),
+			100.0 * (double)ns[best] / (double)sum);
+		ns[best] = 0;
+	}
+	fprintf(stderr, "\n");
+}
+
 static void prof_print(struct vtpu_cpu *cpu)
 {
 	int i;
@@ -280,6 +303,7 @@ static void prof_print(struct vtpu_cpu *cpu)
 			i, ps->ncmds, (unsigned long long)ps->runs,
 			ps->runs ? ps->ns / 1e6 / (double)ps->runs : 0.0,
 			ps->runs ? sum / 1e6 / (double)ps->runs : 0.0);
+		prof_by_opcode(ps, sum);
 		qsort(ps->cmds, ps->ncmds, sizeof(*ps->cmds), prof_cmp);
 		for (j = 0; j < ps->ncmds && j < 20 && ps->cmds[j].ns; j++) {
 			const struct cpu_prof_cmd *pc = &ps->cmds[j];
