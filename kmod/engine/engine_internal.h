@@ -33,9 +33,18 @@ static inline u64 vtpu_taps(u32 k, u32 s)
 	return ((u64)k + s - 1) / s;
 }
 
+/* Pixel or window @i of a row-major (n, y, x) walk over w x h images. */
+static inline void vtpu_xy_of(u64 i, u64 w, u64 h, u64 *x, u64 *y, u64 *n)
+{
+	*x = i % w;
+	i /= w;
+	*y = i % h;
+	*n = i / h;
+}
+
 /*
- * The next pixel or window of a row-major (n, y, x) walk over w x h
- * images: the ops' range loops step with this instead of dividing.
+ * The next pixel or window of such a walk: the ops' range loops find
+ * where they start with vtpu_xy_of() and step with this, not dividing.
  */
 static inline void vtpu_next_xy(u64 *x, u64 *y, u64 *n, u64 w, u64 h)
 {

@@ -120,9 +120,9 @@ static void im2col_part(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 	u64 run = (u64)g->kw * g->c;
 	u64 row = e / g->kdim, rem = e % g->kdim;
 	u32 ky = (u32)(rem / run);
-	u64 q = rem % run;
-	u64 ox = row % g->ow, t = row / g->ow;
-	u64 oy = t % g->oh, n = t / g->oh;
+	u64 q = rem % run, ox, oy, n;
+
+	vtpu_xy_of(row, g->ow, g->oh, &ox, &oy, &n);
 
 	while (e < end) {
 		s64 iy = (s64)(oy * g->sh + ky) - g->ph;
@@ -166,7 +166,7 @@ static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
 	u64 row = e / g->kdim, first_end, last;
-	u64 ox, oy, n, t;
+	u64 ox, oy, n;
 
 	if (e % g->kdim) {
 		first_end = vtpu_min_u64(end, (row + 1) * g->kdim);
@@ -175,10 +175,7 @@ static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 		row++;
 	}
 	last = end / g->kdim;	/* rows [row, last) are whole */
-	ox = row % g->ow;
-	t = row / g->ow;
-	oy = t % g->oh;
-	n = t / g->oh;
+	vtpu_xy_of(row, g->ow, g->oh, &ox, &oy, &n);
 	for (; row < last; row++, e += g->kdim) {
 		im2col_row(cv, cv->cols + e, n, oy, ox);
 		vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
@@ -217,9 +214,9 @@ static void col2im_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
 
-	u64 pix = e / g->c, c0 = e % g->c;
-	u64 ix = pix % g->w, t = pix / g->w;
-	u64 iy = t % g->h, n = t / g->h;
+	u64 c0 = e % g->c, ix, iy, n;
+
+	vtpu_xy_of(e / g->c, g->w, g->h, &ix, &iy, &n);
 
 	while (e < end) {
 		u64 len = vtpu_min_u64(g->c - c0, end - e);

@@ -75,9 +75,9 @@ static void maxpool_window(const struct vtpu_engine_conv *cv, u64 out,
 static void maxpool_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	u64 win = e / g->c, c0 = e % g->c;
-	u64 ox = win % g->ow, t = win / g->ow;
-	u64 oy = t % g->oh, n = t / g->oh;
+	u64 c0 = e % g->c, ox, oy, n;
+
+	vtpu_xy_of(e / g->c, g->ow, g->oh, &ox, &oy, &n);
 
 	while (e < end) {
 		u64 len = vtpu_min_u64(g->c - c0, end - e);
@@ -124,9 +124,9 @@ static void maxpool_grad_range(const struct vtpu_engine_conv *cv, u64 e,
 			       u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	u64 pix = e / g->c, c0 = e % g->c;
-	u64 ix = pix % g->w, t = pix / g->w;
-	u64 iy = t % g->h, n = t / g->h;
+	u64 c0 = e % g->c, ix, iy, n;
+
+	vtpu_xy_of(e / g->c, g->w, g->h, &ix, &iy, &n);
 
 	while (e < end) {
 		u64 len = vtpu_min_u64(g->c - c0, end - e);
