@@ -341,6 +341,7 @@ int vtpu_model_compile(struct vtpu_model *m,
 		       const struct vtpu_compile_opts *opts)
 {
 	VTPU_COMPILE_OPTS(def);
+	float scale = 1.0f / 255.0f, shift = 0.0f;
 	struct prog_entry *e;
 	int ret;
 
@@ -352,17 +353,20 @@ int vtpu_model_compile(struct vtpu_model *m,
 	if (!after_softmax(m))
 		return fail(m, -EINVAL,
 			    "the last layer must be a dense layer with softmax");
+	if (opts->sz > offsetof(struct vtpu_compile_opts, input_scale))
+		scale = opts->input_scale ?: scale;
+	if (opts->sz > offsetof(struct vtpu_compile_opts, input_shift))
+		shift = opts->input_shift;
+	if (!isfinite(scale) || !isfinite(shift))
+		return fail(m, -EINVAL,
+			    "compile options: input_scale %g and input_shift %g must be finite",
+			    scale, shift);
 	release(m);
 
 	m->batch = opts->batch ?: 32;
 	m->g->seed = (uint32_t)(opts->seed ^ (opts->seed >> 32));
-	m->g->input_scale = 1.0f / 255.0f;
-	if (opts->sz > offsetof(struct vtpu_compile_opts, input_scale) &&
-	    opts->input_scale > 0)
-		m->g->input_scale = opts->input_scale;
-	m->g->input_shift = 0;
-	if (opts->sz > offsetof(struct vtpu_compile_opts, input_shift))
-		m->g->input_shift = opts->input_shift;
+	m->g->input_scale = scale;
+	m->g->input_shift = shift;
 	m->seed = opts->seed;
 	m->opt.kind = opts->optimizer;
 	m->opt.lr = opts->learning_rate ?:

@@ -122,10 +122,10 @@ enum vtpu_optimizer {
  * @batch: examples per step (0: 32)
  * @seed: weight initialisation and shuffling
  * @input_scale: what a pixel value is multiplied by (0: 1/255; 1 feeds raw
- *               0..255 values, as some Keras tutorials do)
+ *               0..255 values, as some Keras tutorials do); finite
  * @input_shift: added after scaling: input = pixel * scale + shift (0 by
  *               default; -mean / std with scale 1 / std standardises the
- *               inputs, see vtpu_dataset_pixel_stats())
+ *               inputs, see vtpu_dataset_pixel_stats()); finite
  */
 struct vtpu_compile_opts {
 	size_t sz;

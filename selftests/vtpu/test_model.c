@@ -441,6 +441,14 @@ TEST(model_bad_inputs)
 	EXPECT_EQ(-EINVAL, vtpu_model_add_dense(m, 3, VTPU_ACT_NONE));
 	EXPECT_EQ(-ENOENT, vtpu_model_compile(m, &nodev));
 	TH_LOG("missing device: %s", vtpu_model_error(m));
+	co.input_shift = NAN;
+	EXPECT_EQ(-EINVAL, vtpu_model_compile(m, &co));
+	TH_LOG("NaN input shift: %s", vtpu_model_error(m));
+	co.input_shift = 0;
+	co.input_scale = INFINITY;
+	EXPECT_EQ(-EINVAL, vtpu_model_compile(m, &co));
+	TH_LOG("infinite input scale: %s", vtpu_model_error(m));
+	co.input_scale = 0;
 	ASSERT_EQ(0, vtpu_model_compile(m, &co));
 
 	quadrant_set(&train, 64, 1);
