@@ -29,9 +29,16 @@
 
 #define DEV_PATH "/dev/vtpu0"
 
-/* The long job: LONG_REPS GEMMs of LONG_N^3 in one stream. */
+/*
+ * The long job: GEMMs of LONG_N^3 in one stream, as many as this device
+ * needs to be busy for LONG_MS (long_reps()), at least LONG_REPS: eight
+ * take seconds in the emulated guest, and a few ms at native speed (UML,
+ * or the host with vtpu-vm --host).
+ */
 #define LONG_N 256
 #define LONG_REPS 8
+#define LONG_MS 400
+#define LONG_REPS_MAX 4096
 
 static int xioctl(int fd, unsigned long req, void *arg)
 {
@@ -128,22 +135,13 @@ static void run_job(struct __test_metadata *_metadata, struct vtpu_dev *dev,
 }
 
 /*
- * Append the long job's GEMMs: C = A * B, LONG_N^3, LONG_REPS times. The
+ * Append @reps of the long job's GEMMs: C = A * B, LONG_N^3. The
  * data does not matter (zeros cost the same), only the time it takes.
  */
 struct long_job {
 	struct vtpu_bo a, b, c;
+	int reps;	/* GEMMs that keep the device busy for LONG_MS */
 };
-
-static void long_job_init(struct __test_metadata *_metadata,
-			  struct vtpu_dev *dev, struct long_job *lj)
-{
-	const uint64_t sz = (uint64_t)LONG_N * LONG_N * 4;
-
-	bo_new(_metadata, dev, sz, &lj->a);
-	bo_new(_metadata, dev, sz, &lj->b);
-	bo_new(_metadata, dev, sz, &lj->c);
-}
 
 static void long_job_append(struct vtpu_cmdbuf *cb, struct long_job *lj,
 			    int reps)
@@ -158,6 +156,41 @@ static void long_job_append(struct vtpu_cmdbuf *cb, struct long_job *lj,
 	g.c_buf = vtpu_cmdbuf_use(cb, &lj->c);
 	for (i = 0; i < reps; i++)
 		vtpu_cmdbuf_gemm(cb, &g);
+}
+
+/* Times LONG_REPS GEMMs on their own queue and scales them to LONG_MS. */
+static int long_reps(struct __test_metadata *_metadata, struct vtpu_dev *dev,
+		     struct long_job *lj)
+{
+	struct vtpu_cmdbuf cb;
+	struct vtpu_job job = { 0 };
+	uint32_t q, status;
+	double t, reps;
+
+	ASSERT_EQ(0, vtpu_queue_create(dev, VTPU_QUEUE_PRIORITY_NORMAL, &q));
+	vtpu_cmdbuf_init(&cb);
+	long_job_append(&cb, lj, LONG_REPS);
+	job.queue = q;
+	t = now_ms();
+	ASSERT_EQ(0, vtpu_submit(dev, &cb, &job));
+	ASSERT_EQ(0, vtpu_wait(dev, q, job.seqno, -1, &status, NULL));
+	t = now_ms() - t;
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_queue_destroy(dev, q);
+	reps = LONG_REPS * (LONG_MS / (t > 0.01 ? t : 0.01));
+	return reps < LONG_REPS ? LONG_REPS :
+	       reps > LONG_REPS_MAX ? LONG_REPS_MAX : (int)reps;
+}
+
+static void long_job_init(struct __test_metadata *_metadata,
+			  struct vtpu_dev *dev, struct long_job *lj)
+{
+	const uint64_t sz = (uint64_t)LONG_N * LONG_N * 4;
+
+	bo_new(_metadata, dev, sz, &lj->a);
+	bo_new(_metadata, dev, sz, &lj->b);
+	bo_new(_metadata, dev, sz, &lj->c);
+	lj->reps = long_reps(_metadata, dev, lj);
 }
 
 static void long_job_fini(struct vtpu_dev *dev, struct long_job *lj)
@@ -689,7 +722,7 @@ TEST_F_TIMEOUT(submit, wait_timeout, 120)
 	NEED_DEV();
 	long_job_init(_metadata, self->dev, &lj);
 	vtpu_cmdbuf_init(&cb);
-	long_job_append(&cb, &lj, LONG_REPS);
+	long_job_append(&cb, &lj, lj.reps);
 	t0 = now_ms();
 	ASSERT_EQ(0, vtpu_submit(self->dev, &cb, &job));
 
@@ -713,7 +746,7 @@ TEST_F_TIMEOUT(submit, wait_timeout, 120)
 	EXPECT_EQ(VTPU_JOB_DONE, status);
 	EXPECT_EQ(0, vtpu_fence_wait(job.out_fence, 0));
 	TH_LOG("long job (%d x %d^3 GEMM, %.0f ms): polling gives ETIME/pending, a 1 ms wait took %.2f ms, then done",
-	       LONG_REPS, LONG_N, t2, t1);
+	       lj.reps, LONG_N, t2, t1);
 	close(job.out_fence);
 	vtpu_cmdbuf_fini(&cb);
 	long_job_fini(self->dev, &lj);
@@ -739,7 +772,7 @@ TEST_F_TIMEOUT(submit, in_fence, 120)
 
 	/* Job 1: long, then x = 1. Job 2, on another queue: y = x. */
 	vtpu_cmdbuf_init(&cb1);
-	long_job_append(&cb1, &lj, LONG_REPS / 2);
+	long_job_append(&cb1, &lj, lj.reps / 2);
 	vtpu_cmdbuf_fill(&cb1, vtpu_cmdbuf_use(&cb1, &x), 0, 1024, 1.0f);
 	vtpu_cmdbuf_init(&cb2);
 	vtpu_cmdbuf_copy(&cb2, vtpu_cmdbuf_use(&cb2, &y), 0,
@@ -796,7 +829,7 @@ TEST_F_TIMEOUT(submit, queue_order, 120)
 	vtpu_cmdbuf_init(&cb1);
 	vtpu_cmdbuf_init(&cb2);
 	vtpu_cmdbuf_init(&cb3);
-	long_job_append(&cb1, &lj, LONG_REPS / 2);
+	long_job_append(&cb1, &lj, lj.reps / 2);
 	vtpu_cmdbuf_fill(&cb1, vtpu_cmdbuf_use(&cb1, &x), 0, 1024, 1.0f);
 	vtpu_cmdbuf_copy(&cb2, vtpu_cmdbuf_use(&cb2, &y), 0,
 			 vtpu_cmdbuf_use(&cb2, &x), 0, 4096);
@@ -1424,9 +1457,14 @@ TEST_F_TIMEOUT(submit, close_fd_with_job_in_flight, 120)
 	uint32_t handles[3], q2;
 	struct vtpu_dev *dev2;
 	double t0, t_close, t_fence;
-	int fd2, i, ret, ret2;
+	int fd2, i, ret, ret2, reps;
+	struct long_job cal;
 
 	NEED_DEV();
+	/* twice the long job, timed on this client's own buffers */
+	long_job_init(_metadata, self->dev, &cal);
+	reps = 2 * cal.reps;
+	long_job_fini(self->dev, &cal);
 	/* Raw, unmapped buffers: a mapping would keep the file open. */
 	fd2 = open(DEV_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
@@ -1438,7 +1476,7 @@ TEST_F_TIMEOUT(submit, close_fd_with_job_in_flight, 120)
 	}
 	ASSERT_EQ(0, xioctl(fd2, VTPU_IOCTL_QUEUE_CREATE, &qc));
 	vtpu_cmdbuf_init(&cb);
-	for (i = 0; i < 2 * LONG_REPS; i++)
+	for (i = 0; i < reps; i++)
 		vtpu_cmdbuf_gemm(&cb, &g);
 	memset(&s, 0, sizeof(s));
 	s.cmds_ptr = (uintptr_t)cb.data;
@@ -1452,7 +1490,7 @@ TEST_F_TIMEOUT(submit, close_fd_with_job_in_flight, 120)
 	/* A second job behind it, never started. */
 	s2 = s;
 	ASSERT_EQ(0, xioctl(fd2, VTPU_IOCTL_SUBMIT, &s2));
-	/* Let the first one start (it runs for a second or so in the VM). */
+	/* Let the first one start (it runs for LONG_MS or more). */
 	usleep(100 * 1000);
 
 	t0 = now_ms();
@@ -1475,7 +1513,7 @@ TEST_F_TIMEOUT(submit, close_fd_with_job_in_flight, 120)
 	check_alive(_metadata, dev2, q2);
 	vtpu_close(dev2);
 	TH_LOG("closed the fd with a %d x %d^3 job running and one queued: close took %.1f ms, the fences signalled after %.1f ms with %d, %d; the device works after",
-	       2 * LONG_REPS, LONG_N, t_close, t_fence, ret, ret2);
+	       reps, LONG_N, t_close, t_fence, ret, ret2);
 	vtpu_cmdbuf_fini(&cb);
 }
 
@@ -1504,7 +1542,7 @@ TEST_F_TIMEOUT(submit, close_bo_with_job_queued, 120)
 
 	vtpu_cmdbuf_init(&cb1);
 	vtpu_cmdbuf_init(&cb2);
-	long_job_append(&cb1, &lj, LONG_REPS / 2);
+	long_job_append(&cb1, &lj, lj.reps / 2);
 	g.a_buf = vtpu_cmdbuf_use(&cb2, &a);
 	g.b_buf = vtpu_cmdbuf_use(&cb2, &b);
 	g.c_buf = vtpu_cmdbuf_use(&cb2, &c);
@@ -1559,7 +1597,7 @@ TEST_F_TIMEOUT(submit, queue_destroy_cancels, 120)
 				       &q2));
 	long_job_init(_metadata, self->dev, &lj);
 	vtpu_cmdbuf_init(&cb);
-	long_job_append(&cb, &lj, LONG_REPS);
+	long_job_append(&cb, &lj, lj.reps);
 	j1.queue = j2.queue = q2;
 	ASSERT_EQ(0, vtpu_submit(self->dev, &cb, &j1));
 	ASSERT_EQ(0, vtpu_submit(self->dev, &cb, &j2));
