@@ -1279,7 +1279,7 @@ TEST_F_TIMEOUT(dev, fairness_round_robin, 120)
 	struct vtpu_job ja[FAIR_A], jb[FAIR_B];
 	struct vtpu_bo x;
 	struct vtpu_cmdbuf cb;
-	int64_t ta[FAIR_A], tb[FAIR_B];
+	int64_t ta[FAIR_A], tb[FAIR_B], tb0;
 	uint32_t qb, reps;
 	char order[FAIR_A + FAIR_B + 1];
 	int i, ia, ib, n, a_before_last_b = 0;
@@ -1301,6 +1301,8 @@ TEST_F_TIMEOUT(dev, fairness_round_robin, 120)
 	for (i = 0; i < FAIR_A; i++)
 		long_job_submit(_metadata, self->dev, &lj, self->q, reps,
 				&ja[i]);
+	/* fence timestamps are CLOCK_MONOTONIC ns, as now_ms() reads */
+	tb0 = (int64_t)(now_ms() * 1e6);
 	for (i = 0; i < FAIR_B; i++) {
 		memset(&jb[i], 0, sizeof(jb[i]));
 		jb[i].queue = qb;
@@ -1324,9 +1326,13 @@ TEST_F_TIMEOUT(dev, fairness_round_robin, 120)
 			order[n++] = 'A', ia++;
 	}
 	order[n] = '\0';
+	/*
+	 * Round-robin: from B's arrival, the A job running then, B1, A, B2,
+	 * A, B3: at most FAIR_B A jobs end between B's arrival and B's last
+	 * (on a slow kernel A1 may be over before B arrives: AABABABAA).
+	 */
 	for (i = 0; i < FAIR_A; i++)
-		a_before_last_b += ta[i] < tb[FAIR_B - 1];
-	/* round-robin: A1 runs, then B1 A2 B2 A3 B3: B done before A4 */
+		a_before_last_b += ta[i] > tb0 && ta[i] < tb[FAIR_B - 1];
 	EXPECT_GE(FAIR_B, a_before_last_b) TH_LOG("order %s", order);
 	EXPECT_LT(tb[FAIR_B - 1], ta[FAIR_A - 1]);
 	for (i = 1; i < FAIR_B; i++)
@@ -1342,7 +1348,7 @@ TEST_F_TIMEOUT(dev, fairness_round_robin, 120)
 	vtpu_bo_destroy(b, &x);
 	vtpu_close(b);
 	long_job_fini(self->dev, &lj);
-	TH_LOG("client A: %d jobs of %u x 128^3 GEMM (~%.0f ms each), client B: %d FILLs queued after them; completion order %s (%d A jobs before B's last)",
+	TH_LOG("client A: %d jobs of %u x 128^3 GEMM (~%.0f ms each), client B: %d FILLs queued after them; completion order %s (%d A jobs ended between B's arrival and B's last)",
 	       FAIR_A, reps, reps * one, FAIR_B, order, a_before_last_b);
 }
 
