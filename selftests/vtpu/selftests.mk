@@ -29,6 +29,9 @@ $(BIN)/test_%: $(SRCTOP)/selftests/vtpu/test_%.c $(SELFTEST_DEPS)
 	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
+# vtpu_device reads the sysfs counters with vtpu_gen.h's helper.
+$(BIN)/selftests/vtpu_device: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
+
 # Stress, fuzz and isolation (in the guest, like the others); the first two
 # share vtpu_gen.h: random valid streams and the cpu-executor oracle.
 VTPU_GEN_SELFTESTS := $(BIN)/selftests/vtpu_stress $(BIN)/selftests/vtpu_fuzz \

@@ -34,10 +34,10 @@
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
+#include "vtpu_gen.h"
 
 #define DEV0 "/dev/vtpu0"
 #define DEV1 "/dev/vtpu1"
-#define SYSFS "/sys/class/vtpu"
 #define DEBUGFS "/sys/kernel/debug"
 
 /* The long job: a 128^3 GEMM, repeated. */
@@ -75,36 +75,15 @@ static uint64_t param(struct __test_metadata *_metadata, struct vtpu_dev *dev,
 	return v;
 }
 
-/* A number from /sys/class/vtpu/vtpuN/NAME, or -1. */
-static long long sysfs_read(int index, const char *name)
-{
-	char path[128], buf[64];
-	long long v = -1;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), SYSFS "/vtpu%d/%s", index, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		v = strtoll(buf, NULL, 10);
-	}
-	close(fd);
-	return v;
-}
-
 /* Poll sysfs NAME of device @index until it reads @want (up to 5 s). */
 static long long sysfs_settle(int index, const char *name, long long want)
 {
-	long long v = sysfs_read(index, name);
+	long long v = gen_sysfs(index, name);
 	int i;
 
 	for (i = 0; i < 500 && v != want; i++) {
 		usleep(10000);
-		v = sysfs_read(index, name);
+		v = gen_sysfs(index, name);
 	}
 	return v;
 }
@@ -538,8 +517,8 @@ TEST_F(dev, dmabuf_outlives_exporter)
 		exp = vtpu_open(exp_path);
 		ASSERT_NE(NULL, exp);
 	}
-	used_before = sysfs_read(exp_index, "mem_used");
-	clients_before = sysfs_read(exp_index, "clients");
+	used_before = gen_sysfs(exp_index, "mem_used");
+	clients_before = gen_sysfs(exp_index, "clients");
 	ASSERT_LE(0, used_before);
 
 	bo_new(_metadata, exp, 3 * 4096, &src);
@@ -556,7 +535,7 @@ TEST_F(dev, dmabuf_outlives_exporter)
 	EXPECT_EQ(clients_before - 1, sysfs_settle(exp_index, "clients",
 						   clients_before - 1));
 	EXPECT_EQ(used_before + (long long)size,
-		  sysfs_read(exp_index, "mem_used"))
+		  gen_sysfs(exp_index, "mem_used"))
 		TH_LOG("the imported buffer must still be there, charged to its exporter");
 
 	/* The importer still computes on it: y = x, then x[0..1024) = 9. */
@@ -1417,8 +1396,8 @@ TEST_F_TIMEOUT(dev, kill_child_mid_job, 120)
 
 	NEED_DEV();
 	used0 = param(_metadata, self->dev, VTPU_PARAM_MEM_USED);
-	clients0 = sysfs_read(0, "clients");
-	cancelled0 = sysfs_read(0, "jobs_cancelled");
+	clients0 = gen_sysfs(0, "clients");
+	cancelled0 = gen_sysfs(0, "jobs_cancelled");
 	ASSERT_EQ(0, pipe(sync));
 
 	pid = fork();
@@ -1442,7 +1421,7 @@ TEST_F_TIMEOUT(dev, kill_child_mid_job, 120)
 	close(sync[1]);
 	ASSERT_EQ(1, read(sync[0], &c, 1)) TH_LOG("the child failed");
 	close(sync[0]);
-	EXPECT_EQ(clients0 + 1, sysfs_read(0, "clients"));
+	EXPECT_EQ(clients0 + 1, gen_sysfs(0, "clients"));
 	EXPECT_LT(used0, param(_metadata, self->dev, VTPU_PARAM_MEM_USED));
 	usleep(100000);	/* mid-job */
 	kill(pid, SIGKILL);
@@ -1526,7 +1505,7 @@ TEST_F(dev, mmap_after_close)
 
 	NEED_DEV();
 	used0 = param(_metadata, self->dev, VTPU_PARAM_MEM_USED);
-	clients0 = sysfs_read(0, "clients");
+	clients0 = gen_sysfs(0, "clients");
 	d = vtpu_open(DEV0);
 	ASSERT_NE(NULL, d);
 	bo_new(_metadata, d, 2 * 4096, &x);
@@ -1699,11 +1678,11 @@ TEST_F_TIMEOUT(dev, sysfs_counters, 120)
 
 	NEED_DEV();
 	for (i = 0; i < 5; i++) {
-		before[i] = sysfs_read(0, counters[i]);
+		before[i] = gen_sysfs(0, counters[i]);
 		ASSERT_LE(0, before[i]) TH_LOG("%s missing", counters[i]);
 	}
-	flops0 = sysfs_read(0, "flops");
-	busy0 = sysfs_read(0, "busy_ns");
+	flops0 = gen_sysfs(0, "flops");
+	busy0 = gen_sysfs(0, "busy_ns");
 	ASSERT_EQ(0, vtpu_queue_create_opts(self->dev, &o, &tq));
 	ASSERT_EQ(0, vtpu_queue_create(self->dev, VTPU_QUEUE_PRIORITY_NORMAL,
 				       &cq));
@@ -1736,15 +1715,15 @@ TEST_F_TIMEOUT(dev, sysfs_counters, 120)
 	EXPECT_EQ(-ECANCELED, vtpu_fence_wait(jp.out_fence, 20000));
 
 	for (i = 0; i < 5; i++)
-		after[i] = sysfs_read(0, counters[i]) - before[i];
+		after[i] = gen_sysfs(0, counters[i]) - before[i];
 	EXPECT_EQ(5, after[0]);
 	EXPECT_EQ(2, after[1]);
 	EXPECT_EQ(0, after[2]);
 	EXPECT_EQ(1, after[3]);
 	EXPECT_EQ(2, after[4]);
 	EXPECT_EQ(after[0], after[1] + after[2] + after[3] + after[4]);
-	EXPECT_LT(flops0, sysfs_read(0, "flops"));
-	EXPECT_LT(busy0, sysfs_read(0, "busy_ns"));
+	EXPECT_LT(flops0, gen_sysfs(0, "flops"));
+	EXPECT_LT(busy0, gen_sysfs(0, "busy_ns"));
 
 	close(jt.out_fence);
 	close(jr.out_fence);
