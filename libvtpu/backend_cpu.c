@@ -14,7 +14,8 @@
  *
  * VTPU_PROFILE=1 in the environment times every command of every stream
  * the executor runs and prints, when it is destroyed, where the time went
- * (per stream, its costliest commands) on stderr.
+ * (per stream, its 20 costliest commands; with VTPU_PROFILE=all, every
+ * command) on stderr.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -66,7 +67,7 @@ struct vtpu_cpu {
 
 	atomic_uint next_tile;
 
-	int profile;		/* VTPU_PROFILE */
+	u32 profile;		/* VTPU_PROFILE: commands listed per stream */
 	int nprof;
 	struct cpu_prof_stream *prof;
 };
@@ -305,7 +306,8 @@ static void prof_print(struct vtpu_cpu *cpu)
 			ps->runs ? sum / 1e6 / (double)ps->runs : 0.0);
 		prof_by_opcode(ps, sum);
 		qsort(ps->cmds, ps->ncmds, sizeof(*ps->cmds), prof_cmp);
-		for (j = 0; j < ps->ncmds && j < 20 && ps->cmds[j].ns; j++) {
+		for (j = 0; j < ps->ncmds && j < cpu->profile && ps->cmds[j].ns;
+		     j++) {
 			const struct cpu_prof_cmd *pc = &ps->cmds[j];
 
 			fprintf(stderr, "  %-13s %-28s %8.3f ms/run %5.1f%%\n",
@@ -354,6 +356,7 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	int best = cpu_best_simd();
 	size_t scratch = vtpu_engine_scratch_size();
 	struct vtpu_cpu *cpu;
+	const char *prof;
 	int i, err;
 
 	if (threads < 0 || simd < -1 || simd > VTPU_SIMD_AVX512 ||
@@ -377,8 +380,9 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	cpu->nthreads = threads;
 	cpu->simd = simd < 0 ? best : simd;
 	cpu->gemm = gemm;
-	cpu->profile = getenv("VTPU_PROFILE") &&
-		       strcmp(getenv("VTPU_PROFILE"), "0") != 0;
+	prof = getenv("VTPU_PROFILE");
+	if (prof && strcmp(prof, "0"))
+		cpu->profile = strcmp(prof, "all") ? 20 : UINT32_MAX;
 	pthread_mutex_init(&cpu->lock, NULL);
 	pthread_cond_init(&cpu->wake, NULL);
 	pthread_cond_init(&cpu->idle, NULL);
