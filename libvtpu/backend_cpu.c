@@ -243,6 +243,16 @@ static void prof_describe(struct cpu_prof_cmd *pc,
 		snprintf(pc->what, sizeof(pc->what), "%ux%ux%ux%u k%ux%u",
 			 w->n, w->h, w->w, w->c, w->kh, w->kw);
 		break;
+	case VTPU_OP_CONV_POOL:
+	case VTPU_OP_CONV_POOL_WGRAD: {
+		const struct vtpu_engine_convpool *cp = &op->convpool;
+
+		snprintf(pc->what, sizeof(pc->what),
+			 "%ux%ux%ux%u k%ux%u->%u p%ux%u", cp->win.n, cp->win.h,
+			 cp->win.w, cp->win.c, cp->win.kh, cp->win.kw, cp->oc,
+			 cp->pkh, cp->pkw);
+		break;
+	}
 	case VTPU_OP_ELEMENTWISE:
 		snprintf(pc->what, sizeof(pc->what), "op %u, %llu", op->ew.op,
 			 (unsigned long long)op->ew.count);

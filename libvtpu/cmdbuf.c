@@ -256,6 +256,45 @@ int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
 	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL_GRAD, win, dx, dy, index);
 }
 
+static int cmdbuf_conv_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			    const struct vtpu_conv_pool_desc *d)
+{
+	bool wgrad = opcode == VTPU_OP_CONV_POOL_WGRAD;
+	struct vtpu_cmd_conv_pool c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = opcode;
+	c.hdr.size = sizeof(c);
+	c.win = d->win;
+	c.oc = d->oc;
+	c.pool_h = d->pool_h;
+	c.pool_w = d->pool_w;
+	c.pool_stride_h = d->pool_stride_h;
+	c.pool_stride_w = d->pool_stride_w;
+	c.flags = d->flags;
+	c.x = opnd(d->x);
+	c.w = opnd(d->w);
+	c.bias = opnd(d->bias);
+	c.index = opnd(d->index);
+	if (!wgrad || (d->flags & VTPU_CONV_RELU))
+		c.y = opnd(d->y);
+	if (wgrad)
+		c.dy = opnd(d->dy);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_conv_pool(struct vtpu_cmdbuf *cb,
+			  const struct vtpu_conv_pool_desc *d)
+{
+	return cmdbuf_conv_pool(cb, VTPU_OP_CONV_POOL, d);
+}
+
+int vtpu_cmdbuf_conv_pool_wgrad(struct vtpu_cmdbuf *cb,
+				const struct vtpu_conv_pool_desc *d)
+{
+	return cmdbuf_conv_pool(cb, VTPU_OP_CONV_POOL_WGRAD, d);
+}
+
 int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
 			    uint64_t count, float alpha, float beta,
 			    struct vtpu_ref x, struct vtpu_ref y,
@@ -452,6 +491,8 @@ static const char *operand_name(uint32_t operand)
 		[VTPU_OPERAND_MOM] = "mom", [VTPU_OPERAND_VEL] = "vel",
 		[VTPU_OPERAND_STATE] = "state",
 		[VTPU_OPERAND_MASK] = "mask", [VTPU_OPERAND_STEP] = "step",
+		[VTPU_OPERAND_W] = "w", [VTPU_OPERAND_DW] = "dw",
+		[VTPU_OPERAND_DBIAS] = "dbias",
 	};
 
 	if (operand < sizeof(names) / sizeof(names[0]))
@@ -658,6 +699,22 @@ static void explain_shape(struct strbuf *sb, const void *cmd,
 		sb_printf(sb, "count must be 1..%llu and rate in [0, 1)",
 			  (unsigned long long)VTPU_MAX_ELEMS);
 		return;
+	case VTPU_OP_CONV_POOL:
+	case VTPU_OP_CONV_POOL_WGRAD: {
+		const struct vtpu_cmd_conv_pool *c = cmd;
+		const struct vtpu_window *w = &c->win;
+
+		sb_printf(sb, "conv n=%u h=%u w=%u c=%u k=%ux%u stride %ux%u "
+			  "pad %ux%u -> oc=%u, pool %ux%u stride %ux%u: "
+			  "dimensions 1..%u, pad < k, h + 2 pad >= k, the pool "
+			  "window within the conv output (oh*ow < 2^32), every "
+			  "tensor at most %llu elements", w->n, w->h, w->w,
+			  w->c, w->kh, w->kw, w->stride_h, w->stride_w,
+			  w->pad_h, w->pad_w, c->oc, c->pool_h, c->pool_w,
+			  c->pool_stride_h, c->pool_stride_w, VTPU_MAX_DIM,
+			  (unsigned long long)VTPU_MAX_ELEMS);
+		return;
+	}
 	}
 	sb_printf(sb, "a dimension is 0 or too large");
 }
@@ -805,6 +862,9 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 			sb_printf(&sb, "operand %s: %s %u is smaller than its "
 				  "row length %u (stored %u x %u)", oname,
 				  oi.ld_name, oi.ld, oi.cols, oi.rows, oi.cols);
+		else if (operand == VTPU_OPERAND_NONE)
+			sb_printf(&sb, "a window's stride is 0 or above %u",
+				  VTPU_MAX_DIM);
 		else
 			sb_printf(&sb, "operand %s: leading dimension too "
 				  "small", oname);

@@ -394,7 +394,57 @@ static void convpool_pool(struct cx *cx, uint32_t opcode, int i, int j,
 	emit(cx, &cmd);
 }
 
-static void convpool_fwd(struct cx *cx, int i, int j)
+/*
+ * A fused pair whose convolution's input needs no gradient (a network's
+ * first convolution: its input is data) and has few taps runs as one
+ * direct CONV_POOL, and its gradient as one CONV_POOL_WGRAD: with K =
+ * kh * kw * c as small as 9, IM2COL + GEMM would move far more memory
+ * than they compute, and the conv output is never written out at all.
+ */
+#define DIRECT_KDIM_MAX 32
+
+static bool convpool_direct(const struct cx *cx, int i, int j)
+{
+	const struct vg_node *n = &cx->g->nodes[i], *p = &cx->g->nodes[j];
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+
+	return !cx->needs_grad[n->in[0]] && !p->pad_h && !p->pad_w &&
+	       (uint64_t)n->kh * n->kw * in->c <= DIRECT_KDIM_MAX;
+}
+
+static struct vtpu_conv_pool_desc convpool_desc(struct cx *cx, int i, int j)
+{
+	const struct vg_node *n = &cx->g->nodes[i], *p = &cx->g->nodes[j];
+
+	return (struct vtpu_conv_pool_desc){
+		.win = window(&cx->g->nodes[n->in[0]], cx->B, n),
+		.oc = n->c,
+		.pool_h = p->kh, .pool_w = p->kw,
+		.pool_stride_h = p->kh, .pool_stride_w = p->kw,
+		.flags = n->act == VTPU_ACT_RELU ? VTPU_CONV_RELU : 0,
+	};
+}
+
+static void convpool_cmd(struct cx *cx, uint32_t opcode,
+			 const struct vtpu_conv_pool_desc *d, struct tref x,
+			 struct tref w, struct tref bias, struct tref y,
+			 struct tref dy, struct tref index)
+{
+	struct vtpu_cmd_conv_pool cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.win = d->win, .oc = d->oc,
+		.pool_h = d->pool_h, .pool_w = d->pool_w,
+		.pool_stride_h = d->pool_stride_h,
+		.pool_stride_w = d->pool_stride_w,
+		.flags = d->flags,
+		.x = opnd(x), .w = opnd(w), .bias = opnd(bias),
+		.y = opnd(y), .dy = opnd(dy), .index = opnd(index),
+	};
+
+	emit(cx, &cmd);
+}
+
+static void convpool_fwd_im2col(struct cx *cx, int i, int j)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	const struct vg_node *in = &cx->g->nodes[n->in[0]];
@@ -422,7 +472,7 @@ static void convpool_fwd(struct cx *cx, int i, int j)
 		ew(cx, VTPU_EW_RELU, pooled, cx->val[j], at(0, 0), cx->val[j]);
 }
 
-static void convpool_bwd(struct cx *cx, int i, int j)
+static void convpool_bwd_im2col(struct cx *cx, int i, int j)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	int xi = n->in[0];
@@ -470,6 +520,41 @@ static void convpool_bwd(struct cx *cx, int i, int j)
 	}
 	if (dx.sid)
 		grad_end(cx, xi, tmp);
+}
+
+static void convpool_fwd(struct cx *cx, int i, int j)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t pooled = cx->B * vg_node_size(&cx->g->nodes[j]);
+	struct vtpu_conv_pool_desc d;
+
+	if (!convpool_direct(cx, i, j)) {
+		convpool_fwd_im2col(cx, i, j);
+		return;
+	}
+	d = convpool_desc(cx, i, j);
+	cx->val[j] = work(cx, pooled * 4);
+	cx->aux[j] = work(cx, pooled * 4);
+	convpool_cmd(cx, VTPU_OP_CONV_POOL, &d, cx->val[n->in[0]],
+		     param(cx, n->weight), param(cx, n->bias), cx->val[j],
+		     at(0, 0), cx->aux[j]);
+}
+
+/* The direct path's gradient: the ReLU's mask and dbias included. */
+static void convpool_bwd(struct cx *cx, int i, int j)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct vtpu_conv_pool_desc d;
+
+	if (!convpool_direct(cx, i, j)) {
+		convpool_bwd_im2col(cx, i, j);
+		return;
+	}
+	d = convpool_desc(cx, i, j);
+	convpool_cmd(cx, VTPU_OP_CONV_POOL_WGRAD, &d, cx->val[n->in[0]],
+		     param_grad(cx, n->weight), param_grad(cx, n->bias),
+		     (d.flags & VTPU_CONV_RELU) ? cx->val[j] : at(0, 0),
+		     cx->grad[j], cx->aux[j]);
 }
 
 /* The pooling of a fused pair runs as part of its convolution. */

@@ -403,6 +403,8 @@ const char *vtpu_opcode_name(uint32_t opcode)
 		[VTPU_OP_ADAM] = "ADAM",
 		[VTPU_OP_CAST] = "CAST",
 		[VTPU_OP_DROPOUT] = "DROPOUT",
+		[VTPU_OP_CONV_POOL] = "CONV_POOL",
+		[VTPU_OP_CONV_POOL_WGRAD] = "CONV_POOL_WGRAD",
 	};
 	_Static_assert(sizeof(names) / sizeof(names[0]) == VTPU_OP_COUNT,
 		       "every opcode has a name");

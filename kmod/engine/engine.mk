@@ -9,6 +9,9 @@ ENGINE_SRCS := \
 	gemm_avx2.c \
 	gemm_avx512.c \
 	ops_conv.c \
+	ops_convpool.c \
+	ops_convpool_avx2.c \
+	ops_convpool_avx512.c \
 	ops_pool.c \
 	ops_elementwise.c \
 	ops_reduce.c \
@@ -31,6 +34,13 @@ ENGINE_KERNEL_CFLAGS := -msse -msse2
 ENGINE_VEC_CFLAGS := -ftree-vectorize -fvect-cost-model=dynamic
 ENGINE_CFLAGS_ops_conv := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_pool := $(ENGINE_VEC_CFLAGS)
+# CONV_POOL, once per SIMD level: its loops vectorise at each level's
+# width, and its few-float copies stay loops (not calls to memcpy).
+ENGINE_CP_CFLAGS := $(ENGINE_VEC_CFLAGS) -fno-tree-loop-distribute-patterns
+ENGINE_CFLAGS_ops_convpool := $(ENGINE_CP_CFLAGS)
+ENGINE_CFLAGS_ops_convpool_avx2 := $(ENGINE_CP_CFLAGS) -mavx2 -mfma
+ENGINE_CFLAGS_ops_convpool_avx512 := $(ENGINE_CP_CFLAGS) -mavx512f -mfma \
+	-mprefer-vector-width=512
 ENGINE_CFLAGS_ops_elementwise := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_reduce := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)

@@ -29,6 +29,9 @@ typedef int32_t s32;
 typedef int64_t s64;
 #define ENGINE_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ENGINE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#ifndef noinline
+#define noinline __attribute_noinline__ /* glibc <sys/cdefs.h> */
+#endif
 #endif
 
 #endif /* VTPU_ENGINE_ENV_H */

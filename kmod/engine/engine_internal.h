@@ -22,6 +22,13 @@ size_t vtpu_gemm_scratch_size(void);
 bool vtpu_window_decode(const struct vtpu_window *w,
 			struct vtpu_engine_window *g);
 
+/*
+ * validate.c: decode a CONV_POOL command's geometry; false if it is
+ * invalid (then *cp holds zeros). Fills all but the pointers and tiling.
+ */
+bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
+			  struct vtpu_engine_convpool *cp);
+
 static inline u64 vtpu_min_u64(u64 a, u64 b)
 {
 	return a < b ? a : b;
@@ -86,6 +93,8 @@ void vtpu_conv_prepare(struct vtpu_engine_op *op);		/* ops_conv.c */
 void vtpu_conv_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 void vtpu_pool_prepare(struct vtpu_engine_op *op);		/* ops_pool.c */
 void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_convpool_prepare(struct vtpu_engine_op *op);	/* ops_convpool.c */
+void vtpu_convpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 void vtpu_ew_prepare(struct vtpu_engine_op *op);	/* ops_elementwise.c */
 void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 void vtpu_cast_prepare(struct vtpu_engine_op *op);
@@ -100,5 +109,20 @@ void vtpu_xent_prepare(struct vtpu_engine_op *op);		/* ops_loss.c */
 void vtpu_xent_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 void vtpu_optim_prepare(struct vtpu_engine_op *op);		/* ops_optim.c */
 void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+
+/*
+ * CONV_POOL's kernels, once per SIMD level (convpool_tmpl.h): fwd computes
+ * pooled pixels [p0, p1); wgrad accumulates pooled pixels [p0, p1) into
+ * channels [o0, o0 + len) of dw and dbias (zeroing them first if @first).
+ */
+#define VTPU_CONVPOOL_LEVEL(sfx)                                               \
+	void vtpu_convpool_fwd_##sfx(const struct vtpu_engine_convpool *cp,    \
+				     u64 p0, u64 p1);                          \
+	void vtpu_convpool_wgrad_##sfx(const struct vtpu_engine_convpool *cp,  \
+				       u32 o0, u32 len, u64 p0, u64 p1,        \
+				       bool first)
+VTPU_CONVPOOL_LEVEL(scalar);
+VTPU_CONVPOOL_LEVEL(avx2);
+VTPU_CONVPOOL_LEVEL(avx512);
 
 #endif /* VTPU_ENGINE_INTERNAL_H */

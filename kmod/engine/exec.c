@@ -52,6 +52,29 @@ static void prepare_conv(struct vtpu_engine_op *op,
 	}
 }
 
+static void prepare_convpool(struct vtpu_engine_op *op,
+			     const struct vtpu_cmd_conv_pool *c,
+			     const struct vtpu_engine_buf *bufs)
+{
+	struct vtpu_engine_convpool *cp = &op->convpool;
+
+	vtpu_convpool_decode(c, cp);
+	cp->x = operand_ptr(bufs, &c->x);
+	cp->index = operand_ptr(bufs, &c->index);
+	if (c->hdr.opcode == VTPU_OP_CONV_POOL) {
+		cp->w = operand_ptr(bufs, &c->w);
+		cp->bias = operand_ptr(bufs, &c->bias);
+		cp->y = operand_ptr(bufs, &c->y);
+	} else {
+		cp->dw = operand_ptr(bufs, &c->w);
+		cp->dbias = operand_ptr(bufs, &c->bias);
+		cp->dy = operand_ptr(bufs, &c->dy);
+		/* read only for the ReLU's mask (an unused y is all zero) */
+		cp->y = operand_ptr(bufs, &c->y);
+	}
+	vtpu_convpool_prepare(op);
+}
+
 static void prepare_ew(struct vtpu_engine_op *op,
 		       const struct vtpu_cmd_elementwise *e,
 		       const struct vtpu_engine_buf *bufs)
@@ -248,6 +271,10 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 	case VTPU_OP_DROPOUT:
 		prepare_dropout(op, (const void *)cmd, bufs);
 		break;
+	case VTPU_OP_CONV_POOL:
+	case VTPU_OP_CONV_POOL_WGRAD:
+		prepare_convpool(op, (const void *)cmd, bufs);
+		break;
 	default: /* NOP */
 		break;
 	}
@@ -316,6 +343,10 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		break;
 	case VTPU_OP_DROPOUT:
 		vtpu_dropout_run(op, tile, step);
+		break;
+	case VTPU_OP_CONV_POOL:
+	case VTPU_OP_CONV_POOL_WGRAD:
+		vtpu_convpool_run(op, tile, step);
 		break;
 	default:
 		break;

@@ -31,6 +31,8 @@ static const u32 cmd_sizes[VTPU_OP_COUNT] = {
 	[VTPU_OP_ADAM] = sizeof(struct vtpu_cmd_adam),
 	[VTPU_OP_CAST] = sizeof(struct vtpu_cmd_cast),
 	[VTPU_OP_DROPOUT] = sizeof(struct vtpu_cmd_dropout),
+	[VTPU_OP_CONV_POOL] = sizeof(struct vtpu_cmd_conv_pool),
+	[VTPU_OP_CONV_POOL_WGRAD] = sizeof(struct vtpu_cmd_conv_pool),
 };
 
 u32 vtpu_engine_cmd_size(u32 opcode)
@@ -115,6 +117,39 @@ static void window_extents(const struct vtpu_window *w, u64 *image,
 	*cols = c * 4;
 }
 
+bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
+			  struct vtpu_engine_convpool *cp)
+{
+	struct vtpu_engine_window *g = &cp->win;
+	u64 rows, cols, wn, yn;
+
+	memset(cp, 0, sizeof(*cp));
+	if (!vtpu_window_decode(&c->win, g) || !window_counts(g, &rows, &cols))
+		goto bad;
+	if (!window_dim_ok(c->oc) || !window_dim_ok(c->pool_stride_h) ||
+	    !window_dim_ok(c->pool_stride_w) || c->pool_h < 1 ||
+	    c->pool_h > g->oh || c->pool_w < 1 || c->pool_w > g->ow)
+		goto bad;
+	/* index holds a conv pixel oy * ow + ox */
+	if ((u64)g->oh * g->ow > 0xffffffffull)
+		goto bad;
+	cp->oc = c->oc;
+	cp->flags = c->flags;
+	cp->pkh = c->pool_h;
+	cp->pkw = c->pool_w;
+	cp->psh = c->pool_stride_h;
+	cp->psw = c->pool_stride_w;
+	cp->ph = (g->oh - c->pool_h) / c->pool_stride_h + 1;
+	cp->pw = (g->ow - c->pool_w) / c->pool_stride_w + 1;
+	if (!mul_elems(g->kdim, c->oc, &wn) || !mul_elems(g->n, cp->ph, &yn) ||
+	    !mul_elems(yn, cp->pw, &yn) || !mul_elems(yn, c->oc, &yn))
+		goto bad;
+	return true;
+bad:
+	memset(cp, 0, sizeof(*cp));
+	return false;
+}
+
 static u32 dtype_size(u32 dtype)
 {
 	switch (dtype) {
@@ -160,6 +195,9 @@ static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 	const struct vtpu_cmd_adam *ad = (const void *)cmd;
 	const struct vtpu_cmd_cast *ca = (const void *)cmd;
 	const struct vtpu_cmd_dropout *dr = (const void *)cmd;
+	const struct vtpu_cmd_conv_pool *cv = (const void *)cmd;
+	bool wgrad = cmd->opcode == VTPU_OP_CONV_POOL_WGRAD;
+	struct vtpu_engine_convpool cp;
 	u64 image, out, cols, mn = 0;
 	bool col2im = cmd->opcode == VTPU_OP_COL2IM;
 	bool grad = cmd->opcode == VTPU_OP_MAXPOOL_GRAD;
@@ -278,6 +316,29 @@ static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 		} else if (id == VTPU_OPERAND_STEP) {
 			*opnd = &dr->step;
 			*bytes = 4;
+		}
+		break;
+	case VTPU_OP_CONV_POOL:
+	case VTPU_OP_CONV_POOL_WGRAD:
+		/* all zero when the geometry is invalid */
+		vtpu_convpool_decode(cv, &cp);
+		out = (u64)cp.win.n * cp.ph * cp.pw * cp.oc * 4;
+		if (id == VTPU_OPERAND_X) {
+			*opnd = &cv->x;
+			*bytes = (u64)cp.win.n * cp.win.h * cp.win.w *
+				 cp.win.c * 4;
+		} else if (id == (wgrad ? VTPU_OPERAND_DW : VTPU_OPERAND_W)) {
+			*opnd = &cv->w;
+			*bytes = cp.win.kdim * cp.oc * 4;
+		} else if (id == (wgrad ? VTPU_OPERAND_DBIAS :
+				  VTPU_OPERAND_BIAS)) {
+			*opnd = &cv->bias;
+			*bytes = (u64)cp.oc * 4;
+		} else if (id == VTPU_OPERAND_Y || id == VTPU_OPERAND_DY ||
+			   id == VTPU_OPERAND_INDEX) {
+			*opnd = id == VTPU_OPERAND_Y ? &cv->y :
+				id == VTPU_OPERAND_DY ? &cv->dy : &cv->index;
+			*bytes = out;
 		}
 		break;
 	}
@@ -771,6 +832,44 @@ static int check_dropout(struct vctx *v, const struct vtpu_cmd_dropout *d)
 	return ret;
 }
 
+static int check_conv_pool(struct vctx *v, const struct vtpu_cmd_conv_pool *c)
+{
+	/* outputs first */
+	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_INDEX,
+				   VTPU_OPERAND_X, VTPU_OPERAND_W,
+				   VTPU_OPERAND_BIAS };
+	static const u32 bwd[] = { VTPU_OPERAND_DW, VTPU_OPERAND_DBIAS,
+				   VTPU_OPERAND_X, VTPU_OPERAND_DY,
+				   VTPU_OPERAND_INDEX, VTPU_OPERAND_Y };
+	const struct vtpu_cmd_hdr *cmd = &c->hdr;
+	bool wgrad = cmd->opcode == VTPU_OP_CONV_POOL_WGRAD;
+	bool mask = wgrad && (c->flags & VTPU_CONV_RELU);
+	const u32 *ids = wgrad ? bwd : fwd;
+	u32 n = wgrad ? (mask ? 6 : 5) : 5;
+	struct vtpu_engine_convpool cp;
+	int ret;
+
+	if (c->flags & ~VTPU_CONV_FLAGS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!c->pool_stride_h || !c->pool_stride_w ||
+	    c->pool_stride_h > VTPU_MAX_DIM || c->pool_stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	ret = check_window(v, &c->win);
+	if (ret)
+		return ret;
+	if (!vtpu_convpool_decode(c, &cp))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	/* the forward command has no dy; the gradient needs y for a mask */
+	if (!mask)
+		ret = check_unused(v, cmd,
+				   wgrad ? VTPU_OPERAND_Y : VTPU_OPERAND_DY);
+	if (!ret)
+		ret = check_operands(v, cmd, ids, n, 4);
+	if (!ret)
+		ret = check_outputs(v, cmd, ids, 2, ids + 2, n - 2);
+	return ret;
+}
+
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err)
 {
@@ -841,6 +940,10 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			break;
 		case VTPU_OP_DROPOUT:
 			ret = check_dropout(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_CONV_POOL:
+		case VTPU_OP_CONV_POOL_WGRAD:
+			ret = check_conv_pool(&v, (const void *)cmd);
 			break;
 		default:
 			ret = 0;

@@ -96,6 +96,19 @@ struct vtpu_engine_conv {
 	u32 *index;		/* MAXPOOL(_GRAD) */
 };
 
+/* CONV_POOL, CONV_POOL_WGRAD */
+struct vtpu_engine_convpool {
+	struct vtpu_engine_window win;	/* the convolution over x */
+	u32 oc, flags;
+	u32 pkh, pkw, psh, psw;	/* the pooling window and its stride */
+	u32 ph, pw;		/* pooled pixels per column, per row */
+	u64 pixels;		/* n * ph * pw */
+	u64 chunk;		/* pooled pixels per tile (CONV_POOL) or step */
+	const float *x, *w, *bias, *dy;
+	float *y, *dw, *dbias;
+	u32 *index;
+};
+
 struct vtpu_engine_ew {
 	u32 op;			/* enum vtpu_ew_op */
 	float alpha, beta;
@@ -181,6 +194,7 @@ struct vtpu_engine_op {
 			u64 bytes;
 		} copy;
 		struct vtpu_engine_conv conv;
+		struct vtpu_engine_convpool convpool;
 		struct vtpu_engine_ew ew;
 		struct vtpu_engine_reduce reduce;
 		struct vtpu_engine_xent xent;

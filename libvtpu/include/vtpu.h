@@ -259,6 +259,25 @@ int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_window *win, struct vtpu_ref dy,
 			     struct vtpu_ref index, struct vtpu_ref dx);
 /**
+ * struct vtpu_conv_pool_desc - a CONV_POOL or CONV_POOL_WGRAD (struct
+ * vtpu_cmd_conv_pool): one description serves both. For the gradient, w
+ * and bias name dw and dbias (outputs), and y is read only with
+ * VTPU_CONV_RELU; the forward command ignores dy.
+ */
+struct vtpu_conv_pool_desc {
+	struct vtpu_window win;	/* the convolution over x */
+	uint32_t oc;
+	uint32_t pool_h, pool_w, pool_stride_h, pool_stride_w;
+	uint32_t flags;		/* VTPU_CONV_* */
+	struct vtpu_ref x, w, bias, y, dy, index;
+};
+/** vtpu_cmdbuf_conv_pool() - y, index = maxpool(conv(x, w) + bias). */
+int vtpu_cmdbuf_conv_pool(struct vtpu_cmdbuf *cb,
+			  const struct vtpu_conv_pool_desc *d);
+/** vtpu_cmdbuf_conv_pool_wgrad() - dw (d->w), dbias (d->bias) from dy. */
+int vtpu_cmdbuf_conv_pool_wgrad(struct vtpu_cmdbuf *cb,
+				const struct vtpu_conv_pool_desc *d);
+/**
  * vtpu_cmdbuf_elementwise() - z = op(x, y) over count f32 (enum
  * vtpu_ew_op); alpha/beta must be 0 for the sub-ops that do not use them.
  */

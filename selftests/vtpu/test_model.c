@@ -98,6 +98,30 @@ TEST(gradcheck_conv_relu_fused_with_pool)
 	vtpu_graph_destroy(g);
 }
 
+TEST(gradcheck_conv_pool_inside)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 6, 6, 2);
+
+	/*
+	 * The first conv + pool runs as CONV_POOL (its input is data); the
+	 * second pair's input needs a gradient, so it runs fused through
+	 * IM2COL, GEMM and MAXPOOL, and gives one back through COL2IM.
+	 */
+	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_maxpool(g, x, 1, 1);
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_maxpool(g, x, 2, 2);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 96);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("conv + pool 1x1 (direct), conv + pool (im2col): max relative "
+	       "error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
 TEST(gradcheck_conv_same_stacked)
 {
 	struct vtpu_graph *g = vtpu_graph_create();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Host unit test of the training ops (IM2COL, COL2IM, MAXPOOL(_GRAD),
- * ELEMENTWISE, REDUCE, SOFTMAX_XENT, SGD, ADAM_STEP/ADAM, CAST) through
+ * CONV_POOL(_WGRAD), ELEMENTWISE, REDUCE, SOFTMAX_XENT, SGD,
+ * ADAM_STEP/ADAM, CAST, DROPOUT) through
  * libvtpu's cpu backend, against plain C references in this file.
  *
  * Every op runs on every SIMD level this CPU has, with 1 and 2 threads;
@@ -453,6 +454,280 @@ TEST(maxpool)
 		free(k2);
 		free(k3);
 		free(k4);
+	}
+	execs_fini(&ex);
+}
+
+/* ---- CONV_POOL / CONV_POOL_WGRAD ------------------------------------------ */
+
+/*
+ * Shapes: the convolution (n h w c kh kw sh sw ph pw), oc, the pooling
+ * (pool_h pool_w stride_h stride_w) and flags.
+ */
+static const uint32_t cp_shapes[][16] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0 },
+	{ 2, 6, 6, 1, 3, 3, 1, 1, 0, 0, 5, 2, 2, 2, 2, VTPU_CONV_RELU },
+	{ 3, 8, 7, 3, 3, 3, 1, 1, 1, 1, 20, 2, 2, 2, 2, 0 },
+	{ 2, 9, 9, 2, 3, 2, 2, 1, 1, 0, 16, 3, 2, 1, 2, VTPU_CONV_RELU },
+	{ 2, 5, 5, 4, 5, 5, 1, 1, 4, 4, 7, 1, 1, 1, 1, 0 },	/* no pooling */
+	{ 1, 7, 9, 3, 3, 3, 2, 2, 1, 1, 33, 3, 3, 1, 1, VTPU_CONV_RELU },
+	/* Fashion-MNIST's first layer: several tiles and gradient steps */
+	{ 12, 28, 28, 1, 3, 3, 1, 1, 0, 0, 64, 2, 2, 2, 2, VTPU_CONV_RELU },
+};
+#define NCP (sizeof(cp_shapes) / sizeof(cp_shapes[0]))
+
+struct cp_geom {
+	uint32_t n, h, w, c, kh, kw, sh, sw, ph, pw, oc;
+	uint32_t qh, qw, qsh, qsw, flags;
+	uint32_t oh, ow, yh, yw;	/* conv output, pooled output */
+	size_t nx, nw, ny;
+};
+
+static struct cp_geom cp_geom(const uint32_t *s)
+{
+	struct cp_geom g = {
+		.n = s[0], .h = s[1], .w = s[2], .c = s[3], .kh = s[4],
+		.kw = s[5], .sh = s[6], .sw = s[7], .ph = s[8], .pw = s[9],
+		.oc = s[10], .qh = s[11], .qw = s[12], .qsh = s[13],
+		.qsw = s[14], .flags = s[15],
+	};
+
+	g.oh = out_dim(g.h, g.kh, g.sh, g.ph);
+	g.ow = out_dim(g.w, g.kw, g.sw, g.pw);
+	g.yh = (g.oh - g.qh) / g.qsh + 1;
+	g.yw = (g.ow - g.qw) / g.qsw + 1;
+	g.nx = (size_t)g.n * g.h * g.w * g.c;
+	g.nw = (size_t)g.kh * g.kw * g.c * g.oc;
+	g.ny = (size_t)g.n * g.yh * g.yw * g.oc;
+	return g;
+}
+
+/* conv(x, w) + bias at conv pixel (n, oy, ox), channel o, in double */
+static double cp_conv_ref(const struct cp_geom *g, const float *x,
+			  const float *w, const float *bias, size_t n,
+			  uint32_t oy, uint32_t ox, uint32_t o)
+{
+	double s = bias[o];
+	uint32_t ky, kx, ci;
+
+	for (ky = 0; ky < g->kh; ky++)
+	for (kx = 0; kx < g->kw; kx++) {
+		long iy = (long)(oy * g->sh + ky) - g->ph;
+		long ix = (long)(ox * g->sw + kx) - g->pw;
+
+		if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w)
+			continue;
+		for (ci = 0; ci < g->c; ci++)
+			s += (double)x[((n * g->h + iy) * g->w + ix) * g->c + ci] *
+			     w[((ky * g->kw + kx) * g->c + ci) * g->oc + o];
+	}
+	return s;
+}
+
+/* reference forward: y, index; first maximum in window order */
+static void cp_fwd_ref(const struct cp_geom *g, const float *x,
+		       const float *w, const float *bias, float *y,
+		       uint32_t *idx)
+{
+	size_t n, py, px, o, at;
+	uint32_t qy, qx;
+
+	for (n = 0; n < g->n; n++)
+	for (py = 0; py < g->yh; py++)
+	for (px = 0; px < g->yw; px++)
+	for (o = 0; o < g->oc; o++) {
+		double best = 0;
+		int first = 1;
+
+		at = ((n * g->yh + py) * g->yw + px) * g->oc + o;
+		for (qy = 0; qy < g->qh; qy++)
+		for (qx = 0; qx < g->qw; qx++) {
+			uint32_t oy = py * g->qsh + qy, ox = px * g->qsw + qx;
+			double v = cp_conv_ref(g, x, w, bias, n, oy, ox, o);
+
+			if (first || v > best) {
+				best = v;
+				idx[at] = oy * g->ow + ox;
+			}
+			first = 0;
+		}
+		if ((g->flags & VTPU_CONV_RELU) && best < 0)
+			best = 0;
+		y[at] = (float)best;
+	}
+}
+
+/* reference gradient: dy routed by idx (names no window pixel: dropped) */
+static void cp_wgrad_ref(const struct cp_geom *g, const float *x,
+			 const float *y, const float *dy, const uint32_t *idx,
+			 double *dw, double *db)
+{
+	size_t n, py, px, o, at;
+	uint32_t qy, qx, ky, kx, ci;
+
+	memset(dw, 0, g->nw * sizeof(*dw));
+	memset(db, 0, g->oc * sizeof(*db));
+	for (n = 0; n < g->n; n++)
+	for (py = 0; py < g->yh; py++)
+	for (px = 0; px < g->yw; px++)
+	for (o = 0; o < g->oc; o++) {
+		double gr;
+
+		at = ((n * g->yh + py) * g->yw + px) * g->oc + o;
+		gr = (g->flags & VTPU_CONV_RELU) && !(y[at] > 0) ? 0 : dy[at];
+		db[o] += gr;
+		for (qy = 0; qy < g->qh; qy++)
+		for (qx = 0; qx < g->qw; qx++) {
+			uint32_t oy = py * g->qsh + qy, ox = px * g->qsw + qx;
+
+			if (idx[at] != oy * g->ow + ox)
+				continue;
+			for (ky = 0; ky < g->kh; ky++)
+			for (kx = 0; kx < g->kw; kx++) {
+				long iy = (long)(oy * g->sh + ky) - g->ph;
+				long ix = (long)(ox * g->sw + kx) - g->pw;
+
+				if (iy < 0 || iy >= (long)g->h || ix < 0 ||
+				    ix >= (long)g->w)
+					continue;
+				for (ci = 0; ci < g->c; ci++)
+					dw[((ky * g->kw + kx) * g->c + ci) *
+					   g->oc + o] += gr *
+						x[((n * g->h + iy) * g->w + ix) *
+						  g->c + ci];
+			}
+		}
+	}
+}
+
+/* a small integer in [-k, k]: sums of products stay exact in f32 */
+static float irand(int k)
+{
+	return (float)((int)(urand() % (2 * k + 1)) - k);
+}
+
+TEST(conv_pool)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < NCP; s++) {
+		const struct cp_geom g = cp_geom(cp_shapes[s]);
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo bb = bo_new(g.oc * 4), yb = bo_new(g.ny * 4);
+		struct vtpu_bo ib = bo_new(g.ny * 4), dyb = bo_new(g.ny * 4);
+		struct vtpu_bo dwb = bo_new(g.nw * 4), dbb = bo_new(g.oc * 4);
+		struct vtpu_bo gib = bo_new(g.ny * 4), gwb = bo_new(g.nw * 4);
+		struct vtpu_bo gbb = bo_new(g.oc * 4);
+		float *x = xb.map, *w = wb.map, *bias = bb.map, *dy = dyb.map;
+		uint32_t *gidx = gib.map;
+		float *ry = malloc(g.ny * 4);
+		uint32_t *ridx = malloc(g.ny * 4);
+		double *rdw = malloc(g.nw * 8), *rdb = malloc(g.oc * 8);
+		double *rgw = malloc(g.nw * 8), *rgb = malloc(g.oc * 8);
+		void *keep[5];
+		size_t sizes[5] = { g.ny * 4, g.ny * 4, g.nw * 4, g.oc * 4,
+				    g.nw * 4 };
+		struct vtpu_conv_pool_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
+				 .stride_w = g.sw, .pad_h = g.ph,
+				 .pad_w = g.pw },
+			.oc = g.oc, .pool_h = g.qh, .pool_w = g.qw,
+			.pool_stride_h = g.qsh, .pool_stride_w = g.qsw,
+			.flags = g.flags,
+		};
+		struct vtpu_conv_pool_desc dg;
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		size_t i;
+		int e, k;
+
+		for (k = 0; k < 5; k++)
+			keep[k] = malloc(sizes[k]);
+		rng_seed(300 + s);
+		for (i = 0; i < g.nx; i++)
+			x[i] = irand(2);
+		for (i = 0; i < g.nw; i++)
+			w[i] = irand(2);
+		for (i = 0; i < g.oc; i++)
+			bias[i] = irand(3);
+		for (i = 0; i < g.ny; i++)
+			dy[i] = irand(4);
+		/* garbage indices for the second gradient: routed nowhere */
+		for (i = 0; i < g.ny; i++)
+			gidx[i] = urand() % 3 ? urand() % (g.oh * g.ow) : urand();
+		vtpu_cmdbuf_init(&cb);
+		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
+		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &bb), 0);
+		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
+		d.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &ib), 0);
+		d.dy = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool(&cb, &d));
+		dg = d;
+		dg.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &dwb), 0);
+		dg.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &dbb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool_wgrad(&cb, &dg));
+		dg.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &gib), 0);
+		dg.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &gwb), 0);
+		dg.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &gbb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool_wgrad(&cb, &dg));
+
+		cp_fwd_ref(&g, x, w, bias, ry, ridx);
+		cp_wgrad_ref(&g, x, ry, dy, ridx, rdw, rdb);
+		cp_wgrad_ref(&g, x, ry, dy, gidx, rgw, rgb);
+		for (e = 0; e < ex.n; e++) {
+			const void *out[5] = { yb.map, ib.map, dwb.map,
+					       dbb.map, gwb.map };
+
+			memset(yb.map, 0xff, g.ny * 4);
+			memset(ib.map, 0xff, g.ny * 4);
+			memset(dwb.map, 0xff, g.nw * 4);
+			memset(dbb.map, 0xff, g.oc * 4);
+			memset(gwb.map, 0xff, g.nw * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			/* integer data: every level's sums are exact */
+			for (k = 0; k < 5; k++)
+				diff += same_bits(out[k], keep[k], sizes[k], e);
+			bad += memcmp(yb.map, ry, g.ny * 4) != 0;
+			bad += memcmp(ib.map, ridx, g.ny * 4) != 0;
+			for (i = 0; i < g.nw; i++)
+				bad += ((float *)dwb.map)[i] != rdw[i] ||
+				       ((float *)gwb.map)[i] != rgw[i];
+			for (i = 0; i < g.oc; i++)
+				bad += ((float *)dbb.map)[i] != rdb[i] ||
+				       ((float *)gbb.map)[i] != rgb[i];
+		}
+		TH_LOG("conv_pool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u -> %u, pool "
+		       "%ux%u s%ux%u%s: y, index, dw, dbias exact on %d "
+		       "executors", g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw,
+		       g.ph, g.pw, g.oc, g.qh, g.qw, g.qsh, g.qsw,
+		       g.flags & VTPU_CONV_RELU ? ", relu" : "", ex.n);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&wb);
+		vtpu_cpu_bo_destroy(&bb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&ib);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dwb);
+		vtpu_cpu_bo_destroy(&dbb);
+		vtpu_cpu_bo_destroy(&gib);
+		vtpu_cpu_bo_destroy(&gwb);
+		vtpu_cpu_bo_destroy(&gbb);
+		for (k = 0; k < 5; k++)
+			free(keep[k]);
+		free(ry);
+		free(ridx);
+		free(rdw);
+		free(rdb);
+		free(rgw);
+		free(rgb);
 	}
 	execs_fini(&ex);
 }
@@ -1369,6 +1644,28 @@ TEST(validator)
 		.x = OPND(0, 0), .z = OPND(1, 0), .mask = OPND(1, 1024),
 		.step = OPND(0, 4092),
 	};
+	/*
+	 * a 6x6x1 image, 3x3 taps, 8 channels, 2x2 pooling: x 144 bytes,
+	 * w 288, bias 32, y and index 128 each
+	 */
+	const struct vtpu_cmd_conv_pool cp0 = {
+		.hdr = HDR(VTPU_OP_CONV_POOL, vtpu_cmd_conv_pool),
+		.win = { .n = 1, .h = 6, .w = 6, .c = 1, .kh = 3, .kw = 3,
+			 .stride_h = 1, .stride_w = 1 },
+		.oc = 8, .pool_h = 2, .pool_w = 2, .pool_stride_h = 2,
+		.pool_stride_w = 2,
+		.x = OPND(0, 0), .w = OPND(0, 256), .bias = OPND(0, 768),
+		.y = OPND(1, 0), .index = OPND(1, 256),
+	};
+	/* its gradient: dw, dbias in b1; dy, index in b0 */
+	const struct vtpu_cmd_conv_pool cg0 = {
+		.hdr = HDR(VTPU_OP_CONV_POOL_WGRAD, vtpu_cmd_conv_pool),
+		.win = cp0.win, .oc = 8, .pool_h = 2, .pool_w = 2,
+		.pool_stride_h = 2, .pool_stride_w = 2,
+		.x = OPND(0, 0), .w = OPND(1, 512), .bias = OPND(1, 1024),
+		.dy = OPND(0, 1024), .index = OPND(0, 1536),
+	};
+	struct vtpu_cmd_conv_pool cp;
 	struct vtpu_cmd_dropout dr;
 	struct vtpu_cmd_im2col ic;
 	struct vtpu_cmd_pool pl;
@@ -1594,6 +1891,61 @@ TEST(validator)
 	     dr.z.offset = 3072), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
 	CASE(dr, dr0, "dropout step misaligned", dr.step.offset = 4090,
 	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_STEP);
+
+	/* CONV_POOL / CONV_POOL_WGRAD */
+	CASE(cp, cp0, "conv_pool ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cp, cp0, "conv_pool relu ok", cp.flags = VTPU_CONV_RELU,
+	     VTPU_ERR_NONE, 0);
+	CASE(cp, cp0, "conv_pool without pooling ok",
+	     (cp.pool_h = cp.pool_w = 1, cp.pool_stride_h = 1,
+	      cp.pool_stride_w = 1, cp.oc = 2), VTPU_ERR_NONE, 0);
+	CASE(cp, cg0, "conv_pool_wgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cp, cg0, "conv_pool_wgrad relu ok",
+	     (cp.flags = VTPU_CONV_RELU, cp.y = (struct vtpu_operand)OPND(0, 2048)),
+	     VTPU_ERR_NONE, 0);
+	CASE(cp, cp0, "conv_pool flags", cp.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cp, cp0, "conv_pool oc 0", cp.oc = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool pool 0 high", cp.pool_h = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool pool wider than the conv", cp.pool_w = 5,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool pool stride 0", cp.pool_stride_w = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cp, cp0, "conv_pool conv stride 0", cp.win.stride_h = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cp, cp0, "conv_pool pad >= k", cp.win.pad_w = 3,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool weights past 2^36 elements",
+	     (cp.win.c = 1u << 24, cp.oc = 1u << 24), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool dy set",
+	     cp.dy = (struct vtpu_operand)OPND(0, 1024), VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_DY);
+	CASE(cp, cg0, "conv_pool_wgrad y set without relu",
+	     cp.y = (struct vtpu_operand)OPND(0, 2048), VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool x buffer 5", cp.x.buf = 5,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_X);
+	CASE(cp, cp0, "conv_pool w past its buffer", cp.w.offset = 4000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_W);
+	CASE(cp, cp0, "conv_pool bias misaligned", cp.bias.offset = 770,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_BIAS);
+	CASE(cp, cp0, "conv_pool y over x", cp.y = cp.x, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool index over y", cp.index.offset = 64,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool y over w", (cp.y.buf = 0,
+	     cp.y.offset = 512), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(cp, cg0, "conv_pool_wgrad dw over dy", cp.w = cp.dy,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DW);
+	CASE(cp, cg0, "conv_pool_wgrad dbias over index",
+	     cp.bias = cp.index, VTPU_ERR_OVERLAP, VTPU_OPERAND_DBIAS);
+	CASE(cp, cg0, "conv_pool_wgrad dbias over dw",
+	     cp.bias.offset = 768, VTPU_ERR_OVERLAP, VTPU_OPERAND_DW);
+	CASE(cp, cg0, "conv_pool_wgrad relu y over dw",
+	     (cp.flags = VTPU_CONV_RELU, cp.y = cp.w), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DW);
+	CASE(cp, cg0, "conv_pool_wgrad dy past its buffer",
+	     cp.dy.offset = 4064, VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);
 #undef CASE
 
 	vtpu_cpu_destroy(r.cpu);

@@ -251,6 +251,9 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_STATE = 21,	/* Adam step state */
 	VTPU_OPERAND_MASK = 22,	/* dropout's kept-and-scaled mask */
 	VTPU_OPERAND_STEP = 23,	/* dropout's step counter */
+	VTPU_OPERAND_W = 24,	/* convolution weights */
+	VTPU_OPERAND_DW = 25,	/* gradient of W (output) */
+	VTPU_OPERAND_DBIAS = 26,	/* gradient of BIAS (output) */
 };
 
 /**
@@ -414,6 +417,8 @@ struct vtpu_wait {
  * @VTPU_OP_ADAM: struct vtpu_cmd_adam
  * @VTPU_OP_CAST: struct vtpu_cmd_cast
  * @VTPU_OP_DROPOUT: struct vtpu_cmd_dropout
+ * @VTPU_OP_CONV_POOL: struct vtpu_cmd_conv_pool
+ * @VTPU_OP_CONV_POOL_WGRAD: struct vtpu_cmd_conv_pool
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -432,6 +437,8 @@ enum vtpu_opcode {
 	VTPU_OP_ADAM = 13,
 	VTPU_OP_CAST = 14,
 	VTPU_OP_DROPOUT = 15,
+	VTPU_OP_CONV_POOL = 16,
+	VTPU_OP_CONV_POOL_WGRAD = 17,
 	VTPU_OP_COUNT
 };
 
@@ -631,6 +638,67 @@ struct vtpu_cmd_pool {
 	__u32 pad;
 	struct vtpu_operand x;
 	struct vtpu_operand y;
+	struct vtpu_operand index;
+};
+
+/* struct vtpu_cmd_conv_pool.flags */
+#define VTPU_CONV_RELU (1u << 0) /* y = max(y, 0) after the pooling */
+#define VTPU_CONV_FLAGS VTPU_CONV_RELU
+
+/**
+ * struct vtpu_cmd_conv_pool - a direct convolution and its max-pool, in
+ * one pass (the convolution's output is never stored). CONV_POOL: y,
+ * index = maxpool(conv(x, w) + bias), then ReLU with VTPU_CONV_RELU;
+ * CONV_POOL_WGRAD: dw, dbias, the gradients of w and bias given dy
+ * @hdr: opcode VTPU_OP_CONV_POOL or VTPU_OP_CONV_POOL_WGRAD
+ * @win: the convolution over x [n, h, w, c]: kh x kw taps, stride, zero
+ *       padding; its output conv is [n, oh, ow, oc]
+ * @oc: output channels, 1..VTPU_MAX_DIM
+ * @pool_h: max-pool window height over conv, 1..oh (1 x 1 with stride
+ *          1: no pooling)
+ * @pool_w: window width, 1..ow
+ * @pool_stride_h: vertical step between pooling windows (>= 1; no padding)
+ * @pool_stride_w: horizontal step
+ * @flags: VTPU_CONV_FLAGS
+ * @x: f32 [n, h, w, c] (X), both opcodes' input
+ * @w: f32 [kh*kw*c, oc], row (ky, kx, ci): the weights (W, CONV_POOL's
+ *     input) or their gradient (DW, WGRAD's output, overwritten)
+ * @bias: f32 [oc]: the bias (BIAS, CONV_POOL's input) or its gradient
+ *        (DBIAS, WGRAD's output, overwritten)
+ * @y: f32 [n, ph, pw, oc], ph = (oh - pool_h) / pool_stride_h + 1, pw
+ *     likewise: CONV_POOL's output (Y); WGRAD's input with
+ *     VTPU_CONV_RELU (the ReLU's mask is y > 0), else all zero
+ * @dy: f32 [n, ph, pw, oc]: the gradient of y (DY), WGRAD's input; all
+ *      zero for CONV_POOL
+ * @index: u32 [n, ph, pw, oc] (INDEX): the conv pixel oy*ow + ox that
+ *         won each pooling window (the first maximum in window order; a
+ *         NaN wins), written by CONV_POOL and read by WGRAD, where a
+ *         value that names no pixel of its window routes nothing
+ *
+ * conv[n, oy, ox, o] = sum over (ky, kx, ci), in that order, of
+ * x[n, oy*stride_h - pad_h + ky, ox*stride_w - pad_w + kx, ci] *
+ * w[(ky*kw + kx)*c + ci, o], x being 0 outside the image (as IM2COL's
+ * columns are), plus bias[o].
+ * WGRAD: g = dy (times y > 0 with VTPU_CONV_RELU) routed to the conv
+ * pixel its index names; dw = sum of x-window * g over the batch, dbias =
+ * sum of g. The input's gradient is not computed: a network's first
+ * convolution (whose input is data) is the case this command is for;
+ * others use IM2COL, GEMM and COL2IM. Outputs overlap nothing.
+ */
+struct vtpu_cmd_conv_pool {
+	struct vtpu_cmd_hdr hdr;
+	struct vtpu_window win;
+	__u32 oc;
+	__u32 pool_h;
+	__u32 pool_w;
+	__u32 pool_stride_h;
+	__u32 pool_stride_w;
+	__u32 flags;
+	struct vtpu_operand x;
+	struct vtpu_operand w;
+	struct vtpu_operand bias;
+	struct vtpu_operand y;
+	struct vtpu_operand dy;
 	struct vtpu_operand index;
 };
 

@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * CONV_POOL's kernels, compiled once per SIMD level: ops_convpool.c
+ * (portable), ops_convpool_avx2.c and ops_convpool_avx512.c each define
+ * CP_SFX (the level's name) and include this file, and the compiler
+ * vectorises the loops over output channels at that level's width.
+ *
+ * Both kernels work on blocks of CP_OB output channels: the block's
+ * accumulators stay in registers while the taps stream past. In every
+ * level each output is summed in the same order, (ky, kx, ci) for the
+ * convolution and pooled pixel by pooled pixel for the gradients, so the
+ * levels differ only in FMA rounding, as GEMM's do.
+ */
+#if !defined(CP_SFX) || !defined(CP_VBYTES)
+#error "define CP_SFX and CP_VBYTES before including this"
+#endif
+
+#include "engine_internal.h"
+
+#define CP_CAT2(a, b) a##b
+#define CP_CAT(a, b) CP_CAT2(a, b)
+#define CP_FN(name) CP_CAT(name, CP_SFX)
+
+/*
+ * Output channels per block (one AVX-512 vector, four SSE ones), pooling
+ * window positions computed together (their accumulators are
+ * independent: the FMAs overlap), and patch taps gathered at a time.
+ */
+#define CP_OB 16u
+#define CP_NP 4u
+#define CP_KC 32u
+/* Channel blocks whose running maxima are kept across position groups. */
+#define CP_GB 2u
+/*
+ * Pooled pixels ahead to prefetch: a block's slice of y, index and dy is
+ * one cache line per pixel, a page apart every few pixels, which the
+ * hardware prefetcher does not follow.
+ */
+#define CP_PF 8u
+
+/*
+ * The inner loops use GCC's vector extensions, CP_VBYTES wide (the
+ * including file's level), so that a block's accumulators stay in
+ * registers; everything else is plain C. sparse does not know vector
+ * types: it checks the same code with one float per "vector".
+ */
+#ifdef __CHECKER__
+#define CPV float
+#define CPVI int
+#define CP_VW 1u
+#else
+#define CPV float __attribute__((vector_size(CP_VBYTES)))
+#define CPVI int __attribute__((vector_size(CP_VBYTES)))	/* masks */
+#define CP_VW (CP_VBYTES / 4u)
+#endif
+#define CP_NV (CP_OB / CP_VW)
+
+static __always_inline CPV cpv_load(const float *p)
+{
+	CPV v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static __always_inline void cpv_store(float *p, CPV v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static __always_inline CPV cpv_splat(float f)
+{
+	return (CPV){ 0 } + f;
+}
+
+/* m ? a : b, lane by lane (m: all ones or all zeros per lane) */
+static __always_inline CPV cpv_sel(CPVI m, CPV a, CPV b)
+{
+	return (CPV)(((CPVI)a & m) | ((CPVI)b & ~m));
+}
+
+static __always_inline CPVI cpvi_sel(CPVI m, CPVI a, CPVI b)
+{
+	return (a & m) | (b & ~m);
+}
+
+/* The MAXPOOL rule: take v over the best b if greater, or v is a NaN and b not. */
+static __always_inline CPVI cpv_takes(CPV v, CPV b)
+{
+	return (v > b) | ((v != v) & (b == b));
+}
+
+/*
+ * patch[0..kc) = taps [k0, k0 + kc) of conv pixel (n, oy, ox) in (ky,
+ * kx, ci) order: x, or 0 where the window hangs over the image's edge.
+ */
+static __always_inline void cp_gather(const struct vtpu_engine_convpool *cp,
+					     u64 n, u64 oy, u64 ox, u64 k0,
+					     u32 kc, float *patch)
+{
+	const struct vtpu_engine_window *g = &cp->win;
+	s64 iy0 = (s64)(oy * g->sh) - g->ph, ix0 = (s64)(ox * g->sw) - g->pw;
+	u64 ci, t, kx, ky;
+	u32 k, q, run;
+
+	if (!k0 && kc == g->kdim && iy0 >= 0 && ix0 >= 0 &&
+	    iy0 + g->kh <= g->h && ix0 + g->kw <= g->w) {
+		/* the whole window is in the image: kh runs, a row apart */
+		const float *src = cp->x + ((n * g->h + (u64)iy0) * g->w +
+					    (u64)ix0) * g->c;
+
+		run = g->kw * g->c;
+		for (ky = 0; ky < g->kh; ky++, src += (u64)g->w * g->c,
+		     patch += run)
+			for (q = 0; q < run; q++)
+				patch[q] = src[q];
+		return;
+	}
+	ci = k0 % g->c;
+	t = k0 / g->c;
+	kx = t % g->kw;
+	ky = t / g->kw;
+	for (k = 0; k < kc; k++) {
+		s64 iy = iy0 + (s64)ky, ix = ix0 + (s64)kx;
+
+		patch[k] = iy < 0 || iy >= g->h || ix < 0 || ix >= g->w ? 0.0f :
+			   cp->x[((n * g->h + (u64)iy) * g->w + (u64)ix) *
+				 g->c + ci];
+		if (++ci == g->c) {
+			ci = 0;
+			if (++kx == g->kw) {
+				kx = 0;
+				ky++;
+			}
+		}
+	}
+}
+
+/* The conv pixels of pooling window positions q0.. (the last repeated). */
+static __always_inline void cp_positions(const struct vtpu_engine_convpool *cp,
+						u64 py, u64 px, u32 q0, u32 np,
+						u64 *oy, u64 *ox)
+{
+	u32 j, q;
+
+	for (j = 0; j < CP_NP; j++) {
+		q = q0 + (j < np ? j : np - 1);
+		oy[j] = py * cp->psh + q / cp->pkw;
+		ox[j] = px * cp->psw + q % cp->pkw;
+	}
+}
+
+/*
+ * acc[j][0..len) += patch[j][0..kc) * w rows: the conv of CP_NP pixels,
+ * output channels of one block (w points at its first column).
+ */
+static __always_inline void cp_dot(float acc[CP_NP][CP_OB],
+					  const float patch[CP_NP][CP_KC],
+					  u32 kc, const float *w, u32 oc,
+					  u32 len)
+{
+	u32 k, j, i;
+
+	for (k = 0; k < kc; k++, w += oc)
+		for (j = 0; j < CP_NP; j++)
+			for (i = 0; i < len; i++)
+				acc[j][i] += patch[j][k] * w[i];
+}
+
+/*
+ * acc[j][0..CP_OB) += patch[j][0..kc) * w rows for a whole block, in
+ * vector registers.
+ */
+static __always_inline void cp_dot_vec(CPV acc[CP_NP][CP_NV],
+				       const float patch[CP_NP][CP_KC], u32 kc,
+				       const float *w, u32 oc)
+{
+	u32 k, j, v;
+
+	for (k = 0; k < kc; k++, w += oc) {
+		CPV wv[CP_NV];
+
+#pragma GCC unroll 16
+		for (v = 0; v < CP_NV; v++)
+			wv[v] = cpv_load(w + v * CP_VW);
+#pragma GCC unroll 16
+		for (j = 0; j < CP_NP; j++) {
+			CPV pv = cpv_splat(patch[j][k]);
+
+#pragma GCC unroll 16
+			for (v = 0; v < CP_NV; v++)
+				acc[j][v] += pv * wv[v];
+		}
+	}
+}
+
+/*
+ * One block of output channels [o0, o0 + len) for a group of window
+ * positions: conv + bias into out. With kdim <= CP_KC the patches are
+ * already in @patch; else they are gathered chunk by chunk. A whole block
+ * sums in vector registers, a partial one in plain C, in the same order.
+ */
+static __always_inline void cp_conv(const struct vtpu_engine_convpool *cp,
+				    u64 n, const u64 *oy, const u64 *ox,
+				    float patch[CP_NP][CP_KC], u32 o0, u32 len,
+				    float out[CP_NP][CP_OB])
+{
+	u64 kdim = cp->win.kdim, k0;
+	CPV acc[CP_NP][CP_NV];
+	u32 j, i, v, kc;
+
+	if (len == CP_OB)
+		for (j = 0; j < CP_NP; j++)
+			for (v = 0; v < CP_NV; v++)
+				acc[j][v] = cpv_splat(0.0f);
+	else
+		for (j = 0; j < CP_NP; j++)
+			for (i = 0; i < len; i++)
+				out[j][i] = 0.0f;
+	for (k0 = 0; k0 < kdim; k0 += kc) {
+		kc = (u32)vtpu_min_u64(CP_KC, kdim - k0);
+		if (kdim > CP_KC)
+			for (j = 0; j < CP_NP; j++)
+				cp_gather(cp, n, oy[j], ox[j], k0, kc,
+					  patch[j]);
+		if (len == CP_OB)
+			cp_dot_vec(acc, (const float (*)[CP_KC])patch, kc,
+				   cp->w + k0 * cp->oc + o0, cp->oc);
+		else
+			cp_dot(out, (const float (*)[CP_KC])patch, kc,
+			       cp->w + k0 * cp->oc + o0, cp->oc, len);
+	}
+	if (len == CP_OB)
+		for (j = 0; j < CP_NP; j++)
+			for (v = 0; v < CP_NV; v++)
+				cpv_store(out[j] + v * CP_VW, acc[j][v]);
+	for (j = 0; j < CP_NP; j++)
+		for (i = 0; i < len; i++)
+			out[j][i] += cp->bias[o0 + i];
+}
+
+/* best, at [0..len) = the running max over positions q0..q0 + np - 1 */
+static __always_inline void cp_max(const struct vtpu_engine_convpool *cp,
+					  float acc[CP_NP][CP_OB],
+					  const u64 *oy, const u64 *ox, u32 q0,
+					  u32 np, u32 len, float *best, u32 *at)
+{
+	u32 j, i;
+
+	for (j = 0; j < np; j++) {
+		u32 p = (u32)(oy[j] * cp->win.ow + ox[j]);
+
+		if (!q0 && !j) {
+			for (i = 0; i < len; i++) {
+				best[i] = acc[0][i];
+				at[i] = p;
+			}
+			continue;
+		}
+		for (i = 0; i < len; i++) {
+			float v = acc[j][i], b = best[i];
+			bool take = v > b || (v != v && b == b);
+
+			best[i] = take ? v : b;
+			at[i] = take ? p : at[i];
+		}
+	}
+}
+
+/* y, index [0..len) of channels o0.. of one pooled pixel */
+static __always_inline void cp_store(const struct vtpu_engine_convpool *cp,
+					    const float *best, const u32 *at,
+					    u32 len, float *y, u32 *index)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++) {
+		float v = best[i];
+
+		y[i] = (cp->flags & VTPU_CONV_RELU) && v < 0.0f ? 0.0f : v;
+		index[i] = at[i];
+	}
+}
+
+/*
+ * cp_dot_vec() reading the patches in place: each position's window lies
+ * wholly in the image, its kh rows of run = kw * c floats a stride apart.
+ */
+static __always_inline void cp_dot_direct(CPV acc[CP_NP][CP_NV],
+					  const float *const *src, u32 kh,
+					  u32 run, u64 stride, const float *w,
+					  u32 oc)
+{
+	u32 ky, q, j, v;
+
+	for (ky = 0; ky < kh; ky++) {
+		for (q = 0; q < run; q++, w += oc) {
+			CPV wv[CP_NV];
+
+#pragma GCC unroll 16
+			for (v = 0; v < CP_NV; v++)
+				wv[v] = cpv_load(w + v * CP_VW);
+#pragma GCC unroll 16
+			for (j = 0; j < CP_NP; j++) {
+				CPV pv = cpv_splat(src[j][ky * stride + q]);
+
+#pragma GCC unroll 16
+				for (v = 0; v < CP_NV; v++)
+					acc[j][v] += pv * wv[v];
+			}
+		}
+	}
+}
+
+/* Where conv pixel (n, oy, ox)'s window starts, or NULL if it hangs over. */
+static __always_inline const float *cp_window(const struct vtpu_engine_convpool *cp,
+					      u64 n, u64 oy, u64 ox)
+{
+	const struct vtpu_engine_window *g = &cp->win;
+	s64 iy0 = (s64)(oy * g->sh) - g->ph, ix0 = (s64)(ox * g->sw) - g->pw;
+
+	if (iy0 < 0 || ix0 < 0 || iy0 + g->kh > g->h || ix0 + g->kw > g->w)
+		return NULL;
+	return cp->x + ((n * g->h + (u64)iy0) * g->w + (u64)ix0) * g->c;
+}
+
+/*
+ * The common case, all in registers: whole blocks (oc a multiple of
+ * CP_OB), one group of window positions (nq <= CP_NP) and one patch
+ * (kdim <= CP_KC). Pooled pixel p at (n, py, px).
+ */
+static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
+					u64 n, u64 py, u64 px, u64 p)
+{
+	u32 nq = cp->pkh * cp->pkw, kdim = (u32)cp->win.kdim, o, j, v;
+	u64 oy[CP_NP], ox[CP_NP], off = p * cp->oc;
+	u64 stride = (u64)cp->win.w * cp->win.c;
+	u32 run = cp->win.kw * cp->win.c;
+	float patch[CP_NP][CP_KC];
+	const float *src[CP_NP];
+	CPVI pix[CP_NP];
+	bool inside = true;
+
+	cp_positions(cp, py, px, 0, nq, oy, ox);
+	for (j = 0; j < CP_NP; j++) {
+		src[j] = cp_window(cp, n, oy[j], ox[j]);
+		inside = inside && src[j];
+		pix[j] = (CPVI){ 0 } + (int)(u32)(oy[j] * cp->win.ow + ox[j]);
+	}
+	if (!inside)
+		for (j = 0; j < CP_NP; j++)
+			cp_gather(cp, n, oy[j], ox[j], 0, kdim, patch[j]);
+	for (o = 0; o < cp->oc; o += CP_OB) {
+		CPV acc[CP_NP][CP_NV];
+
+#pragma GCC unroll 16
+		for (j = 0; j < CP_NP; j++)
+#pragma GCC unroll 16
+			for (v = 0; v < CP_NV; v++)
+				acc[j][v] = cpv_splat(0.0f);
+		if (inside)
+			cp_dot_direct(acc, src, cp->win.kh, run, stride,
+				      cp->w + o, cp->oc);
+		else
+			cp_dot_vec(acc, (const float (*)[CP_KC])patch, kdim,
+				   cp->w + o, cp->oc);
+#pragma GCC unroll 16
+		for (v = 0; v < CP_NV; v++) {
+			u64 at = off + o + v * CP_VW;
+			CPV bias = cpv_load(cp->bias + o + v * CP_VW);
+			CPV best = acc[0][v] + bias;
+			CPVI idx = pix[0];
+
+#pragma GCC unroll 16
+			for (j = 1; j < CP_NP; j++) {
+				CPV val = acc[j][v] + bias;
+				CPVI take = cpv_takes(val, best);
+
+				if (j >= nq)
+					break;
+				best = cpv_sel(take, val, best);
+				idx = cpvi_sel(take, pix[j], idx);
+			}
+			if (cp->flags & VTPU_CONV_RELU)
+				best = cpv_sel(best < 0.0f, cpv_splat(0.0f),
+					       best);
+			cpv_store(cp->y + at, best);
+			memcpy(cp->index + at, &idx, sizeof(idx));
+		}
+	}
+}
+
+void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
+			       u64 p1)
+{
+	u32 nq = cp->pkh * cp->pkw, q0, np, o, j;
+	u64 px, py, n, p, off, oy[CP_NP], ox[CP_NP];
+	float patch[CP_NP][CP_KC], acc[CP_NP][CP_OB];
+	float best[CP_GB][CP_OB];
+	u32 at[CP_GB][CP_OB];
+	u32 nblk = (cp->oc + CP_OB - 1) / CP_OB, b0, b, len;
+
+	bool fast = !(cp->oc % CP_OB) && nq <= CP_NP && cp->win.kdim <= CP_KC;
+
+	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
+	for (p = p0; p < p1; p++) {
+		off = p * cp->oc;
+		if (p + CP_PF < p1)
+			for (o = 0; o < cp->oc; o += CP_OB) {
+				__builtin_prefetch(cp->y + off + CP_PF * cp->oc + o, 1);
+				__builtin_prefetch(cp->index + off + CP_PF * cp->oc + o, 1);
+			}
+		if (fast) {
+			cp_fwd_fast(cp, n, py, px, p);
+			vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph);
+			continue;
+		}
+		for (b0 = 0; b0 < nblk; b0 += CP_GB) {
+			for (q0 = 0; q0 < nq; q0 += CP_NP) {
+				np = nq - q0 < CP_NP ? nq - q0 : CP_NP;
+				cp_positions(cp, py, px, q0, np, oy, ox);
+				if (cp->win.kdim <= CP_KC)
+					for (j = 0; j < CP_NP; j++)
+						cp_gather(cp, n, oy[j],
+							ox[j], 0,
+							(u32)cp->win.kdim,
+							patch[j]);
+				for (b = b0; b < nblk && b < b0 + CP_GB; b++) {
+					o = b * CP_OB;
+					len = cp->oc - o;
+					if (len >= CP_OB) {
+						cp_conv(cp, n, oy, ox,
+							patch, o, CP_OB, acc);
+						cp_max(cp, acc, oy, ox,
+							q0, np, CP_OB,
+							best[b - b0],
+							at[b - b0]);
+					} else {
+						cp_conv(cp, n, oy, ox,
+							patch, o, len, acc);
+						cp_max(cp, acc, oy, ox,
+							q0, np, len,
+							best[b - b0],
+							at[b - b0]);
+					}
+				}
+			}
+			for (b = b0; b < nblk && b < b0 + CP_GB; b++) {
+				o = b * CP_OB;
+				len = (u32)vtpu_min_u64(CP_OB, cp->oc - o);
+				cp_store(cp, best[b - b0], at[b - b0],
+						len, cp->y + off + o,
+						cp->index + off + o);
+			}
+		}
+		vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph);
+	}
+}
+
+/*
+ * dw rows [k0, k0 + kc) (channels of one block) += patch^T * gj: for each
+ * tap, the positions' products summed in order, then added. A whole
+ * block in vector registers, a partial one in plain C, in the same order.
+ */
+static __always_inline void cp_wdot(float *dw, u32 oc,
+				    const float patch[CP_NP][CP_KC], u32 kc,
+				    const float gj[CP_NP][CP_OB], u32 len)
+{
+	u32 k, j, i, v;
+
+	if (len == CP_OB) {
+		CPV gv[CP_NP][CP_NV];
+
+		for (j = 0; j < CP_NP; j++)
+			for (v = 0; v < CP_NV; v++)
+				gv[j][v] = cpv_load(gj[j] + v * CP_VW);
+		for (k = 0; k < kc; k++, dw += oc) {
+#pragma GCC unroll 16
+			for (v = 0; v < CP_NV; v++) {
+				CPV t = cpv_splat(patch[0][k]) * gv[0][v];
+
+#pragma GCC unroll 16
+				for (j = 1; j < CP_NP; j++)
+					t += cpv_splat(patch[j][k]) * gv[j][v];
+				cpv_store(dw + v * CP_VW,
+					  cpv_load(dw + v * CP_VW) + t);
+			}
+		}
+		return;
+	}
+	for (k = 0; k < kc; k++, dw += oc) {
+		float t[CP_OB];
+
+		for (i = 0; i < len; i++)
+			t[i] = patch[0][k] * gj[0][i];
+		for (j = 1; j < CP_NP; j++)
+			for (i = 0; i < len; i++)
+				t[i] += patch[j][k] * gj[j][i];
+		for (i = 0; i < len; i++)
+			dw[i] += t[i];
+	}
+}
+
+/*
+ * dw and db (channels o0.., one block) += the gradient of pooled pixel
+ * (n, py, px): its g routed, window position by window position, to the
+ * conv pixel its index names, times that pixel's patch.
+ */
+static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
+					       u64 n, u64 py, u64 px, u32 o0,
+					       u32 len, float *db)
+{
+	u64 off = ((n * cp->ph + py) * cp->pw + px) * cp->oc + o0;
+	u64 kdim = cp->win.kdim, k0, oy[CP_NP], ox[CP_NP];
+	const float *dy = cp->dy + off;
+	const u32 *index = cp->index + off;
+	float gr[CP_OB], gj[CP_NP][CP_OB], patch[CP_NP][CP_KC];
+	u32 nq = cp->pkh * cp->pkw, q0, np, j, i, kc;
+
+	for (i = 0; i < len; i++)
+		gr[i] = dy[i];
+	if (cp->flags & VTPU_CONV_RELU)
+		for (i = 0; i < len; i++)
+			gr[i] = cp->y[off + i] > 0.0f ? gr[i] : 0.0f;
+	for (i = 0; i < len; i++)
+		db[i] += gr[i];
+	for (q0 = 0; q0 < nq; q0 += CP_NP) {
+		np = nq - q0 < CP_NP ? nq - q0 : CP_NP;
+		cp_positions(cp, py, px, q0, np, oy, ox);
+		for (j = 0; j < CP_NP; j++) {
+			u32 p = (u32)(oy[j] * cp->win.ow + ox[j]);
+
+			for (i = 0; i < len; i++)
+				gj[j][i] = j < np && index[i] == p ? gr[i] :
+								     0.0f;
+		}
+		for (k0 = 0; k0 < kdim; k0 += kc) {
+			kc = (u32)vtpu_min_u64(CP_KC, kdim - k0);
+			for (j = 0; j < CP_NP; j++)
+				cp_gather(cp, n, oy[j], ox[j], k0, kc,
+						 patch[j]);
+			cp_wdot(cp->dw + k0 * cp->oc + o0, cp->oc,
+				       (const float (*)[CP_KC])patch, kc,
+				       (const float (*)[CP_OB])gj, len);
+		}
+	}
+}
+
+/*
+ * cp_wgrad() in the common case (see cp_fwd_fast()), in registers: each
+ * pixel's g routed by vector compares, dbias summed in registers, and the
+ * patches read in place where the windows lie in the image. The same
+ * sums in the same order as the general path.
+ */
+static noinline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
+							u32 o0, u64 p0, u64 p1)
+{
+	u32 nq = cp->pkh * cp->pkw, kdim = (u32)cp->win.kdim;
+	u32 run = cp->win.kw * cp->win.c, j, v, ky, q, k;
+	u64 stride = (u64)cp->win.w * cp->win.c, p, px, py, n, off;
+	u64 oy[CP_NP], ox[CP_NP];
+	float patch[CP_NP][CP_KC];
+	const float *src[CP_NP];
+	CPV db[CP_NV], gj[CP_NP][CP_NV];
+	bool inside;
+
+#pragma GCC unroll 16
+	for (v = 0; v < CP_NV; v++)
+		db[v] = cpv_load(cp->dbias + o0 + v * CP_VW);
+	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
+	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
+		off = p * cp->oc + o0;
+		if (p + CP_PF < p1) {
+			__builtin_prefetch(cp->dy + off + CP_PF * cp->oc);
+			__builtin_prefetch(cp->index + off + CP_PF * cp->oc);
+			if (cp->flags & VTPU_CONV_RELU)
+				__builtin_prefetch(cp->y + off + CP_PF * cp->oc);
+		}
+		cp_positions(cp, py, px, 0, nq, oy, ox);
+		inside = true;
+		for (j = 0; j < CP_NP; j++) {
+			src[j] = cp_window(cp, n, oy[j], ox[j]);
+			inside = inside && src[j];
+		}
+#pragma GCC unroll 16
+		for (v = 0; v < CP_NV; v++) {
+			CPV gr = cpv_load(cp->dy + off + v * CP_VW);
+			CPVI idx;
+
+			memcpy(&idx, cp->index + off + v * CP_VW, sizeof(idx));
+			if (cp->flags & VTPU_CONV_RELU)
+				gr = cpv_sel(cpv_load(cp->y + off + v * CP_VW) >
+						     0.0f,
+					     gr, cpv_splat(0.0f));
+			db[v] += gr;
+#pragma GCC unroll 16
+			for (j = 0; j < CP_NP; j++) {
+				int pj = (int)(u32)(oy[j] * cp->win.ow + ox[j]);
+				CPVI m = idx == pj;
+
+				gj[j][v] = j < nq ? cpv_sel(m, gr, cpv_splat(0.0f)) :
+						    cpv_splat(0.0f);
+			}
+		}
+		if (!inside)
+			for (j = 0; j < CP_NP; j++)
+				cp_gather(cp, n, oy[j], ox[j], 0, kdim,
+					  patch[j]);
+		for (ky = 0, k = 0; ky < cp->win.kh; ky++) {
+			for (q = 0; q < run; q++, k++) {
+				float *dw = cp->dw + (u64)k * cp->oc + o0;
+				float pv[CP_NP];
+
+#pragma GCC unroll 16
+				for (j = 0; j < CP_NP; j++)
+					pv[j] = inside ? src[j][ky * stride + q] :
+							 patch[j][k];
+#pragma GCC unroll 16
+				for (v = 0; v < CP_NV; v++) {
+					CPV t = cpv_splat(pv[0]) * gj[0][v];
+
+#pragma GCC unroll 16
+					for (j = 1; j < CP_NP; j++)
+						t += cpv_splat(pv[j]) * gj[j][v];
+					cpv_store(dw + v * CP_VW,
+						  cpv_load(dw + v * CP_VW) + t);
+				}
+			}
+		}
+	}
+#pragma GCC unroll 16
+	for (v = 0; v < CP_NV; v++)
+		cpv_store(cp->dbias + o0 + v * CP_VW, db[v]);
+}
+
+static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
+				     u32 o0, u32 len, u64 p0, u64 p1,
+				     bool first)
+{
+	u64 rows = cp->win.kdim, r, p, px, py, n;
+	float db[CP_OB];
+	u32 i;
+
+	if (first) {
+		for (r = 0; r < rows; r++)
+			for (i = 0; i < len; i++)
+				cp->dw[r * cp->oc + o0 + i] = 0.0f;
+		for (i = 0; i < len; i++)
+			cp->dbias[o0 + i] = 0.0f;
+	}
+	if (len == CP_OB && cp->pkh * cp->pkw <= CP_NP &&
+	    cp->win.kdim <= CP_KC) {
+		cp_wgrad_fast(cp, o0, p0, p1);
+		return;
+	}
+	for (i = 0; i < len; i++)
+		db[i] = cp->dbias[o0 + i];
+	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
+	for (p = p0; p < p1; p++) {
+		u64 ahead = (p + CP_PF) * cp->oc + o0;
+
+		if (p + CP_PF < p1) {
+			__builtin_prefetch(cp->dy + ahead);
+			__builtin_prefetch(cp->index + ahead);
+			if (cp->flags & VTPU_CONV_RELU)
+				__builtin_prefetch(cp->y + ahead);
+		}
+		cp_wgrad_px(cp, n, py, px, o0, len, db);
+		vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph);
+	}
+	for (i = 0; i < len; i++)
+		cp->dbias[o0 + i] = db[i];
+}
+
+void CP_FN(vtpu_convpool_wgrad_)(const struct vtpu_engine_convpool *cp, u32 o0,
+				 u32 len, u64 p0, u64 p1, bool first)
+{
+	if (len == CP_OB)
+		cp_wgrad(cp, o0, CP_OB, p0, p1, first);
+	else
+		cp_wgrad(cp, o0, len, p0, p1, first);
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * CONV_POOL and CONV_POOL_WGRAD (struct vtpu_cmd_conv_pool): a direct
+ * convolution with its max-pool, for a network's first convolution, whose
+ * few input channels make IM2COL + GEMM a poor fit (K = kh * kw * c is 9
+ * for one channel) and whose output, the largest tensor of the step, would
+ * be written out only to be pooled.
+ *
+ * CONV_POOL tiles the pooled pixels: each tile computes every output
+ * channel of its pixels, each pixel's window of conv pixels in registers.
+ * CONV_POOL_WGRAD tiles the output channels, CP_OB at a time, so that a
+ * tile owns its columns of dw and dbias; its steps walk the pooled pixels
+ * in order, so every sum has one order whatever the worker count.
+ *
+ * This file is the dispatcher and the portable level; convpool_tmpl.h
+ * holds the kernels.
+ */
+#define CP_SFX scalar
+#define CP_VBYTES 16 /* SSE2, the x86-64 baseline */
+#include "convpool_tmpl.h"
+
+/* Multiply-adds per tile or step: ~1 ms of work on one core or less. */
+#define CP_BUDGET (1u << 20)
+/* Keep tile and step counts far below 2^32. */
+#define CP_MAX_PIECES (1u << 24)
+
+void vtpu_convpool_prepare(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_convpool *cp = &op->convpool;
+	u64 per_px = (u64)cp->pkh * cp->pkw * cp->win.kdim * cp->oc;
+	u64 pieces;
+
+	cp->pixels = (u64)cp->win.n * cp->ph * cp->pw;
+	op->flops = 2 * per_px * cp->pixels;
+	if (op->opcode == VTPU_OP_CONV_POOL_WGRAD)
+		per_px = per_px / cp->oc * CP_OB; /* one block of channels */
+	cp->chunk = CP_BUDGET / per_px;
+	if (!cp->chunk)
+		cp->chunk = 1;
+	if (cp->pixels / cp->chunk >= CP_MAX_PIECES)
+		cp->chunk = cp->pixels / CP_MAX_PIECES + 1;
+	pieces = (cp->pixels + cp->chunk - 1) / cp->chunk;
+	if (op->opcode == VTPU_OP_CONV_POOL) {
+		op->ntiles = (u32)pieces;
+	} else {
+		op->ntiles = (cp->oc + CP_OB - 1) / CP_OB;
+		op->nsteps = (u32)pieces;
+	}
+}
+
+static const struct {
+	void (*fwd)(const struct vtpu_engine_convpool *cp, u64 p0, u64 p1);
+	void (*wgrad)(const struct vtpu_engine_convpool *cp, u32 o0, u32 len,
+		      u64 p0, u64 p1, bool first);
+} cp_levels[] = {
+	[VTPU_SIMD_SCALAR] = { vtpu_convpool_fwd_scalar,
+			       vtpu_convpool_wgrad_scalar },
+	[VTPU_SIMD_AVX2] = { vtpu_convpool_fwd_avx2, vtpu_convpool_wgrad_avx2 },
+	[VTPU_SIMD_AVX512] = { vtpu_convpool_fwd_avx512,
+			       vtpu_convpool_wgrad_avx512 },
+};
+
+void vtpu_convpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+{
+	const struct vtpu_engine_convpool *cp = &op->convpool;
+	u32 simd = op->simd <= VTPU_SIMD_AVX512 ? op->simd : VTPU_SIMD_SCALAR;
+	u64 piece = op->opcode == VTPU_OP_CONV_POOL ? tile : step;
+	u64 p0 = piece * cp->chunk;
+	u64 p1 = vtpu_min_u64(p0 + cp->chunk, cp->pixels);
+	u32 o0 = tile * CP_OB;
+
+	if (op->opcode == VTPU_OP_CONV_POOL)
+		cp_levels[simd].fwd(cp, p0, p1);
+	else
+		cp_levels[simd].wgrad(cp, o0,
+				      (u32)vtpu_min_u64(CP_OB, cp->oc - o0),
+				      p0, p1, !step);
+}
