@@ -9,8 +9,9 @@
 #   make fuzz-corpus   rewrite the checked-in seeds (selftests/vtpu/fuzz_corpus)
 #
 # The engine is compiled by clang with ASan, UBSan and libFuzzer's coverage,
-# except the SIMD GEMM files, which use GCC-only vector builtins: the fuzzer
-# runs the scalar level, and links the ordinary objects of those two.
+# except the AVX2 and AVX-512 files (GEMM's GCC-only vector builtins, and
+# per-level flags): the fuzzer runs the scalar level, and links the
+# ordinary objects of those.
 
 CLANG ?= clang
 FUZZ_SECONDS ?= 300
@@ -23,9 +24,11 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN)
 # a unit slower than this is a hang
 FUZZ_FLAGS := -timeout=20 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/
 
-FUZZ_CLANG_SRCS := $(filter-out gemm_avx2.c gemm_avx512.c,$(ENGINE_SRCS))
+FUZZ_GCC_SRCS := gemm_avx2.c gemm_avx512.c ops_convpool_avx2.c \
+	ops_convpool_avx512.c
+FUZZ_CLANG_SRCS := $(filter-out $(FUZZ_GCC_SRCS),$(ENGINE_SRCS))
 FUZZ_OBJS := $(FUZZ_CLANG_SRCS:%.c=$(OBJ)/fuzz/%.o) \
-	$(OBJ)/engine/gemm_avx2.o $(OBJ)/engine/gemm_avx512.o
+	$(FUZZ_GCC_SRCS:%.c=$(OBJ)/engine/%.o)
 
 .PHONY: fuzz fuzz-smoke fuzz-corpus
 

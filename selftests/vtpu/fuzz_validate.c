@@ -370,6 +370,26 @@ static void seeds_train(void)
 	vtpu_cmdbuf_dropout(&cb, 1000, 0.5f, 1, R(0, 0), R(0, 0), R(2, 0),
 			    R(3, 8));
 	seed("dropout_inplace", &cb, sz, 6, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	{
+		struct vtpu_conv_pool_desc cp = {
+			.win = { .n = 1, .h = 6, .w = 6, .c = 1, .kh = 3,
+				 .kw = 3, .stride_h = 1, .stride_w = 1 },
+			.oc = 16, .pool_h = 2, .pool_w = 2,
+			.pool_stride_h = 2, .pool_stride_w = 2,
+			.flags = VTPU_CONV_RELU,
+			.x = R(0, 0), .w = R(1, 0), .bias = R(2, 0),
+			.y = R(3, 0), .index = R(4, 0), .dy = R(5, 0),
+		};
+
+		vtpu_cmdbuf_conv_pool(&cb, &cp);
+		seed("conv_pool", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		cp.w = R(1, 1024);
+		cp.bias = R(2, 1024);
+		vtpu_cmdbuf_conv_pool_wgrad(&cb, &cp);
+		seed("conv_pool_wgrad", &cb, sz, 6, 0, NULL);
+	}
 	vtpu_cmdbuf_fini(&cb);
 }
 

@@ -347,7 +347,7 @@ static void case_stream(struct fstats *st, struct gen_rng *r,
 	gen_start(&g, r, &cb, s->bos, gen_range(r, 1, NSCRATCH_BOS));
 	gen_stream(&g, 3);
 	if (gen_one_in(r, 8))	/* commands of another opcode appended */
-		gen_cmd(&g, gen_below(r, GEN_NOPS));
+		gen_cmd(&g, gen_opcode(r));
 	size = cb.size;
 	stream = malloc(size + 64);
 	if (!stream) {

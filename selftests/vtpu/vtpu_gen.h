@@ -95,9 +95,17 @@ static inline double gen_now_ms(void)
 /* ---- streams -------------------------------------------------------------- */
 
 #define GEN_MAXBUF 4
-/* the opcodes gen_cmd() knows: NOP .. CAST */
-#define GEN_NOPS (VTPU_OP_CAST + 1)
+/* the opcodes gen_cmd() knows: NOP .. CAST, CONV_POOL(_WGRAD) */
+#define GEN_NOPS (VTPU_OP_CAST + 3)
 #define GEN_MAXREG 96
+
+/* A random opcode gen_cmd() knows. */
+static inline uint32_t gen_opcode(struct gen_rng *r)
+{
+	uint32_t i = gen_below(r, GEN_NOPS);
+
+	return i <= VTPU_OP_CAST ? i : VTPU_OP_CONV_POOL + (i - VTPU_OP_CAST - 1);
+}
 
 struct gen_region {
 	uint32_t buf;
@@ -468,6 +476,50 @@ static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
 				 b, a);
 		break;
 	}
+	case VTPU_OP_CONV_POOL:
+	case VTPU_OP_CONV_POOL_WGRAD: {
+		struct vtpu_conv_pool_desc cd = { 0 };
+		uint64_t img, out, kdim, nw, ny;
+		uint32_t oh, ow, ph, pw;
+
+		gen_window(g, &cd.win, &img, &out, &kdim);
+		oh = (cd.win.h + 2 * cd.win.pad_h - cd.win.kh) / cd.win.stride_h + 1;
+		ow = (cd.win.w + 2 * cd.win.pad_w - cd.win.kw) / cd.win.stride_w + 1;
+		/* 16 and 32: whole blocks of channels, the kernels' fast path */
+		cd.oc = gen_one_in(r, 3) ? 16 * gen_range(r, 1, 2) :
+					  gen_range(r, 1, 20);
+		cd.pool_h = gen_range(r, 1, oh < 3 ? oh : 3);
+		cd.pool_w = gen_range(r, 1, ow < 3 ? ow : 3);
+		cd.pool_stride_h = gen_range(r, 1, 2);
+		cd.pool_stride_w = gen_range(r, 1, 2);
+		cd.flags = gen_below(r, 2) ? VTPU_CONV_RELU : 0;
+		ph = (oh - cd.pool_h) / cd.pool_stride_h + 1;
+		pw = (ow - cd.pool_w) / cd.pool_stride_w + 1;
+		nw = kdim * cd.oc;
+		ny = (uint64_t)cd.win.n * ph * pw * cd.oc;
+		if (gen_input(g, img * 4, 4, &cd.x))
+			return -1;
+		if (op == VTPU_OP_CONV_POOL) {
+			if (gen_input(g, nw * 4, 4, &cd.w) ||
+			    gen_input(g, cd.oc * 4, 4, &cd.bias) ||
+			    gen_fresh(g, ny * 4, 4, &cd.y) ||
+			    gen_fresh(g, ny * 4, 4, &cd.index))
+				return -1;
+			vtpu_cmdbuf_conv_pool(cb, &cd);
+		} else {
+			/* index: mostly pixels of the conv output, some not */
+			if (gen_input(g, ny * 4, 4, &cd.dy) ||
+			    gen_fresh(g, ny * 4, 4, &cd.index) ||
+			    ((cd.flags & VTPU_CONV_RELU) &&
+			     gen_input(g, ny * 4, 4, &cd.y)) ||
+			    gen_fresh(g, nw * 4, 4, &cd.w) ||
+			    gen_fresh(g, cd.oc * 4, 4, &cd.bias))
+				return -1;
+			gen_u32s(g, cd.index, ny, oh * ow + 1);
+			vtpu_cmdbuf_conv_pool_wgrad(cb, &cd);
+		}
+		break;
+	}
 	default:
 		return -1;
 	}
@@ -484,7 +536,7 @@ static inline uint32_t gen_stream(struct gen_ctx *g, uint32_t max)
 	uint32_t i, n = gen_range(g->rng, 1, max);
 
 	for (i = 0; i < n; i++)
-		if (gen_cmd(g, gen_below(g->rng, GEN_NOPS)))
+		if (gen_cmd(g, gen_opcode(g->rng)))
 			break;
 	if (!g->ncmds)
 		gen_cmd(g, VTPU_OP_NOP);

@@ -74,7 +74,7 @@ static struct vtpu_model *convnet(void)
 {
 	struct vtpu_model *m = vtpu_model_create(28, 28, 1);
 
-	vtpu_model_add_conv2d(m, 8, 3, 3, VTPU_PAD_VALID, VTPU_ACT_NONE);
+	vtpu_model_add_conv2d(m, 20, 3, 3, VTPU_PAD_VALID, VTPU_ACT_NONE);
 	vtpu_model_add_maxpool(m, 2, 2);
 	vtpu_model_add_relu(m);
 	vtpu_model_add_flatten(m);
@@ -132,7 +132,7 @@ TEST(mlp_device_matches_cpu)
 
 TEST(convnet_device_matches_cpu)
 {
-	same_curve(_metadata, convnet, 96, "conv(8)-pool-relu-dense");
+	same_curve(_metadata, convnet, 96, "conv(20)-pool-relu-dense");
 }
 
 TEST_HARNESS_MAIN
