@@ -59,6 +59,8 @@ struct cx {
 	struct tref *val, *grad, *aux; /* per node */
 	bool *needs_grad;
 	int *pool_of;	/* conv node -> the maxpool fused with it, or -1 */
+	bool *relu_folded; /* a ReLU node run by its CONV_POOL (VTPU_CONV_RELU) */
+	bool *pool_relu;   /* a maxpool node whose CONV_POOL runs that ReLU */
 	int state, images, labels, metrics, grads;
 	int err;
 };
@@ -421,7 +423,8 @@ static struct vtpu_conv_pool_desc convpool_desc(struct cx *cx, int i, int j)
 		.oc = n->c,
 		.pool_h = p->kh, .pool_w = p->kw,
 		.pool_stride_h = p->kh, .pool_stride_w = p->kw,
-		.flags = n->act == VTPU_ACT_RELU ? VTPU_CONV_RELU : 0,
+		.flags = n->act == VTPU_ACT_RELU || cx->pool_relu[j] ?
+				 VTPU_CONV_RELU : 0,
 	};
 }
 
@@ -540,6 +543,34 @@ static void convpool_fwd(struct cx *cx, int i, int j)
 		     at(0, 0), cx->aux[j]);
 }
 
+/*
+ * A ReLU whose input is a direct pair's pooling, and nothing else uses
+ * that pooling: CONV_POOL applies it (max commutes with ReLU), and the
+ * gradient's mask is CONV_POOL_WGRAD's. The ReLU node only names the
+ * pooled values and passes its gradient through.
+ */
+static void plan_relu_folding(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	int r, j, k, uses;
+
+	for (r = 0; r < g->nnodes; r++) {
+		if (g->nodes[r].op != VG_RELU)
+			continue;
+		j = g->nodes[r].in[0];
+		if (g->nodes[j].op != VG_MAXPOOL)
+			continue;
+		k = g->nodes[j].in[0];
+		if (cx->pool_of[k] != j || !convpool_direct(cx, k, j))
+			continue;
+		for (uses = 0, k = 0; k < g->nnodes; k++)
+			uses += (g->nodes[k].in[0] == j) +
+				(g->nodes[k].in[1] == j);
+		if (uses == 1)
+			cx->relu_folded[r] = cx->pool_relu[j] = true;
+	}
+}
+
 /* The direct path's gradient: the ReLU's mask and dbias included. */
 static void convpool_bwd(struct cx *cx, int i, int j)
 {
@@ -613,6 +644,11 @@ static void relu_fwd(struct cx *cx, int i)
 {
 	uint64_t count = cx->B * vg_node_size(&cx->g->nodes[i]);
 
+	if (cx->relu_folded[i]) {
+		cx->val[i] = cx->val[cx->g->nodes[i].in[0]];
+		return;
+	}
+
 	cx->val[i] = work(cx, count * 4);
 	ew(cx, VTPU_EW_RELU, count, cx->val[cx->g->nodes[i].in[0]], at(0, 0),
 	   cx->val[i]);
@@ -626,6 +662,10 @@ static void relu_bwd(struct cx *cx, int i)
 
 	if (!cx->needs_grad[x])
 		return;
+	if (cx->relu_folded[i]) {
+		grad_pass(cx, x, cx->grad[i]);
+		return;
+	}
 	dx = grad_begin(cx, x, &tmp);
 	ew(cx, VTPU_EW_RELU_GRAD, count, cx->val[i], cx->grad[i], dx);
 	grad_end(cx, x, tmp);
@@ -969,7 +1009,10 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	cx.aux = calloc(g->nnodes, sizeof(*cx.aux));
 	cx.needs_grad = calloc(g->nnodes, sizeof(*cx.needs_grad));
 	cx.pool_of = calloc(g->nnodes, sizeof(*cx.pool_of));
-	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of) {
+	cx.relu_folded = calloc(g->nnodes, sizeof(*cx.relu_folded));
+	cx.pool_relu = calloc(g->nnodes, sizeof(*cx.pool_relu));
+	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of ||
+	    !cx.relu_folded || !cx.pool_relu) {
 		cx.err = -ENOMEM;
 		goto out;
 	}
@@ -984,6 +1027,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 				     g->nparam_floats * sizeof(float));
 	mark_needs_grad(&cx);
 	plan_fusion(&cx);
+	plan_relu_folding(&cx);
 
 	if (kind == VG_PROG_TRAIN && g->ndropout) {
 		/* one step more: the dropout masks of this step are new */
@@ -1039,6 +1083,8 @@ out:
 	free(cx.aux);
 	free(cx.needs_grad);
 	free(cx.pool_of);
+	free(cx.relu_folded);
+	free(cx.pool_relu);
 	return cx.err;
 }
 

@@ -136,17 +136,34 @@ static __always_inline void cp_gather(const struct vtpu_engine_convpool *cp,
 	}
 }
 
-/* The conv pixels of pooling window positions q0.. (the last repeated). */
-static __always_inline void cp_positions(const struct vtpu_engine_convpool *cp,
-						u64 py, u64 px, u32 q0, u32 np,
-						u64 *oy, u64 *ox)
+/* Window positions q0.. (the last repeated) as rows and columns. */
+struct cp_qpos {
+	u32 dy[CP_NP], dx[CP_NP];
+};
+
+static __always_inline void cp_qpos_init(const struct vtpu_engine_convpool *cp,
+					 u32 q0, u32 np, struct cp_qpos *qp)
 {
 	u32 j, q;
 
 	for (j = 0; j < CP_NP; j++) {
 		q = q0 + (j < np ? j : np - 1);
-		oy[j] = py * cp->psh + q / cp->pkw;
-		ox[j] = px * cp->psw + q % cp->pkw;
+		qp->dy[j] = q / cp->pkw;
+		qp->dx[j] = q % cp->pkw;
+	}
+}
+
+/* The conv pixels of those positions in pooled pixel (py, px)'s window. */
+static __always_inline void cp_positions(const struct vtpu_engine_convpool *cp,
+					 u64 py, u64 px,
+					 const struct cp_qpos *qp, u64 *oy,
+					 u64 *ox)
+{
+	u32 j;
+
+	for (j = 0; j < CP_NP; j++) {
+		oy[j] = py * cp->psh + qp->dy[j];
+		ox[j] = px * cp->psw + qp->dx[j];
 	}
 }
 
@@ -325,67 +342,99 @@ static __always_inline const float *cp_window(const struct vtpu_engine_convpool 
 }
 
 /*
+ * Where each position's patch is read for the fast paths: in place, rows
+ * @stride apart, when every window lies in the image (always, without
+ * padding), else gathered into @patch (rows run = kw * c apart). Sets
+ * src[] and returns the row stride.
+ */
+static __always_inline u64 cp_sources(const struct vtpu_engine_convpool *cp,
+				      u64 n, const u64 *oy, const u64 *ox,
+				      float patch[CP_NP][CP_KC],
+				      const float **src)
+{
+	const struct vtpu_engine_window *g = &cp->win;
+	bool inside = true;
+	u32 j;
+
+	for (j = 0; j < CP_NP; j++) {
+		if (!g->ph && !g->pw)
+			src[j] = cp->x + ((n * g->h + oy[j] * g->sh) * g->w +
+					  ox[j] * g->sw) * g->c;
+		else
+			src[j] = cp_window(cp, n, oy[j], ox[j]);
+		inside = inside && src[j];
+	}
+	if (inside)
+		return (u64)g->w * g->c;
+	for (j = 0; j < CP_NP; j++) {
+		cp_gather(cp, n, oy[j], ox[j], 0, (u32)g->kdim, patch[j]);
+		src[j] = patch[j];
+	}
+	return (u64)g->kw * g->c;
+}
+
+/*
  * The common case, all in registers: whole blocks (oc a multiple of
  * CP_OB), one group of window positions (nq <= CP_NP) and one patch
- * (kdim <= CP_KC). Pooled pixel p at (n, py, px).
+ * (kdim <= CP_KC). Pooled pixels [p0, p1).
  */
 static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
-					u64 n, u64 py, u64 px, u64 p)
+				 u64 p0, u64 p1)
 {
-	u32 nq = cp->pkh * cp->pkw, kdim = (u32)cp->win.kdim, o, j, v;
-	u64 oy[CP_NP], ox[CP_NP], off = p * cp->oc;
-	u64 stride = (u64)cp->win.w * cp->win.c;
-	u32 run = cp->win.kw * cp->win.c;
+	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c, o, j, v;
+	u64 stride, off, p, px, py, n, oy[CP_NP], ox[CP_NP];
 	float patch[CP_NP][CP_KC];
 	const float *src[CP_NP];
+	struct cp_qpos qp;
 	CPVI pix[CP_NP];
-	bool inside = true;
 
-	cp_positions(cp, py, px, 0, nq, oy, ox);
-	for (j = 0; j < CP_NP; j++) {
-		src[j] = cp_window(cp, n, oy[j], ox[j]);
-		inside = inside && src[j];
-		pix[j] = (CPVI){ 0 } + (int)(u32)(oy[j] * cp->win.ow + ox[j]);
-	}
-	if (!inside)
+	cp_qpos_init(cp, 0, nq, &qp);
+	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
+	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
+		off = p * cp->oc;
+		if (p + CP_PF < p1)
+			for (o = 0; o < cp->oc; o += CP_OB) {
+				__builtin_prefetch(cp->y + off + CP_PF * cp->oc + o, 1);
+				__builtin_prefetch(cp->index + off + CP_PF * cp->oc + o, 1);
+			}
+		cp_positions(cp, py, px, &qp, oy, ox);
+		stride = cp_sources(cp, n, oy, ox, patch, src);
 		for (j = 0; j < CP_NP; j++)
-			cp_gather(cp, n, oy[j], ox[j], 0, kdim, patch[j]);
-	for (o = 0; o < cp->oc; o += CP_OB) {
-		CPV acc[CP_NP][CP_NV];
+			pix[j] = (CPVI){ 0 } +
+				 (int)(u32)(oy[j] * cp->win.ow + ox[j]);
+		for (o = 0; o < cp->oc; o += CP_OB) {
+			CPV acc[CP_NP][CP_NV];
 
 #pragma GCC unroll 16
-		for (j = 0; j < CP_NP; j++)
+			for (j = 0; j < CP_NP; j++)
 #pragma GCC unroll 16
-			for (v = 0; v < CP_NV; v++)
-				acc[j][v] = cpv_splat(0.0f);
-		if (inside)
+				for (v = 0; v < CP_NV; v++)
+					acc[j][v] = cpv_splat(0.0f);
 			cp_dot_direct(acc, src, cp->win.kh, run, stride,
 				      cp->w + o, cp->oc);
-		else
-			cp_dot_vec(acc, (const float (*)[CP_KC])patch, kdim,
-				   cp->w + o, cp->oc);
 #pragma GCC unroll 16
-		for (v = 0; v < CP_NV; v++) {
-			u64 at = off + o + v * CP_VW;
-			CPV bias = cpv_load(cp->bias + o + v * CP_VW);
-			CPV best = acc[0][v] + bias;
-			CPVI idx = pix[0];
+			for (v = 0; v < CP_NV; v++) {
+				u64 at = off + o + v * CP_VW;
+				CPV bias = cpv_load(cp->bias + o + v * CP_VW);
+				CPV best = acc[0][v] + bias;
+				CPVI idx = pix[0];
 
 #pragma GCC unroll 16
-			for (j = 1; j < CP_NP; j++) {
-				CPV val = acc[j][v] + bias;
-				CPVI take = cpv_takes(val, best);
+				for (j = 1; j < CP_NP; j++) {
+					CPV val = acc[j][v] + bias;
+					CPVI take = cpv_takes(val, best);
 
-				if (j >= nq)
-					break;
-				best = cpv_sel(take, val, best);
-				idx = cpvi_sel(take, pix[j], idx);
+					if (j >= nq)
+						break;
+					best = cpv_sel(take, val, best);
+					idx = cpvi_sel(take, pix[j], idx);
+				}
+				if (cp->flags & VTPU_CONV_RELU)
+					best = cpv_sel(best < 0.0f,
+						       cpv_splat(0.0f), best);
+				cpv_store(cp->y + at, best);
+				memcpy(cp->index + at, &idx, sizeof(idx));
 			}
-			if (cp->flags & VTPU_CONV_RELU)
-				best = cpv_sel(best < 0.0f, cpv_splat(0.0f),
-					       best);
-			cpv_store(cp->y + at, best);
-			memcpy(cp->index + at, &idx, sizeof(idx));
 		}
 	}
 }
@@ -400,8 +449,12 @@ void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
 	u32 at[CP_GB][CP_OB];
 	u32 nblk = (cp->oc + CP_OB - 1) / CP_OB, b0, b, len;
 
-	bool fast = !(cp->oc % CP_OB) && nq <= CP_NP && cp->win.kdim <= CP_KC;
+	struct cp_qpos qp;
 
+	if (!(cp->oc % CP_OB) && nq <= CP_NP && cp->win.kdim <= CP_KC) {
+		cp_fwd_fast(cp, p0, p1);
+		return;
+	}
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++) {
 		off = p * cp->oc;
@@ -410,15 +463,12 @@ void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
 				__builtin_prefetch(cp->y + off + CP_PF * cp->oc + o, 1);
 				__builtin_prefetch(cp->index + off + CP_PF * cp->oc + o, 1);
 			}
-		if (fast) {
-			cp_fwd_fast(cp, n, py, px, p);
-			vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph);
-			continue;
-		}
+
 		for (b0 = 0; b0 < nblk; b0 += CP_GB) {
 			for (q0 = 0; q0 < nq; q0 += CP_NP) {
 				np = nq - q0 < CP_NP ? nq - q0 : CP_NP;
-				cp_positions(cp, py, px, q0, np, oy, ox);
+				cp_qpos_init(cp, q0, np, &qp);
+				cp_positions(cp, py, px, &qp, oy, ox);
 				if (cp->win.kdim <= CP_KC)
 					for (j = 0; j < CP_NP; j++)
 						cp_gather(cp, n, oy[j],
@@ -516,6 +566,7 @@ static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 	const u32 *index = cp->index + off;
 	float gr[CP_OB], gj[CP_NP][CP_OB], patch[CP_NP][CP_KC];
 	u32 nq = cp->pkh * cp->pkw, q0, np, j, i, kc;
+	struct cp_qpos qp;
 
 	for (i = 0; i < len; i++)
 		gr[i] = dy[i];
@@ -526,7 +577,8 @@ static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 		db[i] += gr[i];
 	for (q0 = 0; q0 < nq; q0 += CP_NP) {
 		np = nq - q0 < CP_NP ? nq - q0 : CP_NP;
-		cp_positions(cp, py, px, q0, np, oy, ox);
+		cp_qpos_init(cp, q0, np, &qp);
+		cp_positions(cp, py, px, &qp, oy, ox);
 		for (j = 0; j < CP_NP; j++) {
 			u32 p = (u32)(oy[j] * cp->win.ow + ox[j]);
 
@@ -547,43 +599,44 @@ static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 }
 
 /*
- * cp_wgrad() in the common case (see cp_fwd_fast()), in registers: each
- * pixel's g routed by vector compares, dbias summed in registers, and the
- * patches read in place where the windows lie in the image. The same
- * sums in the same order as the general path.
+ * cp_wgrad() in the common case (see cp_fwd_fast()), in registers, for
+ * @nv vectors of channels from o0 (one or two blocks): each pixel's g
+ * routed by vector compares, dbias summed in registers, the patches read
+ * in place where the windows lie in the image. The same sums in the same
+ * order as the general path.
  */
-static noinline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
-							u32 o0, u64 p0, u64 p1)
+static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
+					  u32 o0, u64 p0, u64 p1, const u32 nv)
 {
-	u32 nq = cp->pkh * cp->pkw, kdim = (u32)cp->win.kdim;
-	u32 run = cp->win.kw * cp->win.c, j, v, ky, q, k;
-	u64 stride = (u64)cp->win.w * cp->win.c, p, px, py, n, off;
-	u64 oy[CP_NP], ox[CP_NP];
+	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c;
+	u64 stride, p, px, py, n, off, oy[CP_NP], ox[CP_NP];
 	float patch[CP_NP][CP_KC];
 	const float *src[CP_NP];
-	CPV db[CP_NV], gj[CP_NP][CP_NV];
-	bool inside;
+	CPV db[2 * CP_NV], gj[CP_NP][2 * CP_NV];
+	struct cp_qpos qp;
+	u32 j, v, ky, q, k;
 
+	cp_qpos_init(cp, 0, nq, &qp);
 #pragma GCC unroll 16
-	for (v = 0; v < CP_NV; v++)
+	for (v = 0; v < nv; v++)
 		db[v] = cpv_load(cp->dbias + o0 + v * CP_VW);
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
 		off = p * cp->oc + o0;
 		if (p + CP_PF < p1) {
-			__builtin_prefetch(cp->dy + off + CP_PF * cp->oc);
-			__builtin_prefetch(cp->index + off + CP_PF * cp->oc);
-			if (cp->flags & VTPU_CONV_RELU)
-				__builtin_prefetch(cp->y + off + CP_PF * cp->oc);
+			for (v = 0; v < nv; v += CP_OB / CP_VW) {
+				u64 a = off + CP_PF * cp->oc + v * CP_VW;
+
+				__builtin_prefetch(cp->dy + a);
+				__builtin_prefetch(cp->index + a);
+				if (cp->flags & VTPU_CONV_RELU)
+					__builtin_prefetch(cp->y + a);
+			}
 		}
-		cp_positions(cp, py, px, 0, nq, oy, ox);
-		inside = true;
-		for (j = 0; j < CP_NP; j++) {
-			src[j] = cp_window(cp, n, oy[j], ox[j]);
-			inside = inside && src[j];
-		}
+		cp_positions(cp, py, px, &qp, oy, ox);
+		stride = cp_sources(cp, n, oy, ox, patch, src);
 #pragma GCC unroll 16
-		for (v = 0; v < CP_NV; v++) {
+		for (v = 0; v < nv; v++) {
 			CPV gr = cpv_load(cp->dy + off + v * CP_VW);
 			CPVI idx;
 
@@ -602,10 +655,6 @@ static noinline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 						    cpv_splat(0.0f);
 			}
 		}
-		if (!inside)
-			for (j = 0; j < CP_NP; j++)
-				cp_gather(cp, n, oy[j], ox[j], 0, kdim,
-					  patch[j]);
 		for (ky = 0, k = 0; ky < cp->win.kh; ky++) {
 			for (q = 0; q < run; q++, k++) {
 				float *dw = cp->dw + (u64)k * cp->oc + o0;
@@ -613,10 +662,9 @@ static noinline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 
 #pragma GCC unroll 16
 				for (j = 0; j < CP_NP; j++)
-					pv[j] = inside ? src[j][ky * stride + q] :
-							 patch[j][k];
+					pv[j] = src[j][ky * stride + q];
 #pragma GCC unroll 16
-				for (v = 0; v < CP_NV; v++) {
+				for (v = 0; v < nv; v++) {
 					CPV t = cpv_splat(pv[0]) * gj[0][v];
 
 #pragma GCC unroll 16
@@ -629,30 +677,29 @@ static noinline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 		}
 	}
 #pragma GCC unroll 16
-	for (v = 0; v < CP_NV; v++)
+	for (v = 0; v < nv; v++)
 		cpv_store(cp->dbias + o0 + v * CP_VW, db[v]);
 }
 
-static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
-				     u32 o0, u32 len, u64 p0, u64 p1,
-				     bool first)
+static noinline void cp_wgrad_fast1(const struct vtpu_engine_convpool *cp,
+				    u32 o0, u64 p0, u64 p1)
 {
-	u64 rows = cp->win.kdim, r, p, px, py, n;
+	cp_wgrad_fast(cp, o0, p0, p1, CP_NV);
+}
+
+static noinline void cp_wgrad_fast2(const struct vtpu_engine_convpool *cp,
+				    u32 o0, u64 p0, u64 p1)
+{
+	cp_wgrad_fast(cp, o0, p0, p1, 2 * CP_NV);
+}
+
+static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
+				     u32 o0, u32 len, u64 p0, u64 p1)
+{
+	u64 p, px, py, n;
 	float db[CP_OB];
 	u32 i;
 
-	if (first) {
-		for (r = 0; r < rows; r++)
-			for (i = 0; i < len; i++)
-				cp->dw[r * cp->oc + o0 + i] = 0.0f;
-		for (i = 0; i < len; i++)
-			cp->dbias[o0 + i] = 0.0f;
-	}
-	if (len == CP_OB && cp->pkh * cp->pkw <= CP_NP &&
-	    cp->win.kdim <= CP_KC) {
-		cp_wgrad_fast(cp, o0, p0, p1);
-		return;
-	}
 	for (i = 0; i < len; i++)
 		db[i] = cp->dbias[o0 + i];
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
@@ -672,11 +719,38 @@ static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
 		cp->dbias[o0 + i] = db[i];
 }
 
+/*
+ * Channels [o0, o0 + len) (a tile: one block, or two on AVX-512) over
+ * pooled pixels [p0, p1); the first step zeroes them first.
+ */
 void CP_FN(vtpu_convpool_wgrad_)(const struct vtpu_engine_convpool *cp, u32 o0,
 				 u32 len, u64 p0, u64 p1, bool first)
 {
-	if (len == CP_OB)
-		cp_wgrad(cp, o0, CP_OB, p0, p1, first);
-	else
-		cp_wgrad(cp, o0, len, p0, p1, first);
+	u64 r;
+	u32 i, o, blk;
+
+	if (first) {
+		for (r = 0; r < cp->win.kdim; r++)
+			for (i = 0; i < len; i++)
+				cp->dw[r * cp->oc + o0 + i] = 0.0f;
+		for (i = 0; i < len; i++)
+			cp->dbias[o0 + i] = 0.0f;
+	}
+	if (!(len % CP_OB) && cp->pkh * cp->pkw <= CP_NP &&
+	    cp->win.kdim <= CP_KC) {
+		if (len == 2 * CP_OB) {
+			cp_wgrad_fast2(cp, o0, p0, p1);
+			return;
+		}
+		for (o = o0; o < o0 + len; o += CP_OB)
+			cp_wgrad_fast1(cp, o, p0, p1);
+		return;
+	}
+	for (o = o0; o < o0 + len; o += blk) {
+		blk = o0 + len - o < CP_OB ? o0 + len - o : CP_OB;
+		if (blk == CP_OB)
+			cp_wgrad(cp, o, CP_OB, p0, p1);
+		else
+			cp_wgrad(cp, o, blk, p0, p1);
+	}
 }

@@ -104,6 +104,7 @@ struct vtpu_engine_convpool {
 	u32 ph, pw;		/* pooled pixels per column, per row */
 	u64 pixels;		/* n * ph * pw */
 	u64 chunk;		/* pooled pixels per tile (CONV_POOL) or step */
+	u32 tile_oc;		/* channels per CONV_POOL_WGRAD tile */
 	const float *x, *w, *bias, *dy;
 	float *y, *dw, *dbias;
 	u32 *index;
