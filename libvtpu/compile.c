@@ -182,7 +182,7 @@ static struct vtpu_window window(const struct vg_node *in, uint32_t n,
 	return (struct vtpu_window){
 		.n = n, .h = in->h, .w = in->w, .c = in->c,
 		.kh = node->kh, .kw = node->kw,
-		.stride_h = node->stride, .stride_w = node->stride,
+		.stride_h = node->stride_h, .stride_w = node->stride_w,
 		.pad_h = node->pad_h, .pad_w = node->pad_w,
 	};
 }
@@ -422,7 +422,7 @@ static struct vtpu_conv_pool_desc convpool_desc(struct cx *cx, int i, int j)
 		.win = window(&cx->g->nodes[n->in[0]], cx->B, n),
 		.oc = n->c,
 		.pool_h = p->kh, .pool_w = p->kw,
-		.pool_stride_h = p->kh, .pool_stride_w = p->kw,
+		.pool_stride_h = p->stride_h, .pool_stride_w = p->stride_w,
 		.flags = n->act == VTPU_ACT_RELU || cx->pool_relu[j] ?
 				 VTPU_CONV_RELU : 0,
 	};

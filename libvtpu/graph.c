@@ -206,7 +206,8 @@ int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 	g->nodes[n].act = act;
 	g->nodes[n].kh = kh;
 	g->nodes[n].kw = kw;
-	g->nodes[n].stride = stride;
+	g->nodes[n].stride_h = stride;
+	g->nodes[n].stride_w = stride;
 	g->nodes[n].pad_h = ph;
 	g->nodes[n].pad_w = pw;
 	/* stored [kh, kw, c, filters]: the GEMM's [kh*kw*c, filters] */
@@ -243,7 +244,8 @@ int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw)
 		return n;
 	g->nodes[n].kh = kh;
 	g->nodes[n].kw = kw;
-	g->nodes[n].stride = kh;
+	g->nodes[n].stride_h = kh;
+	g->nodes[n].stride_w = kw;
 	return n;
 }
 

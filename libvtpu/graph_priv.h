@@ -27,7 +27,8 @@ struct vg_node {
 	int in[2];
 	uint32_t h, w, c;
 	enum vtpu_activation act;
-	uint32_t kh, kw, stride, pad_h, pad_w; /* conv2d, maxpool */
+	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool */
+	uint32_t stride_h, stride_w;	       /* maxpool: kh, kw */
 	int weight, bias;		       /* param indices, or -1 */
 	float rate;			       /* dropout */
 	char name[32];			       /* Keras-style: dense_1 */

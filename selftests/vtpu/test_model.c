@@ -122,6 +122,26 @@ TEST(gradcheck_conv_pool_inside)
 	vtpu_graph_destroy(g);
 }
 
+TEST(gradcheck_nonsquare_pool)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 6, 9, 2);
+
+	/* 2 x 3 windows, stride 2 down and 3 across: 3 x 3 outputs */
+	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_NONE);
+	x = vtpu_graph_maxpool(g, x, 2, 3);
+	x = vtpu_graph_conv2d(g, x, 2, 1, 1, 1, VTPU_PAD_VALID, VTPU_ACT_NONE);
+	x = vtpu_graph_maxpool(g, x, 3, 1);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 96);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("conv + 2x3 pool (direct), conv + 3x1 pool (im2col): max "
+	       "relative error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
 TEST(gradcheck_conv_same_stacked)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
