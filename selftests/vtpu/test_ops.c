@@ -471,6 +471,10 @@ static const uint32_t cp_shapes[][16] = {
 	{ 2, 9, 9, 2, 3, 2, 2, 1, 1, 0, 16, 3, 2, 1, 2, VTPU_CONV_RELU },
 	{ 2, 5, 5, 4, 5, 5, 1, 1, 4, 4, 7, 1, 1, 1, 1, 0 },	/* no pooling */
 	{ 1, 7, 9, 3, 3, 3, 2, 2, 1, 1, 33, 3, 3, 1, 1, VTPU_CONV_RELU },
+	/* whole blocks with padding: the fast paths' gathered windows */
+	{ 2, 7, 6, 3, 3, 3, 1, 1, 1, 1, 32, 2, 2, 2, 2, VTPU_CONV_RELU },
+	{ 2, 5, 5, 2, 3, 3, 2, 2, 1, 1, 16, 1, 1, 1, 1, 0 },
+	{ 1, 6, 8, 1, 3, 3, 1, 1, 2, 1, 48, 2, 1, 2, 1, VTPU_CONV_RELU },
 	/* Fashion-MNIST's first layer: several tiles and gradient steps */
 	{ 12, 28, 28, 1, 3, 3, 1, 1, 0, 0, 64, 2, 2, 2, 2, VTPU_CONV_RELU },
 };
