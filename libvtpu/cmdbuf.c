@@ -271,15 +271,16 @@ static int cmdbuf_conv_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,
 	c.pool_w = d->pool_w;
 	c.pool_stride_h = d->pool_stride_h;
 	c.pool_stride_w = d->pool_stride_w;
-	c.flags = d->flags;
 	c.x = opnd(d->x);
 	c.w = opnd(d->w);
 	c.bias = opnd(d->bias);
 	c.index = opnd(d->index);
-	if (!wgrad || (d->flags & VTPU_CONV_RELU))
-		c.y = opnd(d->y);
-	if (wgrad)
+	if (wgrad) {
 		c.dy = opnd(d->dy);
+	} else {
+		c.flags = d->flags;
+		c.y = opnd(d->y);
+	}
 	return vtpu_cmdbuf_append(cb, &c);
 }
 
@@ -707,8 +708,8 @@ static void explain_shape(struct strbuf *sb, const void *cmd,
 		sb_printf(sb, "conv n=%u h=%u w=%u c=%u k=%ux%u stride %ux%u "
 			  "pad %ux%u -> oc=%u, pool %ux%u stride %ux%u: "
 			  "dimensions 1..%u, pad < k, h + 2 pad >= k, the pool "
-			  "window within the conv output (oh*ow < 2^32), every "
-			  "tensor at most %llu elements", w->n, w->h, w->w,
+			  "window within the conv output and at most 254 "
+			  "positions, every tensor at most %llu elements", w->n, w->h, w->w,
 			  w->c, w->kh, w->kw, w->stride_h, w->stride_w,
 			  w->pad_h, w->pad_w, c->oc, c->pool_h, c->pool_w,
 			  c->pool_stride_h, c->pool_stride_w, VTPU_MAX_DIM,

@@ -537,7 +537,7 @@ static void convpool_fwd(struct cx *cx, int i, int j)
 	}
 	d = convpool_desc(cx, i, j);
 	cx->val[j] = work(cx, pooled * 4);
-	cx->aux[j] = work(cx, pooled * 4);
+	cx->aux[j] = work(cx, pooled);	/* u8 routes */
 	convpool_cmd(cx, VTPU_OP_CONV_POOL, &d, cx->val[n->in[0]],
 		     param(cx, n->weight), param(cx, n->bias), cx->val[j],
 		     at(0, 0), cx->aux[j]);
@@ -571,7 +571,7 @@ static void plan_relu_folding(struct cx *cx)
 	}
 }
 
-/* The direct path's gradient: the ReLU's mask and dbias included. */
+/* The direct path's gradient: the ReLU's mask (in the routes) and dbias. */
 static void convpool_bwd(struct cx *cx, int i, int j)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
@@ -582,10 +582,10 @@ static void convpool_bwd(struct cx *cx, int i, int j)
 		return;
 	}
 	d = convpool_desc(cx, i, j);
+	d.flags = 0;	/* the routes carry the ReLU's mask */
 	convpool_cmd(cx, VTPU_OP_CONV_POOL_WGRAD, &d, cx->val[n->in[0]],
 		     param_grad(cx, n->weight), param_grad(cx, n->bias),
-		     (d.flags & VTPU_CONV_RELU) ? cx->val[j] : at(0, 0),
-		     cx->grad[j], cx->aux[j]);
+		     at(0, 0), cx->grad[j], cx->aux[j]);
 }
 
 /* The pooling of a fused pair runs as part of its convolution. */

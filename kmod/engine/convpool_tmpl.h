@@ -47,10 +47,12 @@
 #ifdef __CHECKER__
 #define CPV float
 #define CPVI int
+#define CPVB u8
 #define CP_VW 1u
 #else
 #define CPV float __attribute__((vector_size(CP_VBYTES)))
 #define CPVI int __attribute__((vector_size(CP_VBYTES)))	/* masks */
+#define CPVB u8 __attribute__((vector_size(CP_VBYTES / 4)))	/* routes */
 #define CP_VW (CP_VBYTES / 4u)
 #endif
 #define CP_NV (CP_OB / CP_VW)
@@ -68,9 +70,34 @@ static __always_inline void cpv_store(float *p, CPV v)
 	memcpy(p, &v, sizeof(v));
 }
 
+/* f in every lane (f - 0 is f exactly, even -0: a plain broadcast) */
 static __always_inline CPV cpv_splat(float f)
 {
-	return (CPV){ 0 } + f;
+	return f - (CPV){ 0 };
+}
+
+/* CP_VW routes (u8) to and from int lanes */
+static __always_inline CPVI cpvi_load_u8(const u8 *p)
+{
+	CPVB b;
+
+	memcpy(&b, p, sizeof(b));
+#ifdef __CHECKER__
+	return b;
+#else
+	return __builtin_convertvector(b, CPVI);
+#endif
+}
+
+static __always_inline void cpvi_store_u8(u8 *p, CPVI v)
+{
+#ifdef __CHECKER__
+	CPVB b = (u8)v;
+#else
+	CPVB b = __builtin_convertvector(v, CPVB);
+#endif
+
+	memcpy(p, &b, sizeof(b));
 }
 
 /* m ? a : b, lane by lane (m: all ones or all zeros per lane) */
@@ -257,15 +284,13 @@ static __always_inline void cp_conv(const struct vtpu_engine_convpool *cp,
 }
 
 /* best, at [0..len) = the running max over positions q0..q0 + np - 1 */
-static __always_inline void cp_max(const struct vtpu_engine_convpool *cp,
-					  float acc[CP_NP][CP_OB],
-					  const u64 *oy, const u64 *ox, u32 q0,
-					  u32 np, u32 len, float *best, u32 *at)
+static __always_inline void cp_max(float acc[CP_NP][CP_OB], u32 q0, u32 np,
+				   u32 len, float *best, u8 *at)
 {
 	u32 j, i;
 
 	for (j = 0; j < np; j++) {
-		u32 p = (u32)(oy[j] * cp->win.ow + ox[j]);
+		u8 p = (u8)(q0 + j);
 
 		if (!q0 && !j) {
 			for (i = 0; i < len; i++) {
@@ -284,18 +309,23 @@ static __always_inline void cp_max(const struct vtpu_engine_convpool *cp,
 	}
 }
 
-/* y, index [0..len) of channels o0.. of one pooled pixel */
+/*
+ * y, index [0..len) of channels o0.. of one pooled pixel. With the ReLU,
+ * an output that is not > 0 passes no gradient: its route is
+ * VTPU_CONV_NO_ROUTE.
+ */
 static __always_inline void cp_store(const struct vtpu_engine_convpool *cp,
-					    const float *best, const u32 *at,
-					    u32 len, float *y, u32 *index)
+				     const float *best, const u8 *at, u32 len,
+				     float *y, u8 *index)
 {
+	bool relu = cp->flags & VTPU_CONV_RELU;
 	u32 i;
 
 	for (i = 0; i < len; i++) {
 		float v = best[i];
 
-		y[i] = (cp->flags & VTPU_CONV_RELU) && v < 0.0f ? 0.0f : v;
-		index[i] = at[i];
+		y[i] = relu && v < 0.0f ? 0.0f : v;
+		index[i] = relu && !(v > 0.0f) ? VTPU_CONV_NO_ROUTE : at[i];
 	}
 }
 
@@ -386,7 +416,6 @@ static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 	float patch[CP_NP][CP_KC];
 	const float *src[CP_NP];
 	struct cp_qpos qp;
-	CPVI pix[CP_NP];
 
 	cp_qpos_init(cp, 0, nq, &qp);
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
@@ -399,9 +428,6 @@ static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 			}
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
-		for (j = 0; j < CP_NP; j++)
-			pix[j] = (CPVI){ 0 } +
-				 (int)(u32)(oy[j] * cp->win.ow + ox[j]);
 		for (o = 0; o < cp->oc; o += CP_OB) {
 			CPV acc[CP_NP][CP_NV];
 
@@ -417,7 +443,7 @@ static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 				u64 at = off + o + v * CP_VW;
 				CPV bias = cpv_load(cp->bias + o + v * CP_VW);
 				CPV best = acc[0][v] + bias;
-				CPVI idx = pix[0];
+				CPVI idx = (CPVI){ 0 };
 
 #pragma GCC unroll 16
 				for (j = 1; j < CP_NP; j++) {
@@ -427,13 +453,18 @@ static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 					if (j >= nq)
 						break;
 					best = cpv_sel(take, val, best);
-					idx = cpvi_sel(take, pix[j], idx);
+					idx = cpvi_sel(take, (CPVI){ 0 } + (int)j,
+						       idx);
 				}
-				if (cp->flags & VTPU_CONV_RELU)
+				if (cp->flags & VTPU_CONV_RELU) {
+					idx = cpvi_sel(best > 0.0f, idx,
+						       (CPVI){ 0 } +
+							       VTPU_CONV_NO_ROUTE);
 					best = cpv_sel(best < 0.0f,
 						       cpv_splat(0.0f), best);
+				}
 				cpv_store(cp->y + at, best);
-				memcpy(cp->index + at, &idx, sizeof(idx));
+				cpvi_store_u8(cp->index + at, idx);
 			}
 		}
 	}
@@ -446,7 +477,7 @@ void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
 	u64 px, py, n, p, off, oy[CP_NP], ox[CP_NP];
 	float patch[CP_NP][CP_KC], acc[CP_NP][CP_OB];
 	float best[CP_GB][CP_OB];
-	u32 at[CP_GB][CP_OB];
+	u8 at[CP_GB][CP_OB];
 	u32 nblk = (cp->oc + CP_OB - 1) / CP_OB, b0, b, len;
 
 	struct cp_qpos qp;
@@ -481,17 +512,15 @@ void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
 					if (len >= CP_OB) {
 						cp_conv(cp, n, oy, ox,
 							patch, o, CP_OB, acc);
-						cp_max(cp, acc, oy, ox,
-							q0, np, CP_OB,
-							best[b - b0],
-							at[b - b0]);
+						cp_max(acc, q0, np, CP_OB,
+						       best[b - b0],
+						       at[b - b0]);
 					} else {
 						cp_conv(cp, n, oy, ox,
 							patch, o, len, acc);
-						cp_max(cp, acc, oy, ox,
-							q0, np, len,
-							best[b - b0],
-							at[b - b0]);
+						cp_max(acc, q0, np, len,
+						       best[b - b0],
+						       at[b - b0]);
 					}
 				}
 			}
@@ -563,29 +592,24 @@ static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 	u64 off = ((n * cp->ph + py) * cp->pw + px) * cp->oc + o0;
 	u64 kdim = cp->win.kdim, k0, oy[CP_NP], ox[CP_NP];
 	const float *dy = cp->dy + off;
-	const u32 *index = cp->index + off;
+	const u8 *index = cp->index + off;
 	float gr[CP_OB], gj[CP_NP][CP_OB], patch[CP_NP][CP_KC];
 	u32 nq = cp->pkh * cp->pkw, q0, np, j, i, kc;
 	struct cp_qpos qp;
 
+	/* a route that names no window position passes nothing */
 	for (i = 0; i < len; i++)
-		gr[i] = dy[i];
-	if (cp->flags & VTPU_CONV_RELU)
-		for (i = 0; i < len; i++)
-			gr[i] = cp->y[off + i] > 0.0f ? gr[i] : 0.0f;
+		gr[i] = index[i] < nq ? dy[i] : 0.0f;
 	for (i = 0; i < len; i++)
 		db[i] += gr[i];
 	for (q0 = 0; q0 < nq; q0 += CP_NP) {
 		np = nq - q0 < CP_NP ? nq - q0 : CP_NP;
 		cp_qpos_init(cp, q0, np, &qp);
 		cp_positions(cp, py, px, &qp, oy, ox);
-		for (j = 0; j < CP_NP; j++) {
-			u32 p = (u32)(oy[j] * cp->win.ow + ox[j]);
-
+		for (j = 0; j < CP_NP; j++)
 			for (i = 0; i < len; i++)
-				gj[j][i] = j < np && index[i] == p ? gr[i] :
-								     0.0f;
-		}
+				gj[j][i] = j < np && index[i] == q0 + j ?
+						   gr[i] : 0.0f;
 		for (k0 = 0; k0 < kdim; k0 += kc) {
 			kc = (u32)vtpu_min_u64(CP_KC, kdim - k0);
 			for (j = 0; j < CP_NP; j++)
@@ -629,31 +653,23 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 
 				__builtin_prefetch(cp->dy + a);
 				__builtin_prefetch(cp->index + a);
-				if (cp->flags & VTPU_CONV_RELU)
-					__builtin_prefetch(cp->y + a);
 			}
 		}
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
 #pragma GCC unroll 16
 		for (v = 0; v < nv; v++) {
-			CPV gr = cpv_load(cp->dy + off + v * CP_VW);
-			CPVI idx;
+			CPVI idx = cpvi_load_u8(cp->index + off + v * CP_VW);
+			CPV gr = cpv_sel(idx < (int)nq,
+					 cpv_load(cp->dy + off + v * CP_VW),
+					 cpv_splat(0.0f));
 
-			memcpy(&idx, cp->index + off + v * CP_VW, sizeof(idx));
-			if (cp->flags & VTPU_CONV_RELU)
-				gr = cpv_sel(cpv_load(cp->y + off + v * CP_VW) >
-						     0.0f,
-					     gr, cpv_splat(0.0f));
 			db[v] += gr;
 #pragma GCC unroll 16
-			for (j = 0; j < CP_NP; j++) {
-				int pj = (int)(u32)(oy[j] * cp->win.ow + ox[j]);
-				CPVI m = idx == pj;
-
-				gj[j][v] = j < nq ? cpv_sel(m, gr, cpv_splat(0.0f)) :
+			for (j = 0; j < CP_NP; j++)
+				gj[j][v] = j < nq ? cpv_sel(idx == (int)j, gr,
+							    cpv_splat(0.0f)) :
 						    cpv_splat(0.0f);
-			}
 		}
 		for (ky = 0, k = 0; ky < cp->win.kh; ky++) {
 			for (q = 0; q < run; q++, k++) {
@@ -709,8 +725,6 @@ static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
 		if (p + CP_PF < p1) {
 			__builtin_prefetch(cp->dy + ahead);
 			__builtin_prefetch(cp->index + ahead);
-			if (cp->flags & VTPU_CONV_RELU)
-				__builtin_prefetch(cp->y + ahead);
 		}
 		cp_wgrad_px(cp, n, py, px, o0, len, db);
 		vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph);

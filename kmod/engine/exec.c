@@ -69,8 +69,6 @@ static void prepare_convpool(struct vtpu_engine_op *op,
 		cp->dw = operand_ptr(bufs, &c->w);
 		cp->dbias = operand_ptr(bufs, &c->bias);
 		cp->dy = operand_ptr(bufs, &c->dy);
-		/* read only for the ReLU's mask (an unused y is all zero) */
-		cp->y = operand_ptr(bufs, &c->y);
 	}
 	vtpu_convpool_prepare(op);
 }

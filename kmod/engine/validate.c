@@ -130,8 +130,8 @@ bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 	    !window_dim_ok(c->pool_stride_w) || c->pool_h < 1 ||
 	    c->pool_h > g->oh || c->pool_w < 1 || c->pool_w > g->ow)
 		goto bad;
-	/* index holds a conv pixel oy * ow + ox */
-	if ((u64)g->oh * g->ow > 0xffffffffull)
+	/* a route is a window position, below VTPU_CONV_NO_ROUTE */
+	if ((u64)c->pool_h * c->pool_w >= VTPU_CONV_NO_ROUTE)
 		goto bad;
 	cp->oc = c->oc;
 	cp->flags = c->flags;
@@ -334,11 +334,12 @@ static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 				  VTPU_OPERAND_BIAS)) {
 			*opnd = &cv->bias;
 			*bytes = (u64)cp.oc * 4;
-		} else if (id == VTPU_OPERAND_Y || id == VTPU_OPERAND_DY ||
-			   id == VTPU_OPERAND_INDEX) {
-			*opnd = id == VTPU_OPERAND_Y ? &cv->y :
-				id == VTPU_OPERAND_DY ? &cv->dy : &cv->index;
+		} else if (id == VTPU_OPERAND_Y || id == VTPU_OPERAND_DY) {
+			*opnd = id == VTPU_OPERAND_Y ? &cv->y : &cv->dy;
 			*bytes = out;
+		} else if (id == VTPU_OPERAND_INDEX) {
+			*opnd = &cv->index;	/* u8 routes */
+			*bytes = out / 4;
 		}
 		break;
 	}
@@ -834,22 +835,21 @@ static int check_dropout(struct vctx *v, const struct vtpu_cmd_dropout *d)
 
 static int check_conv_pool(struct vctx *v, const struct vtpu_cmd_conv_pool *c)
 {
-	/* outputs first */
+	/* outputs first; the routes (INDEX) last: bytes, any alignment */
 	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_INDEX,
 				   VTPU_OPERAND_X, VTPU_OPERAND_W,
 				   VTPU_OPERAND_BIAS };
 	static const u32 bwd[] = { VTPU_OPERAND_DW, VTPU_OPERAND_DBIAS,
 				   VTPU_OPERAND_X, VTPU_OPERAND_DY,
-				   VTPU_OPERAND_INDEX, VTPU_OPERAND_Y };
+				   VTPU_OPERAND_INDEX };
 	const struct vtpu_cmd_hdr *cmd = &c->hdr;
 	bool wgrad = cmd->opcode == VTPU_OP_CONV_POOL_WGRAD;
-	bool mask = wgrad && (c->flags & VTPU_CONV_RELU);
 	const u32 *ids = wgrad ? bwd : fwd;
-	u32 n = wgrad ? (mask ? 6 : 5) : 5;
 	struct vtpu_engine_convpool cp;
+	u32 i;
 	int ret;
 
-	if (c->flags & ~VTPU_CONV_FLAGS)
+	if (c->flags & ~(wgrad ? 0 : VTPU_CONV_FLAGS))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
 	if (!c->pool_stride_h || !c->pool_stride_w ||
 	    c->pool_stride_h > VTPU_MAX_DIM || c->pool_stride_w > VTPU_MAX_DIM)
@@ -859,14 +859,13 @@ static int check_conv_pool(struct vctx *v, const struct vtpu_cmd_conv_pool *c)
 		return ret;
 	if (!vtpu_convpool_decode(c, &cp))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	/* the forward command has no dy; the gradient needs y for a mask */
-	if (!mask)
-		ret = check_unused(v, cmd,
-				   wgrad ? VTPU_OPERAND_Y : VTPU_OPERAND_DY);
+	/* the forward command has no dy, the gradient no y */
+	ret = check_unused(v, cmd, wgrad ? VTPU_OPERAND_Y : VTPU_OPERAND_DY);
+	for (i = 0; i < 5 && !ret; i++)
+		ret = check_operand(v, cmd, ids[i],
+				    ids[i] == VTPU_OPERAND_INDEX ? 1 : 4);
 	if (!ret)
-		ret = check_operands(v, cmd, ids, n, 4);
-	if (!ret)
-		ret = check_outputs(v, cmd, ids, 2, ids + 2, n - 2);
+		ret = check_outputs(v, cmd, ids, 2, ids + 2, 3);
 	return ret;
 }
 

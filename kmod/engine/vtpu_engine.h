@@ -107,7 +107,7 @@ struct vtpu_engine_convpool {
 	u32 tile_oc;		/* channels per CONV_POOL_WGRAD tile */
 	const float *x, *w, *bias, *dy;
 	float *y, *dw, *dbias;
-	u32 *index;
+	u8 *index;		/* routes: window positions */
 };
 
 struct vtpu_engine_ew {

@@ -261,8 +261,8 @@ int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
 /**
  * struct vtpu_conv_pool_desc - a CONV_POOL or CONV_POOL_WGRAD (struct
  * vtpu_cmd_conv_pool): one description serves both. For the gradient, w
- * and bias name dw and dbias (outputs), and y is read only with
- * VTPU_CONV_RELU; the forward command ignores dy.
+ * and bias name dw and dbias (outputs), index the routes the forward
+ * wrote (u8), and y and flags are not used; the forward ignores dy.
  */
 struct vtpu_conv_pool_desc {
 	struct vtpu_window win;	/* the convolution over x */

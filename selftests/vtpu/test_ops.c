@@ -528,10 +528,14 @@ static double cp_conv_ref(const struct cp_geom *g, const float *x,
 	return s;
 }
 
-/* reference forward: y, index; first maximum in window order */
+/*
+ * reference forward: y, and the routes: the window position of the first
+ * maximum in window order, or VTPU_CONV_NO_ROUTE where the ReLU's output
+ * is not > 0
+ */
 static void cp_fwd_ref(const struct cp_geom *g, const float *x,
 		       const float *w, const float *bias, float *y,
-		       uint32_t *idx)
+		       uint8_t *idx)
 {
 	size_t n, py, px, o, at;
 	uint32_t qy, qx;
@@ -551,20 +555,22 @@ static void cp_fwd_ref(const struct cp_geom *g, const float *x,
 
 			if (first || v > best) {
 				best = v;
-				idx[at] = oy * g->ow + ox;
+				idx[at] = (uint8_t)(qy * g->qw + qx);
 			}
 			first = 0;
 		}
+		if ((g->flags & VTPU_CONV_RELU) && !(best > 0))
+			idx[at] = VTPU_CONV_NO_ROUTE;
 		if ((g->flags & VTPU_CONV_RELU) && best < 0)
 			best = 0;
 		y[at] = (float)best;
 	}
 }
 
-/* reference gradient: dy routed by idx (names no window pixel: dropped) */
+/* reference gradient: dy sent by its route (names no position: dropped) */
 static void cp_wgrad_ref(const struct cp_geom *g, const float *x,
-			 const float *y, const float *dy, const uint32_t *idx,
-			 double *dw, double *db)
+			 const float *dy, const uint8_t *idx, double *dw,
+			 double *db)
 {
 	size_t n, py, px, o, at;
 	uint32_t qy, qx, ky, kx, ci;
@@ -578,13 +584,13 @@ static void cp_wgrad_ref(const struct cp_geom *g, const float *x,
 		double gr;
 
 		at = ((n * g->yh + py) * g->yw + px) * g->oc + o;
-		gr = (g->flags & VTPU_CONV_RELU) && !(y[at] > 0) ? 0 : dy[at];
+		gr = idx[at] < g->qh * g->qw ? dy[at] : 0;
 		db[o] += gr;
 		for (qy = 0; qy < g->qh; qy++)
 		for (qx = 0; qx < g->qw; qx++) {
 			uint32_t oy = py * g->qsh + qy, ox = px * g->qsw + qx;
 
-			if (idx[at] != oy * g->ow + ox)
+			if (idx[at] != qy * g->qw + qx)
 				continue;
 			for (ky = 0; ky < g->kh; ky++)
 			for (kx = 0; kx < g->kw; kx++) {
@@ -621,18 +627,18 @@ TEST(conv_pool)
 		const struct cp_geom g = cp_geom(cp_shapes[s]);
 		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
 		struct vtpu_bo bb = bo_new(g.oc * 4), yb = bo_new(g.ny * 4);
-		struct vtpu_bo ib = bo_new(g.ny * 4), dyb = bo_new(g.ny * 4);
+		struct vtpu_bo ib = bo_new(g.ny), dyb = bo_new(g.ny * 4);
 		struct vtpu_bo dwb = bo_new(g.nw * 4), dbb = bo_new(g.oc * 4);
-		struct vtpu_bo gib = bo_new(g.ny * 4), gwb = bo_new(g.nw * 4);
+		struct vtpu_bo gib = bo_new(g.ny), gwb = bo_new(g.nw * 4);
 		struct vtpu_bo gbb = bo_new(g.oc * 4);
 		float *x = xb.map, *w = wb.map, *bias = bb.map, *dy = dyb.map;
-		uint32_t *gidx = gib.map;
+		uint8_t *gidx = gib.map;
 		float *ry = malloc(g.ny * 4);
-		uint32_t *ridx = malloc(g.ny * 4);
+		uint8_t *ridx = malloc(g.ny);
 		double *rdw = malloc(g.nw * 8), *rdb = malloc(g.oc * 8);
 		double *rgw = malloc(g.nw * 8), *rgb = malloc(g.oc * 8);
 		void *keep[5];
-		size_t sizes[5] = { g.ny * 4, g.ny * 4, g.nw * 4, g.oc * 4,
+		size_t sizes[5] = { g.ny * 4, g.ny, g.nw * 4, g.oc * 4,
 				    g.nw * 4 };
 		struct vtpu_conv_pool_desc d = {
 			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
@@ -660,9 +666,10 @@ TEST(conv_pool)
 			bias[i] = irand(3);
 		for (i = 0; i < g.ny; i++)
 			dy[i] = irand(4);
-		/* garbage indices for the second gradient: routed nowhere */
+		/* random routes for the second gradient, some naming nothing */
 		for (i = 0; i < g.ny; i++)
-			gidx[i] = urand() % 3 ? urand() % (g.oh * g.ow) : urand();
+			gidx[i] = (uint8_t)(urand() % 3 ? urand() % (g.qh * g.qw) :
+					    urand());
 		vtpu_cmdbuf_init(&cb);
 		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
 		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
@@ -681,14 +688,14 @@ TEST(conv_pool)
 		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool_wgrad(&cb, &dg));
 
 		cp_fwd_ref(&g, x, w, bias, ry, ridx);
-		cp_wgrad_ref(&g, x, ry, dy, ridx, rdw, rdb);
-		cp_wgrad_ref(&g, x, ry, dy, gidx, rgw, rgb);
+		cp_wgrad_ref(&g, x, dy, ridx, rdw, rdb);
+		cp_wgrad_ref(&g, x, dy, gidx, rgw, rgb);
 		for (e = 0; e < ex.n; e++) {
 			const void *out[5] = { yb.map, ib.map, dwb.map,
 					       dbb.map, gwb.map };
 
 			memset(yb.map, 0xff, g.ny * 4);
-			memset(ib.map, 0xff, g.ny * 4);
+			memset(ib.map, 0xfe, g.ny);
 			memset(dwb.map, 0xff, g.nw * 4);
 			memset(dbb.map, 0xff, g.oc * 4);
 			memset(gwb.map, 0xff, g.nw * 4);
@@ -697,7 +704,7 @@ TEST(conv_pool)
 			for (k = 0; k < 5; k++)
 				diff += same_bits(out[k], keep[k], sizes[k], e);
 			bad += memcmp(yb.map, ry, g.ny * 4) != 0;
-			bad += memcmp(ib.map, ridx, g.ny * 4) != 0;
+			bad += memcmp(ib.map, ridx, g.ny) != 0;
 			for (i = 0; i < g.nw; i++)
 				bad += ((float *)dwb.map)[i] != rdw[i] ||
 				       ((float *)gwb.map)[i] != rgw[i];
@@ -1661,7 +1668,7 @@ TEST(validator)
 		.x = OPND(0, 0), .w = OPND(0, 256), .bias = OPND(0, 768),
 		.y = OPND(1, 0), .index = OPND(1, 256),
 	};
-	/* its gradient: dw, dbias in b1; dy, index in b0 */
+	/* its gradient: dw, dbias in b1; dy, the routes in b0 */
 	const struct vtpu_cmd_conv_pool cg0 = {
 		.hdr = HDR(VTPU_OP_CONV_POOL_WGRAD, vtpu_cmd_conv_pool),
 		.win = cp0.win, .oc = 8, .pool_h = 2, .pool_w = 2,
@@ -1904,9 +1911,10 @@ TEST(validator)
 	     (cp.pool_h = cp.pool_w = 1, cp.pool_stride_h = 1,
 	      cp.pool_stride_w = 1, cp.oc = 2), VTPU_ERR_NONE, 0);
 	CASE(cp, cg0, "conv_pool_wgrad ok", (void)0, VTPU_ERR_NONE, 0);
-	CASE(cp, cg0, "conv_pool_wgrad relu ok",
-	     (cp.flags = VTPU_CONV_RELU, cp.y = (struct vtpu_operand)OPND(0, 2048)),
-	     VTPU_ERR_NONE, 0);
+	CASE(cp, cg0, "conv_pool_wgrad routes at any byte",
+	     cp.index.offset = 1537, VTPU_ERR_NONE, 0);
+	CASE(cp, cg0, "conv_pool_wgrad flags", cp.flags = VTPU_CONV_RELU,
+	     VTPU_ERR_BAD_FLAGS, 0);
 	CASE(cp, cp0, "conv_pool flags", cp.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
 	CASE(cp, cp0, "conv_pool oc 0", cp.oc = 0, VTPU_ERR_BAD_SHAPE, 0);
 	CASE(cp, cp0, "conv_pool pool 0 high", cp.pool_h = 0,
@@ -1924,9 +1932,12 @@ TEST(validator)
 	CASE(cp, cp0, "conv_pool dy set",
 	     cp.dy = (struct vtpu_operand)OPND(0, 1024), VTPU_ERR_BAD_PAD,
 	     VTPU_OPERAND_DY);
-	CASE(cp, cg0, "conv_pool_wgrad y set without relu",
+	CASE(cp, cg0, "conv_pool_wgrad y set",
 	     cp.y = (struct vtpu_operand)OPND(0, 2048), VTPU_ERR_BAD_PAD,
 	     VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool 255 window positions",
+	     (cp.win.h = 20, cp.win.w = 20, cp.pool_h = 15, cp.pool_w = 17,
+	      cp.oc = 1), VTPU_ERR_BAD_SHAPE, 0);
 	CASE(cp, cp0, "conv_pool x buffer 5", cp.x.buf = 5,
 	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_X);
 	CASE(cp, cp0, "conv_pool w past its buffer", cp.w.offset = 4000,
@@ -1937,6 +1948,9 @@ TEST(validator)
 	     VTPU_OPERAND_Y);
 	CASE(cp, cp0, "conv_pool index over y", cp.index.offset = 64,
 	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool index past its buffer",
+	     cp.index.offset = 4090, VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_INDEX);
 	CASE(cp, cp0, "conv_pool y over w", (cp.y.buf = 0,
 	     cp.y.offset = 512), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
 	CASE(cp, cg0, "conv_pool_wgrad dw over dy", cp.w = cp.dy,
@@ -1945,8 +1959,8 @@ TEST(validator)
 	     cp.bias = cp.index, VTPU_ERR_OVERLAP, VTPU_OPERAND_DBIAS);
 	CASE(cp, cg0, "conv_pool_wgrad dbias over dw",
 	     cp.bias.offset = 768, VTPU_ERR_OVERLAP, VTPU_OPERAND_DW);
-	CASE(cp, cg0, "conv_pool_wgrad relu y over dw",
-	     (cp.flags = VTPU_CONV_RELU, cp.y = cp.w), VTPU_ERR_OVERLAP,
+	CASE(cp, cg0, "conv_pool_wgrad dw over the routes",
+	     cp.index = (struct vtpu_operand)OPND(1, 600), VTPU_ERR_OVERLAP,
 	     VTPU_OPERAND_DW);
 	CASE(cp, cg0, "conv_pool_wgrad dy past its buffer",
 	     cp.dy.offset = 4064, VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);

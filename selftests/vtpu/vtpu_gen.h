@@ -503,19 +503,24 @@ static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
 			if (gen_input(g, nw * 4, 4, &cd.w) ||
 			    gen_input(g, cd.oc * 4, 4, &cd.bias) ||
 			    gen_fresh(g, ny * 4, 4, &cd.y) ||
-			    gen_fresh(g, ny * 4, 4, &cd.index))
+			    gen_fresh(g, ny, 1, &cd.index))
 				return -1;
 			vtpu_cmdbuf_conv_pool(cb, &cd);
 		} else {
-			/* index: mostly pixels of the conv output, some not */
+			/* routes: window positions, some naming none */
+			uint8_t *rt;
+			uint64_t i;
+
 			if (gen_input(g, ny * 4, 4, &cd.dy) ||
-			    gen_fresh(g, ny * 4, 4, &cd.index) ||
-			    ((cd.flags & VTPU_CONV_RELU) &&
-			     gen_input(g, ny * 4, 4, &cd.y)) ||
+			    gen_fresh(g, ny, 1, &cd.index) ||
 			    gen_fresh(g, nw * 4, 4, &cd.w) ||
 			    gen_fresh(g, cd.oc * 4, 4, &cd.bias))
 				return -1;
-			gen_u32s(g, cd.index, ny, oh * ow + 1);
+			rt = gen_ptr(g, cd.index);
+			for (i = 0; i < ny; i++)
+				rt[i] = gen_one_in(r, 8) ? VTPU_CONV_NO_ROUTE :
+					(uint8_t)gen_below(r, cd.pool_h *
+								 cd.pool_w + 1);
 			vtpu_cmdbuf_conv_pool_wgrad(cb, &cd);
 		}
 		break;

@@ -641,47 +641,52 @@ struct vtpu_cmd_pool {
 	struct vtpu_operand index;
 };
 
-/* struct vtpu_cmd_conv_pool.flags */
+/* struct vtpu_cmd_conv_pool.flags (CONV_POOL; CONV_POOL_WGRAD's are 0) */
 #define VTPU_CONV_RELU (1u << 0) /* y = max(y, 0) after the pooling */
 #define VTPU_CONV_FLAGS VTPU_CONV_RELU
+/* A route that passes no gradient (the ReLU's output was not > 0). */
+#define VTPU_CONV_NO_ROUTE 255
 
 /**
  * struct vtpu_cmd_conv_pool - a direct convolution and its max-pool, in
  * one pass (the convolution's output is never stored). CONV_POOL: y,
  * index = maxpool(conv(x, w) + bias), then ReLU with VTPU_CONV_RELU;
- * CONV_POOL_WGRAD: dw, dbias, the gradients of w and bias given dy
+ * CONV_POOL_WGRAD: dw, dbias, the gradients of w and bias given dy and
+ * the routes CONV_POOL wrote
  * @hdr: opcode VTPU_OP_CONV_POOL or VTPU_OP_CONV_POOL_WGRAD
  * @win: the convolution over x [n, h, w, c]: kh x kw taps, stride, zero
  *       padding; its output conv is [n, oh, ow, oc]
  * @oc: output channels, 1..VTPU_MAX_DIM
  * @pool_h: max-pool window height over conv, 1..oh (1 x 1 with stride
- *          1: no pooling)
+ *          1: no pooling); pool_h * pool_w at most 254
  * @pool_w: window width, 1..ow
  * @pool_stride_h: vertical step between pooling windows (>= 1; no padding)
  * @pool_stride_w: horizontal step
- * @flags: VTPU_CONV_FLAGS
+ * @flags: VTPU_CONV_FLAGS for CONV_POOL; zero for CONV_POOL_WGRAD
  * @x: f32 [n, h, w, c] (X), both opcodes' input
  * @w: f32 [kh*kw*c, oc], row (ky, kx, ci): the weights (W, CONV_POOL's
  *     input) or their gradient (DW, WGRAD's output, overwritten)
  * @bias: f32 [oc]: the bias (BIAS, CONV_POOL's input) or its gradient
  *        (DBIAS, WGRAD's output, overwritten)
  * @y: f32 [n, ph, pw, oc], ph = (oh - pool_h) / pool_stride_h + 1, pw
- *     likewise: CONV_POOL's output (Y); WGRAD's input with
- *     VTPU_CONV_RELU (the ReLU's mask is y > 0), else all zero
+ *     likewise: CONV_POOL's output (Y); all zero for WGRAD
  * @dy: f32 [n, ph, pw, oc]: the gradient of y (DY), WGRAD's input; all
  *      zero for CONV_POOL
- * @index: u32 [n, ph, pw, oc] (INDEX): the conv pixel oy*ow + ox that
- *         won each pooling window (the first maximum in window order; a
- *         NaN wins), written by CONV_POOL and read by WGRAD, where a
- *         value that names no pixel of its window routes nothing
+ * @index: u8 [n, ph, pw, oc] (INDEX), the routes: the position qy *
+ *         pool_w + qx in its pooling window of the conv pixel that won
+ *         (the first maximum in window order; a NaN wins), or
+ *         VTPU_CONV_NO_ROUTE where VTPU_CONV_RELU's output is not > 0.
+ *         Written by CONV_POOL, read by WGRAD, where a route that names
+ *         no position of the window passes nothing. One byte per output,
+ *         a quarter of what MAXPOOL's index costs in memory traffic.
  *
  * conv[n, oy, ox, o] = sum over (ky, kx, ci), in that order, of
  * x[n, oy*stride_h - pad_h + ky, ox*stride_w - pad_w + kx, ci] *
  * w[(ky*kw + kx)*c + ci, o], x being 0 outside the image (as IM2COL's
  * columns are), plus bias[o].
- * WGRAD: g = dy (times y > 0 with VTPU_CONV_RELU) routed to the conv
- * pixel its index names; dw = sum of x-window * g over the batch, dbias =
- * sum of g. The input's gradient is not computed: a network's first
+ * WGRAD: g = dy, where the route names a window position, sent to that
+ * conv pixel; dw = sum over the batch of its x-window * g, dbias = sum of
+ * g. The input's gradient is not computed: a network's first
  * convolution (whose input is data) is the case this command is for;
  * others use IM2COL, GEMM and COL2IM. Outputs overlap nothing.
  */
