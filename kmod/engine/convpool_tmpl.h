@@ -208,7 +208,7 @@ static __always_inline void cp_dot(float acc[CP_NP][CP_OB],
 	for (k = 0; k < kc; k++, w += oc)
 		for (j = 0; j < CP_NP; j++)
 			for (i = 0; i < len; i++)
-				acc[j][i] += patch[j][k] * w[i];
+				acc[j][i] += patch[j][k] * vtpu_ld_reg(&w[i]);
 }
 
 /*

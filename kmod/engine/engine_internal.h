@@ -29,6 +29,20 @@ bool vtpu_window_decode(const struct vtpu_window *w,
 bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 			  struct vtpu_engine_convpool *cp);
 
+/*
+ * *p, loaded into a register: a scalar multiply-add may not take it as a
+ * memory operand. QEMU 7.2's TCG (the guest CI boots) loads 16 bytes for
+ * vfmadd*ss m32, so such an FMA on a buffer's last float faulted on the
+ * unmapped page after it. Real CPUs read 4 bytes; this costs nothing.
+ */
+static __always_inline float vtpu_ld_reg(const float *p)
+{
+	float v = *p;
+
+	__asm__("" : "+x"(v));
+	return v;
+}
+
 static inline u64 vtpu_min_u64(u64 a, u64 b)
 {
 	return a < b ? a : b;

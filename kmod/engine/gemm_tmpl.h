@@ -220,7 +220,7 @@ static inline void GEMM_FN(gemm_store_edge)(const float *t, float *c, u64 ldc,
 			float x = alpha * t[j];
 
 			if (beta != 0.0f)
-				x += beta * c[j];
+				x += beta * vtpu_ld_reg(&c[j]);
 			if (bias)
 				x += bias[j];
 			if (relu && x < 0.0f)
