@@ -212,28 +212,32 @@ static __always_inline void cp_dot(float acc[CP_NP][CP_OB],
 }
 
 /*
- * acc[j][0..CP_OB) += patch[j][0..kc) * w rows for a whole block, in
- * vector registers.
+ * acc[j][0..CP_OB) += position j's patch times the w rows, a whole block
+ * in vector registers: the patch is kh rows of run floats, @stride apart
+ * (a window read in place, or a gathered patch: one row).
  */
-static __always_inline void cp_dot_vec(CPV acc[CP_NP][CP_NV],
-				       const float patch[CP_NP][CP_KC], u32 kc,
-				       const float *w, u32 oc)
+static __always_inline void cp_dot_direct(CPV acc[CP_NP][CP_NV],
+					  const float *const *src, u32 kh,
+					  u32 run, u64 stride, const float *w,
+					  u32 oc)
 {
-	u32 k, j, v;
+	u32 ky, q, j, v;
 
-	for (k = 0; k < kc; k++, w += oc) {
-		CPV wv[CP_NV];
-
-#pragma GCC unroll 16
-		for (v = 0; v < CP_NV; v++)
-			wv[v] = cpv_load(w + v * CP_VW);
-#pragma GCC unroll 16
-		for (j = 0; j < CP_NP; j++) {
-			CPV pv = cpv_splat(patch[j][k]);
+	for (ky = 0; ky < kh; ky++) {
+		for (q = 0; q < run; q++, w += oc) {
+			CPV wv[CP_NV];
 
 #pragma GCC unroll 16
 			for (v = 0; v < CP_NV; v++)
-				acc[j][v] += pv * wv[v];
+				wv[v] = cpv_load(w + v * CP_VW);
+#pragma GCC unroll 16
+			for (j = 0; j < CP_NP; j++) {
+				CPV pv = cpv_splat(src[j][ky * stride + q]);
+
+#pragma GCC unroll 16
+				for (v = 0; v < CP_NV; v++)
+					acc[j][v] += pv * wv[v];
+			}
 		}
 	}
 }
@@ -251,8 +255,11 @@ static __always_inline void cp_conv(const struct vtpu_engine_convpool *cp,
 {
 	u64 kdim = cp->win.kdim, k0;
 	CPV acc[CP_NP][CP_NV];
+	const float *src[CP_NP];
 	u32 j, i, v, kc;
 
+	for (j = 0; j < CP_NP; j++)
+		src[j] = patch[j];
 	if (len == CP_OB)
 		for (j = 0; j < CP_NP; j++)
 			for (v = 0; v < CP_NV; v++)
@@ -268,8 +275,8 @@ static __always_inline void cp_conv(const struct vtpu_engine_convpool *cp,
 				cp_gather(cp, n, oy[j], ox[j], k0, kc,
 					  patch[j]);
 		if (len == CP_OB)
-			cp_dot_vec(acc, (const float (*)[CP_KC])patch, kc,
-				   cp->w + k0 * cp->oc + o0, cp->oc);
+			cp_dot_direct(acc, src, 1, kc, 0,
+				      cp->w + k0 * cp->oc + o0, cp->oc);
 		else
 			cp_dot(out, (const float (*)[CP_KC])patch, kc,
 			       cp->w + k0 * cp->oc + o0, cp->oc, len);
@@ -326,36 +333,6 @@ static __always_inline void cp_store(const struct vtpu_engine_convpool *cp,
 
 		y[i] = relu && v < 0.0f ? 0.0f : v;
 		index[i] = relu && !(v > 0.0f) ? VTPU_CONV_NO_ROUTE : at[i];
-	}
-}
-
-/*
- * cp_dot_vec() reading the patches in place: each position's window lies
- * wholly in the image, its kh rows of run = kw * c floats a stride apart.
- */
-static __always_inline void cp_dot_direct(CPV acc[CP_NP][CP_NV],
-					  const float *const *src, u32 kh,
-					  u32 run, u64 stride, const float *w,
-					  u32 oc)
-{
-	u32 ky, q, j, v;
-
-	for (ky = 0; ky < kh; ky++) {
-		for (q = 0; q < run; q++, w += oc) {
-			CPV wv[CP_NV];
-
-#pragma GCC unroll 16
-			for (v = 0; v < CP_NV; v++)
-				wv[v] = cpv_load(w + v * CP_VW);
-#pragma GCC unroll 16
-			for (j = 0; j < CP_NP; j++) {
-				CPV pv = cpv_splat(src[j][ky * stride + q]);
-
-#pragma GCC unroll 16
-				for (v = 0; v < CP_NV; v++)
-					acc[j][v] += pv * wv[v];
-			}
-		}
 	}
 }
 
