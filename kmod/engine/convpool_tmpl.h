@@ -32,9 +32,9 @@
 /* Channel blocks whose running maxima are kept across position groups. */
 #define CP_GB 2u
 /*
- * Pooled pixels ahead to prefetch: a block's slice of y, index and dy is
- * one cache line per pixel, a page apart every few pixels, which the
- * hardware prefetcher does not follow.
+ * Pooled pixels ahead to prefetch: a block's slice of y and dy is one
+ * cache line per pixel (its routes a quarter of one), a page apart every
+ * few pixels, which the hardware prefetcher does not follow.
  */
 #define CP_PF 8u
 
@@ -559,8 +559,8 @@ static __always_inline void cp_wdot(float *dw, u32 oc,
 
 /*
  * dw and db (channels o0.., one block) += the gradient of pooled pixel
- * (n, py, px): its g routed, window position by window position, to the
- * conv pixel its index names, times that pixel's patch.
+ * (n, py, px): its g sent, window position by window position, to the
+ * conv pixel its route names, times that pixel's patch.
  */
 static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 					       u64 n, u64 py, u64 px, u32 o0,

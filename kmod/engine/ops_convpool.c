@@ -8,9 +8,11 @@
  *
  * CONV_POOL tiles the pooled pixels: each tile computes every output
  * channel of its pixels, each pixel's window of conv pixels in registers.
- * CONV_POOL_WGRAD tiles the output channels, CP_OB at a time, so that a
- * tile owns its columns of dw and dbias; its steps walk the pooled pixels
- * in order, so every sum has one order whatever the worker count.
+ * CONV_POOL_WGRAD tiles the output channels, CP_OB at a time (two blocks
+ * on AVX-512), so that a tile owns its columns of dw and dbias; its steps
+ * walk the pooled pixels in order, so every sum has one order whatever
+ * the worker count or tiling. The routes CONV_POOL leaves for it are one
+ * byte per output: the window position that won, or VTPU_CONV_NO_ROUTE.
  *
  * This file is the dispatcher and the portable level; convpool_tmpl.h
  * holds the kernels.
