@@ -428,23 +428,20 @@ static struct vtpu_conv_pool_desc convpool_desc(struct cx *cx, int i, int j)
 	};
 }
 
-static void convpool_cmd(struct cx *cx, uint32_t opcode,
-			 const struct vtpu_conv_pool_desc *d, struct tref x,
-			 struct tref w, struct tref bias, struct tref y,
-			 struct tref dy, struct tref index)
+static struct vtpu_ref ref(struct tref t)
 {
-	struct vtpu_cmd_conv_pool cmd = {
-		.hdr = { opcode, sizeof(cmd) },
-		.win = d->win, .oc = d->oc,
-		.pool_h = d->pool_h, .pool_w = d->pool_w,
-		.pool_stride_h = d->pool_stride_h,
-		.pool_stride_w = d->pool_stride_w,
-		.flags = d->flags,
-		.x = opnd(x), .w = opnd(w), .bias = opnd(bias),
-		.y = opnd(y), .dy = opnd(dy), .index = opnd(index),
-	};
+	return VTPU_REF((uint32_t)t.sid, t.off);
+}
 
-	emit(cx, &cmd);
+/* CONV_POOL or its gradient, through libvtpu's builder of the pair. */
+static void convpool_emit(struct cx *cx, bool wgrad,
+			  const struct vtpu_conv_pool_desc *d)
+{
+	int ret = wgrad ? vtpu_cmdbuf_conv_pool_wgrad(&cx->cb, d) :
+			  vtpu_cmdbuf_conv_pool(&cx->cb, d);
+
+	if (ret && !cx->err)
+		cx->err = ret;
 }
 
 static void convpool_fwd_im2col(struct cx *cx, int i, int j)
@@ -538,37 +535,12 @@ static void convpool_fwd(struct cx *cx, int i, int j)
 	d = convpool_desc(cx, i, j);
 	cx->val[j] = work(cx, pooled * 4);
 	cx->aux[j] = work(cx, pooled);	/* u8 routes */
-	convpool_cmd(cx, VTPU_OP_CONV_POOL, &d, cx->val[n->in[0]],
-		     param(cx, n->weight), param(cx, n->bias), cx->val[j],
-		     at(0, 0), cx->aux[j]);
-}
-
-/*
- * A ReLU whose input is a direct pair's pooling, and nothing else uses
- * that pooling: CONV_POOL applies it (max commutes with ReLU), and the
- * gradient's mask is CONV_POOL_WGRAD's. The ReLU node only names the
- * pooled values and passes its gradient through.
- */
-static void plan_relu_folding(struct cx *cx)
-{
-	const struct vtpu_graph *g = cx->g;
-	int r, j, k, uses;
-
-	for (r = 0; r < g->nnodes; r++) {
-		if (g->nodes[r].op != VG_RELU)
-			continue;
-		j = g->nodes[r].in[0];
-		if (g->nodes[j].op != VG_MAXPOOL)
-			continue;
-		k = g->nodes[j].in[0];
-		if (cx->pool_of[k] != j || !convpool_direct(cx, k, j))
-			continue;
-		for (uses = 0, k = 0; k < g->nnodes; k++)
-			uses += (g->nodes[k].in[0] == j) +
-				(g->nodes[k].in[1] == j);
-		if (uses == 1)
-			cx->relu_folded[r] = cx->pool_relu[j] = true;
-	}
+	d.x = ref(cx->val[n->in[0]]);
+	d.w = ref(param(cx, n->weight));
+	d.bias = ref(param(cx, n->bias));
+	d.y = ref(cx->val[j]);
+	d.index = ref(cx->aux[j]);
+	convpool_emit(cx, false, &d);
 }
 
 /* The direct path's gradient: the ReLU's mask (in the routes) and dbias. */
@@ -581,11 +553,14 @@ static void convpool_bwd(struct cx *cx, int i, int j)
 		convpool_bwd_im2col(cx, i, j);
 		return;
 	}
+	/* the builder leaves out flags and y: the routes carry the mask */
 	d = convpool_desc(cx, i, j);
-	d.flags = 0;	/* the routes carry the ReLU's mask */
-	convpool_cmd(cx, VTPU_OP_CONV_POOL_WGRAD, &d, cx->val[n->in[0]],
-		     param_grad(cx, n->weight), param_grad(cx, n->bias),
-		     at(0, 0), cx->grad[j], cx->aux[j]);
+	d.x = ref(cx->val[n->in[0]]);
+	d.w = ref(param_grad(cx, n->weight));
+	d.bias = ref(param_grad(cx, n->bias));
+	d.dy = ref(cx->grad[j]);
+	d.index = ref(cx->aux[j]);
+	convpool_emit(cx, true, &d);
 }
 
 /* The pooling of a fused pair runs as part of its convolution. */
@@ -946,6 +921,16 @@ static void lower(struct cx *cx)
 
 /* ---- the driver ------------------------------------------------------- */
 
+/* How many inputs of the graph's nodes are node @x. */
+static int consumers(const struct vtpu_graph *g, int x)
+{
+	int k, uses = 0;
+
+	for (k = 0; k < g->nnodes; k++)
+		uses += (g->nodes[k].in[0] == x) + (g->nodes[k].in[1] == x);
+	return uses;
+}
+
 /* A conv feeding only a max-pool is fused with it (see convpool_fwd). */
 static void plan_fusion(struct cx *cx)
 {
@@ -956,14 +941,36 @@ static void plan_fusion(struct cx *cx)
 		cx->pool_of[i] = -1;
 		if (g->nodes[i].op != VG_CONV2D)
 			continue;
-		uses = 0;
-		for (k = 0; k < g->nnodes; k++)
-			uses += (g->nodes[k].in[0] == i) +
-				(g->nodes[k].in[1] == i);
+		uses = consumers(g, i);
 		for (k = i + 1; k < g->nnodes; k++)
 			if (uses == 1 && g->nodes[k].op == VG_MAXPOOL &&
 			    g->nodes[k].in[0] == i)
 				cx->pool_of[i] = k;
+	}
+}
+
+/*
+ * A ReLU whose input is a direct pair's pooling, and nothing else uses
+ * that pooling: CONV_POOL applies it (max commutes with ReLU), and the
+ * gradient's mask is CONV_POOL_WGRAD's. The ReLU node only names the
+ * pooled values and passes its gradient through.
+ */
+static void plan_relu_folding(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	int r, j, k;
+
+	for (r = 0; r < g->nnodes; r++) {
+		if (g->nodes[r].op != VG_RELU)
+			continue;
+		j = g->nodes[r].in[0];
+		if (g->nodes[j].op != VG_MAXPOOL)
+			continue;
+		k = g->nodes[j].in[0];
+		if (cx->pool_of[k] != j || !convpool_direct(cx, k, j))
+			continue;
+		if (consumers(g, j) == 1)
+			cx->relu_folded[r] = cx->pool_relu[j] = true;
 	}
 }
 
