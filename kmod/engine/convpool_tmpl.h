@@ -336,6 +336,34 @@ static __always_inline void cp_store(const struct vtpu_engine_convpool *cp,
 	}
 }
 
+/*
+ * Prefetch channels [o, o + len) of pooled pixel p + CP_PF (if it is
+ * before @p1): their f32 values @f (y to write, or dy to read) and their
+ * routes, a cache line of each at a time.
+ */
+static __always_inline void cp_prefetch(const struct vtpu_engine_convpool *cp,
+					const float *f, const u8 *route, u64 p,
+					u64 p1, u32 o, u32 len, bool write)
+{
+	u64 at = (p + CP_PF) * cp->oc + o;
+	u32 i;
+
+	if (p + CP_PF >= p1)
+		return;
+	for (i = 0; i < len; i += 16) {
+		if (write)
+			__builtin_prefetch(f + at + i, 1);
+		else
+			__builtin_prefetch(f + at + i);
+	}
+	for (i = 0; i < len; i += 64) {
+		if (write)
+			__builtin_prefetch(route + at + i, 1);
+		else
+			__builtin_prefetch(route + at + i);
+	}
+}
+
 /* Where conv pixel (n, oy, ox)'s window starts, or NULL if it hangs over. */
 static __always_inline const float *cp_window(const struct vtpu_engine_convpool *cp,
 					      u64 n, u64 oy, u64 ox)
@@ -398,11 +426,7 @@ static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
 		off = p * cp->oc;
-		if (p + CP_PF < p1)
-			for (o = 0; o < cp->oc; o += CP_OB) {
-				__builtin_prefetch(cp->y + off + CP_PF * cp->oc + o, 1);
-				__builtin_prefetch(cp->index + off + CP_PF * cp->oc + o, 1);
-			}
+		cp_prefetch(cp, cp->y, cp->index, p, p1, 0, cp->oc, true);
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
 		for (o = 0; o < cp->oc; o += CP_OB) {
@@ -456,7 +480,6 @@ void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
 	float best[CP_GB][CP_OB];
 	u8 at[CP_GB][CP_OB];
 	u32 nblk = (cp->oc + CP_OB - 1) / CP_OB, b0, b, len;
-
 	struct cp_qpos qp;
 
 	if (!(cp->oc % CP_OB) && nq <= CP_NP && cp->win.kdim <= CP_KC) {
@@ -466,12 +489,7 @@ void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++) {
 		off = p * cp->oc;
-		if (p + CP_PF < p1)
-			for (o = 0; o < cp->oc; o += CP_OB) {
-				__builtin_prefetch(cp->y + off + CP_PF * cp->oc + o, 1);
-				__builtin_prefetch(cp->index + off + CP_PF * cp->oc + o, 1);
-			}
-
+		cp_prefetch(cp, cp->y, cp->index, p, p1, 0, cp->oc, true);
 		for (b0 = 0; b0 < nblk; b0 += CP_GB) {
 			for (q0 = 0; q0 < nq; q0 += CP_NP) {
 				np = nq - q0 < CP_NP ? nq - q0 : CP_NP;
@@ -624,14 +642,7 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
 		off = p * cp->oc + o0;
-		if (p + CP_PF < p1) {
-			for (v = 0; v < nv; v += CP_OB / CP_VW) {
-				u64 a = off + CP_PF * cp->oc + v * CP_VW;
-
-				__builtin_prefetch(cp->dy + a);
-				__builtin_prefetch(cp->index + a);
-			}
-		}
+		cp_prefetch(cp, cp->dy, cp->index, p, p1, o0, nv * CP_VW, false);
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
 #pragma GCC unroll 16
@@ -697,12 +708,7 @@ static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
 		db[i] = cp->dbias[o0 + i];
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++) {
-		u64 ahead = (p + CP_PF) * cp->oc + o0;
-
-		if (p + CP_PF < p1) {
-			__builtin_prefetch(cp->dy + ahead);
-			__builtin_prefetch(cp->index + ahead);
-		}
+		cp_prefetch(cp, cp->dy, cp->index, p, p1, o0, len, false);
 		cp_wgrad_px(cp, n, py, px, o0, len, db);
 		vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph);
 	}
