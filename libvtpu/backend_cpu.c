@@ -253,6 +253,14 @@ static void prof_describe(struct cpu_prof_cmd *pc,
 			 cp->pkh, cp->pkw);
 		break;
 	}
+	case VTPU_OP_CONV:
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_CONV_WGRAD:
+		/* the GEMM it runs; DGRAD's window is over dy */
+		snprintf(pc->what, sizeof(pc->what), "%ux%ux%u k%ux%u",
+			 op->gemm.m, op->gemm.n, op->gemm.k, op->gemm.win.kh,
+			 op->gemm.win.kw);
+		break;
 	case VTPU_OP_ELEMENTWISE:
 		snprintf(pc->what, sizeof(pc->what), "op %u, %llu", op->ew.op,
 			 (unsigned long long)op->ew.count);

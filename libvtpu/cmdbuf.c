@@ -296,6 +296,42 @@ int vtpu_cmdbuf_conv_pool_wgrad(struct vtpu_cmdbuf *cb,
 	return cmdbuf_conv_pool(cb, VTPU_OP_CONV_POOL_WGRAD, d);
 }
 
+static int cmdbuf_conv(struct vtpu_cmdbuf *cb, uint32_t opcode,
+		       const struct vtpu_conv_desc *d)
+{
+	struct vtpu_cmd_conv c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = opcode;
+	c.hdr.size = sizeof(c);
+	c.win = d->win;
+	c.oc = d->oc;
+	c.flags = d->flags;
+	c.x = opnd(d->x);
+	c.w = opnd(d->w);
+	c.y = opnd(d->y);
+	if (opcode == VTPU_OP_CONV && (d->flags & VTPU_CONV_BIAS))
+		c.bias = opnd(d->bias);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_conv(struct vtpu_cmdbuf *cb, const struct vtpu_conv_desc *d)
+{
+	return cmdbuf_conv(cb, VTPU_OP_CONV, d);
+}
+
+int vtpu_cmdbuf_conv_dgrad(struct vtpu_cmdbuf *cb,
+			   const struct vtpu_conv_desc *d)
+{
+	return cmdbuf_conv(cb, VTPU_OP_CONV_DGRAD, d);
+}
+
+int vtpu_cmdbuf_conv_wgrad(struct vtpu_cmdbuf *cb,
+			   const struct vtpu_conv_desc *d)
+{
+	return cmdbuf_conv(cb, VTPU_OP_CONV_WGRAD, d);
+}
+
 int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
 			    uint64_t count, float alpha, float beta,
 			    struct vtpu_ref x, struct vtpu_ref y,
@@ -623,6 +659,17 @@ static void explain_flags(struct strbuf *sb, const void *cmd,
 		case VTPU_OP_MAXPOOL_GRAD:
 			sb_printf(sb, "flags must be zero");
 			return;
+		case VTPU_OP_CONV:
+			sb_printf(sb, "flags 0x%x: CONV knows VTPU_CONV_BIAS "
+				  "and VTPU_CONV_RELU",
+				  ((const struct vtpu_cmd_conv *)cmd)->flags);
+			return;
+		case VTPU_OP_CONV_DGRAD:
+		case VTPU_OP_CONV_WGRAD:
+			sb_printf(sb, "flags 0x%x: the gradients know "
+				  "VTPU_CONV_ACCUMULATE only",
+				  ((const struct vtpu_cmd_conv *)cmd)->flags);
+			return;
 		}
 	}
 	sb_printf(sb, "unknown flag bits set");
@@ -713,6 +760,22 @@ static void explain_shape(struct strbuf *sb, const void *cmd,
 			  w->c, w->kh, w->kw, w->stride_h, w->stride_w,
 			  w->pad_h, w->pad_w, c->oc, c->pool_h, c->pool_w,
 			  c->pool_stride_h, c->pool_stride_w, VTPU_MAX_DIM,
+			  (unsigned long long)VTPU_MAX_ELEMS);
+		return;
+	}
+	case VTPU_OP_CONV:
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_CONV_WGRAD: {
+		const struct vtpu_cmd_conv *c = cmd;
+		const struct vtpu_window *w = &c->win;
+
+		sb_printf(sb, "conv n=%u h=%u w=%u c=%u k=%ux%u stride %ux%u "
+			  "pad %ux%u -> oc=%u: dimensions 1..%u, pad < k, h + "
+			  "2 pad >= k; windows (n*oh*ow), pixels (n*h*w), "
+			  "kh*kw*c and kh*kw*oc at most %u; every tensor at "
+			  "most %llu elements", w->n, w->h, w->w, w->c, w->kh,
+			  w->kw, w->stride_h, w->stride_w, w->pad_h, w->pad_w,
+			  c->oc, VTPU_MAX_DIM, VTPU_MAX_DIM,
 			  (unsigned long long)VTPU_MAX_ELEMS);
 		return;
 	}
@@ -863,6 +926,10 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 			sb_printf(&sb, "operand %s: %s %u is smaller than its "
 				  "row length %u (stored %u x %u)", oname,
 				  oi.ld_name, oi.ld, oi.cols, oi.rows, oi.cols);
+		else if (operand == VTPU_OPERAND_NONE &&
+			 hdr.opcode == VTPU_OP_CONV_DGRAD)
+			sb_printf(&sb, "CONV_DGRAD wants stride 1x1 (larger "
+				  "strides: GEMM and COL2IM)");
 		else if (operand == VTPU_OPERAND_NONE)
 			sb_printf(&sb, "a window's stride is 0 or above %u",
 				  VTPU_MAX_DIM);

@@ -405,6 +405,9 @@ const char *vtpu_opcode_name(uint32_t opcode)
 		[VTPU_OP_DROPOUT] = "DROPOUT",
 		[VTPU_OP_CONV_POOL] = "CONV_POOL",
 		[VTPU_OP_CONV_POOL_WGRAD] = "CONV_POOL_WGRAD",
+		[VTPU_OP_CONV] = "CONV",
+		[VTPU_OP_CONV_DGRAD] = "CONV_DGRAD",
+		[VTPU_OP_CONV_WGRAD] = "CONV_WGRAD",
 	};
 	_Static_assert(sizeof(names) / sizeof(names[0]) == VTPU_OP_COUNT,
 		       "every opcode has a name");

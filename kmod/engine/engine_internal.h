@@ -30,6 +30,13 @@ bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 			  struct vtpu_engine_convpool *cp);
 
 /*
+ * validate.c: decode a CONV, CONV_DGRAD or CONV_WGRAD command's geometry
+ * into *g, with *rows = n * oh * ow; false if it is invalid.
+ */
+bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
+		      struct vtpu_engine_window *g, u64 *rows);
+
+/*
  * *p, loaded into a register: a scalar multiply-add may not take it as a
  * memory operand. QEMU 7.2's TCG (the guest CI boots) loads 16 bytes for
  * vfmadd*ss m32, so such an FMA on a buffer's last float faulted on the
@@ -105,6 +112,9 @@ static inline u32 vtpu_first_tap(u64 i, u32 pad, u32 s, u32 k, u32 on)
  */
 void vtpu_conv_prepare(struct vtpu_engine_op *op);		/* ops_conv.c */
 void vtpu_conv_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
+		      u64 n, u64 oy, u64 ox, u32 ky, u64 q, u64 len,
+		      float *dst);
 void vtpu_pool_prepare(struct vtpu_engine_op *op);		/* ops_pool.c */
 void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 void vtpu_convpool_prepare(struct vtpu_engine_op *op);	/* ops_convpool.c */

@@ -73,6 +73,79 @@ static void prepare_convpool(struct vtpu_engine_op *op,
 	vtpu_convpool_prepare(op);
 }
 
+/*
+ * CONV, CONV_DGRAD, CONV_WGRAD: the GEMM that IM2COL + GEMM (+ COL2IM)
+ * would run, with A the implicit im2col matrix (gemm_tmpl.h packs it).
+ */
+static void prepare_conv_gemm(struct vtpu_engine_op *op,
+			      const struct vtpu_cmd_conv *c,
+			      const struct vtpu_engine_buf *bufs)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	struct vtpu_engine_window *w = &g->win;
+	u64 rows;
+
+	vtpu_conv_decode(c, w, &rows);
+	g->dtype = VTPU_DTYPE_F32;
+	g->alpha = 1.0f;
+	g->beta = (c->flags & VTPU_CONV_ACCUMULATE) ? 1.0f : 0.0f;
+	g->implicit = 1;
+	g->ldb = c->oc;
+	switch (c->hdr.opcode) {
+	case VTPU_OP_CONV:	/* y = act(cols * w + bias) */
+		g->m = (u32)rows;
+		g->n = c->oc;
+		g->k = (u32)w->kdim;
+		g->lda = g->k;
+		g->ldc = c->oc;
+		g->a = operand_ptr(bufs, &c->x);
+		g->b = operand_ptr(bufs, &c->w);
+		g->c = operand_ptr(bufs, &c->y);
+		if (c->flags & VTPU_CONV_BIAS) {
+			g->flags |= VTPU_GEMM_BIAS;
+			g->bias = operand_ptr(bufs, &c->bias);
+		}
+		if (c->flags & VTPU_CONV_RELU)
+			g->flags |= VTPU_GEMM_RELU;
+		break;
+	case VTPU_OP_CONV_WGRAD:	/* dw = cols^T * dy */
+		g->m = (u32)w->kdim;
+		g->n = c->oc;
+		g->k = (u32)rows;
+		g->flags = VTPU_GEMM_TRANS_A;
+		g->lda = g->m;
+		g->ldc = c->oc;
+		g->a = operand_ptr(bufs, &c->x);
+		g->b = operand_ptr(bufs, &c->y);
+		g->c = operand_ptr(bufs, &c->w);
+		break;
+	default:
+		/*
+		 * CONV_DGRAD (stride 1): dx is the convolution of dy, padded
+		 * so that its output is x's size, with w turned (flip_oc).
+		 */
+		g->m = w->n * w->h * w->w;
+		g->n = w->c;
+		g->k = w->kh * w->kw * c->oc;
+		g->lda = g->k;
+		g->ldc = w->c;
+		g->flip_oc = c->oc;
+		g->a = operand_ptr(bufs, &c->y);
+		g->b = operand_ptr(bufs, &c->w);
+		g->c = operand_ptr(bufs, &c->x);
+		w->h = w->oh;
+		w->w = w->ow;
+		w->c = c->oc;
+		w->ph = w->kh - 1 - w->ph;
+		w->pw = w->kw - 1 - w->pw;
+		w->oh = c->win.h;
+		w->ow = c->win.w;
+		w->kdim = g->k;
+		break;
+	}
+	vtpu_gemm_prepare(op);
+}
+
 static void prepare_ew(struct vtpu_engine_op *op,
 		       const struct vtpu_cmd_elementwise *e,
 		       const struct vtpu_engine_buf *bufs)
@@ -273,6 +346,11 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 	case VTPU_OP_CONV_POOL_WGRAD:
 		prepare_convpool(op, (const void *)cmd, bufs);
 		break;
+	case VTPU_OP_CONV:
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_CONV_WGRAD:
+		prepare_conv_gemm(op, (const void *)cmd, bufs);
+		break;
 	default: /* NOP */
 		break;
 	}
@@ -306,6 +384,9 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 {
 	switch (op->opcode) {
 	case VTPU_OP_GEMM:
+	case VTPU_OP_CONV:
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_CONV_WGRAD:
 		vtpu_gemm_run(op, tile, step, scratch);
 		break;
 	case VTPU_OP_FILL:

@@ -98,7 +98,7 @@ static bool gemm_is_tn(const struct vtpu_engine_op *op)
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
 	return op->simd == VTPU_SIMD_AVX512 && g->dtype == VTPU_DTYPE_F32 &&
-	       g->flags == VTPU_GEMM_TRANS_A && g->k &&
+	       g->flags == VTPU_GEMM_TRANS_A && g->k && !g->implicit &&
 	       g->m <= VTPU_GEMM_NARROW_NR && g->n > VTPU_GEMM_NARROW_NR;
 }
 
@@ -196,11 +196,5 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 
 size_t vtpu_gemm_scratch_size(void)
 {
-	/*
-	 * packed B (kc x nt), packed A (kc x mt), and slack for the vector
-	 * packs' whole-vector stores (gemm_pack_a_rows)
-	 */
-	return ((size_t)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX +
-		(size_t)VTPU_GEMM_KC * (VTPU_GEMM_MT_MAX + VTPU_GEMM_MR_MAX) +
-		16) * sizeof(float);
+	return VTPU_GEMM_SCRATCH_FLOATS * sizeof(float);	/* see gemm.h */
 }

@@ -58,6 +58,21 @@
  */
 #define VTPU_GEMM_NARROW_MT_MAX 4096
 
+/*
+ * The scratch, in floats: packed B (KC x NT_MAX; the narrow kernel keeps
+ * its transposed microtile there too), packed A (KC x (MT_MAX + MR_MAX)
+ * and slack for the vector packs' whole-vector stores), and the gather
+ * area where a convolution's implicit A is assembled a panel (MR_MAX x
+ * KC) or a stored row (at most NARROW_MT_MAX) at a time.
+ */
+#define VTPU_GEMM_A_OFF ((u64)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX)
+#define VTPU_GEMM_GATHER_OFF                                                   \
+	(VTPU_GEMM_A_OFF +                                                     \
+	 (u64)VTPU_GEMM_KC * (VTPU_GEMM_MT_MAX + VTPU_GEMM_MR_MAX) + 16)
+#define VTPU_GEMM_GATHER_FLOATS ((u64)VTPU_GEMM_MR_MAX * VTPU_GEMM_KC)
+#define VTPU_GEMM_SCRATCH_FLOATS                                               \
+	(VTPU_GEMM_GATHER_OFF + VTPU_GEMM_GATHER_FLOATS)
+
 /**
  * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
  * @g: the decoded command

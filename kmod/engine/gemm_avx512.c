@@ -430,16 +430,16 @@ void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 	const struct vtpu_engine_gemm *g = st->g;
 	float *bp = scratch;
 	V16F (*t)[2] = (V16F (*)[2])(bp + VTPU_GEMM_KC * GEMM_NR);
-	float *ap = bp + (u64)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX;
+	float *ap = bp + VTPU_GEMM_A_OFF;
 	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
 	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
 	bool f32 = g->dtype == VTPU_DTYPE_F32;
-	bool a_direct = f32 && (g->flags & VTPU_GEMM_TRANS_A);
+	bool a_direct = f32 && (g->flags & VTPU_GEMM_TRANS_A) && !g->implicit;
 	u64 lda = a_direct ? g->lda : GEMM_MR, ldb = GEMM_NR, ldc = g->ldc;
 	const float *a = ap, *b = bp;
 	u32 kc = st->kc, i;
 
-	if (f32 && !(g->flags & VTPU_GEMM_TRANS_B)) {
+	if (f32 && !(g->flags & VTPU_GEMM_TRANS_B) && !g->flip_oc) {
 		ldb = g->ldb;
 		b = (const float *)g->b + st->p0 * ldb + st->j0;
 	} else {

@@ -231,10 +231,43 @@ static inline void GEMM_FN(gemm_store_edge)(const float *t, float *c, u64 ldc,
 }
 
 /*
+ * A convolution's implicit A (g->implicit), stored m x k: rows i0..i0+mt
+ * of the im2col of the image, gathered MR rows at a time into @tmp (MR x
+ * kc, row-major) and transposed into the panels as a stored A would be.
+ */
+static noinline void GEMM_FN(gemm_pack_a_im2col)(float *ap,
+						  const struct vtpu_engine_gemm *g,
+						  u32 i0, u32 mt, u32 p0,
+						  u32 kc, float *tmp)
+{
+	const struct vtpu_engine_window *w = &g->win;
+	u64 run = (u64)w->kw * w->c, ox, oy, n;
+	u32 ky = (u32)(p0 / run), i, r;
+	u64 q = p0 - ky * run;
+
+	vtpu_xy_of(i0, w->ow, w->oh, &ox, &oy, &n);
+	for (i = 0; i < mt; i += GEMM_MR, ap += (u64)kc * GEMM_MR) {
+		u32 rows = gemm_min(GEMM_MR, mt - i);
+
+		for (r = 0; r < rows; r++) {
+			vtpu_im2col_cols(w, g->a, n, oy, ox, ky, q, kc,
+					 tmp + (u64)r * kc);
+			vtpu_next_xy(&ox, &oy, &n, w->ow, w->oh);
+		}
+		if (rows == GEMM_MR)
+			gemm_pack_tr(ap, GEMM_MR, tmp, 0, kc, kc, GEMM_MR,
+				     false);
+		else
+			gemm_pack_tr(ap, GEMM_MR, tmp, 0, kc, kc, rows, false);
+	}
+}
+
+/*
  * The tile's A block, rows i0..i0+mt, k p0..p0+kc, as consecutive MR-row
  * panels (kc * MR floats each). Stored rows are read in order so that the
  * hardware prefetcher follows (a panel at a time would touch a new page
- * per k when A is stored k x m). @h: A is bf16.
+ * per k when A is stored k x m). @h: A is bf16. A convolution's implicit
+ * A is gathered into the scratch's gather area (gemm.h), after @ap's.
  */
 static __always_inline void GEMM_FN(gemm_pack_a_dt)(float *ap,
 						    const struct vtpu_engine_gemm *g,
@@ -243,34 +276,92 @@ static __always_inline void GEMM_FN(gemm_pack_a_dt)(float *ap,
 {
 	u64 lda = g->lda, pstride = (u64)kc * GEMM_MR;
 	u32 full = mt / GEMM_MR, rest = mt - full * GEMM_MR;
+	float *tmp = ap + (VTPU_GEMM_GATHER_OFF - VTPU_GEMM_A_OFF);
+	const void *a = g->a;
 	u64 src = (u64)p0 * lda + i0;
-	u32 p, r, i;
+	u64 run, q = 0, ox = 0, oy = 0, n = 0;
+	u32 p, r, i, ky = 0;
 
 	if (!(g->flags & VTPU_GEMM_TRANS_A)) {
+		if (g->implicit) {
+			GEMM_FN(gemm_pack_a_im2col)(ap, g, i0, mt, p0, kc, tmp);
+			return;
+		}
 		/* stored m x k: transpose MR rows at a time */
 		gemm_pack_tr_panels(ap, GEMM_MR, g->a, (u64)i0 * lda + p0, lda,
 				    kc, mt, h);
 		return;
 	}
 	/* stored k x m: row p holds all the block's rows */
+	if (g->implicit) {
+		/* A's row p is im2col row p0 + p, from column i0 on */
+		run = (u64)g->win.kw * g->win.c;
+		ky = (u32)(i0 / run);
+		q = i0 - ky * run;
+		vtpu_xy_of(p0, g->win.ow, g->win.oh, &ox, &oy, &n);
+	}
 	for (p = 0; p < kc; p++, src += lda) {
 		float *d = ap + p * GEMM_MR;
 
-		gemm_prefetch_row(g->a, src + GEMM_PF_ROWS * lda, mt, 2 - h);
+		if (g->implicit) {
+			/* the row, gathered (f32: h is false) */
+			vtpu_im2col_cols(&g->win, g->a, n, oy, ox, ky, q, mt,
+					 tmp);
+			vtpu_next_xy(&ox, &oy, &n, g->win.ow, g->win.oh);
+			a = tmp;
+			src = 0;
+		} else {
+			gemm_prefetch_row(a, src + GEMM_PF_ROWS * lda, mt,
+					  2 - h);
+		}
 		for (i = 0; i < full; i++, d += pstride) {
 			if (h)
 				for (r = 0; r < GEMM_MR; r++)
-					d[r] = gemm_bf16(g->a,
+					d[r] = gemm_bf16(a,
 							 src + i * GEMM_MR + r);
 			else
-				__builtin_memcpy(d, (const float *)g->a + src +
+				__builtin_memcpy(d, (const float *)a + src +
 						 i * GEMM_MR, GEMM_MR * 4);
 		}
 		/* one loop: a zero-fill loop would become a memset call */
 		for (r = 0; rest && r < GEMM_MR; r++) {
 			u64 s = src + full * GEMM_MR + r;
 
-			d[r] = r < rest ? gemm_elem(g->a, s, h) : 0.0f;
+			d[r] = r < rest ? gemm_elem(a, s, h) : 0.0f;
+		}
+	}
+}
+
+/*
+ * CONV_DGRAD's B (g->flip_oc): the weights W [taps * n, oc] turned, B[(t,
+ * o)][j] = W[(taps - 1 - t) * n + j][o]. Within one tap t, B's rows are
+ * W's tap taps - 1 - t stored n x oc: each tap's run of k is packed as a
+ * stored n x k block with ld oc would be.
+ */
+static noinline void GEMM_FN(gemm_pack_b_flip)(float *bp,
+						      const struct vtpu_engine_gemm *g,
+						      u32 p0, u32 kc, u32 j0,
+						      u32 nt)
+{
+	u32 oc = g->flip_oc, taps = g->k / oc, j, p, t, o, len;
+
+	for (j = 0; j < nt; j += GEMM_NR, bp += (u64)kc * GEMM_NR) {
+		u32 cols = gemm_min(GEMM_NR, nt - j);
+
+		for (p = 0; p < kc; p += len) {
+			u64 src;
+
+			t = (p0 + p) / oc;
+			o = p0 + p - t * oc;
+			len = gemm_min(oc - o, kc - p);
+			src = ((u64)(taps - 1 - t) * g->n + j0 + j) * oc + o;
+			if (cols == GEMM_NR)
+				gemm_pack_tr(bp + (u64)p * GEMM_NR, GEMM_NR,
+					     g->b, src, oc, len, GEMM_NR,
+					     false);
+			else
+				gemm_pack_tr(bp + (u64)p * GEMM_NR, GEMM_NR,
+					     g->b, src, oc, len, cols, false);
 		}
 	}
 }
@@ -289,6 +380,10 @@ static __always_inline void GEMM_FN(gemm_pack_b_dt)(float *bp,
 	u64 src = (u64)p0 * ldb + j0;
 	u32 p, c, j, q;
 
+	if (g->flip_oc) {
+		GEMM_FN(gemm_pack_b_flip)(bp, g, p0, kc, j0, nt);
+		return;
+	}
 	if (g->flags & VTPU_GEMM_TRANS_B) {
 		/* stored n x k: transpose NR columns at a time */
 		gemm_pack_tr_panels(bp, GEMM_NR, g->b, (u64)j0 * ldb + p0, ldb,
@@ -349,7 +444,7 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 {
 	const struct vtpu_engine_gemm *g = st->g;
 	float *bp = scratch;
-	float *ap = bp + (u64)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX;
+	float *ap = bp + VTPU_GEMM_A_OFF;
 	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
 	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
 	u64 ldc = g->ldc;

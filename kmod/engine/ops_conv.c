@@ -110,55 +110,63 @@ static void im2col_row(const struct vtpu_engine_conv *cv, float *dst, u64 n,
 }
 
 /*
- * IM2COL elements [e, end) of a partial row: walk (row, ky) runs of kw * c
- * columns. Column q of a run reads pixel ix = ox * sw - pw + q / c of
- * image row iy.
+ * @len columns of im2col row (n, oy, ox) from column (ky, q) on: q
+ * indexes a run of kw * c columns, one image row's pixels ix = ox * sw -
+ * pw + q / c of row iy = oy * sh - ph + ky, with zeros where the window
+ * hangs over the edge. The columns must stay in the row (ky * kw * c + q
+ * + len <= kdim). IM2COL's partial rows and the convolution GEMMs'
+ * packs (CONV, CONV_DGRAD, CONV_WGRAD gather the columns they pack,
+ * which are never stored) use it; those know (ky, q) and step (n, oy,
+ * ox) themselves, so that no call divides.
  */
-static void im2col_part(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
+		      u64 n, u64 oy, u64 ox, u32 ky, u64 q, u64 len,
+		      float *dst)
 {
-	const struct vtpu_engine_window *g = &cv->win;
 	u64 run = (u64)g->kw * g->c;
-	u64 row = e / g->kdim, rem = e % g->kdim;
-	u32 ky = (u32)(rem / run);
-	u64 q = rem % run, ox, oy, n;
+	s64 ix0 = (s64)(ox * g->sw) - g->pw;
+	u64 lo0 = ix0 < 0 ? (u64)-ix0 * g->c : 0;
+	u64 hi0 = ix0 + g->kw > g->w ? (u64)(g->w - ix0) * g->c : run;
 
-	vtpu_xy_of(row, g->ow, g->oh, &ox, &oy, &n);
-
-	while (e < end) {
+	while (len) {
 		s64 iy = (s64)(oy * g->sh + ky) - g->ph;
-		s64 ix0 = (s64)(ox * g->sw) - g->pw;
-		u64 q_end = vtpu_min_u64(run, q + (end - e));
-		float *dst = cv->cols + e - q;	/* column 0 of the run */
-		u64 lo, hi;	/* columns of the run that are in the image */
+		u64 q_end = vtpu_min_u64(run, q + len);
+		u64 lo = lo0, hi = hi0;	/* the run's columns in the image */
 
-		if (iy < 0 || iy >= g->h) {
+		/* dst[0] is column q of this run */
+		if (iy < 0 || iy >= g->h)
 			lo = hi = q_end;
-		} else {
-			lo = ix0 < 0 ? (u64)-ix0 * g->c : 0;
-			hi = ix0 + g->kw > g->w ? (u64)(g->w - ix0) * g->c : run;
-		}
 		if (q < lo)
-			memset(dst + q, 0, (vtpu_min_u64(lo, q_end) - q) * 4);
+			memset(dst, 0, (vtpu_min_u64(lo, q_end) - q) * 4);
 		if (q_end > lo && hi > q) {
 			u64 a = q > lo ? q : lo, b = vtpu_min_u64(hi, q_end);
-			const float *src = cv->image +
+			const float *src = image +
 				((n * g->h + (u64)iy) * g->w) * g->c +
 				(u64)(ix0 * (s64)g->c + (s64)a);
 
-			memcpy(dst + a, src, (b - a) * 4);
+			memcpy(dst + (a - q), src, (b - a) * 4);
 		}
 		if (q_end > hi) {
 			u64 a = q > hi ? q : hi;
 
-			memset(dst + a, 0, (q_end - a) * 4);
+			memset(dst + (a - q), 0, (q_end - a) * 4);
 		}
-		e += q_end - q;
+		dst += q_end - q;
+		len -= q_end - q;
 		q = 0;
-		if (++ky == g->kh) {
-			ky = 0;
-			vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
-		}
+		ky++;
 	}
+}
+
+/* IM2COL elements [e, end) of one partial row. */
+static void im2col_part(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u64 run = (u64)g->kw * g->c, col = e % g->kdim, ox, oy, n;
+
+	vtpu_xy_of(e / g->kdim, g->ow, g->oh, &ox, &oy, &n);
+	vtpu_im2col_cols(g, cv->image, n, oy, ox, (u32)(col / run), col % run,
+			 end - e, cv->cols + e);
 }
 
 /* IM2COL elements [e, end): partial rows at either end, whole rows between. */

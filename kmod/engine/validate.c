@@ -33,6 +33,9 @@ static const u32 cmd_sizes[VTPU_OP_COUNT] = {
 	[VTPU_OP_DROPOUT] = sizeof(struct vtpu_cmd_dropout),
 	[VTPU_OP_CONV_POOL] = sizeof(struct vtpu_cmd_conv_pool),
 	[VTPU_OP_CONV_POOL_WGRAD] = sizeof(struct vtpu_cmd_conv_pool),
+	[VTPU_OP_CONV] = sizeof(struct vtpu_cmd_conv),
+	[VTPU_OP_CONV_DGRAD] = sizeof(struct vtpu_cmd_conv),
+	[VTPU_OP_CONV_WGRAD] = sizeof(struct vtpu_cmd_conv),
 };
 
 u32 vtpu_engine_cmd_size(u32 opcode)
@@ -150,6 +153,36 @@ bad:
 	return false;
 }
 
+/*
+ * The convolution GEMMs' dimensions are GEMM dimensions: windows (n * oh
+ * * ow), pixels (n * h * w), kh * kw * c and, for CONV_DGRAD, kh * kw *
+ * oc are at most VTPU_MAX_DIM; CONV_DGRAD wants stride 1.
+ */
+bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
+		      struct vtpu_engine_window *g, u64 *rows)
+{
+	u64 cols, pixels, n;
+
+	*rows = 0;
+	if (!vtpu_window_decode(&c->win, g) || !window_counts(g, rows, &cols) ||
+	    !window_dim_ok(c->oc))
+		goto bad;
+	pixels = (u64)g->n * g->h * g->w;	/* < 2^36: the image's check */
+	if (*rows > VTPU_MAX_DIM || pixels > VTPU_MAX_DIM ||
+	    g->kdim > VTPU_MAX_DIM || !mul_elems(*rows, c->oc, &n) ||
+	    !mul_elems(g->kdim, c->oc, &n))
+		goto bad;
+	if (c->hdr.opcode == VTPU_OP_CONV_DGRAD &&
+	    (g->sh != 1 || g->sw != 1 ||
+	     (u64)g->kh * g->kw * c->oc > VTPU_MAX_DIM))
+		goto bad;
+	return true;
+bad:
+	memset(g, 0, sizeof(*g));
+	*rows = 0;
+	return false;
+}
+
 static u32 dtype_size(u32 dtype)
 {
 	switch (dtype) {
@@ -196,8 +229,11 @@ static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 	const struct vtpu_cmd_cast *ca = (const void *)cmd;
 	const struct vtpu_cmd_dropout *dr = (const void *)cmd;
 	const struct vtpu_cmd_conv_pool *cv = (const void *)cmd;
+	const struct vtpu_cmd_conv *cg = (const void *)cmd;
 	bool wgrad = cmd->opcode == VTPU_OP_CONV_POOL_WGRAD;
+	bool dgrad = cmd->opcode == VTPU_OP_CONV_DGRAD;
 	struct vtpu_engine_convpool cp;
+	struct vtpu_engine_window cw;
 	u64 image, out, cols, mn = 0;
 	bool col2im = cmd->opcode == VTPU_OP_COL2IM;
 	bool grad = cmd->opcode == VTPU_OP_MAXPOOL_GRAD;
@@ -340,6 +376,27 @@ static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 		} else if (id == VTPU_OPERAND_INDEX) {
 			*opnd = &cv->index;	/* u8 routes */
 			*bytes = out / 4;
+		}
+		break;
+	case VTPU_OP_CONV:
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_CONV_WGRAD:
+		/* all zero when the geometry is invalid */
+		vtpu_conv_decode(cg, &cw, &mn);
+		wgrad = cmd->opcode == VTPU_OP_CONV_WGRAD;
+		if (id == (dgrad ? VTPU_OPERAND_DX : VTPU_OPERAND_X)) {
+			*opnd = &cg->x;
+			*bytes = (u64)cw.n * cw.h * cw.w * cw.c * 4;
+		} else if (id == (wgrad ? VTPU_OPERAND_DW : VTPU_OPERAND_W)) {
+			*opnd = &cg->w;
+			*bytes = cw.kdim * cg->oc * 4;
+		} else if (id == VTPU_OPERAND_BIAS) {
+			*opnd = &cg->bias;
+			*bytes = (u64)cg->oc * 4;
+		} else if (id == (cmd->opcode == VTPU_OP_CONV ?
+				  VTPU_OPERAND_Y : VTPU_OPERAND_DY)) {
+			*opnd = &cg->y;
+			*bytes = mn * cg->oc * 4;
 		}
 		break;
 	}
@@ -869,6 +926,46 @@ static int check_conv_pool(struct vctx *v, const struct vtpu_cmd_conv_pool *c)
 	return ret;
 }
 
+static int check_conv(struct vctx *v, const struct vtpu_cmd_conv *c)
+{
+	/* outputs first */
+	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
+				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
+	static const u32 dgrad[] = { VTPU_OPERAND_DX, VTPU_OPERAND_DY,
+				     VTPU_OPERAND_W };
+	static const u32 wgrad[] = { VTPU_OPERAND_DW, VTPU_OPERAND_X,
+				     VTPU_OPERAND_DY };
+	const struct vtpu_cmd_hdr *cmd = &c->hdr;
+	const u32 *ids = cmd->opcode == VTPU_OP_CONV	     ? fwd :
+			 cmd->opcode == VTPU_OP_CONV_DGRAD ? dgrad :
+							     wgrad;
+	u32 flags = cmd->opcode == VTPU_OP_CONV ?
+			    VTPU_CONV_BIAS | VTPU_CONV_RELU :
+			    VTPU_CONV_ACCUMULATE;
+	bool bias = c->flags & VTPU_CONV_BIAS;
+	struct vtpu_engine_window g;
+	u64 rows;
+	int ret;
+
+	if (c->flags & ~flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	ret = check_window(v, &c->win);
+	if (ret)
+		return ret;
+	if (cmd->opcode == VTPU_OP_CONV_DGRAD &&
+	    (c->win.stride_h != 1 || c->win.stride_w != 1))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (!vtpu_conv_decode(c, &g, &rows))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (!bias)
+		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
+	if (!ret)
+		ret = check_operands(v, cmd, ids, bias ? 4 : 3, 4);
+	if (!ret)
+		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
+	return ret;
+}
+
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err)
 {
@@ -943,6 +1040,11 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 		case VTPU_OP_CONV_POOL:
 		case VTPU_OP_CONV_POOL_WGRAD:
 			ret = check_conv_pool(&v, (const void *)cmd);
+			break;
+		case VTPU_OP_CONV:
+		case VTPU_OP_CONV_DGRAD:
+		case VTPU_OP_CONV_WGRAD:
+			ret = check_conv(&v, (const void *)cmd);
 			break;
 		default:
 			ret = 0;

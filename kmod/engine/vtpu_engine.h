@@ -61,6 +61,16 @@ struct vtpu_engine_error {
 	u32 reason;
 };
 
+/* Decoded struct vtpu_window, with the output size and the tiling. */
+struct vtpu_engine_window {
+	u32 n, h, w, c;
+	u32 kh, kw, sh, sw, ph, pw;
+	u32 oh, ow;		/* windows per column, per row */
+	u64 kdim;		/* kh * kw * c: one row of im2col */
+	u64 total;		/* elements the op writes */
+	u64 chunk;		/* of them per tile */
+};
+
 /* Decoded GEMM: C = act(alpha * op(A) * op(B) + beta * C + bias) */
 struct vtpu_engine_gemm {
 	u32 m, n, k;
@@ -75,16 +85,16 @@ struct vtpu_engine_gemm {
 	u32 kc;			/* k per step */
 	u32 mt, nt;		/* tile size: rows, columns of C */
 	u32 tn;			/* A^T B with few rows: the _tn kernel */
-};
-
-/* Decoded struct vtpu_window, with the output size and the tiling. */
-struct vtpu_engine_window {
-	u32 n, h, w, c;
-	u32 kh, kw, sh, sw, ph, pw;
-	u32 oh, ow;		/* windows per column, per row */
-	u64 kdim;		/* kh * kw * c: one row of im2col */
-	u64 total;		/* elements the op writes */
-	u64 chunk;		/* of them per tile */
+	/*
+	 * CONV, CONV_DGRAD, CONV_WGRAD: with @implicit, A is the im2col
+	 * matrix of the NHWC image at a over @win (as stored: m x k, or
+	 * k x m with VTPU_GEMM_TRANS_A), gathered while packing, never
+	 * stored. With @flip_oc, B is CONV_DGRAD's: the weights at b, [taps
+	 * * n, flip_oc], turned: B[(t, o)][j] = W[(taps - 1 - t) * n + j][o].
+	 */
+	u32 implicit;
+	u32 flip_oc;
+	struct vtpu_engine_window win;
 };
 
 /* IM2COL, COL2IM, MAXPOOL, MAXPOOL_GRAD */

@@ -278,6 +278,27 @@ int vtpu_cmdbuf_conv_pool(struct vtpu_cmdbuf *cb,
 int vtpu_cmdbuf_conv_pool_wgrad(struct vtpu_cmdbuf *cb,
 				const struct vtpu_conv_pool_desc *d);
 /**
+ * struct vtpu_conv_desc - a CONV, CONV_DGRAD or CONV_WGRAD (struct
+ * vtpu_cmd_conv): one description serves all three. x, w and y name the
+ * tensor or its gradient, as the command reads or writes it (CONV_DGRAD
+ * writes dx at x, CONV_WGRAD dw at w; both read dy at y); bias is used
+ * by CONV with VTPU_CONV_BIAS only (the builder leaves it out otherwise).
+ */
+struct vtpu_conv_desc {
+	struct vtpu_window win;	/* the convolution over x */
+	uint32_t oc;
+	uint32_t flags;		/* VTPU_CONV_BIAS, _RELU, _ACCUMULATE */
+	struct vtpu_ref x, w, bias, y;
+};
+/** vtpu_cmdbuf_conv() - y = act(conv(x, w) + bias). */
+int vtpu_cmdbuf_conv(struct vtpu_cmdbuf *cb, const struct vtpu_conv_desc *d);
+/** vtpu_cmdbuf_conv_dgrad() - dx (d->x) from dy (d->y) and w; stride 1. */
+int vtpu_cmdbuf_conv_dgrad(struct vtpu_cmdbuf *cb,
+			   const struct vtpu_conv_desc *d);
+/** vtpu_cmdbuf_conv_wgrad() - dw (d->w) from x and dy (d->y). */
+int vtpu_cmdbuf_conv_wgrad(struct vtpu_cmdbuf *cb,
+			   const struct vtpu_conv_desc *d);
+/**
  * vtpu_cmdbuf_elementwise() - z = op(x, y) over count f32 (enum
  * vtpu_ew_op); alpha/beta must be 0 for the sub-ops that do not use them.
  */

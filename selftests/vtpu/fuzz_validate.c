@@ -390,6 +390,31 @@ static void seeds_train(void)
 		vtpu_cmdbuf_conv_pool_wgrad(&cb, &cp);
 		seed("conv_pool_wgrad", &cb, sz, 6, 0, NULL);
 	}
+	vtpu_cmdbuf_reset(&cb);
+	{
+		/* 5x5x4 images, 3x3 taps, pad 1, 16 channels */
+		struct vtpu_conv_desc cv = {
+			.win = { .n = 2, .h = 5, .w = 5, .c = 4, .kh = 3,
+				 .kw = 3, .stride_h = 1, .stride_w = 1,
+				 .pad_h = 1, .pad_w = 1 },
+			.oc = 16, .flags = VTPU_CONV_BIAS | VTPU_CONV_RELU,
+			.x = R(0, 0), .w = R(1, 0), .bias = R(2, 0),
+			.y = R(3, 0),
+		};
+
+		vtpu_cmdbuf_conv(&cb, &cv);
+		seed("conv", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		cv.flags = VTPU_CONV_ACCUMULATE;
+		cv.x = R(4, 0);
+		vtpu_cmdbuf_conv_dgrad(&cb, &cv);
+		seed("conv_dgrad", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		cv.x = R(0, 0);
+		cv.w = R(5, 0);
+		vtpu_cmdbuf_conv_wgrad(&cb, &cv);
+		seed("conv_wgrad", &cb, sz, 6, 0, NULL);
+	}
 	vtpu_cmdbuf_fini(&cb);
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Host unit test of the training ops (IM2COL, COL2IM, MAXPOOL(_GRAD),
- * CONV_POOL(_WGRAD), ELEMENTWISE, REDUCE, SOFTMAX_XENT, SGD,
+ * CONV_POOL(_WGRAD), CONV(_DGRAD, _WGRAD), ELEMENTWISE, REDUCE, SOFTMAX_XENT, SGD,
  * ADAM_STEP/ADAM, CAST, DROPOUT) through
  * libvtpu's cpu backend, against plain C references in this file.
  *
@@ -739,6 +739,242 @@ TEST(conv_pool)
 		free(rdb);
 		free(rgw);
 		free(rgb);
+	}
+	execs_fini(&ex);
+}
+
+/* ---- CONV / CONV_DGRAD / CONV_WGRAD ---------------------------------------- */
+
+/*
+ * n, h, w, c, kh, kw, stride h, w, pad h, w, oc, flags. Between them:
+ * both AVX-512 kernels (oc and, for DGRAD, c on either side of 16), edge
+ * microtiles, several K steps (k > 256, with DGRAD's taps split across
+ * a step), several row tiles, strides (no DGRAD), kh != kw.
+ */
+static const uint32_t cv_shapes[][12] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0 },
+	{ 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 8, VTPU_CONV_BIAS },
+	{ 2, 8, 8, 32, 3, 3, 1, 1, 1, 1, 40,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	{ 1, 7, 9, 4, 3, 2, 2, 1, 1, 0, 17, VTPU_CONV_RELU },
+	{ 3, 12, 12, 16, 3, 3, 1, 1, 0, 0, 64, VTPU_CONV_BIAS },
+	{ 2, 16, 16, 8, 5, 5, 1, 1, 2, 2, 20, 0 },
+	{ 1, 6, 6, 70, 3, 3, 1, 1, 1, 1, 3, VTPU_CONV_BIAS },
+	{ 2, 9, 8, 5, 4, 3, 2, 3, 3, 2, 33, 0 },
+	/* CIFAR-10's first layer, four images: many row tiles */
+	{ 4, 32, 32, 3, 3, 3, 1, 1, 1, 1, 32,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+};
+#define NCV (sizeof(cv_shapes) / sizeof(cv_shapes[0]))
+
+/* dw, dx of the convolution given dy, in double (cp_geom's conv part) */
+static void cv_grad_ref(const struct cp_geom *g, const float *x,
+			const float *w, const float *dy, double *dw,
+			double *dx)
+{
+	size_t n, oy, ox, o, ky, kx, ci;
+
+	memset(dw, 0, g->nw * 8);
+	memset(dx, 0, g->nx * 8);
+	for (n = 0; n < g->n; n++)
+	for (oy = 0; oy < g->oh; oy++)
+	for (ox = 0; ox < g->ow; ox++)
+	for (ky = 0; ky < g->kh; ky++)
+	for (kx = 0; kx < g->kw; kx++) {
+		long iy = (long)(oy * g->sh + ky) - g->ph;
+		long ix = (long)(ox * g->sw + kx) - g->pw;
+		const float *d = dy + ((n * g->oh + oy) * g->ow + ox) * g->oc;
+		size_t xi, wi;
+
+		if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w)
+			continue;
+		xi = ((n * g->h + iy) * g->w + ix) * g->c;
+		wi = (ky * g->kw + kx) * g->c;
+		for (ci = 0; ci < g->c; ci++)
+			for (o = 0; o < g->oc; o++) {
+				dw[(wi + ci) * g->oc + o] += (double)x[xi + ci] * d[o];
+				dx[xi + ci] += (double)w[(wi + ci) * g->oc + o] * d[o];
+			}
+	}
+}
+
+TEST(conv)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < NCV; s++) {
+		const uint32_t *v = cv_shapes[s];
+		const uint32_t cps[16] = { v[0], v[1], v[2], v[3], v[4], v[5],
+					   v[6], v[7], v[8], v[9], v[10], 1, 1,
+					   1, 1, 0 };
+		const struct cp_geom g = cp_geom(cps);
+		bool dgrad = g.sh == 1 && g.sw == 1;
+		size_t rows = (size_t)g.n * g.oh * g.ow, kdim = g.nw / g.oc;
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo bb = bo_new(g.oc * 4), yb = bo_new(g.ny * 4);
+		struct vtpu_bo dyb = bo_new(g.ny * 4), dwb = bo_new(g.nw * 4);
+		struct vtpu_bo dxb = bo_new(g.nx * 4), colb = bo_new(rows * kdim * 4);
+		struct vtpu_bo y2b = bo_new(g.ny * 4), dw2b = bo_new(g.nw * 4);
+		float *x = xb.map, *w = wb.map, *bias = bb.map, *dy = dyb.map;
+		double *ry = malloc(g.ny * 8), *rdw = malloc(g.nw * 8);
+		double *rdx = malloc(g.nx * 8);
+		void *keep[3] = { malloc(g.ny * 4), malloc(g.nw * 4),
+				  malloc(g.nx * 4) };
+		const void *out[3] = { yb.map, dwb.map, dxb.map };
+		size_t sizes[3] = { g.ny * 4, g.nw * 4, dgrad ? g.nx * 4 : 0 };
+		struct vtpu_conv_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
+				 .stride_w = g.sw, .pad_h = g.ph,
+				 .pad_w = g.pw },
+			.oc = g.oc, .flags = v[11],
+		};
+		struct vtpu_conv_desc dd;
+		struct vtpu_cmdbuf cb, cf;
+		long bad = 0, diff = 0, same = 0;
+		size_t i, o;
+		uint32_t bx, bw, bb_, by, bdy, bdw, bdx;
+		int e, k;
+
+		rng_seed(500 + s);
+		for (i = 0; i < g.nx; i++)
+			x[i] = irand(2);
+		for (i = 0; i < g.nw; i++)
+			w[i] = irand(2);
+		for (i = 0; i < g.oc; i++)
+			bias[i] = irand(3);
+		for (i = 0; i < g.ny; i++)
+			dy[i] = irand(3);
+		for (i = 0; i < rows; i++)
+			for (o = 0; o < g.oc; o++) {
+				double r = cp_conv_ref(&g, x, w, bias, i / (g.oh * g.ow),
+						       (uint32_t)(i / g.ow % g.oh),
+						       (uint32_t)(i % g.ow),
+						       (uint32_t)o);
+
+				if (!(v[11] & VTPU_CONV_BIAS))
+					r -= bias[o];
+				if ((v[11] & VTPU_CONV_RELU) && r < 0)
+					r = 0;
+				ry[i * g.oc + o] = r;
+			}
+		cv_grad_ref(&g, x, w, dy, rdw, rdx);
+
+		/*
+		 * Integer data, so every sum is exact: y; dw and dx written,
+		 * then accumulated once more (twice the gradient).
+		 */
+		vtpu_cmdbuf_init(&cb);
+		bx = vtpu_cmdbuf_use(&cb, &xb);
+		bw = vtpu_cmdbuf_use(&cb, &wb);
+		bb_ = vtpu_cmdbuf_use(&cb, &bb);
+		by = vtpu_cmdbuf_use(&cb, &yb);
+		bdy = vtpu_cmdbuf_use(&cb, &dyb);
+		bdw = vtpu_cmdbuf_use(&cb, &dwb);
+		bdx = vtpu_cmdbuf_use(&cb, &dxb);
+		d.x = VTPU_REF(bx, 0);
+		d.w = VTPU_REF(bw, 0);
+		d.bias = VTPU_REF(bb_, 0);
+		d.y = VTPU_REF(by, 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cb, &d));
+		dd = d;
+		dd.flags = 0;
+		dd.y = VTPU_REF(bdy, 0);
+		dd.w = VTPU_REF(bdw, 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &dd));
+		dd.flags = VTPU_CONV_ACCUMULATE;
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &dd));
+		if (dgrad) {
+			dd.w = VTPU_REF(bw, 0);
+			dd.x = VTPU_REF(bdx, 0);
+			dd.flags = 0;
+			ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &dd));
+			dd.flags = VTPU_CONV_ACCUMULATE;
+			ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &dd));
+		}
+		for (e = 0; e < ex.n; e++) {
+			memset(yb.map, 0xff, g.ny * 4);	/* NaN: all written? */
+			memset(dwb.map, 0xff, g.nw * 4);
+			memset(dxb.map, 0xff, g.nx * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			for (k = 0; k < 3; k++)
+				diff += same_bits(out[k], keep[k], sizes[k], e);
+			for (i = 0; i < g.ny; i++)
+				bad += ((float *)yb.map)[i] != ry[i];
+			for (i = 0; i < g.nw; i++)
+				bad += ((float *)dwb.map)[i] != 2 * rdw[i];
+			for (i = 0; dgrad && i < g.nx; i++)
+				bad += ((float *)dxb.map)[i] != 2 * rdx[i];
+		}
+
+		/*
+		 * Float data: CONV and CONV_WGRAD run the very GEMM that
+		 * IM2COL + GEMM would, so their results are the same bits.
+		 */
+		fill_rand(x, g.nx);
+		fill_rand(w, g.nw);
+		fill_rand(dy, g.ny);
+		vtpu_cmdbuf_init(&cf);
+		bx = vtpu_cmdbuf_use(&cf, &xb);
+		d.x = VTPU_REF(bx, 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cf, &wb), 0);
+		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cf, &bb), 0);
+		d.y = VTPU_REF(vtpu_cmdbuf_use(&cf, &yb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cf, &d));
+		dd = d;
+		dd.flags = 0;
+		dd.y = VTPU_REF(vtpu_cmdbuf_use(&cf, &dyb), 0);
+		dd.w = VTPU_REF(vtpu_cmdbuf_use(&cf, &dwb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cf, &dd));
+		vtpu_cmdbuf_im2col(&cf, &d.win, d.x,
+				   VTPU_REF(vtpu_cmdbuf_use(&cf, &colb), 0));
+		vtpu_cmdbuf_gemm(&cf, &(struct vtpu_gemm_desc){
+			.m = (uint32_t)rows, .n = g.oc, .k = (uint32_t)kdim,
+			.flags = (v[11] & VTPU_CONV_BIAS ? VTPU_GEMM_BIAS : 0) |
+				 (v[11] & VTPU_CONV_RELU ? VTPU_GEMM_RELU : 0),
+			.alpha = 1, .a_buf = vtpu_cmdbuf_use(&cf, &colb),
+			.b_buf = d.w.buf, .c_buf = vtpu_cmdbuf_use(&cf, &y2b),
+			.bias_buf = v[11] & VTPU_CONV_BIAS ? d.bias.buf : 0 });
+		vtpu_cmdbuf_gemm(&cf, &(struct vtpu_gemm_desc){
+			.m = (uint32_t)kdim, .n = g.oc, .k = (uint32_t)rows,
+			.flags = VTPU_GEMM_TRANS_A, .alpha = 1,
+			.a_buf = vtpu_cmdbuf_use(&cf, &colb), .b_buf = dd.y.buf,
+			.c_buf = vtpu_cmdbuf_use(&cf, &dw2b) });
+		ASSERT_EQ(0, cf.error);
+		for (e = 0; e < ex.n; e++) {
+			ASSERT_EQ(0, run(ex.cpu[e], &cf));
+			same += memcmp(yb.map, y2b.map, g.ny * 4) != 0;
+			same += memcmp(dwb.map, dw2b.map, g.nw * 4) != 0;
+		}
+		TH_LOG("conv %ux%ux%ux%u k%ux%u s%ux%u p%ux%u -> %u%s%s: y, dw%s "
+		       "exact on %d executors; %ld differ from IM2COL + GEMM",
+		       g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw,
+		       g.oc, v[11] & VTPU_CONV_BIAS ? ", bias" : "",
+		       v[11] & VTPU_CONV_RELU ? ", relu" : "",
+		       dgrad ? ", dx" : "", ex.n, same);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		EXPECT_EQ(0, same);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cmdbuf_fini(&cf);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&wb);
+		vtpu_cpu_bo_destroy(&bb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dwb);
+		vtpu_cpu_bo_destroy(&dxb);
+		vtpu_cpu_bo_destroy(&colb);
+		vtpu_cpu_bo_destroy(&y2b);
+		vtpu_cpu_bo_destroy(&dw2b);
+		for (k = 0; k < 3; k++)
+			free(keep[k]);
+		free(ry);
+		free(rdw);
+		free(rdx);
 	}
 	execs_fini(&ex);
 }
@@ -1676,6 +1912,30 @@ TEST(validator)
 		.x = OPND(0, 0), .w = OPND(1, 512), .bias = OPND(1, 1024),
 		.dy = OPND(0, 1024), .index = OPND(0, 1536),
 	};
+	/*
+	 * a 4x4x2 image, 3x3 taps, pad 1, 8 channels: x 128 bytes, w 576,
+	 * bias 32, y 512
+	 */
+	const struct vtpu_cmd_conv cv0 = {
+		.hdr = HDR(VTPU_OP_CONV, vtpu_cmd_conv),
+		.win = { .n = 1, .h = 4, .w = 4, .c = 2, .kh = 3, .kw = 3,
+			 .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1 },
+		.oc = 8, .flags = VTPU_CONV_BIAS,
+		.x = OPND(0, 0), .w = OPND(0, 256), .bias = OPND(0, 1024),
+		.y = OPND(1, 0),
+	};
+	/* the gradients: dx (at x) or dw (at w) in b1, dy (at y) in b0 */
+	const struct vtpu_cmd_conv cd0 = {
+		.hdr = HDR(VTPU_OP_CONV_DGRAD, vtpu_cmd_conv),
+		.win = cv0.win, .oc = 8,
+		.x = OPND(1, 1024), .w = OPND(0, 256), .y = OPND(0, 2048),
+	};
+	const struct vtpu_cmd_conv cw0 = {
+		.hdr = HDR(VTPU_OP_CONV_WGRAD, vtpu_cmd_conv),
+		.win = cv0.win, .oc = 8,
+		.x = OPND(0, 0), .w = OPND(1, 2048), .y = OPND(0, 2048),
+	};
+	struct vtpu_cmd_conv cv;
 	struct vtpu_cmd_conv_pool cp;
 	struct vtpu_cmd_dropout dr;
 	struct vtpu_cmd_im2col ic;
@@ -1964,6 +2224,62 @@ TEST(validator)
 	     VTPU_OPERAND_DW);
 	CASE(cp, cg0, "conv_pool_wgrad dy past its buffer",
 	     cp.dy.offset = 4064, VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);
+
+	CASE(cv, cv0, "conv ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cv, cv0, "conv relu, no bias ok",
+	     (cv.flags = VTPU_CONV_RELU, cv.bias = (struct vtpu_operand){ 0 }),
+	     VTPU_ERR_NONE, 0);
+	CASE(cv, cd0, "conv_dgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cv, cd0, "conv_dgrad accumulate ok",
+	     cv.flags = VTPU_CONV_ACCUMULATE, VTPU_ERR_NONE, 0);
+	CASE(cv, cw0, "conv_wgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cv, cw0, "conv_wgrad stride 2 ok",
+	     (cv.win.stride_h = 2, cv.win.stride_w = 2, cv.y.offset = 3584),
+	     VTPU_ERR_NONE, 0);
+	CASE(cv, cv0, "conv accumulate", cv.flags |= VTPU_CONV_ACCUMULATE,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cd0, "conv_dgrad bias flag", cv.flags = VTPU_CONV_BIAS,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cw0, "conv_wgrad relu", cv.flags = VTPU_CONV_RELU,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cv0, "conv unknown flag", cv.flags = 8, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cv0, "conv oc 0", cv.oc = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cv, cv0, "conv stride 0", cv.win.stride_w = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cv, cd0, "conv_dgrad stride 2", cv.win.stride_h = 2,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cv, cv0, "conv pad >= k", cv.win.pad_h = 3, VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(cv, cv0, "conv windows past 2^24",
+	     (cv.win = (struct vtpu_window){ .n = 1u << 24, .h = 2, .w = 1,
+					     .c = 1, .kh = 1, .kw = 1,
+					     .stride_h = 1, .stride_w = 1 }),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cv, cd0, "conv_dgrad kh*kw*oc past 2^24", cv.oc = 1u << 21,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cv, cv0, "conv bias set without the flag", cv.flags = 0,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_BIAS);
+	CASE(cv, cw0, "conv_wgrad bias set", cv.bias.offset = 64,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_BIAS);
+	CASE(cv, cv0, "conv x buffer 5", cv.x.buf = 5, VTPU_ERR_BAD_BUFFER,
+	     VTPU_OPERAND_X);
+	CASE(cv, cv0, "conv w past its buffer", cv.w.offset = 4000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_W);
+	CASE(cv, cv0, "conv y misaligned", cv.y.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_Y);
+	CASE(cv, cv0, "conv y over x", cv.y = cv.x, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(cv, cv0, "conv y over bias", (cv.y.buf = 0, cv.y.offset = 640),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(cv, cd0, "conv_dgrad dx over w",
+	     cv.x = (struct vtpu_operand)OPND(0, 768), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DX);
+	CASE(cv, cd0, "conv_dgrad dx past its buffer", cv.x.offset = 4000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DX);
+	CASE(cv, cw0, "conv_wgrad dw over dy", cv.w = cv.y, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DW);
+	CASE(cv, cw0, "conv_wgrad dy past its buffer", cv.y.offset = 3712,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);
 #undef CASE
 
 	vtpu_cpu_destroy(r.cpu);

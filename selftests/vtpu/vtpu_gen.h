@@ -95,8 +95,8 @@ static inline double gen_now_ms(void)
 /* ---- streams -------------------------------------------------------------- */
 
 #define GEN_MAXBUF 4
-/* the opcodes gen_cmd() knows: NOP .. CAST, CONV_POOL(_WGRAD) */
-#define GEN_NOPS (VTPU_OP_CAST + 3)
+/* the opcodes gen_cmd() knows: NOP .. CAST, CONV_POOL .. CONV_WGRAD */
+#define GEN_NOPS (VTPU_OP_CAST + 1 + VTPU_OP_CONV_WGRAD - VTPU_OP_CONV_POOL + 1)
 #define GEN_MAXREG 96
 
 /* A random opcode gen_cmd() knows. */
@@ -522,6 +522,51 @@ static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
 					(uint8_t)gen_below(r, cd.pool_h *
 								 cd.pool_w + 1);
 			vtpu_cmdbuf_conv_pool_wgrad(cb, &cd);
+		}
+		break;
+	}
+	case VTPU_OP_CONV:
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_CONV_WGRAD: {
+		struct vtpu_conv_desc cd = { 0 };
+		uint64_t img, out, kdim, nw, ny;
+		uint32_t oh, ow;
+
+		gen_window(g, &cd.win, &img, &out, &kdim);
+		if (op == VTPU_OP_CONV_DGRAD)
+			cd.win.stride_h = cd.win.stride_w = 1;
+		oh = (cd.win.h + 2 * cd.win.pad_h - cd.win.kh) / cd.win.stride_h + 1;
+		ow = (cd.win.w + 2 * cd.win.pad_w - cd.win.kw) / cd.win.stride_w + 1;
+		/* either side of 16: AVX-512's narrow and wide GEMM kernels */
+		cd.oc = gen_one_in(r, 3) ? 16 * gen_range(r, 1, 2) :
+					  gen_range(r, 1, 20);
+		nw = kdim * cd.oc;
+		ny = (uint64_t)cd.win.n * oh * ow * cd.oc;
+		if (op == VTPU_OP_CONV) {
+			/* bits 0, 1: VTPU_CONV_RELU, VTPU_CONV_BIAS */
+			cd.flags = gen_below(r, 4) &
+				   (VTPU_CONV_RELU | VTPU_CONV_BIAS);
+			if (gen_input(g, img * 4, 4, &cd.x) ||
+			    gen_input(g, nw * 4, 4, &cd.w) ||
+			    ((cd.flags & VTPU_CONV_BIAS) &&
+			     gen_input(g, cd.oc * 4, 4, &cd.bias)) ||
+			    gen_fresh(g, ny * 4, 4, &cd.y))
+				return -1;
+			vtpu_cmdbuf_conv(cb, &cd);
+		} else if (op == VTPU_OP_CONV_DGRAD) {
+			cd.flags = gen_below(r, 2) ? VTPU_CONV_ACCUMULATE : 0;
+			if (gen_input(g, ny * 4, 4, &cd.y) ||
+			    gen_input(g, nw * 4, 4, &cd.w) ||
+			    gen_fresh(g, img * 4, 4, &cd.x))
+				return -1;
+			vtpu_cmdbuf_conv_dgrad(cb, &cd);
+		} else {
+			cd.flags = gen_below(r, 2) ? VTPU_CONV_ACCUMULATE : 0;
+			if (gen_input(g, img * 4, 4, &cd.x) ||
+			    gen_input(g, ny * 4, 4, &cd.y) ||
+			    gen_fresh(g, nw * 4, 4, &cd.w))
+				return -1;
+			vtpu_cmdbuf_conv_wgrad(cb, &cd);
 		}
 		break;
 	}

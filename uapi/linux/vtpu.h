@@ -419,6 +419,9 @@ struct vtpu_wait {
  * @VTPU_OP_DROPOUT: struct vtpu_cmd_dropout
  * @VTPU_OP_CONV_POOL: struct vtpu_cmd_conv_pool
  * @VTPU_OP_CONV_POOL_WGRAD: struct vtpu_cmd_conv_pool
+ * @VTPU_OP_CONV: struct vtpu_cmd_conv
+ * @VTPU_OP_CONV_DGRAD: struct vtpu_cmd_conv
+ * @VTPU_OP_CONV_WGRAD: struct vtpu_cmd_conv
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -439,6 +442,9 @@ enum vtpu_opcode {
 	VTPU_OP_DROPOUT = 15,
 	VTPU_OP_CONV_POOL = 16,
 	VTPU_OP_CONV_POOL_WGRAD = 17,
+	VTPU_OP_CONV = 18,
+	VTPU_OP_CONV_DGRAD = 19,
+	VTPU_OP_CONV_WGRAD = 20,
 	VTPU_OP_COUNT
 };
 
@@ -688,7 +694,7 @@ struct vtpu_cmd_pool {
  * conv pixel; dw = sum over the batch of its x-window * g, dbias = sum of
  * g. The input's gradient is not computed: a network's first
  * convolution (whose input is data) is the case this command is for;
- * others use IM2COL, GEMM and COL2IM. Outputs overlap nothing.
+ * others use CONV and its gradients. Outputs overlap nothing.
  */
 struct vtpu_cmd_conv_pool {
 	struct vtpu_cmd_hdr hdr;
@@ -705,6 +711,50 @@ struct vtpu_cmd_conv_pool {
 	struct vtpu_operand y;
 	struct vtpu_operand dy;
 	struct vtpu_operand index;
+};
+
+/* struct vtpu_cmd_conv.flags (VTPU_CONV_RELU as for CONV_POOL) */
+#define VTPU_CONV_BIAS (1u << 1)       /* CONV: add bias[o] before the ReLU */
+#define VTPU_CONV_ACCUMULATE (1u << 2) /* DGRAD, WGRAD: add to the output */
+
+/**
+ * struct vtpu_cmd_conv - a convolution and its two gradients, each as one
+ * GEMM over the convolution's im2col columns, which are never stored
+ * (the GEMM gathers them from the image as it packs its panels)
+ * @hdr: opcode VTPU_OP_CONV, VTPU_OP_CONV_DGRAD or VTPU_OP_CONV_WGRAD
+ * @win: the convolution over x [n, h, w, c]: kh x kw taps, stride, zero
+ *       padding; its output y is [n, oh, ow, oc]. CONV_DGRAD wants
+ *       stride 1 (VTPU_ERR_BAD_STRIDE otherwise).
+ * @oc: output channels, 1..VTPU_MAX_DIM
+ * @flags: CONV: VTPU_CONV_BIAS, VTPU_CONV_RELU; CONV_DGRAD and
+ *         CONV_WGRAD: VTPU_CONV_ACCUMULATE
+ * @x: f32 [n, h, w, c]: CONV's and CONV_WGRAD's input (X), CONV_DGRAD's
+ *     output (DX)
+ * @w: f32 [kh*kw*c, oc], row (ky, kx, ci): CONV's and CONV_DGRAD's input
+ *     (W), CONV_WGRAD's output (DW)
+ * @bias: f32 [oc] (BIAS): CONV with VTPU_CONV_BIAS; otherwise all zero
+ * @y: f32 [n, oh, ow, oc]: CONV's output (Y), the gradients' input (DY)
+ *
+ * With cols the IM2COL of x (struct vtpu_cmd_im2col), each command is
+ * the GEMM that IM2COL, GEMM and COL2IM would run, with the same sums:
+ * CONV: y = act(cols * w + bias), the sum over k = (ky, kx, ci) in order;
+ * CONV_WGRAD: dw = cols^T * dy (+ dw with VTPU_CONV_ACCUMULATE), summed
+ * over the windows (n, oy, ox) in order;
+ * CONV_DGRAD: dx = COL2IM(dy * w^T) (+ dx), computed as the convolution
+ * of dy, padded by kh - 1 - pad_h and kw - 1 - pad_w, with w turned 180
+ * degrees and its channels swapped; each dx element sums over (ky, kx,
+ * o) in order, kh - 1 - ky and kw - 1 - kx being the tap of x's window.
+ * Outputs overlap nothing.
+ */
+struct vtpu_cmd_conv {
+	struct vtpu_cmd_hdr hdr;
+	struct vtpu_window win;
+	__u32 oc;
+	__u32 flags;
+	struct vtpu_operand x;
+	struct vtpu_operand w;
+	struct vtpu_operand bias;
+	struct vtpu_operand y;
 };
 
 /**
