@@ -29,9 +29,9 @@
 
 #define ALIGN 64
 #define MAX_OPERAND_ID 32
-/* IM2COL workspace per convolution chunk: the cols stay cache-sized. */
+/* The cols workspace of a strided conv's dx (GEMM + COL2IM) per chunk. */
 #define CONV_CHUNK_BYTES (4u << 20)
-/* Per chunk of a convolution fused with its pooling: cols + conv output. */
+/* Per chunk of a convolution fused with its pooling: its output (+ cols). */
 #define FUSED_CHUNK_BYTES (4u << 20)
 
 struct store {
@@ -285,7 +285,49 @@ static void dense_bwd(struct cx *cx, int i)
 	}
 }
 
-/* Images per IM2COL chunk, so that the cols workspace stays small. */
+static struct vtpu_ref ref(struct tref t)
+{
+	return VTPU_REF((uint32_t)t.sid, t.off);
+}
+
+/*
+ * A convolution runs as CONV, its gradients as CONV_WGRAD and CONV_DGRAD:
+ * each one GEMM whose A, the im2col columns, is gathered from the image
+ * as the GEMM packs it and never stored. A command covers @cnt images,
+ * at most VTPU_MAX_DIM windows (conv_images()).
+ */
+static struct vtpu_conv_desc conv_desc(struct cx *cx, int i, uint32_t cnt)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+
+	return (struct vtpu_conv_desc){
+		.win = window(&cx->g->nodes[n->in[0]], cnt, n),
+		.oc = n->c,
+	};
+}
+
+static void conv_emit(struct cx *cx, uint32_t opcode,
+		      const struct vtpu_conv_desc *d)
+{
+	int ret = opcode == VTPU_OP_CONV	     ? vtpu_cmdbuf_conv(&cx->cb, d) :
+		  opcode == VTPU_OP_CONV_WGRAD ? vtpu_cmdbuf_conv_wgrad(&cx->cb, d) :
+						  vtpu_cmdbuf_conv_dgrad(&cx->cb, d);
+
+	if (ret && !cx->err)
+		cx->err = ret;
+}
+
+/* Images per convolution command: its windows are GEMM rows. */
+static uint32_t conv_images(struct cx *cx, const struct vg_node *n)
+{
+	uint64_t nb = VTPU_MAX_DIM / ((uint64_t)n->h * n->w);
+
+	if (nb < 1)
+		nb = 1;
+	return nb > cx->B ? cx->B : (uint32_t)nb;
+}
+
+/* Images per chunk of the cols workspace (a strided dx: GEMM + COL2IM). */
 static uint32_t conv_chunk(struct cx *cx, const struct vg_node *n,
 			   uint64_t kdim)
 {
@@ -297,29 +339,65 @@ static uint32_t conv_chunk(struct cx *cx, const struct vg_node *n,
 	return nb > cx->B ? cx->B : (uint32_t)nb;
 }
 
-static void conv_fwd(struct cx *cx, int i)
+/*
+ * dx for images b..b+cnt from dz (those images' conv gradient at @dz):
+ * CONV_DGRAD, which wants stride 1; else dcols = dz W^T into @cols, which
+ * then scatters by COL2IM.
+ */
+static void conv_dx(struct cx *cx, int i, uint32_t b, uint32_t cnt,
+		    struct tref dz, struct tref dx, struct tref cols)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	const struct vg_node *in = &cx->g->nodes[n->in[0]];
 	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
-	uint64_t in_img = vg_node_size(in) * 4, out_img = vg_node_size(n) * 4;
-	uint32_t nb = conv_chunk(cx, n, kdim), b, cnt;
-	uint32_t flags = VTPU_GEMM_BIAS;
-	struct tref cols, x = cx->val[n->in[0]];
+	struct vtpu_conv_desc d = conv_desc(cx, i, cnt);
+
+	dx = at(dx.sid, dx.off + b * vg_node_size(in) * 4);
+	if (n->stride_h == 1 && n->stride_w == 1) {
+		d.x = ref(dx);
+		d.w = ref(param(cx, n->weight));
+		d.y = ref(dz);
+		conv_emit(cx, VTPU_OP_CONV_DGRAD, &d);
+		return;
+	}
+	gemm(cx, cnt * n->h * n->w, (uint32_t)kdim, n->c, VTPU_GEMM_TRANS_B, dz,
+	     param(cx, n->weight), cols, at(0, 0), 0.0f);
+	im2col(cx, VTPU_OP_COL2IM, d.win, dx, cols);
+}
+
+/* The cols workspace conv_dx() needs for @cnt images (none: stride 1). */
+static struct tref conv_dx_cols(struct cx *cx, int i, uint32_t cnt)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t kdim = (uint64_t)n->kh * n->kw * cx->g->nodes[n->in[0]].c;
+
+	if (n->stride_h == 1 && n->stride_w == 1)
+		return at(0, 0);
+	return work(cx, (uint64_t)cnt * n->h * n->w * kdim * 4);
+}
+
+static void conv_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t in_img = vg_node_size(&cx->g->nodes[n->in[0]]) * 4;
+	uint64_t out_img = vg_node_size(n) * 4;
+	uint32_t nb = conv_images(cx, n), b, cnt;
+	struct tref x = cx->val[n->in[0]];
+	struct vtpu_conv_desc d;
 
 	if (cx->pool_of[i] >= 0) /* emitted with its pooling */
 		return;
-	cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
-	if (n->act == VTPU_ACT_RELU)
-		flags |= VTPU_GEMM_RELU;
 	cx->val[i] = work(cx, cx->B * out_img);
 	for (b = 0; b < cx->B; b += cnt) {
 		cnt = cx->B - b < nb ? cx->B - b : nb;
-		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
-		       at(x.sid, x.off + b * in_img), cols);
-		gemm(cx, cnt * n->h * n->w, n->c, (uint32_t)kdim, flags, cols,
-		     param(cx, n->weight),
-		     at(cx->val[i].sid, b * out_img), param(cx, n->bias), 0.0f);
+		d = conv_desc(cx, i, cnt);
+		d.flags = VTPU_CONV_BIAS |
+			  (n->act == VTPU_ACT_RELU ? VTPU_CONV_RELU : 0);
+		d.x = ref(at(x.sid, x.off + b * in_img));
+		d.w = ref(param(cx, n->weight));
+		d.bias = ref(param(cx, n->bias));
+		d.y = ref(at(cx->val[i].sid, cx->val[i].off + b * out_img));
+		conv_emit(cx, VTPU_OP_CONV, &d);
 	}
 }
 
@@ -330,30 +408,29 @@ static void conv_bwd(struct cx *cx, int i)
 	const struct vg_node *in = &cx->g->nodes[xi];
 	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
 	uint64_t in_img = vg_node_size(in) * 4, out_img = vg_node_size(n) * 4;
-	uint32_t nb = conv_chunk(cx, n, kdim), b, cnt, rows;
-	struct tref dz = act_grad(cx, i, cx->grad[i]);
-	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	uint32_t nb = conv_images(cx, n), b, cnt;
+	struct tref dz = act_grad(cx, i, cx->grad[i]), cols = at(0, 0);
 	struct tref x = cx->val[xi], dx = at(0, 0), tmp = at(0, 0);
+	struct vtpu_conv_desc d;
 
-	if (cx->needs_grad[xi])
+	if (cx->needs_grad[xi]) {
 		dx = grad_begin(cx, xi, &tmp);
+		if (n->stride_h != 1 || n->stride_w != 1)
+			nb = conv_chunk(cx, n, kdim);
+		cols = conv_dx_cols(cx, i, nb);
+	}
 	for (b = 0; b < cx->B; b += cnt) {
+		struct tref dzb = at(dz.sid, dz.off + b * out_img);
+
 		cnt = cx->B - b < nb ? cx->B - b : nb;
-		rows = cnt * n->h * n->w;
-		/* the columns are recomputed: cheaper than keeping them */
-		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
-		       at(x.sid, x.off + b * in_img), cols);
-		gemm(cx, (uint32_t)kdim, n->c, rows, VTPU_GEMM_TRANS_A, cols,
-		     at(dz.sid, dz.off + b * out_img),
-		     param_grad(cx, n->weight), at(0, 0), b ? 1.0f : 0.0f);
-		if (!dx.sid)
-			continue;
-		/* dcols = dz W^T into the same workspace, then scatter */
-		gemm(cx, rows, (uint32_t)kdim, n->c, VTPU_GEMM_TRANS_B,
-		     at(dz.sid, dz.off + b * out_img), param(cx, n->weight),
-		     cols, at(0, 0), 0.0f);
-		im2col(cx, VTPU_OP_COL2IM, window(in, cnt, n),
-		       at(dx.sid, dx.off + b * in_img), cols);
+		d = conv_desc(cx, i, cnt);
+		d.flags = b ? VTPU_CONV_ACCUMULATE : 0;
+		d.x = ref(at(x.sid, x.off + b * in_img));
+		d.w = ref(param_grad(cx, n->weight));
+		d.y = ref(dzb);
+		conv_emit(cx, VTPU_OP_CONV_WGRAD, &d);
+		if (dx.sid)
+			conv_dx(cx, i, b, cnt, dzb, dx, cols);
 	}
 	reduce_cols(cx, cx->B * n->h * n->w, n->c, dz,
 		    param_grad(cx, n->bias), 0.0f);
@@ -368,14 +445,20 @@ static void conv_bwd(struct cx *cx, int i)
  * the convolution moves after the pooling (max commutes with ReLU, and
  * so do their gradients), where it touches a quarter of the data.
  */
-static uint32_t fused_chunk(struct cx *cx, const struct vg_node *n,
-			    uint64_t kdim)
+static uint32_t fused_chunk(struct cx *cx, const struct vg_node *n)
 {
-	uint64_t per_image = (uint64_t)n->h * n->w * (kdim + n->c) * 4;
-	uint64_t nb = FUSED_CHUNK_BYTES / per_image;
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
+	uint64_t per_image = (uint64_t)n->h * n->w * n->c * 4, nb;
 
+	/* a strided dx goes through the cols workspace */
+	if (n->stride_h != 1 || n->stride_w != 1)
+		per_image += (uint64_t)n->h * n->w * kdim * 4;
+	nb = FUSED_CHUNK_BYTES / per_image;
 	if (nb < 1)
 		nb = 1;
+	if (nb > conv_images(cx, n))
+		nb = conv_images(cx, n);
 	return nb > cx->B ? cx->B : (uint32_t)nb;
 }
 
@@ -428,11 +511,6 @@ static struct vtpu_conv_pool_desc convpool_desc(struct cx *cx, int i, int j)
 	};
 }
 
-static struct vtpu_ref ref(struct tref t)
-{
-	return VTPU_REF((uint32_t)t.sid, t.off);
-}
-
 /* CONV_POOL or its gradient, through libvtpu's builder of the pair. */
 static void convpool_emit(struct cx *cx, bool wgrad,
 			  const struct vtpu_conv_pool_desc *d)
@@ -448,23 +526,24 @@ static void convpool_fwd_im2col(struct cx *cx, int i, int j)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	const struct vg_node *in = &cx->g->nodes[n->in[0]];
-	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
 	uint64_t in_img = vg_node_size(in) * 4;
 	uint64_t pooled = cx->B * vg_node_size(&cx->g->nodes[j]);
-	uint32_t nb = fused_chunk(cx, n, kdim), b, cnt;
-	struct tref cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	uint32_t nb = fused_chunk(cx, n), b, cnt;
 	struct tref conv = work(cx, nb * vg_node_size(n) * 4);
 	struct tref x = cx->val[n->in[0]];
+	struct vtpu_conv_desc d;
 
 	cx->val[j] = work(cx, pooled * 4);
 	cx->aux[j] = work(cx, pooled * 4);
 	for (b = 0; b < cx->B; b += cnt) {
 		cnt = cx->B - b < nb ? cx->B - b : nb;
-		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
-		       at(x.sid, x.off + b * in_img), cols);
-		gemm(cx, cnt * n->h * n->w, n->c, (uint32_t)kdim,
-		     VTPU_GEMM_BIAS, cols, param(cx, n->weight), conv,
-		     param(cx, n->bias), 0.0f);
+		d = conv_desc(cx, i, cnt);
+		d.flags = VTPU_CONV_BIAS;
+		d.x = ref(at(x.sid, x.off + b * in_img));
+		d.w = ref(param(cx, n->weight));
+		d.bias = ref(param(cx, n->bias));
+		d.y = ref(conv);
+		conv_emit(cx, VTPU_OP_CONV, &d);
 		convpool_pool(cx, VTPU_OP_MAXPOOL, i, j, b, cnt, conv,
 			      cx->val[j]);
 	}
@@ -477,14 +556,13 @@ static void convpool_bwd_im2col(struct cx *cx, int i, int j)
 	const struct vg_node *n = &cx->g->nodes[i];
 	int xi = n->in[0];
 	const struct vg_node *in = &cx->g->nodes[xi];
-	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
 	uint64_t in_img = vg_node_size(in) * 4;
-	uint32_t nb = fused_chunk(cx, n, kdim), b, cnt, rows;
+	uint32_t nb = fused_chunk(cx, n), b, cnt;
 	uint64_t pooled = cx->B * vg_node_size(&cx->g->nodes[j]);
-	struct tref dpool = cx->grad[j], cols = work(cx, (uint64_t)nb * n->h * n->w * kdim * 4);
+	struct tref dpool = cx->grad[j], cols = at(0, 0);
 	struct tref dconv = work(cx, nb * vg_node_size(n) * 4);
 	struct tref x = cx->val[xi], dx = at(0, 0), tmp = at(0, 0);
-	float beta;
+	struct vtpu_conv_desc d;
 
 	/* the conv's ReLU ran on the pooled values: its mask is theirs */
 	if (n->act == VTPU_ACT_RELU) {
@@ -499,24 +577,22 @@ static void convpool_bwd_im2col(struct cx *cx, int i, int j)
 	 */
 	reduce_cols(cx, (uint32_t)(pooled / n->c), n->c, dpool,
 		    param_grad(cx, n->bias), 0.0f);
-	if (cx->needs_grad[xi])
+	if (cx->needs_grad[xi]) {
 		dx = grad_begin(cx, xi, &tmp);
+		cols = conv_dx_cols(cx, i, nb);
+	}
 	for (b = 0; b < cx->B; b += cnt) {
 		cnt = cx->B - b < nb ? cx->B - b : nb;
-		rows = cnt * n->h * n->w;
-		beta = b ? 1.0f : 0.0f;
 		convpool_pool(cx, VTPU_OP_MAXPOOL_GRAD, i, j, b, cnt, dconv,
 			      dpool);
-		im2col(cx, VTPU_OP_IM2COL, window(in, cnt, n),
-		       at(x.sid, x.off + b * in_img), cols);
-		gemm(cx, (uint32_t)kdim, n->c, rows, VTPU_GEMM_TRANS_A, cols,
-		     dconv, param_grad(cx, n->weight), at(0, 0), beta);
-		if (!dx.sid)
-			continue;
-		gemm(cx, rows, (uint32_t)kdim, n->c, VTPU_GEMM_TRANS_B, dconv,
-		     param(cx, n->weight), cols, at(0, 0), 0.0f);
-		im2col(cx, VTPU_OP_COL2IM, window(in, cnt, n),
-		       at(dx.sid, dx.off + b * in_img), cols);
+		d = conv_desc(cx, i, cnt);
+		d.flags = b ? VTPU_CONV_ACCUMULATE : 0;
+		d.x = ref(at(x.sid, x.off + b * in_img));
+		d.w = ref(param_grad(cx, n->weight));
+		d.y = ref(dconv);
+		conv_emit(cx, VTPU_OP_CONV_WGRAD, &d);
+		if (dx.sid)
+			conv_dx(cx, i, b, cnt, dconv, dx, cols);
 	}
 	if (dx.sid)
 		grad_end(cx, xi, tmp);

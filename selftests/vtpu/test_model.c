@@ -106,7 +106,7 @@ TEST(gradcheck_conv_pool_inside)
 	/*
 	 * The first conv + pool runs as CONV_POOL (its input is data); the
 	 * second pair's input needs a gradient, so it runs fused through
-	 * IM2COL, GEMM and MAXPOOL, and gives one back through COL2IM.
+	 * CONV and MAXPOOL, and gives one back through CONV_DGRAD.
 	 */
 	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
 	x = vtpu_graph_maxpool(g, x, 1, 1);
@@ -147,7 +147,7 @@ TEST(gradcheck_conv_same_stacked)
 	struct vtpu_graph *g = vtpu_graph_create();
 	int x = vtpu_graph_input(g, 6, 6, 3);
 
-	/* the second conv's input gradient goes through COL2IM */
+	/* the second conv's input gradient comes from CONV_DGRAD */
 	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
 	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
@@ -156,6 +156,30 @@ TEST(gradcheck_conv_same_stacked)
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("two 'same' convs with relu: max relative error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(gradcheck_conv_strided)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 11, 11, 2);
+
+	/*
+	 * Strided convolutions give their input's gradient through GEMM and
+	 * COL2IM (CONV_DGRAD wants stride 1): one alone (11 -> 5, valid),
+	 * one fused with its pooling (5 -> 3, same).
+	 */
+	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 2, VTPU_PAD_VALID, VTPU_ACT_RELU);
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 2, VTPU_PAD_SAME, VTPU_ACT_NONE);
+	x = vtpu_graph_maxpool(g, x, 2, 2);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 242);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("stride-2 convs, alone and fused with a pool: max relative "
+	       "error %.2e", rel);
 	vtpu_graph_destroy(g);
 }
 
