@@ -335,8 +335,8 @@ static __always_inline void GEMM_FN(gemm_pack_a_dt)(float *ap,
 /*
  * CONV_DGRAD's B (g->flip_oc): the weights W [taps * n, oc] turned, B[(t,
  * o)][j] = W[(taps - 1 - t) * n + j][o]. Within one tap t, B's rows are
- * W's tap taps - 1 - t stored n x oc: each tap's run of k is packed as a
- * stored n x k block with ld oc would be.
+ * W's tap taps - 1 - t, stored n x oc: each tap's run of k packs as a
+ * stored n x k block of leading dimension oc.
  */
 static noinline void GEMM_FN(gemm_pack_b_flip)(float *bp,
 						      const struct vtpu_engine_gemm *g,

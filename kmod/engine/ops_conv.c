@@ -137,19 +137,19 @@ void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
 		if (iy < 0 || iy >= g->h)
 			lo = hi = q_end;
 		if (q < lo)
-			memset(dst, 0, (vtpu_min_u64(lo, q_end) - q) * 4);
+			im2col_zero(dst, vtpu_min_u64(lo, q_end) - q);
 		if (q_end > lo && hi > q) {
 			u64 a = q > lo ? q : lo, b = vtpu_min_u64(hi, q_end);
 			const float *src = image +
 				((n * g->h + (u64)iy) * g->w) * g->c +
 				(u64)(ix0 * (s64)g->c + (s64)a);
 
-			memcpy(dst + (a - q), src, (b - a) * 4);
+			im2col_run(dst + (a - q), src, b - a);
 		}
 		if (q_end > hi) {
 			u64 a = q > hi ? q : hi;
 
-			memset(dst + (a - q), 0, (q_end - a) * 4);
+			im2col_zero(dst + (a - q), q_end - a);
 		}
 		dst += q_end - q;
 		len -= q_end - q;

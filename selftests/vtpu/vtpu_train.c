@@ -82,6 +82,22 @@ static struct vtpu_model *convnet(void)
 	return m;
 }
 
+/*
+ * Two 'same' convolutions, the second fused with its pooling: CONV,
+ * CONV_WGRAD and CONV_DGRAD, as CIFAR-10's network runs them.
+ */
+static struct vtpu_model *convnet2(void)
+{
+	struct vtpu_model *m = vtpu_model_create(28, 28, 1);
+
+	vtpu_model_add_conv2d(m, 4, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_conv2d(m, 6, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+	return m;
+}
+
 /* Train on @device; Return: 0 or -errno, losses per epoch in @loss. */
 static int train(const char *device, build_fn build,
 		 const struct vtpu_dataset *ds, double *loss, double *acc)
@@ -133,6 +149,11 @@ TEST(mlp_device_matches_cpu)
 TEST(convnet_device_matches_cpu)
 {
 	same_curve(_metadata, convnet, 96, "conv(20)-pool-relu-dense");
+}
+
+TEST(convnet2_device_matches_cpu)
+{
+	same_curve(_metadata, convnet2, 48, "conv(4)-conv(6)-pool-dense");
 }
 
 TEST_HARNESS_MAIN
