@@ -761,6 +761,8 @@ static const uint32_t cv_shapes[][12] = {
 	{ 2, 16, 16, 8, 5, 5, 1, 1, 2, 2, 20, 0 },
 	{ 1, 6, 6, 70, 3, 3, 1, 1, 1, 1, 3, VTPU_CONV_BIAS },
 	{ 2, 9, 8, 5, 4, 3, 2, 3, 3, 2, 33, 0 },
+	/* CONV_WGRAD on AVX-512's narrow kernel with a tall tile (m 720) */
+	{ 4, 8, 8, 80, 3, 3, 1, 1, 1, 1, 8, VTPU_CONV_BIAS },
 	/* CIFAR-10's first layer, four images: many row tiles */
 	{ 4, 32, 32, 3, 3, 3, 1, 1, 1, 1, 32,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
