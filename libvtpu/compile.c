@@ -376,6 +376,27 @@ static struct tref conv_dx_cols(struct cx *cx, int i, uint32_t cnt)
 	return work(cx, (uint64_t)cnt * n->h * n->w * kdim * 4);
 }
 
+/*
+ * The gradients of images b..b+cnt, from their conv gradient at @dz: dw
+ * (summed over the chunks: the first overwrites) and, with @dx, theirs.
+ */
+static void conv_grads(struct cx *cx, int i, uint32_t b, uint32_t cnt,
+		       struct tref dz, struct tref dx, struct tref cols)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct tref x = cx->val[n->in[0]];
+	struct vtpu_conv_desc d = conv_desc(cx, i, cnt);
+
+	d.flags = b ? VTPU_CONV_ACCUMULATE : 0;
+	d.x = ref(at(x.sid,
+		     x.off + b * vg_node_size(&cx->g->nodes[n->in[0]]) * 4));
+	d.w = ref(param_grad(cx, n->weight));
+	d.y = ref(dz);
+	conv_emit(cx, VTPU_OP_CONV_WGRAD, &d);
+	if (dx.sid)
+		conv_dx(cx, i, b, cnt, dz, dx, cols);
+}
+
 static void conv_fwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
@@ -407,11 +428,10 @@ static void conv_bwd(struct cx *cx, int i)
 	int xi = n->in[0];
 	const struct vg_node *in = &cx->g->nodes[xi];
 	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
-	uint64_t in_img = vg_node_size(in) * 4, out_img = vg_node_size(n) * 4;
+	uint64_t out_img = vg_node_size(n) * 4;
 	uint32_t nb = conv_images(cx, n), b, cnt;
 	struct tref dz = act_grad(cx, i, cx->grad[i]), cols = at(0, 0);
-	struct tref x = cx->val[xi], dx = at(0, 0), tmp = at(0, 0);
-	struct vtpu_conv_desc d;
+	struct tref dx = at(0, 0), tmp = at(0, 0);
 
 	if (cx->needs_grad[xi]) {
 		dx = grad_begin(cx, xi, &tmp);
@@ -420,17 +440,9 @@ static void conv_bwd(struct cx *cx, int i)
 		cols = conv_dx_cols(cx, i, nb);
 	}
 	for (b = 0; b < cx->B; b += cnt) {
-		struct tref dzb = at(dz.sid, dz.off + b * out_img);
-
 		cnt = cx->B - b < nb ? cx->B - b : nb;
-		d = conv_desc(cx, i, cnt);
-		d.flags = b ? VTPU_CONV_ACCUMULATE : 0;
-		d.x = ref(at(x.sid, x.off + b * in_img));
-		d.w = ref(param_grad(cx, n->weight));
-		d.y = ref(dzb);
-		conv_emit(cx, VTPU_OP_CONV_WGRAD, &d);
-		if (dx.sid)
-			conv_dx(cx, i, b, cnt, dzb, dx, cols);
+		conv_grads(cx, i, b, cnt, at(dz.sid, dz.off + b * out_img), dx,
+			   cols);
 	}
 	reduce_cols(cx, cx->B * n->h * n->w, n->c, dz,
 		    param_grad(cx, n->bias), 0.0f);
@@ -555,14 +567,11 @@ static void convpool_bwd_im2col(struct cx *cx, int i, int j)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	int xi = n->in[0];
-	const struct vg_node *in = &cx->g->nodes[xi];
-	uint64_t in_img = vg_node_size(in) * 4;
 	uint32_t nb = fused_chunk(cx, n), b, cnt;
 	uint64_t pooled = cx->B * vg_node_size(&cx->g->nodes[j]);
 	struct tref dpool = cx->grad[j], cols = at(0, 0);
 	struct tref dconv = work(cx, nb * vg_node_size(n) * 4);
-	struct tref x = cx->val[xi], dx = at(0, 0), tmp = at(0, 0);
-	struct vtpu_conv_desc d;
+	struct tref dx = at(0, 0), tmp = at(0, 0);
 
 	/* the conv's ReLU ran on the pooled values: its mask is theirs */
 	if (n->act == VTPU_ACT_RELU) {
@@ -585,14 +594,7 @@ static void convpool_bwd_im2col(struct cx *cx, int i, int j)
 		cnt = cx->B - b < nb ? cx->B - b : nb;
 		convpool_pool(cx, VTPU_OP_MAXPOOL_GRAD, i, j, b, cnt, dconv,
 			      dpool);
-		d = conv_desc(cx, i, cnt);
-		d.flags = b ? VTPU_CONV_ACCUMULATE : 0;
-		d.x = ref(at(x.sid, x.off + b * in_img));
-		d.w = ref(param_grad(cx, n->weight));
-		d.y = ref(dconv);
-		conv_emit(cx, VTPU_OP_CONV_WGRAD, &d);
-		if (dx.sid)
-			conv_dx(cx, i, b, cnt, dconv, dx, cols);
+		conv_grads(cx, i, b, cnt, dconv, dx, cols);
 	}
 	if (dx.sid)
 		grad_end(cx, xi, tmp);

@@ -553,20 +553,21 @@ static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
 			    gen_fresh(g, ny * 4, 4, &cd.y))
 				return -1;
 			vtpu_cmdbuf_conv(cb, &cd);
-		} else if (op == VTPU_OP_CONV_DGRAD) {
+		} else {
+			/* DGRAD: w, dy in, dx out; WGRAD: x, dy in, dw out */
+			int dg = op == VTPU_OP_CONV_DGRAD;
+			struct vtpu_ref *src = dg ? &cd.w : &cd.x;
+			struct vtpu_ref *dst = dg ? &cd.x : &cd.w;
+
 			cd.flags = gen_below(r, 2) ? VTPU_CONV_ACCUMULATE : 0;
 			if (gen_input(g, ny * 4, 4, &cd.y) ||
-			    gen_input(g, nw * 4, 4, &cd.w) ||
-			    gen_fresh(g, img * 4, 4, &cd.x))
+			    gen_input(g, (dg ? nw : img) * 4, 4, src) ||
+			    gen_fresh(g, (dg ? img : nw) * 4, 4, dst))
 				return -1;
-			vtpu_cmdbuf_conv_dgrad(cb, &cd);
-		} else {
-			cd.flags = gen_below(r, 2) ? VTPU_CONV_ACCUMULATE : 0;
-			if (gen_input(g, img * 4, 4, &cd.x) ||
-			    gen_input(g, ny * 4, 4, &cd.y) ||
-			    gen_fresh(g, nw * 4, 4, &cd.w))
-				return -1;
-			vtpu_cmdbuf_conv_wgrad(cb, &cd);
+			if (dg)
+				vtpu_cmdbuf_conv_dgrad(cb, &cd);
+			else
+				vtpu_cmdbuf_conv_wgrad(cb, &cd);
 		}
 		break;
 	}
