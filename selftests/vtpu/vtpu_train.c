@@ -141,17 +141,28 @@ static void same_curve(struct __test_metadata *_metadata, build_fn build,
 	vtpu_dataset_free(&ds);
 }
 
-TEST(mlp_device_matches_cpu)
+/*
+ * The harness's timeouts catch hangs; they are not time limits. A
+ * convnet test takes 10-20 s in a TCG guest and more than the default 30
+ * s on tools/check-debug's KASAN kernel, so these get 300 s each.
+ */
+#define TRAIN_TIMEOUT 300
+
+FIXTURE(train) {};
+FIXTURE_SETUP(train) {}
+FIXTURE_TEARDOWN(train) {}
+
+TEST_F_TIMEOUT(train, mlp_device_matches_cpu, TRAIN_TIMEOUT)
 {
 	same_curve(_metadata, mlp, 320, "MLP 784-64-10");
 }
 
-TEST(convnet_device_matches_cpu)
+TEST_F_TIMEOUT(train, convnet_device_matches_cpu, TRAIN_TIMEOUT)
 {
 	same_curve(_metadata, convnet, 96, "conv(20)-pool-relu-dense");
 }
 
-TEST(convnet2_device_matches_cpu)
+TEST_F_TIMEOUT(train, convnet2_device_matches_cpu, TRAIN_TIMEOUT)
 {
 	same_curve(_metadata, convnet2, 48, "conv(4)-conv(6)-pool-dense");
 }
