@@ -462,6 +462,7 @@ static uint32_t fused_chunk(struct cx *cx, const struct vg_node *n)
 	const struct vg_node *in = &cx->g->nodes[n->in[0]];
 	uint64_t kdim = (uint64_t)n->kh * n->kw * in->c;
 	uint64_t per_image = (uint64_t)n->h * n->w * n->c * 4, nb;
+	uint32_t most = conv_images(cx, n);	/* at most the batch */
 
 	/* a strided dx goes through the cols workspace */
 	if (n->stride_h != 1 || n->stride_w != 1)
@@ -469,9 +470,7 @@ static uint32_t fused_chunk(struct cx *cx, const struct vg_node *n)
 	nb = FUSED_CHUNK_BYTES / per_image;
 	if (nb < 1)
 		nb = 1;
-	if (nb > conv_images(cx, n))
-		nb = conv_images(cx, n);
-	return nb > cx->B ? cx->B : (uint32_t)nb;
+	return nb > most ? most : (uint32_t)nb;
 }
 
 static void convpool_pool(struct cx *cx, uint32_t opcode, int i, int j,
