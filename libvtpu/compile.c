@@ -62,6 +62,7 @@ struct cx {
 	bool *relu_folded; /* a ReLU node run by its CONV_POOL (VTPU_CONV_RELU) */
 	bool *pool_relu;   /* a maxpool node whose CONV_POOL runs that ReLU */
 	int state, images, labels, metrics, grads;
+	uint32_t lr_at; /* where the optimizer command's lr is in cb */
 	int err;
 };
 
@@ -867,6 +868,7 @@ static void optimizer(struct cx *cx)
 		};
 
 		emit(cx, &step);
+		cx->lr_at = cx->cb.size + offsetof(struct vtpu_cmd_adam, lr);
 		emit(cx, &adam);
 	} else {
 		struct vtpu_cmd_sgd sgd = {
@@ -878,6 +880,7 @@ static void optimizer(struct cx *cx)
 
 		if (o->momentum != 0.0f)
 			sgd.mom = opnd(m);
+		cx->lr_at = cx->cb.size + offsetof(struct vtpu_cmd_sgd, lr);
 		emit(cx, &sgd);
 	}
 }
@@ -1148,6 +1151,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 
 	prog->kind = kind;
 	prog->batch = batch;
+	prog->lr_at = cx.lr_at;
 	prog->cb = cx.cb;
 	memset(&cx.cb, 0, sizeof(cx.cb));
 	for (i = 0; i < VG_NBUFS; i++) /* placeholders, bound by vg_run() */
@@ -1170,6 +1174,14 @@ out:
 	free(cx.relu_folded);
 	free(cx.pool_relu);
 	return cx.err;
+}
+
+void vg_program_set_lr(struct vg_program *prog, float lr)
+{
+	uint32_t bits = fbits(lr);
+
+	if (prog->lr_at)
+		memcpy(prog->cb.data + prog->lr_at, &bits, sizeof(bits));
 }
 
 void vg_program_fini(struct vg_program *prog)

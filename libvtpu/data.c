@@ -545,6 +545,58 @@ void vtpu_permutation(uint32_t *idx, uint32_t n, struct vtpu_rng *rng)
 	vtpu_shuffle(idx, n, rng);
 }
 
+/* ---- augmentation ---------------------------------------------------------- */
+
+void vtpu_image_transform(uint8_t *dst, const uint8_t *src, uint32_t h,
+			  uint32_t w, uint32_t c, bool flip, int32_t dx,
+			  int32_t dy)
+{
+	/* destination columns [x0, x1) come from source column x - dx */
+	int64_t x0 = dx > 0 ? dx : 0, x1 = (int64_t)w + (dx < 0 ? dx : 0);
+	size_t row = (size_t)w * c;
+	int64_t y, x, sy;
+
+	if (x0 > w)
+		x0 = w;
+	if (x1 < x0)
+		x1 = x0;
+	for (y = 0; y < h; y++) {
+		uint8_t *d = dst + (size_t)y * row;
+		const uint8_t *s;
+
+		sy = y - dy;
+		if (sy < 0 || sy >= h || x1 == x0) {
+			memset(d, 0, row);
+			continue;
+		}
+		s = src + (size_t)sy * row;
+		memset(d, 0, x0 * c);
+		memset(d + x1 * c, 0, (w - x1) * c);
+		if (!flip) {
+			memcpy(d + x0 * c, s + (x0 - dx) * c, (x1 - x0) * c);
+			continue;
+		}
+		for (x = x0; x < x1; x++)
+			memcpy(d + x * c, s + (w - 1 - (x - dx)) * c, c);
+	}
+}
+
+void vtpu_image_augment(uint8_t *dst, const uint8_t *src, uint32_t h,
+			uint32_t w, uint32_t c, const struct vtpu_augment *aug,
+			struct vtpu_rng *rng)
+{
+	bool flip = aug->flip && (vtpu_rng_next(rng) >> 63);
+	int32_t dx = 0, dy = 0;
+
+	if (aug->shift) {
+		dx = (int32_t)vtpu_rng_below(rng, 2 * (uint64_t)aug->shift + 1) -
+		     (int32_t)aug->shift;
+		dy = (int32_t)vtpu_rng_below(rng, 2 * (uint64_t)aug->shift + 1) -
+		     (int32_t)aug->shift;
+	}
+	vtpu_image_transform(dst, src, h, w, c, flip, dx, dy);
+}
+
 /* ---- batches -------------------------------------------------------------- */
 
 static inline uint32_t example(const uint32_t *idx, uint32_t first,

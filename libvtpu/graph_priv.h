@@ -125,6 +125,7 @@ struct vg_program {
 	uint64_t naive_bytes;
 	uint32_t metrics_stride;
 	uint64_t grads_offset; /* training: the parameter gradients in work */
+	uint32_t lr_at; /* training: where the stream holds the learning rate */
 	double compile_ms;
 	struct vtpu_bo slots[VG_NBUFS]; /* what cb names until vg_run() */
 };
@@ -133,6 +134,8 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	       uint32_t batch, const struct vg_optim *opt,
 	       struct vg_program *prog);
 void vg_program_fini(struct vg_program *prog);
+/* A training program's learning rate, from its next run on (none: no-op). */
+void vg_program_set_lr(struct vg_program *prog, float lr);
 
 /* ---- runtime: a device or the cpu backend ------------------------------ */
 

@@ -4,7 +4,7 @@
  * compiled for a backend, and trained by replaying compiled programs.
  *
  * A training epoch puts the shuffled dataset in device memory (raw u8
- * images and u32 labels) and runs the training program over it in a few
+ * images, flipped and shifted at random if asked, and u32 labels) and runs the training program over it in a few
  * submissions of many steps each: every submission repeats the one stream
  * with per-iteration strides that walk the batch, the labels and the
  * per-step metrics (loss, correct count). Two submissions are in flight at
@@ -465,9 +465,13 @@ static int devset_alloc(struct vtpu_model *m, struct devset *s, uint32_t n,
 	return 0;
 }
 
-/* Copy examples idx[0..n) (or all, in order) into device memory. */
+/*
+ * Copy examples idx[0..n) (or all, in order) into device memory, each
+ * changed as @aug asks with draws from @rng (@aug NULL: as they are).
+ */
 static void devset_fill(struct devset *s, const struct vtpu_dataset *ds,
-			const uint32_t *idx)
+			const uint32_t *idx, const struct vtpu_augment *aug,
+			struct vtpu_rng *rng)
 {
 	size_t isz = vtpu_dataset_image_size(ds);
 	uint8_t *img = s->images.map;
@@ -475,9 +479,16 @@ static void devset_fill(struct devset *s, const struct vtpu_dataset *ds,
 	uint32_t i, j;
 
 	for (i = 0; i < s->n; i++) {
+		const uint8_t *src;
+
 		j = idx ? idx[i] : i;
-		memcpy(img + (size_t)i * isz, ds->images + (size_t)j * isz,
-		       isz);
+		src = ds->images + (size_t)j * isz;
+		if (aug)
+			vtpu_image_augment(img + (size_t)i * isz, src,
+					   ds->height, ds->width, ds->channels,
+					   aug, rng);
+		else
+			memcpy(img + (size_t)i * isz, src, isz);
 		lab[i] = ds->labels ? ds->labels[j] : 0;
 	}
 }
@@ -498,7 +509,7 @@ static struct devset *get_set(struct vtpu_model *m,
 	devset_free(m, s);
 	if (devset_alloc(m, s, ds->n, vtpu_dataset_image_size(ds)))
 		return NULL;
-	devset_fill(s, ds, NULL);
+	devset_fill(s, ds, NULL, NULL, NULL);
 	s->key = ds->images;
 	return s;
 }
@@ -692,10 +703,33 @@ int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
 	return 0;
 }
 
+int vtpu_model_set_learning_rate(struct vtpu_model *m, float lr)
+{
+	int i;
+
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	if (!isfinite(lr) || !(lr > 0))
+		return fail(m, -EINVAL, "learning rate %g: not finite and > 0",
+			    (double)lr);
+	m->opt.lr = lr;
+	for (i = 0; i < MAX_PROGS; i++)
+		if (m->progs[i].used)
+			vg_program_set_lr(&m->progs[i].prog, lr);
+	return 0;
+}
+
+float vtpu_model_learning_rate(const struct vtpu_model *m)
+{
+	return m->opt.lr;
+}
+
 int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		   const struct vtpu_fit_opts *opts)
 {
 	VTPU_FIT_OPTS(def);
+	float (*lr_schedule)(void *, uint32_t, uint32_t, float) = NULL;
+	const struct vtpu_augment *aug = NULL;
 	struct vtpu_progress *progress = NULL;
 	struct vtpu_epoch_stats st;
 	uint32_t *perm = NULL, epochs, e, total;
@@ -721,6 +755,18 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 				    "label %u of example %u is not below %u classes",
 				    train->labels[i], i,
 				    m->g->nodes[m->g->loss].c);
+	if (opts->sz >= offsetof(struct vtpu_fit_opts, lr_schedule) +
+				sizeof(opts->lr_schedule))
+		lr_schedule = opts->lr_schedule;
+	if (opts->sz >= offsetof(struct vtpu_fit_opts, augment) +
+				sizeof(opts->augment) &&
+	    (opts->augment.flip || opts->augment.shift)) {
+		aug = &opts->augment;
+		if (aug->shift >= train->height || aug->shift >= train->width)
+			return fail(m, -EINVAL,
+				    "augment: a shift of %u pixels is not smaller than the %ux%u images",
+				    aug->shift, train->height, train->width);
+	}
 
 	if (m->train.n != train->n) {
 		devset_free(m, &m->train);
@@ -744,12 +790,16 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 	}
 
 	for (e = 1; e <= epochs; e++) {
-		if (opts->no_shuffle)
-			devset_fill(&m->train, train, NULL);
-		else {
-			vtpu_permutation(perm, train->n, &m->rng);
-			devset_fill(&m->train, train, perm);
+		if (lr_schedule) {
+			ret = vtpu_model_set_learning_rate(m,
+				lr_schedule(opts->ctx, e, epochs, m->opt.lr));
+			if (ret)
+				break;
 		}
+		if (!opts->no_shuffle)
+			vtpu_permutation(perm, train->n, &m->rng);
+		devset_fill(&m->train, train, opts->no_shuffle ? NULL : perm,
+			    aug, &m->rng);
 		pass_init(m, &p, VG_PROG_TRAIN, &m->train, train,
 			  opts->max_steps);
 		p.progress = progress;

@@ -161,6 +161,41 @@ void vtpu_shuffle(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
  */
 void vtpu_permutation(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
 
+/* ---- augmentation --------------------------------------------------------- */
+
+/**
+ * struct vtpu_augment - random changes to each training image, drawn anew
+ * every epoch: Keras' RandomFlip("horizontal") and RandomTranslation with
+ * fill_mode="constant"
+ * @flip: mirror left to right with probability 1/2
+ * @shift: move by dx and dy drawn uniformly from [-shift, shift] pixels;
+ *	pixels that come in from outside the image are 0
+ *
+ * Zero-initialised: no change.
+ */
+struct vtpu_augment {
+	bool flip;
+	uint32_t shift;
+};
+
+/**
+ * vtpu_image_transform() - @dst = @src (h x w x c, u8) mirrored left to
+ * right when @flip, then moved @dx columns right and @dy rows down
+ * (negative: left, up); what comes in from outside is 0. @dst and @src
+ * must not overlap.
+ */
+void vtpu_image_transform(uint8_t *dst, const uint8_t *src, uint32_t h,
+			  uint32_t w, uint32_t c, bool flip, int32_t dx,
+			  int32_t dy);
+
+/**
+ * vtpu_image_augment() - vtpu_image_transform() with a flip and a shift
+ * drawn from @rng as @aug asks (nothing drawn for what it does not ask).
+ */
+void vtpu_image_augment(uint8_t *dst, const uint8_t *src, uint32_t h,
+			uint32_t w, uint32_t c, const struct vtpu_augment *aug,
+			struct vtpu_rng *rng);
+
 /* ---- batches ------------------------------------------------------------ */
 
 /*

@@ -174,6 +174,13 @@ struct vtpu_epoch_stats {
  * @max_steps: stop each epoch after this many steps (0: the whole set)
  * @on_epoch: called after every epoch (may be NULL)
  * @ctx: for @on_epoch
+ * @lr_schedule: called before every epoch @epoch (1..@epochs) with the
+ *	current learning rate; what it returns is the epoch's rate (Keras'
+ *	LearningRateScheduler; NULL: keep the rate; see
+ *	vtpu_model_set_learning_rate())
+ * @augment: random flips and shifts of the training images, drawn anew
+ *	for every image of every epoch (vtpu_data.h); the shift must be
+ *	smaller than the images
  */
 struct vtpu_fit_opts {
 	size_t sz;
@@ -184,6 +191,9 @@ struct vtpu_fit_opts {
 	uint32_t max_steps;
 	void (*on_epoch)(void *ctx, const struct vtpu_epoch_stats *st);
 	void *ctx;
+	struct vtpu_augment augment;
+	float (*lr_schedule)(void *ctx, uint32_t epoch, uint32_t epochs,
+			     float lr);
 };
 
 #define VTPU_FIT_OPTS(name, ...)                                               \
@@ -229,6 +239,19 @@ int vtpu_model_compile(struct vtpu_model *m,
  */
 int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		   const struct vtpu_fit_opts *opts);
+
+/**
+ * vtpu_model_set_learning_rate() - a compiled model's learning rate from
+ * the next step on. The compiled training programs are changed in place:
+ * no recompilation, and the optimizer's state (moments, step count) is
+ * kept. Compiling again starts from the compile options' rate.
+ * Return: 0, or -EINVAL for a rate that is not finite and > 0 or a model
+ * that is not compiled (the rate is unchanged then).
+ */
+int vtpu_model_set_learning_rate(struct vtpu_model *m, float lr);
+
+/** vtpu_model_learning_rate() - the rate the next step uses. */
+float vtpu_model_learning_rate(const struct vtpu_model *m);
 
 /** vtpu_model_evaluate() - mean loss and accuracy over @ds. */
 int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,

@@ -643,6 +643,100 @@ static void make_small(struct vtpu_dataset *ds)
 		ds->labels[i] = 3 - i;
 }
 
+/* ---- augmentation ------------------------------------------------------------ */
+
+/* The reference: each output pixel fetched from where it came from. */
+static uint8_t moved_pixel(const uint8_t *src, uint32_t h, uint32_t w,
+			   uint32_t c, bool flip, int32_t dx, int32_t dy,
+			   uint32_t y, uint32_t x, uint32_t k)
+{
+	int64_t sy = (int64_t)y - dy, sx = (int64_t)x - dx;
+
+	if (sy < 0 || sy >= h || sx < 0 || sx >= w)
+		return 0;
+	if (flip)
+		sx = w - 1 - sx;
+	return src[((size_t)sy * w + sx) * c + k];
+}
+
+/* Every flip and shift, in and beyond the image, against the reference. */
+TEST(image_transform_reference)
+{
+	static const uint32_t shapes[][3] = { { 4, 4, 1 }, { 5, 3, 3 },
+					      { 1, 7, 2 }, { 28, 28, 1 } };
+	uint8_t src[28 * 28 * 3], dst[28 * 28 * 3 + 1];
+	uint32_t s, i, y, x, k, bad = 0, cases = 0;
+	int32_t dx, dy;
+
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 37 + 11);
+	for (s = 0; s < 4; s++) {
+		uint32_t h = shapes[s][0], w = shapes[s][1], c = shapes[s][2];
+		int32_t lim = (int32_t)(h > w ? h : w) + 1;
+
+		for (dy = -lim; dy <= lim; dy++)
+			for (dx = -lim; dx <= lim; dx++)
+				for (i = 0; i < 2; i++) {
+					memset(dst, 0xa5, sizeof(dst));
+					vtpu_image_transform(dst, src, h, w, c,
+							     i, dx, dy);
+					for (y = 0; y < h; y++)
+						for (x = 0; x < w; x++)
+							for (k = 0; k < c; k++)
+								bad += dst[(y * w + x) * c + k] !=
+								       moved_pixel(src, h, w, c, i,
+										   dx, dy, y, x, k);
+					bad += dst[h * w * c] != 0xa5;
+					cases++;
+				}
+	}
+	EXPECT_EQ(0, bad);
+	TH_LOG("%u transforms, %u wrong pixels or overruns", cases, bad);
+}
+
+/* Augmentation draws flips and shifts evenly, and nothing when asked none. */
+TEST(image_augment_draws)
+{
+	const struct vtpu_augment none = { 0 }, both = { .flip = true,
+							 .shift = 2 };
+	uint8_t src[5 * 5], dst[5 * 5], ref[5 * 5];
+	uint32_t count[2][5][5] = { 0 }, i, f;
+	struct vtpu_rng rng, before;
+	int32_t dx, dy;
+
+	for (i = 0; i < 25; i++)
+		src[i] = (uint8_t)(i + 1); /* no pixel is 0 */
+	vtpu_rng_seed(&rng, 5);
+	before = rng;
+	vtpu_image_augment(dst, src, 5, 5, 1, &none, &rng);
+	EXPECT_EQ(0, memcmp(dst, src, sizeof(src)));
+	EXPECT_EQ(before.state, rng.state);
+	/* identify each draw by matching it against all 50 transforms */
+	for (i = 0; i < 5000; i++) {
+		bool found = false;
+
+		vtpu_image_augment(dst, src, 5, 5, 1, &both, &rng);
+		for (f = 0; f < 2 && !found; f++)
+			for (dy = -2; dy <= 2 && !found; dy++)
+				for (dx = -2; dx <= 2 && !found; dx++) {
+					vtpu_image_transform(ref, src, 5, 5, 1,
+							     f, dx, dy);
+					if (!memcmp(ref, dst, sizeof(ref))) {
+						count[f][dy + 2][dx + 2]++;
+						found = true;
+					}
+				}
+		ASSERT_TRUE(found);
+	}
+	/* 50 outcomes, 100 expected each: all within 5 sigma */
+	for (f = 0; f < 2; f++)
+		for (dy = 0; dy < 5; dy++)
+			for (dx = 0; dx < 5; dx++) {
+				EXPECT_LT(50, count[f][dy][dx]);
+				EXPECT_GT(150, count[f][dy][dx]);
+			}
+}
+
 TEST(batch_images_labels)
 {
 	static const uint32_t idx[4] = { 2, 0, 3, 1 };

@@ -303,6 +303,184 @@ TEST(fit_learns_and_planner_reuses)
 	vtpu_dataset_free(&test);
 }
 
+static float halve_from_epoch_2(void *ctx, uint32_t epoch, uint32_t epochs,
+				float lr)
+{
+	float *seen = ctx;
+
+	seen[epoch - 1] = lr;
+	return epoch >= 2 ? lr / 2 : lr;
+}
+
+/* A schedule's context: the rate from epoch 2 on, and the losses. */
+struct later_rate {
+	float rate;
+	double loss[3];
+};
+
+static float rate_after_epoch_1(void *ctx, uint32_t epoch, uint32_t epochs,
+				float lr)
+{
+	return epoch == 1 ? lr : ((struct later_rate *)ctx)->rate;
+}
+
+static void later_rate_loss(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	((struct later_rate *)ctx)->loss[st->epoch - 1] = st->loss;
+}
+
+static float nan_rate(void *ctx, uint32_t epoch, uint32_t epochs, float lr)
+{
+	return NAN;
+}
+
+/*
+ * vtpu_model_set_learning_rate() patches the compiled programs in place:
+ * a model compiled with one rate and set to another trains as one compiled
+ * with the other, full and partial batches alike, for Adam and SGD; a
+ * schedule sees each epoch's rate and a bad rate is refused.
+ */
+TEST(learning_rate_changes_in_place)
+{
+	struct vtpu_dataset train;
+	int k;
+
+	quadrant_set(&train, 100, 4); /* 3 batches of 32 and one of 4 */
+	for (k = 0; k < 2; k++) {
+		enum vtpu_optimizer opt = k ? VTPU_OPT_SGD : VTPU_OPT_ADAM;
+		struct later_rate d = { .rate = 1e-3f };
+		double a[3], b[3], c[3];
+		float seen[3], low = 1e-3f;
+		struct vtpu_model *m[4];
+		int i;
+
+		for (i = 0; i < 4; i++) {
+			VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32,
+					  .seed = 7, .optimizer = opt,
+					  .momentum = 0.9f,
+					  .learning_rate = i == 1 ? low : 0.02f);
+
+			m[i] = quadrant_model();
+			ASSERT_EQ(0, vtpu_model_compile(m[i], &co));
+		}
+		/* a: 0.02 throughout; b: compiled at 0.001, set to 0.02 */
+		VTPU_FIT_OPTS(fa, .epochs = 3, .on_epoch = record_loss,
+			      .ctx = a);
+		ASSERT_EQ(0, vtpu_model_fit(m[0], &train, &fa));
+		ASSERT_EQ(0, vtpu_model_set_learning_rate(m[1], 0.02f));
+		VTPU_FIT_OPTS(fb, .epochs = 3, .on_epoch = record_loss,
+			      .ctx = b);
+		ASSERT_EQ(0, vtpu_model_fit(m[1], &train, &fb));
+		EXPECT_EQ(0, memcmp(a, b, sizeof(a)));
+
+		/* c: one epoch, then both programs set to 0.001 for two more */
+		VTPU_FIT_OPTS(fc, .epochs = 1, .on_epoch = record_loss,
+			      .ctx = c);
+		ASSERT_EQ(0, vtpu_model_fit(m[2], &train, &fc));
+		ASSERT_EQ(0, vtpu_model_set_learning_rate(m[2], low));
+		fc.epochs = 2;
+		fc.ctx = c + 1;
+		ASSERT_EQ(0, vtpu_model_fit(m[2], &train, &fc));
+		/* d: the same, by a schedule within one fit */
+		VTPU_FIT_OPTS(fd, .epochs = 3, .on_epoch = later_rate_loss,
+			      .ctx = &d, .lr_schedule = rate_after_epoch_1);
+		ASSERT_EQ(0, vtpu_model_fit(m[3], &train, &fd));
+		EXPECT_EQ(low, vtpu_model_learning_rate(m[3]));
+		EXPECT_EQ(0, memcmp(c, d.loss, sizeof(c)));
+		EXPECT_EQ(a[0], c[0]);
+		EXPECT_NE(a[1], c[1]);
+		TH_LOG("%s: loss %.5f %.5f %.5f at 0.02, %.5f %.5f %.5f at 0.02 then 0.001",
+		       k ? "sgd" : "adam", a[0], a[1], a[2], c[0], c[1], c[2]);
+		for (i = 0; i < 4; i++)
+			vtpu_model_destroy(m[i]);
+
+		/* the schedule sees each epoch's rate; bad rates are refused */
+		m[0] = quadrant_model();
+		VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32,
+				  .optimizer = opt, .learning_rate = 0.02f);
+		ASSERT_EQ(0, vtpu_model_compile(m[0], &co));
+		VTPU_FIT_OPTS(fs, .epochs = 3, .lr_schedule = halve_from_epoch_2,
+			      .ctx = seen);
+		ASSERT_EQ(0, vtpu_model_fit(m[0], &train, &fs));
+		EXPECT_EQ(0.02f, seen[0]);
+		EXPECT_EQ(0.01f, seen[2]);
+		EXPECT_EQ(0.005f, vtpu_model_learning_rate(m[0]));
+		EXPECT_EQ(-EINVAL, vtpu_model_set_learning_rate(m[0], NAN));
+		EXPECT_EQ(-EINVAL, vtpu_model_set_learning_rate(m[0], 0));
+		EXPECT_EQ(-EINVAL, vtpu_model_set_learning_rate(m[0], -1));
+		EXPECT_EQ(-EINVAL,
+			  vtpu_model_set_learning_rate(m[0], INFINITY));
+		TH_LOG("infinite rate: %s", vtpu_model_error(m[0]));
+		fs.lr_schedule = nan_rate;
+		EXPECT_EQ(-EINVAL, vtpu_model_fit(m[0], &train, &fs));
+		TH_LOG("a schedule's NaN: %s", vtpu_model_error(m[0]));
+		EXPECT_EQ(0.005f, vtpu_model_learning_rate(m[0]));
+		vtpu_model_destroy(m[0]);
+	}
+	vtpu_dataset_free(&train);
+}
+
+/* Train three epochs in file order, recording the losses. */
+static int fit_losses(const struct vtpu_dataset *train,
+		      const struct vtpu_augment *aug, double losses[3])
+{
+	struct vtpu_model *m = quadrant_model();
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 3,
+			  .learning_rate = 1e-2f);
+	VTPU_FIT_OPTS(fo, .epochs = 3, .no_shuffle = true,
+		      .on_epoch = record_loss, .ctx = losses,
+		      .augment = *aug);
+	int ret = vtpu_model_compile(m, &co);
+
+	if (!ret)
+		ret = vtpu_model_fit(m, train, &fo);
+	vtpu_model_destroy(m);
+	return ret;
+}
+
+/*
+ * fit's augmentation reaches the device: flipping images that are their
+ * own mirror image changes nothing, flipping or shifting others changes
+ * the training, and a shift as large as the image is refused.
+ */
+TEST(fit_augments_training_images)
+{
+	struct vtpu_augment none = { 0 }, flip = { .flip = true },
+			    shift = { .shift = 1 }, huge = { .shift = 4 };
+	struct vtpu_dataset train, mirrored;
+	double l0[3], l1[3], m0[3], m1[3], s1[3];
+	struct vtpu_model *m;
+	uint32_t i, y, x;
+
+	quadrant_set(&train, 96, 6);
+	quadrant_set(&mirrored, 96, 6);
+	for (i = 0; i < mirrored.n; i++)
+		for (y = 0; y < 4; y++)
+			for (x = 0; x < 2; x++)
+				mirrored.images[i * 16 + y * 4 + 3 - x] =
+					mirrored.images[i * 16 + y * 4 + x];
+	ASSERT_EQ(0, fit_losses(&mirrored, &none, m0));
+	ASSERT_EQ(0, fit_losses(&mirrored, &flip, m1));
+	EXPECT_EQ(0, memcmp(m0, m1, sizeof(m0)));
+	ASSERT_EQ(0, fit_losses(&train, &none, l0));
+	ASSERT_EQ(0, fit_losses(&train, &flip, l1));
+	ASSERT_EQ(0, fit_losses(&train, &shift, s1));
+	EXPECT_NE(l0[2], l1[2]);
+	EXPECT_NE(l0[2], s1[2]);
+	TH_LOG("loss after 3 epochs: %.5f as is, %.5f flipped, %.5f shifted",
+	       l0[2], l1[2], s1[2]);
+
+	m = quadrant_model();
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32);
+	VTPU_FIT_OPTS(fo, .augment = huge);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	EXPECT_EQ(-EINVAL, vtpu_model_fit(m, &train, &fo));
+	TH_LOG("shift of 4 on 4x4 images: %s", vtpu_model_error(m));
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&mirrored);
+}
+
 /* The engine's GEMM and OpenBLAS's give the same training, within float. */
 TEST(engine_and_openblas_agree)
 {
@@ -503,6 +681,8 @@ TEST(model_bad_inputs)
 
 	vtpu_model_add_flatten(m);
 	vtpu_model_add_dense(m, 4, VTPU_ACT_RELU);
+	EXPECT_EQ(-EINVAL, vtpu_model_set_learning_rate(m, 0.01f));
+	TH_LOG("learning rate before compiling: %s", vtpu_model_error(m));
 	EXPECT_EQ(-EINVAL, vtpu_model_compile(m, &co));
 	TH_LOG("no softmax layer: %s", vtpu_model_error(m));
 	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
