@@ -6,11 +6,18 @@
  *   Conv2D(64, 3x3) -> MaxPooling2D(2x2) -> ReLU -> Flatten
  *     -> Dense(10, softmax), Adam with learning rate 1e-3
  *
- * The seed fed raw 0..255 pixels; this example standardises them with the
- * training set's mean and deviation (--no-standardize: x / 255), which is
- * worth about a point after their 5 epochs: with their setup (batch 1000,
- * 60 steps per epoch) 88.4-88.9% test accuracy over three seeds (their
- * Keras run: 88.5%), and about 90.3% at batch 128 within 10 epochs.
+ * The seed fed raw 0..255 pixels (their Keras run: 88.5% test accuracy
+ * after 5 epochs of batch 1000). Adam moves every weight by about the
+ * learning rate per step, so the input's scale sets how fast the conv
+ * layer learns: 1/255 is too slow for 300 steps, 1 too fast. This example
+ * feeds x / 20 (--input-scale 0.05, the best of a sweep from 1/255 to 1
+ * scored on 10000 images held out of the training set). Measured on the
+ * test set, three seeds:
+ *
+ *   the seed's setup (the defaults: batch 1000, 5 epochs)   89.7-90.2%
+ *   --batch 128 --epochs 10 --lr-decay cosine               91.1-91.5%
+ *
+ * (standardised pixels, --standardize: 88.4-88.9% and 90.3%.)
  *
  *   fashion_mnist --device /dev/vtpu0 --data ../shared/datasets/fashion-mnist
  */
@@ -21,7 +28,7 @@ int main(int argc, char **argv)
 	struct trainer_opts o = {
 		.name = "fashion_mnist", .device = "/dev/vtpu0",
 		.data = "data/fashion-mnist", .epochs = 5, .batch = 1000,
-		.seed = 1, .standardize = true,
+		.seed = 1, .input_scale = 0.05f,
 	};
 	VTPU_COMPILE_OPTS(co, .optimizer = VTPU_OPT_ADAM,
 			  .learning_rate = 1e-3f);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +19,30 @@ static void usage(const struct trainer_opts *o, int status)
 		"  --limit N        train on the first N images only\n"
 		"  --test-limit N   evaluate on the first N test images only\n"
 		"  --lr X           learning rate\n"
+		"  --lr-decay KIND  none: the same rate every epoch; cosine: the\n"
+		"                   rate times (1 + cos(pi (e - 1) / epochs)) / 2\n"
+		"                   in epoch e (default %s)\n"
 		"  --input-scale X  pixel value multiplier (default %g)\n"
 		"  --standardize    feed (x - mean) / std, with the training set's\n"
 		"                   pixel mean and std%s\n"
 		"  --no-standardize feed x * input-scale%s\n"
-		"  --seed N         weight initialisation and shuffling\n"
+		"  --flip           mirror each training image left to right with\n"
+		"                   probability 1/2, anew every epoch%s\n"
+		"  --no-flip        train on the images as they are%s\n"
+		"  --shift N        move each training image by up to N pixels\n"
+		"                   each way, anew every epoch (default %u)\n"
+		"  --seed N         weight initialisation, shuffling, augmentation\n"
 		"  --threads N      cpu backend threads (default: all)\n"
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
 		"  --save FILE      save the trained weights\n"
 		"  --load FILE      start from saved weights\n",
 		o->name, o->device, o->data, o->epochs, o->batch,
+		o->cosine ? "cosine" : "none",
 		o->input_scale ? o->input_scale : 1.0 / 255,
 		o->standardize ? " (default)" : "",
-		o->standardize ? "" : " (default)");
+		o->standardize ? "" : " (default)",
+		o->flip ? " (default)" : "", o->flip ? "" : " (default)",
+		o->shift);
 	exit(status);
 }
 
@@ -68,6 +80,10 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "load", required_argument, NULL, 'O' },
 		{ "standardize", no_argument, NULL, 'z' },
 		{ "no-standardize", no_argument, NULL, 'Z' },
+		{ "flip", no_argument, NULL, 'f' },
+		{ "no-flip", no_argument, NULL, 'F' },
+		{ "shift", required_argument, NULL, 'x' },
+		{ "lr-decay", required_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -88,6 +104,17 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 			break;
 		case 'z': o->standardize = true; break;
 		case 'Z': o->standardize = false; break;
+		case 'f': o->flip = true; break;
+		case 'F': o->flip = false; break;
+		case 'x': o->shift = number(o, "--shift", optarg); break;
+		case 'y':
+			if (!strcmp(optarg, "cosine"))
+				o->cosine = true;
+			else if (!strcmp(optarg, "none"))
+				o->cosine = false;
+			else
+				usage(o, 2);
+			break;
 		case 's': o->seed = number(o, "--seed", optarg); break;
 		case 't': o->threads = (int)number(o, "--threads", optarg); break;
 		case 'g':
@@ -131,13 +158,27 @@ void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
 		vtpu_dataset_truncate(test, o->test_limit);
 }
 
+/* Cosine decay by epoch, from the rate the first epoch is given. */
+static float cosine_decay(void *ctx, uint32_t epoch, uint32_t epochs,
+			  float lr)
+{
+	float *lr0 = ctx;
+
+	if (epoch == 1)
+		*lr0 = lr;
+	return *lr0 * 0.5f * (1.0f + cosf((float)M_PI * (float)(epoch - 1) /
+					  (float)epochs));
+}
+
 int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 		struct vtpu_compile_opts *co, const struct vtpu_dataset *train,
 		const struct vtpu_dataset *test)
 {
 	VTPU_FIT_OPTS(fo, .epochs = o->epochs, .progress = stdout,
-		      .validation = test);
+		      .validation = test,
+		      .augment = { .flip = o->flip, .shift = o->shift });
 	struct vtpu_model_info info;
+	float lr0;
 	double loss, acc;
 
 	co->device = o->device;
@@ -161,6 +202,10 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	}
 	if (o->lr > 0)
 		co->learning_rate = o->lr;
+	if (o->cosine) {
+		fo.lr_schedule = cosine_decay;
+		fo.ctx = &lr0;
+	}
 
 	vtpu_model_summary(m, stdout);
 	if (vtpu_model_compile(m, co)) {

@@ -27,6 +27,9 @@ struct trainer_opts {
 	float lr;		/* --lr */
 	float input_scale;	/* --input-scale: pixel multiplier (1/255) */
 	bool standardize;	/* --standardize / --no-standardize */
+	bool flip;		/* --flip / --no-flip */
+	uint32_t shift;		/* --shift N */
+	bool cosine;		/* --lr-decay cosine / none */
 	uint64_t seed;		/* --seed */
 };
 
