@@ -8,6 +8,14 @@
  * takes tiles from an atomic counter and runs all steps of each tile it
  * takes; the next command starts when all participants are done.
  *
+ * Commands follow each other within microseconds, and waking a sleeping
+ * thread takes far longer on a virtual machine (the idle vCPU must be
+ * scheduled again): long enough that the caller had done every tile of a
+ * half-millisecond GEMM alone before its helper arrived. So helpers and
+ * the caller spin for a while (CPU_SPIN_NS) on the op generation and the
+ * busy count before they sleep on the condition variables, as OpenBLAS's
+ * and OpenMP's thread pools do.
+ *
  * With VTPU_CPU_GEMM_OPENBLAS, GEMM commands go to cblas_sgemm (on
  * OpenBLAS's own threads, as many as ours) followed by the bias/ReLU
  * epilogue: the CPU baseline the engine is measured against.
@@ -59,9 +67,9 @@ struct vtpu_cpu {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;	/* helpers: a new op or stop */
 	pthread_cond_t idle;	/* caller: busy dropped to 0 */
-	u64 gen;		/* op generation, under lock */
+	_Atomic u64 gen;	/* op generation, changed under lock */
 	int stop;		/* under lock */
-	int busy;		/* helpers still in the current op, under lock */
+	atomic_int busy;	/* helpers still in the current op, changed under lock */
 	int slots;		/* helpers that may still join it, under lock */
 	const struct vtpu_engine_op *op;	/* under lock */
 
@@ -81,6 +89,51 @@ static int cpu_best_simd(void)
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		return VTPU_SIMD_AVX2;
 	return VTPU_SIMD_SCALAR;
+}
+
+/* How long a worker polls for what it waits for before it sleeps. */
+#define CPU_SPIN_NS 200000
+
+static u64 now_ns(void);
+
+/* Poll until @v differs from @old or CPU_SPIN_NS pass; true if it did. */
+static bool cpu_spin_u64(_Atomic u64 *v, u64 old)
+{
+	u64 t0 = 0;
+	u32 i;
+
+	for (i = 1;; i++) {
+		if (atomic_load_explicit(v, memory_order_acquire) != old)
+			return true;
+		__builtin_ia32_pause();
+		if (i % 64 == 0) {
+			u64 t = now_ns();
+
+			if (!t0)
+				t0 = t;
+			else if (t - t0 > CPU_SPIN_NS)
+				return false;
+		}
+	}
+}
+
+/* Poll until @v is 0 or CPU_SPIN_NS pass. */
+static void cpu_spin_zero(atomic_int *v)
+{
+	u64 t0 = 0;
+	u32 i;
+
+	for (i = 1; atomic_load_explicit(v, memory_order_acquire); i++) {
+		__builtin_ia32_pause();
+		if (i % 64 == 0) {
+			u64 t = now_ns();
+
+			if (!t0)
+				t0 = t;
+			else if (t - t0 > CPU_SPIN_NS)
+				return;
+		}
+	}
 }
 
 static void cpu_run_tiles(struct vtpu_cpu *cpu,
@@ -106,10 +159,11 @@ static void *cpu_helper(void *arg)
 	u64 seen = 0;
 
 	free(targ);
-	pthread_mutex_lock(&cpu->lock);
 	for (;;) {
 		const struct vtpu_engine_op *op;
 
+		cpu_spin_u64(&cpu->gen, seen);
+		pthread_mutex_lock(&cpu->lock);
 		while (!cpu->stop && cpu->gen == seen)
 			pthread_cond_wait(&cpu->wake, &cpu->lock);
 		if (cpu->stop)
@@ -117,8 +171,10 @@ static void *cpu_helper(void *arg)
 		seen = cpu->gen;
 		op = cpu->op;
 		/* not needed for this op: the caller does not wait for us */
-		if (cpu->slots == 0)
+		if (cpu->slots == 0) {
+			pthread_mutex_unlock(&cpu->lock);
 			continue;
+		}
 		cpu->slots--;
 		pthread_mutex_unlock(&cpu->lock);
 
@@ -127,6 +183,7 @@ static void *cpu_helper(void *arg)
 		pthread_mutex_lock(&cpu->lock);
 		if (--cpu->busy == 0)
 			pthread_cond_signal(&cpu->idle);
+		pthread_mutex_unlock(&cpu->lock);
 	}
 	pthread_mutex_unlock(&cpu->lock);
 	return NULL;
@@ -151,6 +208,7 @@ static void cpu_run_op(struct vtpu_cpu *cpu, const struct vtpu_engine_op *op)
 	}
 	cpu_run_tiles(cpu, op, cpu->scratch[0]);
 	if (helpers > 0) {
+		cpu_spin_zero(&cpu->busy);
 		pthread_mutex_lock(&cpu->lock);
 		while (cpu->busy)
 			pthread_cond_wait(&cpu->idle, &cpu->lock);
