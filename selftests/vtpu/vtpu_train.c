@@ -58,6 +58,12 @@ static void record(void *ctx, const struct vtpu_epoch_stats *st)
 	((double *)ctx)[st->epoch - 1] = st->loss;
 }
 
+/* Epoch e trains at the compiled rate / e: patched into the stream. */
+static float decay(void *ctx, uint32_t epoch, uint32_t epochs, float lr)
+{
+	return epoch > 1 ? lr * (float)(epoch - 1) / (float)epoch : lr;
+}
+
 typedef struct vtpu_model *(*build_fn)(void);
 
 static struct vtpu_model *mlp(void)
@@ -98,8 +104,12 @@ static struct vtpu_model *convnet2(void)
 	return m;
 }
 
-/* Train on @device; Return: 0 or -errno, losses per epoch in @loss. */
-static int train(const char *device, build_fn build,
+/*
+ * Train on @device; Return: 0 or -errno, losses per epoch in @loss. With
+ * @extras, a learning-rate schedule and random flips and shifts of the
+ * images too.
+ */
+static int train(const char *device, build_fn build, bool extras,
 		 const struct vtpu_dataset *ds, double *loss, double *acc)
 {
 	struct vtpu_model *m = build();
@@ -108,6 +118,11 @@ static int train(const char *device, build_fn build,
 	double l;
 	int ret;
 
+	if (extras) {
+		fo.lr_schedule = decay;
+		fo.augment.flip = true;
+		fo.augment.shift = 2;
+	}
 	ret = vtpu_model_compile(m, &co);
 	if (!ret)
 		ret = vtpu_model_fit(m, ds, &fo);
@@ -120,7 +135,7 @@ static int train(const char *device, build_fn build,
 }
 
 static void same_curve(struct __test_metadata *_metadata, build_fn build,
-		       uint32_t n, const char *what)
+		       bool extras, uint32_t n, const char *what)
 {
 	struct vtpu_dataset ds;
 	double dev[EPOCHS], cpu[EPOCHS], dacc, cacc, worst = 0;
@@ -129,8 +144,8 @@ static void same_curve(struct __test_metadata *_metadata, build_fn build,
 	if (access("/dev/vtpu0", R_OK | W_OK))
 		SKIP(return, "no /dev/vtpu0 (is vtpu.ko loaded?)");
 	load_data(&ds, n);
-	ASSERT_EQ(0, train("/dev/vtpu0", build, &ds, dev, &dacc));
-	ASSERT_EQ(0, train("cpu", build, &ds, cpu, &cacc));
+	ASSERT_EQ(0, train("/dev/vtpu0", build, extras, &ds, dev, &dacc));
+	ASSERT_EQ(0, train("cpu", build, extras, &ds, cpu, &cacc));
 	for (e = 0; e < EPOCHS; e++)
 		worst = fmax(worst, fabs(dev[e] - cpu[e]) / cpu[e]);
 	EXPECT_GT(1e-4, worst);
@@ -154,17 +169,25 @@ FIXTURE_TEARDOWN(train) {}
 
 TEST_F_TIMEOUT(train, mlp_device_matches_cpu, TRAIN_TIMEOUT)
 {
-	same_curve(_metadata, mlp, 320, "MLP 784-64-10");
+	same_curve(_metadata, mlp, false, 320, "MLP 784-64-10");
+}
+
+/* The rate rewritten in the submitted stream, and augmented images. */
+TEST_F_TIMEOUT(train, mlp_schedule_augment_device_matches_cpu, TRAIN_TIMEOUT)
+{
+	same_curve(_metadata, mlp, true, 320,
+		   "MLP 784-64-10, lr / epoch, flips and shifts");
 }
 
 TEST_F_TIMEOUT(train, convnet_device_matches_cpu, TRAIN_TIMEOUT)
 {
-	same_curve(_metadata, convnet, 96, "conv(20)-pool-relu-dense");
+	same_curve(_metadata, convnet, false, 96, "conv(20)-pool-relu-dense");
 }
 
 TEST_F_TIMEOUT(train, convnet2_device_matches_cpu, TRAIN_TIMEOUT)
 {
-	same_curve(_metadata, convnet2, 48, "conv(4)-conv(6)-pool-dense");
+	same_curve(_metadata, convnet2, false, 48,
+		   "conv(4)-conv(6)-pool-dense");
 }
 
 TEST_HARNESS_MAIN
