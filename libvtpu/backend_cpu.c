@@ -96,44 +96,30 @@ static int cpu_best_simd(void)
 
 static u64 now_ns(void);
 
-/* Poll until @v differs from @old or CPU_SPIN_NS pass; true if it did. */
-static bool cpu_spin_u64(_Atomic u64 *v, u64 old)
+/*
+ * A bounded busy-wait: while (!condition && cpu_spin_more(&spin)); polls
+ * the condition until it holds or CPU_SPIN_NS have passed.
+ */
+struct cpu_spin {
+	u64 t0;
+	u32 polls;
+};
+
+static bool cpu_spin_more(struct cpu_spin *sp)
 {
-	u64 t0 = 0;
-	u32 i;
+	u64 t;
 
-	for (i = 1;; i++) {
-		if (atomic_load_explicit(v, memory_order_acquire) != old)
-			return true;
-		__builtin_ia32_pause();
-		if (i % 64 == 0) {
-			u64 t = now_ns();
-
-			if (!t0)
-				t0 = t;
-			else if (t - t0 > CPU_SPIN_NS)
-				return false;
-		}
-	}
-}
-
-/* Poll until @v is 0 or CPU_SPIN_NS pass. */
-static void cpu_spin_zero(atomic_int *v)
-{
-	u64 t0 = 0;
-	u32 i;
-
-	for (i = 1; atomic_load_explicit(v, memory_order_acquire); i++) {
-		__builtin_ia32_pause();
-		if (i % 64 == 0) {
-			u64 t = now_ns();
-
-			if (!t0)
-				t0 = t;
-			else if (t - t0 > CPU_SPIN_NS)
-				return;
-		}
-	}
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+	if (++sp->polls % 64)
+		return true;
+	t = now_ns();
+	if (!sp->t0)
+		sp->t0 = t;
+	return t - sp->t0 <= CPU_SPIN_NS;
 }
 
 static void cpu_run_tiles(struct vtpu_cpu *cpu,
@@ -161,8 +147,12 @@ static void *cpu_helper(void *arg)
 	free(targ);
 	for (;;) {
 		const struct vtpu_engine_op *op;
+		struct cpu_spin spin = { 0 };
 
-		cpu_spin_u64(&cpu->gen, seen);
+		while (atomic_load_explicit(&cpu->gen, memory_order_acquire) ==
+			       seen &&
+		       cpu_spin_more(&spin))
+			;
 		pthread_mutex_lock(&cpu->lock);
 		while (!cpu->stop && cpu->gen == seen)
 			pthread_cond_wait(&cpu->wake, &cpu->lock);
@@ -208,7 +198,11 @@ static void cpu_run_op(struct vtpu_cpu *cpu, const struct vtpu_engine_op *op)
 	}
 	cpu_run_tiles(cpu, op, cpu->scratch[0]);
 	if (helpers > 0) {
-		cpu_spin_zero(&cpu->busy);
+		struct cpu_spin spin = { 0 };
+
+		while (atomic_load_explicit(&cpu->busy, memory_order_acquire) &&
+		       cpu_spin_more(&spin))
+			;
 		pthread_mutex_lock(&cpu->lock);
 		while (cpu->busy)
 			pthread_cond_wait(&cpu->idle, &cpu->lock);
