@@ -4,8 +4,9 @@
  * compiled for a backend, and trained by replaying compiled programs.
  *
  * A training epoch puts the shuffled dataset in device memory (raw u8
- * images, flipped and shifted at random if asked, and u32 labels) and runs the training program over it in a few
- * submissions of many steps each: every submission repeats the one stream
+ * images, flipped and shifted at random if asked, and u32 labels) and
+ * runs the training program over it in a few submissions of many steps
+ * each: every submission repeats the one stream
  * with per-iteration strides that walk the batch, the labels and the
  * per-step metrics (loss, correct count). Two submissions are in flight at
  * a time so the device never waits for the host; the progress bar is
@@ -115,6 +116,15 @@ struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m)
 }
 
 /* Layers go after the last one; nothing can follow a softmax. */
+/* A learning rate the optimizer can use: finite and > 0. */
+static int check_lr(struct vtpu_model *m, float lr)
+{
+	if (!isfinite(lr) || !(lr > 0))
+		return fail(m, -EINVAL, "learning rate %g: not finite and > 0",
+			    (double)lr);
+	return 0;
+}
+
 static int add_layer(struct vtpu_model *m, int node)
 {
 	if (node < 0)
@@ -377,6 +387,9 @@ int vtpu_model_compile(struct vtpu_model *m,
 	m->opt.eps = opts->epsilon ?: 1e-7f;
 	if (m->opt.kind > VTPU_OPT_SGD)
 		return fail(m, -EINVAL, "unknown optimizer %d", m->opt.kind);
+	ret = check_lr(m, m->opt.lr);
+	if (ret)
+		return ret;
 	if (m->g->loss < 0) {
 		ret = vtpu_graph_loss(m->g, m->last);
 		if (ret < 0)
@@ -705,13 +718,13 @@ int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
 
 int vtpu_model_set_learning_rate(struct vtpu_model *m, float lr)
 {
-	int i;
+	int i, ret;
 
 	if (!m->compiled)
 		return fail(m, -EINVAL, "the model is not compiled");
-	if (!isfinite(lr) || !(lr > 0))
-		return fail(m, -EINVAL, "learning rate %g: not finite and > 0",
-			    (double)lr);
+	ret = check_lr(m, lr);
+	if (ret)
+		return ret;
 	m->opt.lr = lr;
 	for (i = 0; i < MAX_PROGS; i++)
 		if (m->progs[i].used)

@@ -697,6 +697,13 @@ TEST(model_bad_inputs)
 	EXPECT_EQ(-EINVAL, vtpu_model_compile(m, &co));
 	TH_LOG("infinite input scale: %s", vtpu_model_error(m));
 	co.input_scale = 0;
+	co.learning_rate = NAN;
+	EXPECT_EQ(-EINVAL, vtpu_model_compile(m, &co));
+	TH_LOG("NaN learning rate: %s", vtpu_model_error(m));
+	co.learning_rate = -0.1f;
+	EXPECT_EQ(-EINVAL, vtpu_model_compile(m, &co));
+	TH_LOG("negative learning rate: %s", vtpu_model_error(m));
+	co.learning_rate = 0; /* the optimizer's default */
 	ASSERT_EQ(0, vtpu_model_compile(m, &co));
 
 	quadrant_set(&train, 64, 1);
