@@ -102,6 +102,60 @@ static bool gemm_is_tn(const struct vtpu_engine_op *op)
 	       g->m <= VTPU_GEMM_NARROW_NR && g->n > VTPU_GEMM_NARROW_NR;
 }
 
+/*
+ * CONV_WGRAD on AVX-512 runs direct (vtpu_gemm_step_avx512_wgrad()):
+ * tiles of whole blocks of rows, each block within one tap row (kw * c
+ * rows of dw), by up to VTPU_WG_NT columns. Every tile reads all of x and
+ * dy, so there are fewer of them than of a packed GEMM: WG_TILES_WANTED,
+ * if blocks of at least WG_ROWS_MIN rows allow.
+ */
+#define WG_TILES_WANTED 4
+#define WG_ROWS_MIN 4
+
+static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+
+	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
+	       (g->flags & VTPU_GEMM_TRANS_A);
+}
+
+static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	u32 run = g->win.kw * g->win.c, cols = gemm_min(g->n, VTPU_WG_NT);
+	u32 groups = div_up(g->n, VTPU_WG_NT), k = g->k ? g->k : 1;
+	u32 nb = div_up(run, VTPU_WG_RMAX);
+	u64 work = 2ull * g->m * cols * g->k;	/* of one column group */
+	u32 blocks, rtiles, nsteps;
+
+	while ((u64)g->win.kh * nb * groups < WG_TILES_WANTED &&
+	       run / (nb + 1) >= WG_ROWS_MIN)
+		nb++;
+	blocks = g->win.kh * nb;
+	rtiles = gemm_min(div_up(WG_TILES_WANTED, groups), blocks);
+	while (rtiles > 1 && work / rtiles < GEMM_TILE_FLOPS_MIN)
+		rtiles--;
+	nsteps = div_up(k, VTPU_GEMM_KC);
+	g->wg_nb = nb;
+	g->kc = div_up(k, nsteps);
+	g->mt = 0;	/* tiles differ: vtpu_gemm_run() */
+	g->nt = VTPU_WG_NT;
+	g->mtiles = rtiles;
+	g->ntiles_n = groups;
+	op->ntiles = rtiles * groups;
+	op->nsteps = nsteps;
+	op->flops = 2ull * g->m * g->n * g->k;
+}
+
+/* The first row of dw in block @b of a direct CONV_WGRAD. */
+static u32 wgrad_row(const struct vtpu_engine_gemm *g, u32 b)
+{
+	u32 run = g->win.kw * g->win.c;
+
+	return b / g->wg_nb * run + (u32)((u64)(b % g->wg_nb) * run / g->wg_nb);
+}
+
 void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
@@ -109,6 +163,10 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps;
 
+	if (gemm_is_wgrad(op)) {
+		gemm_prepare_wgrad(op);
+		return;
+	}
 	if (gemm_is_tn(op)) {
 		g->tn = 1;
 		g->mt = m;
@@ -180,15 +238,25 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	struct vtpu_gemm_step st;
 
 	st.g = g;
-	st.i0 = ti * g->mt;
+	if (g->wg_nb) {
+		/* whole blocks: a tile's share of them */
+		u32 blocks = g->win.kh * g->wg_nb;
+
+		st.i0 = wgrad_row(g, ti * blocks / g->mtiles);
+		st.mt = wgrad_row(g, (ti + 1) * blocks / g->mtiles) - st.i0;
+	} else {
+		st.i0 = ti * g->mt;
+		st.mt = gemm_min(g->mt, g->m - st.i0);
+	}
 	st.j0 = tj * g->nt;
-	st.mt = gemm_min(g->mt, g->m - st.i0);
 	st.nt = gemm_min(g->nt, g->n - st.j0);
 	st.p0 = step * g->kc;
 	st.kc = g->k ? gemm_min(g->kc, g->k - st.p0) : 0;
 	st.beta = step == 0 ? g->beta : 1.0f;
 	st.last = step == op->nsteps - 1;
-	if (g->tn)
+	if (g->wg_nb)
+		vtpu_gemm_step_avx512_wgrad(&st, scratch);
+	else if (g->tn)
 		vtpu_gemm_step_avx512_tn(&st, scratch);
 	else
 		gemm_level(op->simd, g->n)->step(&st, scratch);

@@ -38,6 +38,14 @@
 #define VTPU_GEMM_NARROW_MR 32
 #define VTPU_GEMM_NARROW_NR 16
 
+/*
+ * AVX-512's direct CONV_WGRAD (gemm_avx512.c): blocks of at most RMAX
+ * rows of dw by one or two vectors of its columns (tiles of at most
+ * WG_NT) in registers.
+ */
+#define VTPU_WG_RMAX 12
+#define VTPU_WG_NT 32
+
 /* Largest of the above (scratch sizing). */
 #define VTPU_GEMM_MR_MAX 32
 #define VTPU_GEMM_NR_MAX 32
@@ -76,7 +84,7 @@
 /**
  * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
  * @g: the decoded command
- * @i0: first row of C in the tile
+ * @i0: first row of C in the tile (a direct CONV_WGRAD's: a block's)
  * @j0: first column
  * @mt: rows in the tile (the last tile may be short)
  * @nt: columns in the tile
@@ -100,5 +108,7 @@ void vtpu_gemm_step_avx512(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 				  void *scratch);
 void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch);
+void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
+				 void *scratch);
 
 #endif /* VTPU_GEMM_H */

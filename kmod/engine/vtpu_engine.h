@@ -85,6 +85,7 @@ struct vtpu_engine_gemm {
 	u32 kc;			/* k per step */
 	u32 mt, nt;		/* tile size: rows, columns of C */
 	u32 tn;			/* A^T B with few rows: the _tn kernel */
+	u32 wg_nb;		/* direct CONV_WGRAD: blocks per tap row */
 	/*
 	 * CONV, CONV_DGRAD, CONV_WGRAD: with @implicit, A is the im2col
 	 * matrix of the NHWC image at a over @win (as stored: m x k, or
