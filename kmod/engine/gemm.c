@@ -120,6 +120,19 @@ static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
 	       (g->flags & VTPU_GEMM_TRANS_A);
 }
 
+/*
+ * CONV and CONV_DGRAD on AVX-512's 14 x 32 kernel gather A's rows and
+ * use them as they are (vtpu_gemm_step_avx512_rows()).
+ */
+static bool gemm_is_rows(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+
+	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
+	       !(g->flags & VTPU_GEMM_TRANS_A) &&
+	       g->n > VTPU_GEMM_NARROW_NR;
+}
+
 static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
@@ -256,6 +269,8 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.last = step == op->nsteps - 1;
 	if (g->wg_nb)
 		vtpu_gemm_step_avx512_wgrad(&st, scratch);
+	else if (gemm_is_rows(op))
+		vtpu_gemm_step_avx512_rows(&st, scratch);
 	else if (g->tn)
 		vtpu_gemm_step_avx512_tn(&st, scratch);
 	else

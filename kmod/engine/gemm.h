@@ -110,5 +110,7 @@ void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
 				 void *scratch);
+void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
+				void *scratch);
 
 #endif /* VTPU_GEMM_H */

@@ -34,6 +34,12 @@ void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
 {
 	vtpu_gemm_step_scalar(st, scratch);
 }
+
+void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
+				void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
 #else
 
 #define GEMM_MR VTPU_GEMM_AVX512_MR
@@ -197,13 +203,16 @@ static inline void store_row_mask(float *c, V16F x0, V16F x1, u16 m0, u16 m1,
 
 /*
  * The k loop on @nv of each k's two vectors of B (1 or 2, a constant once
- * inlined): a last panel of at most 16 columns does half the FMAs. The
+ * inlined): a last panel of at most 16 columns does half the FMAs. A's
+ * element (r, p) is a[r * @rs + p * @ps], constants too: a packed panel
+ * (rs 1, ps MR) or rows of gathered im2col (rs VTPU_GEMM_KC, ps 1). The
  * accumulators are an array indexed only in fully unrolled loops, so GCC
  * keeps all 28 in registers (check: objdump shows no stack access in the
  * k loop).
  */
 static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
-				    V16F acc[GEMM_MR][2], u32 nv)
+				    V16F acc[GEMM_MR][2], u32 nv, u32 rs,
+				    u32 ps)
 {
 	u32 p, r;
 
@@ -211,13 +220,13 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 	for (r = 0; r < GEMM_MR; r++)
 		acc[r][0] = acc[r][1] = (V16F){ 0 };
 
-	for (p = 0; p < kc; p++, a += GEMM_MR, b += GEMM_NR) {
+	for (p = 0; p < kc; p++, a += ps, b += GEMM_NR) {
 		V16F b0 = *(const V16F *)b;
 		V16F b1 = *(const V16F *)(b + 16);
 
 #pragma GCC unroll 14
 		for (r = 0; r < GEMM_MR; r++) {
-			float av = a[r];
+			float av = a[r * rs];
 
 			acc[r][0] += av * b0;
 			if (nv == 2)
@@ -226,17 +235,13 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 	}
 }
 
-static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
-		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
-		     const float *bias, u32 relu)
+/* The accumulated microtile into C[mr x nr]. */
+static __always_inline void ukr_store(V16F acc[GEMM_MR][2], float *c, u64 ldc,
+				      u32 mr, u32 nr, float alpha, float beta,
+				      const float *bias, u32 relu)
 {
-	V16F acc[GEMM_MR][2];
 	u32 r;
 
-	if (ENGINE_LIKELY(nr > 16))
-		ukr_acc(kc, a, b, acc, 2);
-	else
-		ukr_acc(kc, a, b, acc, 1);
 	if (ENGINE_LIKELY(mr == GEMM_MR && nr == GEMM_NR)) {
 #pragma GCC unroll 14
 		for (r = 0; r < GEMM_MR; r++)
@@ -252,6 +257,115 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 				store_row_mask(c + r * ldc, acc[r][0],
 					       acc[r][1], m0, m1, alpha, beta,
 					       bias, relu);
+	}
+}
+
+static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
+		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
+		     const float *bias, u32 relu)
+{
+	V16F acc[GEMM_MR][2];
+
+	if (ENGINE_LIKELY(nr > 16))
+		ukr_acc(kc, a, b, acc, 2, 1, GEMM_MR);
+	else
+		ukr_acc(kc, a, b, acc, 1, 1, GEMM_MR);
+	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu);
+}
+
+/* gemm_ukr() with A as rows VTPU_GEMM_KC floats apart */
+static void gemm_ukr_rows(u32 kc, const float *a, const float *b, float *c,
+			  u64 ldc, u32 mr, u32 nr, float alpha, float beta,
+			  const float *bias, u32 relu)
+{
+	V16F acc[GEMM_MR][2];
+
+	if (ENGINE_LIKELY(nr > 16))
+		ukr_acc(kc, a, b, acc, 2, VTPU_GEMM_KC, 1);
+	else
+		ukr_acc(kc, a, b, acc, 1, VTPU_GEMM_KC, 1);
+	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu);
+}
+
+/*
+ * vtpu_im2col_cols(), with the common case inline: a window inside the
+ * image is kh runs of kw * c consecutive floats, copied a vector at a
+ * time.
+ */
+static __always_inline void rows_gather(const struct vtpu_engine_window *w,
+					const float *image, u64 n, u64 oy,
+					u64 ox, u32 ky, u64 q, u32 kc, float *d)
+{
+	u64 run = (u64)w->kw * w->c, t;
+	s64 ix0 = (s64)(ox * w->sw) - w->pw, iy0 = (s64)(oy * w->sh) - w->ph;
+	u32 ky_last = (u32)((ky * run + q + kc - 1) / run);
+	const float *src;
+
+	if (ix0 < 0 || ix0 + w->kw > w->w || iy0 + ky < 0 ||
+	    iy0 + ky_last >= w->h) {
+		vtpu_im2col_cols(w, image, n, oy, ox, ky, q, kc, d);
+		return;
+	}
+	src = image + ((n * w->h + (u64)(iy0 + ky)) * w->w + (u64)ix0) * w->c;
+	while (kc) {
+		u32 len = (u32)vtpu_min_u64(run - q, kc);
+		u16 m;
+
+		for (t = 0; t + 16 <= len; t += 16)
+			gemm_storeu(d + t, gemm_loadu(src + q + t));
+		m = gemm_mask(len - (u32)t);
+		if (m)
+			gemm_maskstore(d + t, gemm_maskload(src + q + t, m), m);
+		d += len;
+		kc -= len;
+		q = 0;
+		src += (u64)w->w * w->c;	/* the next tap row */
+	}
+}
+
+/*
+ * A step of CONV or CONV_DGRAD (g->implicit, A stored m x k): the packed
+ * GEMM gathers each im2col row and then transposes MR of them at a time
+ * into a panel, and with 32 or 64 filters each element then meets only
+ * two or four vectors of B. Here the gathered rows are A: row i of the
+ * tile at ap + i * VTPU_GEMM_KC, read by a microkernel that broadcasts
+ * from MR rows at constant distances. The transpose's shuffles (on the
+ * port that also does FMAs) are gone; the sums are the same, in the same
+ * order, so the results are the packed kernel's bits.
+ */
+void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
+				void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	const struct vtpu_engine_window *w = &g->win;
+	float *bp = scratch;
+	float *ap = bp + VTPU_GEMM_A_OFF;
+	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
+	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
+	u64 run = (u64)w->kw * w->c, ox, oy, n;
+	u32 kc = st->kc, ky = (u32)(st->p0 / run), i, j;
+	u64 q = st->p0 - ky * run;
+
+	gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
+	vtpu_xy_of(st->i0, w->ow, w->oh, &ox, &oy, &n);
+	for (i = 0; i < st->mt; i += GEMM_MR) {
+		u32 mr = gemm_min(GEMM_MR, st->mt - i), r;
+		float *c = g->c + (u64)(st->i0 + i) * g->ldc + st->j0;
+
+		/* MR rows, while they stay in L1; past the tile: zeros */
+		for (r = 0; r < mr; r++) {
+			rows_gather(w, g->a, n, oy, ox, ky, q, kc,
+				    ap + (u64)r * VTPU_GEMM_KC);
+			vtpu_next_xy(&ox, &oy, &n, w->ow, w->oh);
+		}
+		for (; r < GEMM_MR; r++)
+			memset(ap + (u64)r * VTPU_GEMM_KC, 0,
+			       kc * sizeof(float));
+		for (j = 0; j < st->nt; j += GEMM_NR)
+			gemm_ukr_rows(kc, ap, bp + (u64)j * kc, c + j, g->ldc,
+				      mr, gemm_min(GEMM_NR, st->nt - j),
+				      g->alpha, st->beta,
+				      bias ? bias + j : NULL, relu);
 	}
 }
 
@@ -668,7 +782,10 @@ static noinline void wg_block_any(const struct vtpu_gemm_step *st, u32 ky,
 				  u32 q0, u32 rows, u32 nv, u64 masks,
 				  float *c)
 {
-	if (nv == 1)
+	/* the common case, two whole vectors: constant masks, plain loads */
+	if (masks == 0xffffffffu)
+		wg_block_rows(st, ky, q0, rows, 2, 0xffffffffu, c);
+	else if (nv == 1)
 		wg_block_rows(st, ky, q0, rows, 1, masks, c);
 	else
 		wg_block_rows(st, ky, q0, rows, 2, masks, c);
