@@ -96,11 +96,23 @@ double bench_median(double *v, int n)
 	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * Between two runners' timed calls, let the cores go quiet: OpenBLAS's
+ * idle threads spin (sched_yield) for 2^28 cycles after their last call
+ * (its default thread timeout, 0.1 s or so), and would share the cores
+ * with whichever runner came next, the engine or PyTorch's process.
+ */
+#define SETTLE_NS 200000000L
+
 /* Seconds per call of @r over @iters calls, or a negative value on error. */
 static double time_calls(struct bench_runner *r, int iters)
 {
-	double t0 = bench_now();
+	struct timespec settle = { 0, SETTLE_NS };
+	double t0;
 	int i, err;
+
+	nanosleep(&settle, NULL);
+	t0 = bench_now();
 
 	for (i = 0; i < iters; i++) {
 		err = r->run(r->ctx);
