@@ -243,7 +243,7 @@ void vtpu_debugfs_root_fini(void);
 
 /* vtpu_fpu.c */
 u32 vtpu_simd_best(void);
-void vtpu_fpu_begin(void);
-void vtpu_fpu_end(void);
+u32 vtpu_fpu_begin(void);
+void vtpu_fpu_end(u32 saved);
 
 #endif /* VTPU_DRV_H */

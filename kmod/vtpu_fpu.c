@@ -57,13 +57,20 @@ u32 vtpu_simd_best(void)
 	return VTPU_SIMD_SCALAR;
 }
 
-/* Nothing between these may sleep, allocate or touch user memory. */
-void vtpu_fpu_begin(void)
+/*
+ * Nothing between these may sleep, allocate or touch user memory. The
+ * engine's FP mode (denormals flushed: vtpu_engine_fp_enter()) holds
+ * between them; under UML, where kernel_fpu_begin() is a no-op, the
+ * control word the rest of the kernel had comes back at the end.
+ */
+u32 vtpu_fpu_begin(void)
 {
 	kernel_fpu_begin();
+	return vtpu_engine_fp_enter();
 }
 
-void vtpu_fpu_end(void)
+void vtpu_fpu_end(u32 saved)
 {
+	vtpu_engine_fp_leave(saved);
 	kernel_fpu_end();
 }

@@ -102,7 +102,7 @@ static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 	struct vtpu_exec *ex = &vdev->exec;
 	const struct vtpu_engine_op *op;
 	struct vtpu_job *job;
-	u32 tile, step;
+	u32 tile, step, fp;
 
 	while (vtpu_exec_take(ex, &op, &job, &tile)) {
 		for (step = 0; step < op->nsteps; step++) {
@@ -112,9 +112,9 @@ static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 				cmpxchg(&job->abort, 0, -ETIMEDOUT);
 				break;
 			}
-			vtpu_fpu_begin();
+			fp = vtpu_fpu_begin();
 			vtpu_engine_op_run(op, tile, step, scratch);
-			vtpu_fpu_end();
+			vtpu_fpu_end(fp);
 			cond_resched();
 		}
 		spin_lock(&ex->lock);
@@ -163,13 +163,13 @@ static int vtpu_sched_run_stream(struct vtpu_device *vdev,
 {
 	const struct vtpu_cmd_hdr *cmd;
 	struct vtpu_engine_op op;
-	u32 pos = 0;
+	u32 pos = 0, fp;
 	int err;
 
 	while ((cmd = vtpu_engine_next(job->cmds, job->cmds_size, &pos))) {
-		vtpu_fpu_begin();
+		fp = vtpu_fpu_begin();
 		vtpu_engine_op_prepare(&op, cmd, job->bufs, vdev->simd);
-		vtpu_fpu_end();
+		vtpu_fpu_end(fp);
 		vtpu_exec_op(vdev, job, &op);
 		err = READ_ONCE(job->abort);
 		if (!err && time_after(jiffies, job->run_deadline))

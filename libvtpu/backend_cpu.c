@@ -145,6 +145,7 @@ static void *cpu_helper(void *arg)
 	u64 seen = 0;
 
 	free(targ);
+	vtpu_engine_fp_enter();	/* for good: this thread runs only the engine */
 	for (;;) {
 		const struct vtpu_engine_op *op;
 		struct cpu_spin spin = { 0 };
@@ -541,6 +542,7 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 	u32 i, pos, ci, n = cb->nhandles;
 	u64 iter, end = (u64)job->first_iter + (job->repeat ?: 1), t0 = 0;
 	struct cpu_prof_stream *ps = NULL;
+	u32 fp;
 	int ret = 0;
 
 	memset(&job->error, 0, sizeof(job->error));
@@ -586,6 +588,7 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		ps = prof_stream(cpu, cb);
 		t0 = now_ns();
 	}
+	fp = vtpu_engine_fp_enter();
 	for (iter = job->first_iter; iter < end; iter++) {
 		for (i = 0; job->strides && i < n; i++)
 			bufs[i].base = (u8 *)cb->bos[i]->map +
@@ -596,6 +599,7 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 			cpu_run_cmd(cpu, cmd, bufs,
 				    ps && ci < ps->ncmds ? &ps->cmds[ci] : NULL);
 	}
+	vtpu_engine_fp_leave(fp);
 	if (ps) {
 		ps->runs += end - job->first_iter;
 		ps->ns += now_ns() - t0;

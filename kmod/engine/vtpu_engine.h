@@ -307,6 +307,50 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 			void *scratch);
 
+/*
+ * The engine computes with denormal numbers flushed to zero, as TPUs and
+ * most accelerators do: MXCSR's FTZ (a denormal result is 0) and DAZ (a
+ * denormal operand reads as 0). On x86 every operation that meets a
+ * denormal takes a microcode assist, about a hundred cycles: Adam's
+ * moments of a unit whose gradient stays 0 decay into denormals within
+ * a thousand steps, and ADAM on such a state ran 40 times slower. Every
+ * executor brackets its engine calls with these (in the kernel: inside
+ * kernel_fpu_begin()/end()), so that all of them compute the same bits.
+ */
+#define VTPU_ENGINE_MXCSR_FTZ_DAZ 0x8040u
+
+/**
+ * vtpu_engine_fp_enter() - flush denormals in this thread's FP control
+ *
+ * Return: the previous MXCSR, for vtpu_engine_fp_leave().
+ */
+static inline u32 vtpu_engine_fp_enter(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	u32 old, mode;
+
+	asm volatile("stmxcsr %0" : "=m"(old));
+	mode = old | VTPU_ENGINE_MXCSR_FTZ_DAZ;
+	asm volatile("ldmxcsr %0" : : "m"(mode));
+	return old;
+#else
+	return 0;
+#endif
+}
+
+/**
+ * vtpu_engine_fp_leave() - restore the control word fp_enter() returned
+ * @saved: its return value
+ */
+static inline void vtpu_engine_fp_leave(u32 saved)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	asm volatile("ldmxcsr %0" : : "m"(saved));
+#else
+	(void)saved;
+#endif
+}
+
 /**
  * vtpu_engine_scratch_size() - per-worker scratch the engine needs
  *

@@ -981,6 +981,80 @@ TEST(conv)
 	execs_fini(&ex);
 }
 
+/* ---- denormals ------------------------------------------------------------- */
+
+/*
+ * The engine flushes denormals (vtpu_engine_fp_enter()): a denormal
+ * operand reads as 0 (DAZ) and a denormal result is 0 (FTZ), in the
+ * element-wise ops and in the GEMM kernels alike, on every executor and
+ * in its helper threads (the MUL is big enough for every worker to take
+ * tiles); and the caller's own arithmetic keeps IEEE denormals after a
+ * run.
+ */
+TEST(denormals_flushed)
+{
+	const size_t n = 65536 * 3 + 13, gm = 20, gk = 40, gn = 36;
+	struct vtpu_bo xb = bo_new(n * 4), yb = bo_new(n * 4), zb = bo_new(n * 4);
+	struct vtpu_bo ab = bo_new(gm * gk * 4), bb = bo_new(gk * gn * 4);
+	struct vtpu_bo cb_ = bo_new(gm * gn * 4);
+	float *x = xb.map, *y = yb.map, *z = zb.map, *a = ab.map, *b = bb.map;
+	float *c = cb_.map;
+	volatile float tiny = 1e-20f, prod;
+	struct vtpu_cmdbuf cb;
+	struct execs ex;
+	size_t i;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (i = 0; i < n; i++) {
+		/* a denormal times 1, a product below 2^-126, and a normal */
+		x[i] = i % 3 == 0 ? 1e-39f : i % 3 == 1 ? 1e-20f : 3.0f;
+		y[i] = i % 3 == 0 ? 1.0f : i % 3 == 1 ? 1e-20f : 2.0f;
+	}
+	for (i = 0; i < gm * gk; i++)
+		a[i] = i % 2 ? 1e-39f : 1e-30f;	/* denormal, or tiny */
+	for (i = 0; i < gk * gn; i++)
+		b[i] = 1e-10f;	/* 1e-40: a denormal product */
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_elementwise(&cb, VTPU_EW_MUL, n, 0, 0,
+				VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0),
+				VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0),
+				VTPU_REF(vtpu_cmdbuf_use(&cb, &zb), 0));
+	vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
+		.m = gm, .n = gn, .k = gk, .alpha = 1,
+		.a_buf = vtpu_cmdbuf_use(&cb, &ab),
+		.b_buf = vtpu_cmdbuf_use(&cb, &bb),
+		.c_buf = vtpu_cmdbuf_use(&cb, &cb_) });
+	ASSERT_EQ(0, cb.error);
+	for (e = 0; e < ex.n; e++) {
+		long bad = 0;
+
+		memset(z, 0xff, n * 4);
+		memset(c, 0xff, gm * gn * 4);
+		ASSERT_EQ(0, run(ex.cpu[e], &cb));
+		for (i = 0; i < n; i++)
+			bad += z[i] != (i % 3 == 2 ? 6.0f : 0.0f);
+		for (i = 0; i < gm * gn; i++)
+			bad += c[i] != 0.0f;
+		EXPECT_EQ(0, bad) TH_LOG("executor %d: %ld results kept a denormal",
+					 e, bad);
+		prod = tiny * tiny;
+		EXPECT_NE(0.0f, prod) TH_LOG("the caller's MXCSR was left changed");
+	}
+	TH_LOG("denormal operands and results flushed on %d executors; "
+	       "the caller keeps IEEE denormals (1e-20^2 = %g)", ex.n,
+	       (double)prod);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&yb);
+	vtpu_cpu_bo_destroy(&zb);
+	vtpu_cpu_bo_destroy(&ab);
+	vtpu_cpu_bo_destroy(&bb);
+	vtpu_cpu_bo_destroy(&cb_);
+	execs_fini(&ex);
+}
+
 /* ---- ELEMENTWISE ------------------------------------------------------------ */
 
 static float ew_ref(uint32_t op, float x, float y, float a, float b)
