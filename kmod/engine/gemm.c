@@ -111,6 +111,13 @@ static bool gemm_is_tn(const struct vtpu_engine_op *op)
  */
 #define WG_TILES_WANTED 4
 #define WG_ROWS_MIN 4
+/*
+ * With at most this many rows (a first layer's 3 x 3 x 3), a tile's FMAs
+ * per pixel are too few to hide its loads of dy, which, as every tile
+ * reads all of it, became the bound: then tiles split only the columns,
+ * a vector of them each, and dy is read once in all.
+ */
+#define WG_FEW_ROWS 36
 
 static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
 {
@@ -136,24 +143,32 @@ static bool gemm_is_rows(const struct vtpu_engine_op *op)
 static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 run = g->win.kw * g->win.c, cols = gemm_min(g->n, VTPU_WG_NT);
-	u32 groups = div_up(g->n, VTPU_WG_NT), k = g->k ? g->k : 1;
-	u32 nb = div_up(run, VTPU_WG_RMAX);
-	u64 work = 2ull * g->m * cols * g->k;	/* of one column group */
-	u32 blocks, rtiles, nsteps;
+	u32 run = g->win.kw * g->win.c, k = g->k ? g->k : 1;
+	u32 nt = VTPU_WG_NT, nb = div_up(run, VTPU_WG_RMAX);
+	u32 groups, blocks, rtiles, nsteps;
+	u64 work;
 
-	while ((u64)g->win.kh * nb * groups < WG_TILES_WANTED &&
-	       run / (nb + 1) >= WG_ROWS_MIN)
-		nb++;
-	blocks = g->win.kh * nb;
-	rtiles = gemm_min(div_up(WG_TILES_WANTED, groups), blocks);
-	while (rtiles > 1 && work / rtiles < GEMM_TILE_FLOPS_MIN)
-		rtiles--;
+	if (g->m <= WG_FEW_ROWS) {
+		/* few rows (a first layer's): read dy once, a vector a tile */
+		nt = 16;
+		groups = div_up(g->n, nt);
+		rtiles = 1;
+	} else {
+		groups = div_up(g->n, nt);
+		while ((u64)g->win.kh * nb * groups < WG_TILES_WANTED &&
+		       run / (nb + 1) >= WG_ROWS_MIN)
+			nb++;
+		blocks = g->win.kh * nb;
+		rtiles = gemm_min(div_up(WG_TILES_WANTED, groups), blocks);
+		work = 2ull * g->m * gemm_min(g->n, nt) * g->k;
+		while (rtiles > 1 && work / rtiles < GEMM_TILE_FLOPS_MIN)
+			rtiles--;
+	}
 	nsteps = div_up(k, VTPU_GEMM_KC);
 	g->wg_nb = nb;
 	g->kc = div_up(k, nsteps);
 	g->mt = 0;	/* tiles differ: vtpu_gemm_run() */
-	g->nt = VTPU_WG_NT;
+	g->nt = nt;
 	g->mtiles = rtiles;
 	g->ntiles_n = groups;
 	op->ntiles = rtiles * groups;
