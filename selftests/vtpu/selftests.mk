@@ -31,6 +31,9 @@ $(BIN)/test_%: $(SRCTOP)/selftests/vtpu/test_%.c $(SELFTEST_DEPS)
 
 # vtpu_device reads the sysfs counters with vtpu_gen.h's helper.
 $(BIN)/selftests/vtpu_device: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
+# Both run vtpu_denormals.h's check: on the cpu backend, on the device.
+$(BIN)/test_ops $(BIN)/selftests/vtpu_submit: \
+	$(SRCTOP)/selftests/vtpu/vtpu_denormals.h
 
 # Stress, fuzz and isolation (in the guest, like the others); the first two
 # share vtpu_gen.h: random valid streams and the cpu-executor oracle.

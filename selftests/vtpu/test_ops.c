@@ -21,6 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
+#include "vtpu_denormals.h"
 
 /* ---- executors: every SIMD level x {1, 2} threads ------------------------ */
 
@@ -993,50 +994,27 @@ TEST(conv)
  */
 TEST(denormals_flushed)
 {
-	const size_t n = 65536 * 3 + 13, gm = 20, gk = 40, gn = 36;
+	const size_t n = 65536 * 3 + 13;
 	struct vtpu_bo xb = bo_new(n * 4), yb = bo_new(n * 4), zb = bo_new(n * 4);
-	struct vtpu_bo ab = bo_new(gm * gk * 4), bb = bo_new(gk * gn * 4);
-	struct vtpu_bo cb_ = bo_new(gm * gn * 4);
-	float *x = xb.map, *y = yb.map, *z = zb.map, *a = ab.map, *b = bb.map;
-	float *c = cb_.map;
-	volatile float tiny = 1e-20f, prod;
+	struct vtpu_bo ab = bo_new(DENORM_GM * DENORM_GK * 4);
+	struct vtpu_bo bb = bo_new(DENORM_GK * DENORM_GN * 4);
+	struct vtpu_bo cb_ = bo_new(DENORM_GM * DENORM_GN * 4);
+	const struct denorm_bufs d = { &xb, &yb, &zb, &ab, &bb, &cb_, n };
+	volatile float tiny = 1e-20f, prod = 0;
 	struct vtpu_cmdbuf cb;
 	struct execs ex;
-	size_t i;
 	int e;
 
 	execs_init(&ex);
 	ASSERT_GT(ex.n, 0);
-	for (i = 0; i < n; i++) {
-		/* a denormal times 1, a product below 2^-126, and a normal */
-		x[i] = i % 3 == 0 ? 1e-39f : i % 3 == 1 ? 1e-20f : 3.0f;
-		y[i] = i % 3 == 0 ? 1.0f : i % 3 == 1 ? 1e-20f : 2.0f;
-	}
-	for (i = 0; i < gm * gk; i++)
-		a[i] = i % 2 ? 1e-39f : 1e-30f;	/* denormal, or tiny */
-	for (i = 0; i < gk * gn; i++)
-		b[i] = 1e-10f;	/* 1e-40: a denormal product */
 	vtpu_cmdbuf_init(&cb);
-	vtpu_cmdbuf_elementwise(&cb, VTPU_EW_MUL, n, 0, 0,
-				VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0),
-				VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0),
-				VTPU_REF(vtpu_cmdbuf_use(&cb, &zb), 0));
-	vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
-		.m = gm, .n = gn, .k = gk, .alpha = 1,
-		.a_buf = vtpu_cmdbuf_use(&cb, &ab),
-		.b_buf = vtpu_cmdbuf_use(&cb, &bb),
-		.c_buf = vtpu_cmdbuf_use(&cb, &cb_) });
-	ASSERT_EQ(0, cb.error);
+	ASSERT_EQ(0, denorm_setup(&cb, &d));
 	for (e = 0; e < ex.n; e++) {
-		long bad = 0;
+		long bad;
 
-		memset(z, 0xff, n * 4);
-		memset(c, 0xff, gm * gn * 4);
+		denorm_poison(&d);
 		ASSERT_EQ(0, run(ex.cpu[e], &cb));
-		for (i = 0; i < n; i++)
-			bad += z[i] != (i % 3 == 2 ? 6.0f : 0.0f);
-		for (i = 0; i < gm * gn; i++)
-			bad += c[i] != 0.0f;
+		bad = denorm_bad(&d);
 		EXPECT_EQ(0, bad) TH_LOG("executor %d: %ld results kept a denormal",
 					 e, bad);
 		prod = tiny * tiny;

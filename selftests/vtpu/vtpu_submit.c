@@ -26,6 +26,7 @@
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
+#include "vtpu_denormals.h"
 
 #define DEV_PATH "/dev/vtpu0"
 
@@ -702,54 +703,23 @@ TEST_F(submit, fill_copy)
  */
 TEST_F(submit, denormals_flushed)
 {
-	const uint32_t n = 3000, gm = 20, gk = 40, gn = 36;
+	const uint32_t n = 3000;
 	struct vtpu_bo xb, yb, zb, ab, bb, cbo;
+	const struct denorm_bufs d = { &xb, &yb, &zb, &ab, &bb, &cbo, n };
 	struct vtpu_cmdbuf cb;
-	float *x, *y, *z, *a, *b, *c;
-	long bad = 0;
-	uint32_t i;
+	long bad;
 
 	NEED_DEV();
 	bo_new(_metadata, self->dev, n * 4, &xb);
 	bo_new(_metadata, self->dev, n * 4, &yb);
 	bo_new(_metadata, self->dev, n * 4, &zb);
-	bo_new(_metadata, self->dev, gm * gk * 4, &ab);
-	bo_new(_metadata, self->dev, gk * gn * 4, &bb);
-	bo_new(_metadata, self->dev, gm * gn * 4, &cbo);
-	x = xb.map;
-	y = yb.map;
-	z = zb.map;
-	a = ab.map;
-	b = bb.map;
-	c = cbo.map;
-	for (i = 0; i < n; i++) {
-		/* a denormal times 1, a product below 2^-126, and a normal */
-		x[i] = i % 3 == 0 ? 1e-39f : i % 3 == 1 ? 1e-20f : 3.0f;
-		y[i] = i % 3 == 0 ? 1.0f : i % 3 == 1 ? 1e-20f : 2.0f;
-		z[i] = NAN;
-	}
-	for (i = 0; i < gm * gk; i++)
-		a[i] = i % 2 ? 1e-39f : 1e-30f;
-	for (i = 0; i < gk * gn; i++)
-		b[i] = 1e-10f;
-	for (i = 0; i < gm * gn; i++)
-		c[i] = NAN;
+	bo_new(_metadata, self->dev, DENORM_GM * DENORM_GK * 4, &ab);
+	bo_new(_metadata, self->dev, DENORM_GK * DENORM_GN * 4, &bb);
+	bo_new(_metadata, self->dev, DENORM_GM * DENORM_GN * 4, &cbo);
 	vtpu_cmdbuf_init(&cb);
-	vtpu_cmdbuf_elementwise(&cb, VTPU_EW_MUL, n, 0, 0,
-				VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0),
-				VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0),
-				VTPU_REF(vtpu_cmdbuf_use(&cb, &zb), 0));
-	vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
-		.m = gm, .n = gn, .k = gk, .alpha = 1,
-		.a_buf = vtpu_cmdbuf_use(&cb, &ab),
-		.b_buf = vtpu_cmdbuf_use(&cb, &bb),
-		.c_buf = vtpu_cmdbuf_use(&cb, &cbo) });
-	ASSERT_EQ(0, cb.error);
+	ASSERT_EQ(0, denorm_setup(&cb, &d));
 	run_job(_metadata, self->dev, self->q, &cb);
-	for (i = 0; i < n; i++)
-		bad += z[i] != (i % 3 == 2 ? 6.0f : 0.0f);
-	for (i = 0; i < gm * gn; i++)
-		bad += c[i] != 0.0f;
+	bad = denorm_bad(&d);
 	EXPECT_EQ(0, bad) TH_LOG("%ld results kept a denormal", bad);
 	TH_LOG("denormal operands and results flushed to 0 (MUL, GEMM)");
 	vtpu_cmdbuf_fini(&cb);
