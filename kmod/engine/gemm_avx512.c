@@ -709,14 +709,8 @@ static __always_inline void wg_block(const struct vtpu_gemm_step *st, u32 ky,
 		}
 		dy += (u64)cnt * g->ldb;
 		left -= cnt;
-		ox += cnt;
-		if (ox == w->ow) {
-			ox = 0;
-			if (++oy == w->oh) {
-				oy = 0;
-				n++;
-			}
-		}
+		ox += cnt - 1;	/* the row's last pixel, then the next */
+		vtpu_next_xy(&ox, &oy, &n, w->ow, w->oh);
 	}
 
 	/* into C as the GEMM's microkernel stores (alpha is 1 for a conv) */
