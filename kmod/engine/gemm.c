@@ -140,6 +140,53 @@ static bool gemm_is_rows(const struct vtpu_engine_op *op)
 	       g->n > VTPU_GEMM_NARROW_NR;
 }
 
+/*
+ * CONV and CONV_DGRAD of a 3 x 3 window at stride 1 with 16 to
+ * VTPU_WINO_CMAX input channels, on AVX-512: Winograd F(2 x 2, 3 x 3)
+ * (vtpu_gemm_step_avx512_wino()). A first layer's few channels would
+ * spend more on the transforms than they save.
+ */
+#define WINO_CMIN 16
+
+static bool gemm_is_wino(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+	const struct vtpu_engine_window *w = &g->win;
+
+	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
+	       !(g->flags & VTPU_GEMM_TRANS_A) && w->kh == 3 && w->kw == 3 &&
+	       w->sh == 1 && w->sw == 1 && w->c >= WINO_CMIN &&
+	       w->c <= VTPU_WINO_CMAX && g->n > VTPU_GEMM_NARROW_NR;
+}
+
+/*
+ * Tiles of Winograd tiles (2 x 2 outputs each) by up to VTPU_WINO_NT
+ * columns, K in one step. Each tile transforms its columns' filters
+ * first, so it should be much more work than that.
+ */
+static void gemm_prepare_wino(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	const struct vtpu_engine_window *w = &g->win;
+	u32 wt = w->n * div_up(w->oh, 2) * div_up(w->ow, 2);
+	u32 groups = div_up(g->n, VTPU_WINO_NT), mtiles, mt;
+
+	mtiles = div_up(GEMM_TILES_WANTED, groups);
+	while (mtiles > 1 && 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) *
+				     g->k / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
+		mtiles--;
+	mt = div_up(wt, mtiles);
+	g->wino = wt;
+	g->kc = g->k;
+	g->mt = mt;
+	g->nt = div_up(g->n, groups);
+	g->mtiles = div_up(wt, mt);
+	g->ntiles_n = groups;
+	op->ntiles = g->mtiles * groups;
+	op->nsteps = 1;
+	op->flops = 2ull * g->m * g->n * g->k;
+}
+
 static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
@@ -193,6 +240,10 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 
 	if (gemm_is_wgrad(op)) {
 		gemm_prepare_wgrad(op);
+		return;
+	}
+	if (gemm_is_wino(op)) {
+		gemm_prepare_wino(op);
 		return;
 	}
 	if (gemm_is_tn(op)) {
@@ -274,7 +325,7 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		st.mt = wgrad_row(g, (ti + 1) * blocks / g->mtiles) - st.i0;
 	} else {
 		st.i0 = ti * g->mt;
-		st.mt = gemm_min(g->mt, g->m - st.i0);
+		st.mt = gemm_min(g->mt, (g->wino ? g->wino : g->m) - st.i0);
 	}
 	st.j0 = tj * g->nt;
 	st.nt = gemm_min(g->nt, g->n - st.j0);
@@ -284,6 +335,8 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.last = step == op->nsteps - 1;
 	if (g->wg_nb)
 		vtpu_gemm_step_avx512_wgrad(&st, scratch);
+	else if (g->wino)
+		vtpu_gemm_step_avx512_wino(&st, scratch);
 	else if (gemm_is_rows(op))
 		vtpu_gemm_step_avx512_rows(&st, scratch);
 	else if (g->tn)

@@ -46,6 +46,13 @@
 #define VTPU_WG_RMAX 12
 #define VTPU_WG_NT 32
 
+/*
+ * AVX-512's Winograd CONV and CONV_DGRAD (gemm_avx512.c): at most CMAX
+ * input channels, and tiles of at most NT columns.
+ */
+#define VTPU_WINO_CMAX 64
+#define VTPU_WINO_NT 64
+
 /* Largest of the above (scratch sizing). */
 #define VTPU_GEMM_MR_MAX 32
 #define VTPU_GEMM_NR_MAX 32
@@ -84,7 +91,9 @@
 /**
  * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
  * @g: the decoded command
- * @i0: first row of C in the tile (a direct CONV_WGRAD's: a block's)
+ * @i0: first row of C in the tile (a direct CONV_WGRAD's: a block's;
+ *	a Winograd convolution's: its first Winograd tile, and @mt counts
+ *	them)
  * @j0: first column
  * @mt: rows in the tile (the last tile may be short)
  * @nt: columns in the tile
@@ -111,6 +120,8 @@ void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
 				 void *scratch);
 void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
+				void *scratch);
+void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 				void *scratch);
 
 #endif /* VTPU_GEMM_H */
