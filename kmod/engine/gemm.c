@@ -85,6 +85,13 @@ static u32 round_up(u32 a, u32 b)
 #define GEMM_MT_MIN 56
 #define GEMM_NT_MIN 128
 #define GEMM_TILE_FLOPS_MIN (2ull << 20)
+/*
+ * The packed GEMM's largest call (gemm.h): what the other kernels' tiles
+ * must not exceed either, as one call is one kernel_fpu section in the
+ * module (vtpu_engine.h).
+ */
+#define GEMM_CALL_FLOPS_MAX                                                    \
+	(2ull * VTPU_GEMM_MT_MAX * VTPU_GEMM_NT_MAX * VTPU_GEMM_KC)
 
 /*
  * A^T B with at most 16 rows and more columns, f32, no epilogue: on
@@ -162,19 +169,24 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 /*
  * Tiles of Winograd tiles (2 x 2 outputs each) by up to VTPU_WINO_NT
  * columns, K in one step. Each tile transforms its columns' filters
- * first, so it should be much more work than that.
+ * first, so it should be much more work than that, and at most
+ * GEMM_CALL_FLOPS_MAX.
  */
+
 static void gemm_prepare_wino(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
 	const struct vtpu_engine_window *w = &g->win;
 	u32 wt = w->n * div_up(w->oh, 2) * div_up(w->ow, 2);
 	u32 groups = div_up(g->n, VTPU_WINO_NT), mtiles, mt;
+	u64 work = 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) * g->k;
 
 	mtiles = div_up(GEMM_TILES_WANTED, groups);
-	while (mtiles > 1 && 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) *
-				     g->k / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
+	while (mtiles > 1 && work / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
 		mtiles--;
+	if (work / mtiles > GEMM_CALL_FLOPS_MAX)
+		mtiles = (u32)((work + GEMM_CALL_FLOPS_MAX - 1) /
+			       GEMM_CALL_FLOPS_MAX);
 	mt = div_up(wt, mtiles);
 	g->wino = wt;
 	g->kc = g->k;
@@ -210,6 +222,13 @@ static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 		work = 2ull * g->m * gemm_min(g->n, nt) * g->k;
 		while (rtiles > 1 && work / rtiles < GEMM_TILE_FLOPS_MIN)
 			rtiles--;
+		/* a step of a tile at most GEMM_CALL_FLOPS_MAX */
+		work = 2ull * g->m * gemm_min(g->n, nt) *
+		       gemm_min(k, VTPU_GEMM_KC);
+		if (work / rtiles > GEMM_CALL_FLOPS_MAX)
+			rtiles = gemm_min((u32)((work + GEMM_CALL_FLOPS_MAX -
+						 1) / GEMM_CALL_FLOPS_MAX),
+					  blocks);
 	}
 	nsteps = div_up(k, VTPU_GEMM_KC);
 	g->wg_nb = nb;

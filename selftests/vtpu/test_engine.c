@@ -4,7 +4,8 @@
  * SIMD level this CPU has, and in OpenBLAS mode, against a double-precision
  * triple loop (and cblas_sgemm), over edge shapes, transposes, strides,
  * alpha/beta, bias+ReLU, NaN/Inf, f32 and bf16 inputs (the reference widens
- * bf16 exactly); plus FILL/COPY/NOP and a rejected stream. No device needed.
+ * bf16 exactly); plus FILL/COPY/NOP, a rejected stream, and the bound on
+ * one call's work. No device needed.
  */
 #include <math.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
+#include "vtpu_engine.h"
 
 #define EPS 5.96e-8 /* 2^-24 */
 
@@ -745,6 +747,91 @@ TEST(simd_levels)
 	vtpu_cpu_destroy(cpu);
 	EXPECT_EQ(NULL, vtpu_cpu_create(1, 7, VTPU_CPU_GEMM_ENGINE));
 	EXPECT_EQ(NULL, vtpu_cpu_create(1, 0, 9));
+}
+
+/*
+ * One call of vtpu_engine_op_run() is bounded work (vtpu_engine.h): the
+ * module runs each in one kernel_fpu section, without preemption. Big
+ * GEMMs and convolutions of every kind, on every level's kernels, must
+ * split into (tile, step) calls of at most CALL_FLOPS_MAX flops (as
+ * op->flops counts them: 2 m n k, whatever the algorithm), about a
+ * millisecond with AVX-512. Only prepared, not run.
+ */
+#define CALL_FLOPS_MAX (128ull << 20)
+
+TEST(calls_bounded)
+{
+	static const struct { uint32_t m, n, k, flags, dtype; } gemms[] = {
+		{ 4096, 4096, 4096, 0, VTPU_DTYPE_F32 },
+		{ 4096, 4096, 4096, VTPU_GEMM_TRANS_A, VTPU_DTYPE_F32 },
+		{ 4096, 4096, 4096, VTPU_GEMM_TRANS_B, VTPU_DTYPE_BF16 },
+		{ 1 << 20, 10, 4096, 0, VTPU_DTYPE_F32 },	/* narrow */
+		{ 16, 4096, 1 << 20, VTPU_GEMM_TRANS_A, VTPU_DTYPE_F32 },
+	};
+	/* n h w c kh kw oc: Winograd's, the rows kernel's, direct WGRAD's */
+	static const uint32_t convs[][7] = {
+		{ 256, 32, 32, 64, 3, 3, 64 },
+		{ 64, 64, 64, 3, 3, 3, 32 },
+		{ 16, 32, 32, 256, 5, 5, 256 },
+		{ 64, 16, 16, 1024, 3, 3, 64 },
+		{ 4, 8, 8, 60000, 3, 3, 32 },
+	};
+	static uint8_t dummy[64];
+	struct vtpu_engine_buf bufs[4];
+	struct vtpu_cmdbuf cb;
+	struct vtpu_bo bo;
+	const struct vtpu_cmd_hdr *cmd;
+	uint32_t pos = 0, b, simd, i, cmds = 0;
+	long over = 0;
+
+	ASSERT_EQ(0, vtpu_cpu_bo_create(4096, &bo));
+	vtpu_cmdbuf_init(&cb);
+	for (i = 0; i < 4; i++)
+		b = vtpu_cmdbuf_use(&cb, &bo);
+	for (i = 0; i < sizeof(gemms) / sizeof(gemms[0]); i++)
+		ASSERT_EQ(0, vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
+			.m = gemms[i].m, .n = gemms[i].n, .k = gemms[i].k,
+			.flags = gemms[i].flags, .dtype = gemms[i].dtype,
+			.alpha = 1, .a_buf = 0, .b_buf = 1, .c_buf = 2 }));
+	for (i = 0; i < sizeof(convs) / sizeof(convs[0]); i++) {
+		const uint32_t *v = convs[i];
+		struct vtpu_conv_desc d = {
+			.win = { .n = v[0], .h = v[1], .w = v[2], .c = v[3],
+				 .kh = v[4], .kw = v[5], .stride_h = 1,
+				 .stride_w = 1, .pad_h = v[4] / 2,
+				 .pad_w = v[5] / 2 },
+			.oc = v[6], .x = VTPU_REF(0, 0), .w = VTPU_REF(1, 0),
+			.y = VTPU_REF(2, 0),
+		};
+
+		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &d));
+	}
+	ASSERT_EQ(0, cb.error);
+	for (b = 0; b < 4; b++)
+		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
+	while ((cmd = vtpu_engine_next(cb.data, cb.size, &pos))) {
+		for (simd = VTPU_SIMD_SCALAR; simd <= VTPU_SIMD_AVX512; simd++) {
+			struct vtpu_engine_op op;
+			uint64_t per;
+
+			vtpu_engine_op_prepare(&op, cmd, bufs, simd);
+			per = op.flops / ((uint64_t)op.ntiles * op.nsteps);
+			if (per > CALL_FLOPS_MAX && over++ < 5)
+				TH_LOG("command %u (opcode %u), level %u: %u "
+				       "tiles x %u steps, %.0f MFLOP a call",
+				       cmds, cmd->opcode, simd, op.ntiles,
+				       op.nsteps, per / 1e6);
+		}
+		cmds++;
+	}
+	TH_LOG("%u commands on %d levels: %ld calls over %llu MFLOP", cmds,
+	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
+	EXPECT_EQ(20, cmds);
+	EXPECT_EQ(0, over);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cpu_bo_destroy(&bo);
 }
 
 TEST_HARNESS_MAIN
