@@ -160,10 +160,40 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 	const struct vtpu_engine_gemm *g = &op->gemm;
 	const struct vtpu_engine_window *w = &g->win;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
-	       !(g->flags & VTPU_GEMM_TRANS_A) && w->kh == 3 && w->kw == 3 &&
-	       w->sh == 1 && w->sw == 1 && w->c >= WINO_CMIN &&
-	       w->c <= VTPU_WINO_CMAX && g->n > VTPU_GEMM_NARROW_NR;
+	return op->simd == VTPU_SIMD_AVX512 && g->implicit && w->kh == 3 &&
+	       w->kw == 3 && w->sh == 1 && w->sw == 1 && w->c >= WINO_CMIN &&
+	       w->c <= VTPU_WINO_CMAX &&
+	       ((g->flags & VTPU_GEMM_TRANS_A) || g->n > VTPU_GEMM_NARROW_NR);
+}
+
+/*
+ * CONV_WGRAD the Winograd way (vtpu_gemm_step_avx512_wino_wgrad()):
+ * tiles of channels by up to 32 columns, each reading all pixels, so few
+ * of them: WG_TILES_WANTED, splitting the channels while a tile keeps 16
+ * (each tile transforms dy again). A step is WINO_KC Winograd tiles: at
+ * most 2 * 9 * 64 * 32 * 4 * WINO_KC nominal flops (66 M), under
+ * GEMM_CALL_FLOPS_MAX.
+ */
+#define WINO_KC 448
+#define WINO_WG_NT 32
+
+static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op, u32 wt)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	u32 c = g->win.c, groups = div_up(g->n, WINO_WG_NT), splits = 1, ct;
+
+	while (groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16)
+		splits++;
+	ct = round_up(div_up(c, splits), 8);
+	g->wino = wt;
+	g->kc = WINO_KC;
+	g->mt = ct;
+	g->nt = div_up(g->n, groups);
+	g->mtiles = div_up(c, ct);
+	g->ntiles_n = groups;
+	op->ntiles = g->mtiles * groups;
+	op->nsteps = div_up(wt, WINO_KC);
+	op->flops = 2ull * g->m * g->n * g->k;
 }
 
 /*
@@ -181,6 +211,10 @@ static void gemm_prepare_wino(struct vtpu_engine_op *op)
 	u32 groups = div_up(g->n, VTPU_WINO_NT), mtiles, mt;
 	u64 work = 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) * g->k;
 
+	if (g->flags & VTPU_GEMM_TRANS_A) {
+		gemm_prepare_wino_wgrad(op, wt);
+		return;
+	}
 	mtiles = div_up(GEMM_TILES_WANTED, groups);
 	while (mtiles > 1 && work / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
 		mtiles--;
@@ -257,12 +291,12 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps;
 
-	if (gemm_is_wgrad(op)) {
-		gemm_prepare_wgrad(op);
-		return;
-	}
 	if (gemm_is_wino(op)) {
 		gemm_prepare_wino(op);
+		return;
+	}
+	if (gemm_is_wgrad(op)) {
+		gemm_prepare_wgrad(op);
 		return;
 	}
 	if (gemm_is_tn(op)) {
@@ -333,7 +367,19 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 	u32 ti = tile / g->ntiles_n, tj = tile - ti * g->ntiles_n;
+	u32 rows = g->m, k = g->k;
 	struct vtpu_gemm_step st;
+
+	/*
+	 * Winograd counts 2 x 2 output tiles: CONV's and CONV_DGRAD's rows,
+	 * CONV_WGRAD's K (its rows are then channels, tap by tap)
+	 */
+	if (g->wino && (g->flags & VTPU_GEMM_TRANS_A)) {
+		rows = g->win.c;
+		k = g->wino;
+	} else if (g->wino) {
+		rows = g->wino;
+	}
 
 	st.g = g;
 	if (g->wg_nb) {
@@ -344,16 +390,18 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		st.mt = wgrad_row(g, (ti + 1) * blocks / g->mtiles) - st.i0;
 	} else {
 		st.i0 = ti * g->mt;
-		st.mt = gemm_min(g->mt, (g->wino ? g->wino : g->m) - st.i0);
+		st.mt = gemm_min(g->mt, rows - st.i0);
 	}
 	st.j0 = tj * g->nt;
 	st.nt = gemm_min(g->nt, g->n - st.j0);
 	st.p0 = step * g->kc;
-	st.kc = g->k ? gemm_min(g->kc, g->k - st.p0) : 0;
+	st.kc = k ? gemm_min(g->kc, k - st.p0) : 0;
 	st.beta = step == 0 ? g->beta : 1.0f;
 	st.last = step == op->nsteps - 1;
 	if (g->wg_nb)
 		vtpu_gemm_step_avx512_wgrad(&st, scratch);
+	else if (g->wino && (g->flags & VTPU_GEMM_TRANS_A))
+		vtpu_gemm_step_avx512_wino_wgrad(&st, scratch);
 	else if (g->wino)
 		vtpu_gemm_step_avx512_wino(&st, scratch);
 	else if (gemm_is_rows(op))

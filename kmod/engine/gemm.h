@@ -92,8 +92,9 @@
  * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
  * @g: the decoded command
  * @i0: first row of C in the tile (a direct CONV_WGRAD's: a block's;
- *	a Winograd convolution's: its first Winograd tile, and @mt counts
- *	them)
+ *	a Winograd CONV's or CONV_DGRAD's: its first Winograd tile, and @mt
+ *	counts them; a Winograd CONV_WGRAD's: its first channel, and @p0,
+ *	@kc count Winograd tiles)
  * @j0: first column
  * @mt: rows in the tile (the last tile may be short)
  * @nt: columns in the tile
@@ -123,5 +124,7 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				void *scratch);
 void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 				void *scratch);
+void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
+				      void *scratch);
 
 #endif /* VTPU_GEMM_H */

@@ -46,6 +46,12 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 {
 	vtpu_gemm_step_scalar(st, scratch);
 }
+
+void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
+				      void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
 #else
 
 #define GEMM_MR VTPU_GEMM_AVX512_MR
@@ -208,22 +214,23 @@ static inline void store_row_mask(float *c, V16F x0, V16F x1, u16 m0, u16 m1,
 }
 
 /*
- * The k loop on @nv of each k's two vectors of B (1 or 2, a constant once
- * inlined): a last panel of at most 16 columns does half the FMAs. A's
- * element (r, p) is a[r * @rs + p * @ps], constants too: a packed panel
- * (rs 1, ps MR) or rows of gathered im2col (rs VTPU_GEMM_KC, ps 1). The
- * accumulators are an array indexed only in fully unrolled loops, so GCC
- * keeps all 28 in registers (check: objdump shows no stack access in the
- * k loop).
+ * The k loop of a microtile of @rows rows (at most MR) on @nv of each k's
+ * two vectors of B (1 or 2): a last panel of at most 16 columns does half
+ * the FMAs. A's element (r, p) is a[r * @rs + p * @ps]: a packed panel
+ * (rs 1, ps MR), rows of gathered im2col (rs VTPU_GEMM_KC, ps 1), or
+ * Winograd's V (below). @rows, @nv, @rs and @ps are constants once
+ * inlined. The accumulators are an array indexed only in fully unrolled
+ * loops, so GCC keeps all 28 in registers (check: objdump shows no stack
+ * access in the k loop).
  */
 static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 				    V16F acc[GEMM_MR][2], u32 nv, u32 rs,
-				    u32 ps)
+				    u32 ps, u32 rows)
 {
 	u32 p, r;
 
 #pragma GCC unroll 14
-	for (r = 0; r < GEMM_MR; r++)
+	for (r = 0; r < rows; r++)
 		acc[r][0] = acc[r][1] = (V16F){ 0 };
 
 	for (p = 0; p < kc; p++, a += ps, b += GEMM_NR) {
@@ -231,7 +238,7 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 		V16F b1 = *(const V16F *)(b + 16);
 
 #pragma GCC unroll 14
-		for (r = 0; r < GEMM_MR; r++) {
+		for (r = 0; r < rows; r++) {
 			float av = a[r * rs];
 
 			acc[r][0] += av * b0;
@@ -241,16 +248,16 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 	}
 }
 
-/* The accumulated microtile into C[mr x nr]. */
+/* The accumulated microtile of @rows rows (a constant) into C[mr x nr]. */
 static __always_inline void ukr_store(V16F acc[GEMM_MR][2], float *c, u64 ldc,
 				      u32 mr, u32 nr, float alpha, float beta,
-				      const float *bias, u32 relu)
+				      const float *bias, u32 relu, u32 rows)
 {
 	u32 r;
 
-	if (ENGINE_LIKELY(mr == GEMM_MR && nr == GEMM_NR)) {
+	if (ENGINE_LIKELY(mr == rows && nr == GEMM_NR)) {
 #pragma GCC unroll 14
-		for (r = 0; r < GEMM_MR; r++)
+		for (r = 0; r < rows; r++)
 			store_row(c + r * ldc, acc[r][0], acc[r][1], alpha,
 				  beta, bias, relu);
 	} else {
@@ -258,7 +265,7 @@ static __always_inline void ukr_store(V16F acc[GEMM_MR][2], float *c, u64 ldc,
 		u16 m1 = gemm_mask(nr > 16 ? nr - 16 : 0);
 
 #pragma GCC unroll 14
-		for (r = 0; r < GEMM_MR; r++)
+		for (r = 0; r < rows; r++)
 			if (r < mr)
 				store_row_mask(c + r * ldc, acc[r][0],
 					       acc[r][1], m0, m1, alpha, beta,
@@ -273,10 +280,10 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 	V16F acc[GEMM_MR][2];
 
 	if (ENGINE_LIKELY(nr > 16))
-		ukr_acc(kc, a, b, acc, 2, 1, GEMM_MR);
+		ukr_acc(kc, a, b, acc, 2, 1, GEMM_MR, GEMM_MR);
 	else
-		ukr_acc(kc, a, b, acc, 1, 1, GEMM_MR);
-	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu);
+		ukr_acc(kc, a, b, acc, 1, 1, GEMM_MR, GEMM_MR);
+	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu, GEMM_MR);
 }
 
 /* gemm_ukr() with A as rows VTPU_GEMM_KC floats apart */
@@ -287,10 +294,10 @@ static void gemm_ukr_rows(u32 kc, const float *a, const float *b, float *c,
 	V16F acc[GEMM_MR][2];
 
 	if (ENGINE_LIKELY(nr > 16))
-		ukr_acc(kc, a, b, acc, 2, VTPU_GEMM_KC, 1);
+		ukr_acc(kc, a, b, acc, 2, VTPU_GEMM_KC, 1, GEMM_MR);
 	else
-		ukr_acc(kc, a, b, acc, 1, VTPU_GEMM_KC, 1);
-	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu);
+		ukr_acc(kc, a, b, acc, 1, VTPU_GEMM_KC, 1, GEMM_MR);
+	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu, GEMM_MR);
 }
 
 /*
@@ -501,11 +508,12 @@ static void wino_u(const struct vtpu_gemm_step *st, float *u)
 }
 
 /*
- * V for Winograd tiles @t0.. (@nt of them, at most WINO_TB), the first at
- * (@tx, @ty) of image @n: v[(xi * WINO_TB + t) * WINO_CP + ci].
+ * V of channels @c0..@c0+@ct for @nt Winograd tiles (at most WINO_TB), the
+ * first at (@tx, @ty) of image @n: v[(xi * WINO_TB + t) * WINO_CP + ci -
+ * c0].
  */
 static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
-		   u32 nt, float *v)
+		   u32 nt, u32 c0, u32 ct, float *v)
 {
 	const struct vtpu_engine_window *w = &g->win;
 	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2;
@@ -513,25 +521,30 @@ static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
 
 	for (t = 0; t < nt; t++) {
 		s64 iy0 = (s64)(2 * ty) - w->ph, ix0 = (s64)(2 * tx) - w->pw;
-		bool inside = iy0 >= 0 && ix0 >= 0 && iy0 + 4 <= w->h &&
-			      ix0 + 4 <= w->w;
-		s64 o0 = (((s64)n * w->h + iy0) * w->w + ix0) * w->c;
+		s64 o0 = (((s64)n * w->h + iy0) * w->w + ix0) * w->c + c0;
+		bool ry[4], rx[4];
 
-		for (ci = 0; ci < w->c; ci += 16) {
-			u16 m = gemm_mask(gemm_min(16, w->c - ci));
+		for (r = 0; r < 4; r++) {
+			ry[r] = iy0 + r >= 0 && iy0 + r < w->h;
+			rx[r] = ix0 + r >= 0 && ix0 + r < w->w;
+		}
+		for (ci = 0; ci < ct; ci += 16) {
+			u16 m = gemm_mask(gemm_min(16, ct - ci));
 			V16F d[16] GEMM_NOINIT;
 
+			/*
+			 * Pixels outside the image (the padding) load
+			 * nothing under an empty mask: no branches, so d
+			 * stays in registers
+			 */
 #pragma GCC unroll 16
 			for (x = 0; x < 16; x++) {
 				r = x / 4;
 				s = x % 4;
-				d[x] = (V16F){ 0 };
-				if (inside ||
-				    (iy0 + r >= 0 && iy0 + r < w->h &&
-				     ix0 + s >= 0 && ix0 + s < w->w))
-					d[x] = gemm_maskload((const float *)
-						g->a + (o0 + ((s64)r * w->w +
-						s) * w->c + ci), m);
+				d[x] = gemm_maskload((const float *)g->a +
+						     (o0 + ((s64)r * w->w + s) *
+						      w->c + ci),
+						     ry[r] && rx[s] ? m : 0);
 			}
 			wino_in(d);
 			for (x = 0; x < 16; x++)
@@ -602,7 +615,7 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 	for (i = 0; i < st->mt; i += WINO_TB) {
 		u32 nt = gemm_min(WINO_TB, st->mt - i);
 
-		wino_v(g, tx, ty, n, nt, v);
+		wino_v(g, tx, ty, n, nt, 0, c, v);
 		for (x = 0; x < 16; x++) {
 			for (jp = 0; jp < np; jp++) {
 				const float *bp = u + ((u64)x * np + jp) *
@@ -617,15 +630,15 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 					if (cols > 16)
 						ukr_acc(c, v + row * WINO_CP,
 							bp, acc, 2, WINO_CP,
-							1);
+							1, GEMM_MR);
 					else
 						ukr_acc(c, v + row * WINO_CP,
 							bp, acc, 1, WINO_CP,
-							1);
+							1, GEMM_MR);
 					ukr_store(acc, mb + row * WINO_MP +
 						  jp * GEMM_NR, WINO_MP,
 						  GEMM_MR, GEMM_NR, 1.0f,
-						  0.0f, NULL, 0);
+						  0.0f, NULL, 0, GEMM_MR);
 				}
 			}
 		}
@@ -634,6 +647,170 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 			vtpu_next_xy(&tx, &ty, &n, twx, twy);
 		}
 	}
+}
+
+/*
+ * CONV_WGRAD of the same convolutions: the forward's Y = A^T (U (.) V) A
+ * is linear in U, so the gradient of U is, per tile, V (.) Z with
+ *
+ *   Z = A dY A^T   (dY the tile's 2 x 2 outputs' gradient, 4 x 4)
+ *
+ * and dU[xi][c][o] = sum over tiles of V[xi][t][c] Z[xi][t][o]: 16 GEMMs
+ * with K the tiles, on 8-row microtiles of channels (no rows wasted for
+ * 8, 16, ... channels) by the 32 columns of Z's panel. Then dw = G^T dU G.
+ * A tile of the op is a range of channels by a column group, reading all
+ * pixels; a step is WINO_KC Winograd tiles, whose dU, transformed, it
+ * adds to dw (beta 1 after the first step).
+ */
+#define WINO_ROWS 8
+#define WINO_Z_OFF (16 * WINO_TB * WINO_CP)
+#define WINO_DU_OFF (WINO_Z_OFF + 16 * WINO_TB * GEMM_NR)
+_Static_assert(WINO_DU_OFF + 16 * VTPU_WINO_CMAX * GEMM_NR <=
+		       VTPU_GEMM_SCRATCH_FLOATS,
+	       "Winograd's V, Z and dU fit in the GEMM scratch");
+
+/*
+ * Z of columns @o0..@o0+@ot (at most 32) for @nt Winograd tiles from
+ * (@tx, @ty) of image @n: z[(xi * WINO_TB + t) * 32 + o - o0]; outputs
+ * past the image's edge count as 0.
+ */
+static void wino_z(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
+		   u32 nt, u32 o0, u32 ot, float *z)
+{
+	const struct vtpu_engine_window *w = &g->win;
+	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2;
+	u32 t, j, x;
+
+	for (t = 0; t < nt; t++) {
+		for (j = 0; j < ot; j += 16) {
+			u16 m = gemm_mask(gemm_min(16, ot - j));
+			V16F y[4], q[8] GEMM_NOINIT;
+
+#pragma GCC unroll 4
+			for (x = 0; x < 4; x++) {
+				u64 oy = 2 * ty + x / 2, ox = 2 * tx + x % 2;
+
+				y[x] = gemm_maskload((const float *)g->b +
+						     ((n * w->oh + oy) * w->ow +
+						      ox) * g->ldb + o0 + j,
+						     oy < w->oh && ox < w->ow ?
+						     m : 0);
+			}
+			/* Q = A dY (4 x 2), then Z = Q A^T, row by row */
+#pragma GCC unroll 2
+			for (x = 0; x < 2; x++) {
+				q[0 + x] = y[x];
+				q[2 + x] = y[x] + y[2 + x];
+				q[4 + x] = y[x] - y[2 + x];
+				q[6 + x] = -y[2 + x];
+			}
+#pragma GCC unroll 4
+			for (x = 0; x < 4; x++) {
+				float *d = z + ((u64)(4 * x) * WINO_TB + t) *
+					       GEMM_NR + j;
+
+				gemm_storeu(d, q[2 * x]);
+				gemm_storeu(d + WINO_TB * GEMM_NR,
+					    q[2 * x] + q[2 * x + 1]);
+				gemm_storeu(d + 2 * WINO_TB * GEMM_NR,
+					    q[2 * x] - q[2 * x + 1]);
+				gemm_storeu(d + 3 * WINO_TB * GEMM_NR,
+					    -q[2 * x + 1]);
+			}
+		}
+		vtpu_next_xy(&tx, &ty, &n, twx, twy);
+	}
+}
+
+/* dw (rows t * c + c0.., columns o0..) += G^T dU G, with the step's beta */
+static void wino_dw(const struct vtpu_gemm_step *st, const float *du)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	u32 c = g->win.c, ci, j, x;
+
+	for (ci = 0; ci < st->mt; ci++) {
+		for (j = 0; j < st->nt; j += 16) {
+			u16 m = gemm_mask(gemm_min(16, st->nt - j));
+			V16F d[16] GEMM_NOINIT, t[12] GEMM_NOINIT;
+			V16F h = { 0 };
+
+			h += 0.5f;
+#pragma GCC unroll 16
+			for (x = 0; x < 16; x++)
+				d[x] = gemm_loadu(du + ((u64)x *
+							VTPU_WINO_CMAX + ci) *
+							GEMM_NR + j);
+			/* T = G^T dU (3 x 4), then T G, row by row */
+#pragma GCC unroll 4
+			for (x = 0; x < 4; x++) {
+				V16F e = h * (d[4 + x] + d[8 + x]);
+
+				t[x] = d[x] + e;
+				t[4 + x] = h * (d[4 + x] - d[8 + x]);
+				t[8 + x] = e + d[12 + x];
+			}
+#pragma GCC unroll 3
+			for (x = 0; x < 3; x++) {
+				V16F e = h * (t[4 * x + 1] + t[4 * x + 2]);
+				V16F r[3] = {
+					t[4 * x] + e,
+					h * (t[4 * x + 1] - t[4 * x + 2]),
+					e + t[4 * x + 3],
+				};
+				u32 k;
+
+				for (k = 0; k < 3; k++)
+					store_row_mask(g->c + ((u64)(3 * x +
+						k) * c + st->i0 + ci) *
+						g->ldc + st->j0 + j, r[k],
+						r[k], m, 0, 1.0f, st->beta,
+						NULL, 0);
+			}
+		}
+	}
+}
+
+void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
+				      void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	const struct vtpu_engine_window *w = &g->win;
+	float *v = scratch, *z = v + WINO_Z_OFF, *du = v + WINO_DU_OFF;
+	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2, tx, ty, n;
+	u32 i, x, r, t;
+
+	vtpu_xy_of(st->p0, twx, twy, &tx, &ty, &n);
+	for (i = 0; i < st->kc; i += WINO_TB) {
+		u32 nt = gemm_min(WINO_TB, st->kc - i);
+		float beta = i ? 1.0f : 0.0f;
+
+		wino_v(g, tx, ty, n, nt, st->i0, st->mt, v);
+		wino_z(g, tx, ty, n, nt, st->j0, st->nt, z);
+		for (x = 0; x < 16; x++) {
+			for (r = 0; r < st->mt; r += WINO_ROWS) {
+				const float *a = v + (u64)x * WINO_TB *
+						     WINO_CP + r;
+				float *c = du + ((u64)x * VTPU_WINO_CMAX + r) *
+						GEMM_NR;
+				u32 mr = gemm_min(WINO_ROWS, st->mt - r);
+				V16F acc[GEMM_MR][2];
+
+				if (st->nt > 16)
+					ukr_acc(nt, a, z + (u64)x * WINO_TB *
+						GEMM_NR, acc, 2, 1, WINO_CP,
+						WINO_ROWS);
+				else
+					ukr_acc(nt, a, z + (u64)x * WINO_TB *
+						GEMM_NR, acc, 1, 1, WINO_CP,
+						WINO_ROWS);
+				ukr_store(acc, c, GEMM_NR, mr, GEMM_NR, 1.0f,
+					  beta, NULL, 0, WINO_ROWS);
+			}
+		}
+		for (t = 0; t < nt; t++)
+			vtpu_next_xy(&tx, &ty, &n, twx, twy);
+	}
+	wino_dw(st, du);
 }
 
 /* ---- narrow N ------------------------------------------------------------ */

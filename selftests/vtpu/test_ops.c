@@ -781,8 +781,9 @@ static const uint32_t cv_shapes[][12] = {
 	/*
 	 * Winograd (AVX-512, 3 x 3 at stride 1, 16-64 channels): odd output
 	 * sizes (tiles cut at the edge), channels and columns in partial
-	 * vectors; 64 channels, two column groups (oc > 64), pads 2 and 0;
-	 * several tiles and blocks of WINO_TB
+	 * vectors; 64 channels, two or three column groups, pads 2 and 0;
+	 * several tiles, blocks of WINO_TB, and CONV_WGRAD's channel splits
+	 * and steps of WINO_KC Winograd tiles (512 here)
 	 */
 	{ 2, 7, 9, 24, 3, 3, 1, 1, 1, 1, 48,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
@@ -793,18 +794,20 @@ static const uint32_t cv_shapes[][12] = {
 
 /*
  * dw, dx of the convolution given dy, in double (cp_geom's conv part);
- * with @dxmag, the sum of the magnitudes of each dx's terms
+ * with @dwmag and @dxmag, the sums of the magnitudes of their terms
  */
 static void cv_grad_ref(const struct cp_geom *g, const float *x,
 			const float *w, const float *dy, double *dw,
-			double *dx, double *dxmag)
+			double *dx, double *dwmag, double *dxmag)
 {
 	size_t n, oy, ox, o, ky, kx, ci;
 
 	memset(dw, 0, g->nw * 8);
 	memset(dx, 0, g->nx * 8);
-	if (dxmag)
+	if (dxmag) {
+		memset(dwmag, 0, g->nw * 8);
 		memset(dxmag, 0, g->nx * 8);
+	}
 	for (n = 0; n < g->n; n++)
 	for (oy = 0; oy < g->oh; oy++)
 	for (ox = 0; ox < g->ow; ox++)
@@ -821,12 +824,15 @@ static void cv_grad_ref(const struct cp_geom *g, const float *x,
 		wi = (ky * g->kw + kx) * g->c;
 		for (ci = 0; ci < g->c; ci++)
 			for (o = 0; o < g->oc; o++) {
-				dw[(wi + ci) * g->oc + o] += (double)x[xi + ci] * d[o];
-				dx[xi + ci] += (double)w[(wi + ci) * g->oc + o] * d[o];
-				if (dxmag)
-					dxmag[xi + ci] += fabs((double)w[(wi + ci) *
-									 g->oc + o] *
-								     d[o]);
+				double tw = (double)x[xi + ci] * d[o];
+				double tx = (double)w[(wi + ci) * g->oc + o] * d[o];
+
+				dw[(wi + ci) * g->oc + o] += tw;
+				dx[xi + ci] += tx;
+				if (dxmag) {
+					dwmag[(wi + ci) * g->oc + o] += fabs(tw);
+					dxmag[xi + ci] += fabs(tx);
+				}
 			}
 	}
 }
@@ -853,15 +859,15 @@ static void cv_fwd_ref(const struct cp_geom *g, const float *x,
 		}
 }
 
-/* How many of @n differ from @ref by more than 1e-5 of @mag. */
+/* How many of @n differ from @k * @ref by more than 1e-5 of @k * @mag. */
 static long cv_far(const float *got, const double *ref, const double *mag,
-		   size_t n)
+		   size_t n, double k)
 {
 	long far = 0;
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		far += !(fabs(got[i] - ref[i]) <= 1e-5 * mag[i] + 1e-30);
+		far += !(fabs(got[i] - k * ref[i]) <= 1e-5 * k * mag[i] + 1e-30);
 	return far;
 }
 
@@ -879,16 +885,14 @@ TEST(conv)
 					   1, 1, 0 };
 		const struct cp_geom g = cp_geom(cps);
 		bool dgrad = g.sh == 1 && g.sw == 1;
-		size_t rows = (size_t)g.n * g.oh * g.ow, kdim = g.nw / g.oc;
 		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
 		struct vtpu_bo bb = bo_new(g.oc * 4), yb = bo_new(g.ny * 4);
 		struct vtpu_bo dyb = bo_new(g.ny * 4), dwb = bo_new(g.nw * 4);
-		struct vtpu_bo dxb = bo_new(g.nx * 4), colb = bo_new(rows * kdim * 4);
-		struct vtpu_bo dw2b = bo_new(g.nw * 4);
+		struct vtpu_bo dxb = bo_new(g.nx * 4);
 		float *x = xb.map, *w = wb.map, *bias = bb.map, *dy = dyb.map;
 		double *ry = malloc(g.ny * 8), *rdw = malloc(g.nw * 8);
 		double *rdx = malloc(g.nx * 8), *ymag = malloc(g.ny * 8);
-		double *dxmag = malloc(g.nx * 8);
+		double *dwmag = malloc(g.nw * 8), *dxmag = malloc(g.nx * 8);
 		void *keep[3] = { malloc(g.ny * 4), malloc(g.nw * 4),
 				  malloc(g.nx * 4) };
 		const void *out[3] = { yb.map, dwb.map, dxb.map };
@@ -901,8 +905,8 @@ TEST(conv)
 			.oc = g.oc, .flags = v[11],
 		};
 		struct vtpu_conv_desc dd;
-		struct vtpu_cmdbuf cb, cf;
-		long bad = 0, diff = 0, same = 0, far = 0;
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0, far = 0;
 		size_t i;
 		uint32_t bx, bw, bb_, by, bdy, bdw, bdx;
 		int e, k;
@@ -917,7 +921,7 @@ TEST(conv)
 		for (i = 0; i < g.ny; i++)
 			dy[i] = irand(3);
 		cv_fwd_ref(&g, x, w, bias, v[11], ry, ymag);
-		cv_grad_ref(&g, x, w, dy, rdw, rdx, NULL);
+		cv_grad_ref(&g, x, w, dy, rdw, rdx, NULL, NULL);
 
 		/*
 		 * Integer data, so every sum is exact: y; dw and dx written,
@@ -967,62 +971,34 @@ TEST(conv)
 		}
 
 		/*
-		 * Float data. CONV_WGRAD runs the very GEMM that IM2COL + GEMM
-		 * would, so its results are the same bits. CONV and CONV_DGRAD
-		 * may not (AVX-512's Winograd kernel rounds differently): they
-		 * are within 1e-5 of their terms' magnitudes of double.
+		 * Float data: y, dw and dx within 1e-5 of their terms'
+		 * magnitudes of double, on every executor. (They need not
+		 * agree to the bit: AVX-512's Winograd kernels round
+		 * differently from the direct ones.)
 		 */
 		fill_rand(x, g.nx);
 		fill_rand(w, g.nw);
 		fill_rand(dy, g.ny);
 		cv_fwd_ref(&g, x, w, bias, v[11], ry, ymag);
-		cv_grad_ref(&g, x, w, dy, rdw, rdx, dxmag);
-		vtpu_cmdbuf_init(&cf);
-		bx = vtpu_cmdbuf_use(&cf, &xb);
-		d.x = VTPU_REF(bx, 0);
-		d.w = VTPU_REF(vtpu_cmdbuf_use(&cf, &wb), 0);
-		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cf, &bb), 0);
-		d.y = VTPU_REF(vtpu_cmdbuf_use(&cf, &yb), 0);
-		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cf, &d));
-		dd = d;
-		dd.flags = 0;
-		dd.y = VTPU_REF(vtpu_cmdbuf_use(&cf, &dyb), 0);
-		dd.w = VTPU_REF(vtpu_cmdbuf_use(&cf, &dwb), 0);
-		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cf, &dd));
-		if (dgrad) {
-			dd.w = d.w;
-			dd.x = VTPU_REF(vtpu_cmdbuf_use(&cf, &dxb), 0);
-			ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cf, &dd));
-		}
-		vtpu_cmdbuf_im2col(&cf, &d.win, d.x,
-				   VTPU_REF(vtpu_cmdbuf_use(&cf, &colb), 0));
-		vtpu_cmdbuf_gemm(&cf, &(struct vtpu_gemm_desc){
-			.m = (uint32_t)kdim, .n = g.oc, .k = (uint32_t)rows,
-			.flags = VTPU_GEMM_TRANS_A, .alpha = 1,
-			.a_buf = vtpu_cmdbuf_use(&cf, &colb), .b_buf = dd.y.buf,
-			.c_buf = vtpu_cmdbuf_use(&cf, &dw2b) });
-		ASSERT_EQ(0, cf.error);
+		cv_grad_ref(&g, x, w, dy, rdw, rdx, dwmag, dxmag);
 		for (e = 0; e < ex.n; e++) {
-			ASSERT_EQ(0, run(ex.cpu[e], &cf));
-			far += cv_far(yb.map, ry, ymag, g.ny);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			/* dw and dx written, then accumulated once more */
+			far += cv_far(yb.map, ry, ymag, g.ny, 1);
+			far += cv_far(dwb.map, rdw, dwmag, g.nw, 2);
 			if (dgrad)
-				far += cv_far(dxb.map, rdx, dxmag, g.nx);
-			same += memcmp(dwb.map, dw2b.map, g.nw * 4) != 0;
+				far += cv_far(dxb.map, rdx, dxmag, g.nx, 2);
 		}
 		TH_LOG("conv %ux%ux%ux%u k%ux%u s%ux%u p%ux%u -> %u%s%s: y, dw%s "
-		       "exact on %d executors; dw differs from IM2COL + GEMM "
-		       "on %ld, %ld y%s far from double",
+		       "exact on %d executors; %ld far from double on floats",
 		       g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw,
 		       g.oc, v[11] & VTPU_CONV_BIAS ? ", bias" : "",
 		       v[11] & VTPU_CONV_RELU ? ", relu" : "",
-		       dgrad ? ", dx" : "", ex.n, same, far,
-		       dgrad ? " or dx" : "");
+		       dgrad ? ", dx" : "", ex.n, far);
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
-		EXPECT_EQ(0, same);
 		EXPECT_EQ(0, far);
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cmdbuf_fini(&cf);
 		vtpu_cpu_bo_destroy(&xb);
 		vtpu_cpu_bo_destroy(&wb);
 		vtpu_cpu_bo_destroy(&bb);
@@ -1030,14 +1006,13 @@ TEST(conv)
 		vtpu_cpu_bo_destroy(&dyb);
 		vtpu_cpu_bo_destroy(&dwb);
 		vtpu_cpu_bo_destroy(&dxb);
-		vtpu_cpu_bo_destroy(&colb);
-		vtpu_cpu_bo_destroy(&dw2b);
 		for (k = 0; k < 3; k++)
 			free(keep[k]);
 		free(ry);
 		free(rdw);
 		free(rdx);
 		free(ymag);
+		free(dwmag);
 		free(dxmag);
 	}
 	execs_fini(&ex);
