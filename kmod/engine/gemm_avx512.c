@@ -407,7 +407,8 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
  * their patches into V, the 16 GEMMs on the 14 x 32 microkernel into M,
  * and M through A into C, with the epilogue (beta, bias, ReLU). The
  * results differ from the direct kernel's in rounding only; on small
- * integers, where every sum is exact, they are the same.
+ * integers, where every sum is exact, they are the same. CONV_WGRAD of
+ * the same convolutions follows the same way (further below).
  */
 #define WINO_TB (GEMM_MR * 4)	/* Winograd tiles per block */
 #define WINO_CP VTPU_WINO_CMAX	/* V's row pitch: channels at most */

@@ -533,6 +533,25 @@ static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
 		uint32_t oh, ow;
 
 		gen_window(g, &cd.win, &img, &out, &kdim);
+		/*
+		 * one in four: AVX-512's Winograd case, a 3 x 3 window at
+		 * stride 1 over 16 or 32 channels (any pad, h + 2 pad >= 3)
+		 */
+		if (gen_one_in(r, 4)) {
+			struct vtpu_window *w = &cd.win;
+
+			w->c = 16 * gen_range(r, 1, 2);
+			w->kh = w->kw = 3;
+			w->stride_h = w->stride_w = 1;
+			w->pad_h = gen_below(r, 3);
+			w->pad_w = gen_below(r, 3);
+			while (w->h + 2 * w->pad_h < 3)
+				w->pad_h++;
+			while (w->w + 2 * w->pad_w < 3)
+				w->pad_w++;
+			img = (uint64_t)w->n * w->h * w->w * w->c;
+			kdim = 9ull * w->c;
+		}
 		if (op == VTPU_OP_CONV_DGRAD)
 			cd.win.stride_h = cd.win.stride_w = 1;
 		oh = (cd.win.h + 2 * cd.win.pad_h - cd.win.kh) / cd.win.stride_h + 1;
