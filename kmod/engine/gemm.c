@@ -93,6 +93,14 @@ static u32 round_up(u32 a, u32 b)
 #define GEMM_CALL_FLOPS_MAX                                                    \
 	(2ull * VTPU_GEMM_MT_MAX * VTPU_GEMM_NT_MAX * VTPU_GEMM_KC)
 
+/* @tiles, or more: as many as @work (flops per step) needs under the max */
+static u32 gemm_tiles_bounded(u64 work, u32 tiles)
+{
+	u64 need = (work + GEMM_CALL_FLOPS_MAX - 1) / GEMM_CALL_FLOPS_MAX;
+
+	return need > tiles ? (u32)need : tiles;
+}
+
 /*
  * A^T B with at most 16 rows and more columns, f32, no epilogue: on
  * AVX-512, vtpu_gemm_step_avx512_tn() reads both operands in place, a
@@ -177,10 +185,17 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 #define WINO_KC 448
 #define WINO_WG_NT 32
 
-static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op, u32 wt)
+/* Winograd tiles (2 x 2 outputs each) of a convolution's output */
+static u32 wino_tiles(const struct vtpu_engine_window *w)
+{
+	return w->n * div_up(w->oh, 2) * div_up(w->ow, 2);
+}
+
+static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
 	u32 c = g->win.c, groups = div_up(g->n, WINO_WG_NT), splits = 1, ct;
+	u32 wt = wino_tiles(&g->win);
 
 	while (groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16)
 		splits++;
@@ -197,30 +212,22 @@ static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op, u32 wt)
 }
 
 /*
- * Tiles of Winograd tiles (2 x 2 outputs each) by up to VTPU_WINO_NT
+ * CONV and CONV_DGRAD: tiles of Winograd tiles by up to VTPU_WINO_NT
  * columns, K in one step. Each tile transforms its columns' filters
  * first, so it should be much more work than that, and at most
  * GEMM_CALL_FLOPS_MAX.
  */
-
 static void gemm_prepare_wino(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	const struct vtpu_engine_window *w = &g->win;
-	u32 wt = w->n * div_up(w->oh, 2) * div_up(w->ow, 2);
+	u32 wt = wino_tiles(&g->win);
 	u32 groups = div_up(g->n, VTPU_WINO_NT), mtiles, mt;
 	u64 work = 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) * g->k;
 
-	if (g->flags & VTPU_GEMM_TRANS_A) {
-		gemm_prepare_wino_wgrad(op, wt);
-		return;
-	}
 	mtiles = div_up(GEMM_TILES_WANTED, groups);
 	while (mtiles > 1 && work / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
 		mtiles--;
-	if (work / mtiles > GEMM_CALL_FLOPS_MAX)
-		mtiles = (u32)((work + GEMM_CALL_FLOPS_MAX - 1) /
-			       GEMM_CALL_FLOPS_MAX);
+	mtiles = gemm_tiles_bounded(work, mtiles);
 	mt = div_up(wt, mtiles);
 	g->wino = wt;
 	g->kc = g->k;
@@ -259,10 +266,7 @@ static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 		/* a step of a tile at most GEMM_CALL_FLOPS_MAX */
 		work = 2ull * g->m * gemm_min(g->n, nt) *
 		       gemm_min(k, VTPU_GEMM_KC);
-		if (work / rtiles > GEMM_CALL_FLOPS_MAX)
-			rtiles = gemm_min((u32)((work + GEMM_CALL_FLOPS_MAX -
-						 1) / GEMM_CALL_FLOPS_MAX),
-					  blocks);
+		rtiles = gemm_min(gemm_tiles_bounded(work, rtiles), blocks);
 	}
 	nsteps = div_up(k, VTPU_GEMM_KC);
 	g->wg_nb = nb;
@@ -292,7 +296,10 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	u32 mtiles, ntiles, mt, nt, nsteps;
 
 	if (gemm_is_wino(op)) {
-		gemm_prepare_wino(op);
+		if (g->flags & VTPU_GEMM_TRANS_A)
+			gemm_prepare_wino_wgrad(op);
+		else
+			gemm_prepare_wino(op);
 		return;
 	}
 	if (gemm_is_wgrad(op)) {

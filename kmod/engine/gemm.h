@@ -47,8 +47,9 @@
 #define VTPU_WG_NT 32
 
 /*
- * AVX-512's Winograd CONV and CONV_DGRAD (gemm_avx512.c): at most CMAX
- * input channels, and tiles of at most NT columns.
+ * AVX-512's Winograd CONV, CONV_DGRAD and CONV_WGRAD (gemm_avx512.c): at
+ * most CMAX input channels; CONV's and CONV_DGRAD's tiles of at most NT
+ * columns.
  */
 #define VTPU_WINO_CMAX 64
 #define VTPU_WINO_NT 64
