@@ -34,21 +34,23 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 
 struct gemm_level {
 	u32 mr, nr;
+	u32 mr_short;	/* rows of the short last microtile (0: none) */
 	u32 mt_max;	/* rows of the largest tile */
 	void (*step)(const struct vtpu_gemm_step *st, void *scratch);
 };
 
 static const struct gemm_level gemm_levels[] = {
-	[VTPU_SIMD_SCALAR] = { VTPU_GEMM_SCALAR_MR, VTPU_GEMM_SCALAR_NR,
+	[VTPU_SIMD_SCALAR] = { VTPU_GEMM_SCALAR_MR, VTPU_GEMM_SCALAR_NR, 0,
 			       VTPU_GEMM_MT_MAX, vtpu_gemm_step_scalar },
-	[VTPU_SIMD_AVX2] = { VTPU_GEMM_AVX2_MR, VTPU_GEMM_AVX2_NR,
+	[VTPU_SIMD_AVX2] = { VTPU_GEMM_AVX2_MR, VTPU_GEMM_AVX2_NR, 0,
 			     VTPU_GEMM_MT_MAX, vtpu_gemm_step_avx2 },
 	[VTPU_SIMD_AVX512] = { VTPU_GEMM_AVX512_MR, VTPU_GEMM_AVX512_NR,
-			       VTPU_GEMM_MT_MAX, vtpu_gemm_step_avx512 },
+			       VTPU_GEMM_AVX512_MR_SHORT, VTPU_GEMM_MT_MAX,
+			       vtpu_gemm_step_avx512 },
 };
 
 static const struct gemm_level gemm_narrow_avx512 = {
-	VTPU_GEMM_NARROW_MR, VTPU_GEMM_NARROW_NR, VTPU_GEMM_NARROW_MT_MAX,
+	VTPU_GEMM_NARROW_MR, VTPU_GEMM_NARROW_NR, 0, VTPU_GEMM_NARROW_MT_MAX,
 	vtpu_gemm_step_avx512_narrow
 };
 
@@ -71,6 +73,38 @@ static u32 div_up(u32 a, u32 b)
 static u32 round_up(u32 a, u32 b)
 {
 	return div_up(a, b) * b;
+}
+
+/* Microtile rows computed for a tile of @rows rows at level @lv. */
+static u32 gemm_rows_cost(const struct gemm_level *lv, u32 rows)
+{
+	u32 rest = rows % lv->mr;
+
+	if (!rest)
+		return rows;
+	return rows - rest + (rest <= lv->mr_short ? lv->mr_short : lv->mr);
+}
+
+/*
+ * Rows per tile for @m rows in about @mtiles tiles: the even split
+ * rounded up to the microtile, or, with a short microtile, the even
+ * split itself when that computes fewer rows in all (128 rows in two
+ * tiles: 64 = 4 * 14 + 8 each, 128 rows computed, not 70 + 70).
+ */
+static u32 gemm_tile_rows(const struct gemm_level *lv, u32 m, u32 mtiles)
+{
+	u32 even = div_up(m, mtiles), mt = round_up(even, lv->mr), t;
+	u64 cost_even, cost_mt;
+
+	if (!lv->mr_short)
+		return mt;
+	t = div_up(m, even);
+	cost_even = (u64)(t - 1) * gemm_rows_cost(lv, even) +
+		    gemm_rows_cost(lv, m - (t - 1) * even);
+	t = div_up(m, mt);
+	cost_mt = (u64)(t - 1) * gemm_rows_cost(lv, mt) +
+		  gemm_rows_cost(lv, m - (t - 1) * mt);
+	return cost_even < cost_mt ? even : mt;
 }
 
 /*
@@ -349,7 +383,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		else
 			break;
 	}
-	mt = round_up(div_up(m, mtiles), lv->mr);
+	mt = gemm_tile_rows(lv, m, mtiles);
 	nt = round_up(div_up(n, ntiles), lv->nr);
 	mtiles = div_up(m, mt);
 	ntiles = div_up(n, nt);

@@ -34,6 +34,8 @@
 #define VTPU_GEMM_AVX2_NR 16
 #define VTPU_GEMM_AVX512_MR 14
 #define VTPU_GEMM_AVX512_NR 32
+/* AVX-512: a tile's last microtile of at most this many rows (gemm_avx512.c) */
+#define VTPU_GEMM_AVX512_MR_SHORT 8
 /* AVX-512 for n <= NARROW_NR: C's microtile computed transposed */
 #define VTPU_GEMM_NARROW_MR 32
 #define VTPU_GEMM_NARROW_NR 16

@@ -273,17 +273,43 @@ static __always_inline void ukr_store(V16F acc[GEMM_MR][2], float *c, u64 ldc,
 	}
 }
 
-static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
-		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
-		     const float *bias, u32 relu)
+/*
+ * A microtile of @rows rows (a constant) from A's element (r, p) at
+ * a[r * @rs + p * @ps]: the k loop, then the store.
+ */
+static __always_inline void ukr_run(u32 kc, const float *a, const float *b,
+				    float *c, u64 ldc, u32 mr, u32 nr,
+				    float alpha, float beta, const float *bias,
+				    u32 relu, u32 rs, u32 ps, u32 rows)
 {
 	V16F acc[GEMM_MR][2];
 
 	if (ENGINE_LIKELY(nr > 16))
-		ukr_acc(kc, a, b, acc, 2, 1, GEMM_MR, GEMM_MR);
+		ukr_acc(kc, a, b, acc, 2, rs, ps, rows);
 	else
-		ukr_acc(kc, a, b, acc, 1, 1, GEMM_MR, GEMM_MR);
-	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu, GEMM_MR);
+		ukr_acc(kc, a, b, acc, 1, rs, ps, rows);
+	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu, rows);
+}
+
+/*
+ * A tile's last microtile of at most UKR_SHORT rows runs on 8 rows: with
+ * 16 accumulators the FMAs still hide their latency and outnumber the
+ * loads, so its FMAs cost what they do in a full microtile, and there
+ * are only 8 rows of them, not 14. (Tiles of 64 rows, 4 * 14 + 8, then
+ * compute no padding; vtpu_gemm_prepare() sizes them so.)
+ */
+#define UKR_SHORT VTPU_GEMM_AVX512_MR_SHORT
+
+static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
+		     u64 ldc, u32 mr, u32 nr, float alpha, float beta,
+		     const float *bias, u32 relu)
+{
+	if (mr <= UKR_SHORT)
+		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu, 1,
+			GEMM_MR, UKR_SHORT);
+	else
+		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu, 1,
+			GEMM_MR, GEMM_MR);
 }
 
 /* gemm_ukr() with A as rows VTPU_GEMM_KC floats apart */
@@ -291,13 +317,12 @@ static void gemm_ukr_rows(u32 kc, const float *a, const float *b, float *c,
 			  u64 ldc, u32 mr, u32 nr, float alpha, float beta,
 			  const float *bias, u32 relu)
 {
-	V16F acc[GEMM_MR][2];
-
-	if (ENGINE_LIKELY(nr > 16))
-		ukr_acc(kc, a, b, acc, 2, VTPU_GEMM_KC, 1, GEMM_MR);
+	if (mr <= UKR_SHORT)
+		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
+			VTPU_GEMM_KC, 1, UKR_SHORT);
 	else
-		ukr_acc(kc, a, b, acc, 1, VTPU_GEMM_KC, 1, GEMM_MR);
-	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu, GEMM_MR);
+		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
+			VTPU_GEMM_KC, 1, GEMM_MR);
 }
 
 /*
@@ -371,7 +396,7 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				    ap + (u64)r * VTPU_GEMM_KC);
 			vtpu_next_xy(&ox, &oy, &n, w->ow, w->oh);
 		}
-		for (; r < GEMM_MR; r++)
+		for (; r < (mr <= UKR_SHORT ? UKR_SHORT : GEMM_MR); r++)
 			memset(ap + (u64)r * VTPU_GEMM_KC, 0,
 			       kc * sizeof(float));
 		for (j = 0; j < st->nt; j += GEMM_NR)
