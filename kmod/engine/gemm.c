@@ -177,6 +177,22 @@ static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
 }
 
 /*
+ * A plain f32 GEMM with A stored m x k on AVX-512's 14 x 32 kernel reads
+ * A where it is stored (vtpu_gemm_step_avx512_ain()): splitting M would
+ * only pack B again, so tiles split N, down to AIN_NT_MIN columns.
+ */
+#define AIN_NT_MIN 64
+
+static bool gemm_is_ain(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+
+	return op->simd == VTPU_SIMD_AVX512 && g->dtype == VTPU_DTYPE_F32 &&
+	       !g->implicit && !(g->flags & VTPU_GEMM_TRANS_A) &&
+	       g->n > VTPU_GEMM_NARROW_NR;
+}
+
+/*
  * CONV and CONV_DGRAD on AVX-512's 14 x 32 kernel gather A's rows and
  * use them as they are (vtpu_gemm_step_avx512_rows()).
  */
@@ -328,6 +344,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	const struct gemm_level *lv = gemm_level(op->simd, g->n);
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps;
+	bool ain = gemm_is_ain(op);
 
 	if (gemm_is_wino(op)) {
 		if (g->flags & VTPU_GEMM_TRANS_A)
@@ -362,7 +379,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	 * Split further, while the tile stays above the minimum, along the
 	 * dimension whose tile is larger relative to its minimum: a tall
 	 * tile costs A packing per column panel, a wide one B packing per
-	 * row panel.
+	 * row panel. With A read in place, only the columns.
 	 */
 	while ((u64)mtiles * ntiles < GEMM_TILES_WANTED) {
 		u32 cm = div_up(m, mtiles), cn = div_up(n, ntiles);
@@ -374,9 +391,13 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		 * with K in the tens of thousands, would run on one worker).
 		 */
 		int can_n = big && (cn >= 2 * GEMM_NT_MIN ||
-				    (cm <= GEMM_MT_MIN && cn >= 2 * lv->nr));
+				    (cm <= GEMM_MT_MIN && cn >= 2 * lv->nr) ||
+				    (ain && cn >= 2 * AIN_NT_MIN));
 
-		if (can_m && (!can_n || cm * GEMM_NT_MIN >= cn * GEMM_MT_MIN))
+		if (ain && can_n)
+			ntiles++;
+		else if (can_m &&
+			 (!can_n || cm * GEMM_NT_MIN >= cn * GEMM_MT_MIN))
 			mtiles++;
 		else if (can_n)
 			ntiles++;
@@ -447,6 +468,8 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		vtpu_gemm_step_avx512_wino(&st, scratch);
 	else if (gemm_is_rows(op))
 		vtpu_gemm_step_avx512_rows(&st, scratch);
+	else if (gemm_is_ain(op))
+		vtpu_gemm_step_avx512_ain(&st, scratch);
 	else if (g->tn)
 		vtpu_gemm_step_avx512_tn(&st, scratch);
 	else

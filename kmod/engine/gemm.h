@@ -125,6 +125,8 @@ void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
 				 void *scratch);
 void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				void *scratch);
+void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
+			       void *scratch);
 void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 				void *scratch);
 void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,

@@ -41,6 +41,12 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 	vtpu_gemm_step_scalar(st, scratch);
 }
 
+void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
+			       void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
+
 void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 				void *scratch)
 {
@@ -227,19 +233,21 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 				    V16F acc[GEMM_MR][2], u32 nv, u32 rs,
 				    u32 ps, u32 rows)
 {
+	/* rows 7.. from a second base: the same 6 offsets serve both */
+	const float *a7 = a + 7 * (u64)rs;
 	u32 p, r;
 
 #pragma GCC unroll 14
 	for (r = 0; r < rows; r++)
 		acc[r][0] = acc[r][1] = (V16F){ 0 };
 
-	for (p = 0; p < kc; p++, a += ps, b += GEMM_NR) {
+	for (p = 0; p < kc; p++, a += ps, a7 += ps, b += GEMM_NR) {
 		V16F b0 = *(const V16F *)b;
 		V16F b1 = *(const V16F *)(b + 16);
 
 #pragma GCC unroll 14
 		for (r = 0; r < rows; r++) {
-			float av = a[r * rs];
+			float av = r < 7 ? a[r * rs] : a7[(r - 7) * rs];
 
 			acc[r][0] += av * b0;
 			if (nv == 2)
@@ -405,6 +413,91 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				      g->alpha, st->beta,
 				      bias ? bias + j : NULL, relu);
 	}
+}
+
+/*
+ * How many of @mt rows run as 14-row microtiles, the rest as 8-row ones:
+ * the count that computes the fewest rows (128 = 8 * 14 + 2 * 8, not
+ * 9 * 14 + 8 with 6 rows of padding). As 14 = 6 (mod 8), giving up at
+ * most three 14-row microtiles reaches every remainder.
+ */
+static u32 ain_full_tiles(u32 mt)
+{
+	u32 q = mt / GEMM_MR, best = q, t, cost, best_cost = ~0u;
+
+	for (t = 0; t < 4 && t <= q; t++) {
+		u32 full = (q - t) * GEMM_MR, rest = mt - full;
+
+		cost = full + (rest + UKR_SHORT - 1) / UKR_SHORT * UKR_SHORT;
+		if (cost < best_cost) {
+			best_cost = cost;
+			best = q - t;
+		}
+	}
+	return best;
+}
+
+/* A microtile of @rows (14 or 8) of A's rows where they are stored */
+static noinline void ain_ukr(u32 kc, const float *a, u32 lda,
+			     const float *b, float *c, u64 ldc, u32 nr,
+			     float alpha, float beta, const float *bias,
+			     u32 relu, u32 rows)
+{
+	if (rows == GEMM_MR)
+		ukr_run(kc, a, b, c, ldc, GEMM_MR, nr, alpha, beta, bias, relu,
+			lda, 1, GEMM_MR);
+	else
+		ukr_run(kc, a, b, c, ldc, UKR_SHORT, nr, alpha, beta, bias,
+			relu, lda, 1, UKR_SHORT);
+}
+
+/*
+ * A plain f32 GEMM with A stored m x k (a dense layer's activations, a
+ * batch of rows): the microkernel broadcasts from A's rows where they are
+ * stored, lda apart, so A is never packed, and a tile can hold all of M
+ * with only B's columns split among tiles: B is then packed once per
+ * GEMM (vtpu_gemm_prepare()). Rows run as 14-row microtiles and then
+ * 8-row ones (ain_full_tiles()); a last partial one is copied into the
+ * scratch first, so that nothing past row m is read.
+ */
+void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
+			       void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	float *bp = scratch;
+	float *ap = bp + VTPU_GEMM_A_OFF;
+	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
+	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
+	const float *a = (const float *)g->a + (u64)st->i0 * g->lda + st->p0;
+	u32 kc = st->kc, lda = g->lda, mt = st->mt, i = 0, j, r, mr;
+	u32 full = ain_full_tiles(mt) * GEMM_MR;
+	float *c = g->c + (u64)st->i0 * g->ldc + st->j0;
+	u64 ldc = g->ldc;
+
+	gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
+	for (; i + UKR_SHORT <= mt; i += mr) {
+		mr = i < full ? GEMM_MR : UKR_SHORT;
+		for (j = 0; j < st->nt; j += GEMM_NR)
+			ain_ukr(kc, a + (u64)i * lda, lda, bp + (u64)j * kc,
+				c + i * ldc + j, ldc,
+				gemm_min(GEMM_NR, st->nt - j), g->alpha,
+				st->beta, bias ? bias + j : NULL, relu, mr);
+	}
+	if (i == mt)
+		return;
+	mr = mt - i;
+	for (r = 0; r < UKR_SHORT; r++) {
+		float *d = ap + (u64)r * VTPU_GEMM_KC;
+
+		if (r < mr)
+			memcpy(d, a + (u64)(i + r) * lda, kc * sizeof(float));
+		else
+			memset(d, 0, kc * sizeof(float));
+	}
+	for (j = 0; j < st->nt; j += GEMM_NR)
+		gemm_ukr_rows(kc, ap, bp + (u64)j * kc, c + i * ldc + j, ldc,
+			      mr, gemm_min(GEMM_NR, st->nt - j), g->alpha,
+			      st->beta, bias ? bias + j : NULL, relu);
 }
 
 /* ---- Winograd F(2 x 2, 3 x 3) -------------------------------------------- */
