@@ -249,7 +249,8 @@ static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 
 	while (groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16)
 		splits++;
-	ct = round_up(div_up(c, splits), 8);
+	/* whole 8-row microtiles of channels */
+	ct = round_up(div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
 	g->wino = wt;
 	g->kc = WINO_KC;
 	g->mt = ct;

@@ -34,7 +34,10 @@
 #define VTPU_GEMM_AVX2_NR 16
 #define VTPU_GEMM_AVX512_MR 14
 #define VTPU_GEMM_AVX512_NR 32
-/* AVX-512: a tile's last microtile of at most this many rows (gemm_avx512.c) */
+/*
+ * AVX-512's short microtile (gemm_avx512.c): a tile's last one of at most
+ * this many rows, the in-place GEMM's tail, the Winograd weight gradient's
+ */
 #define VTPU_GEMM_AVX512_MR_SHORT 8
 /* AVX-512 for n <= NARROW_NR: C's microtile computed transposed */
 #define VTPU_GEMM_NARROW_MR 32

@@ -781,7 +781,7 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
  * pixels; a step is WINO_KC Winograd tiles, whose dU, transformed, it
  * adds to dw (beta 1 after the first step).
  */
-#define WINO_ROWS 8
+#define WINO_ROWS UKR_SHORT	/* the 8-row microtile of short tiles */
 #define WINO_Z_OFF (16 * WINO_TB * WINO_CP)
 #define WINO_DU_OFF (WINO_Z_OFF + 16 * WINO_TB * GEMM_NR)
 _Static_assert(WINO_DU_OFF + 16 * VTPU_WINO_CMAX * GEMM_NR <=
