@@ -168,7 +168,8 @@ static int vtpu_sched_run_stream(struct vtpu_device *vdev,
 
 	while ((cmd = vtpu_engine_next(job->cmds, job->cmds_size, &pos))) {
 		fp = vtpu_fpu_begin();
-		vtpu_engine_op_prepare(&op, cmd, job->bufs, vdev->simd);
+		vtpu_engine_op_prepare(&op, cmd, job->bufs, vdev->simd,
+				       vdev->nworkers + 1);
 		vtpu_fpu_end(fp);
 		vtpu_exec_op(vdev, job, &op);
 		err = READ_ONCE(job->abort);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The cpu backend: runs a command stream in user space, exactly as the
- * device does (same validator, same engine, same tile/step split), on a
- * pool of pthreads created once. The calling thread is worker 0; the pool
- * holds threads - 1 more. For each command the caller publishes the op,
+ * device does (same validator, same engine, and the same tile/step split
+ * for the same number of workers; the results do not depend on it), on
+ * a pool of pthreads created once. The calling thread is worker 0; the
+ * pool holds threads - 1 more. For each command the caller publishes the op,
  * wakes as many helpers as the op has spare tiles, and every participant
  * takes tiles from an atomic counter and runs all steps of each tile it
  * takes; the next command starts when all participants are done.
@@ -513,7 +514,8 @@ static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 	struct vtpu_engine_op op;
 	u64 t0 = prof ? now_ns() : 0;
 
-	vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd);
+	vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd,
+			       (u32)cpu->nthreads);
 	if (op.opcode == VTPU_OP_GEMM && cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
 	    op.gemm.dtype == VTPU_DTYPE_F32)
 		cpu_gemm_openblas(&op.gemm);

@@ -273,7 +273,8 @@ static void prepare_dropout(struct vtpu_engine_op *op,
 
 void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 			    const struct vtpu_cmd_hdr *cmd,
-			    const struct vtpu_engine_buf *bufs, u32 simd)
+			    const struct vtpu_engine_buf *bufs, u32 simd,
+			    u32 workers)
 {
 	const struct vtpu_cmd_gemm *g = (const void *)cmd;
 	const struct vtpu_cmd_fill *f = (const void *)cmd;
@@ -282,6 +283,7 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 	memset(op, 0, sizeof(*op));
 	op->opcode = cmd->opcode;
 	op->simd = simd;
+	op->workers = workers ? workers : 1;
 	op->ntiles = 1;
 	op->nsteps = 1;
 

@@ -14,6 +14,9 @@
  *      resolves its operands to pointers, and tells how the work splits:
  *      op->ntiles independent tiles (any order, any worker, in parallel),
  *      each of op->nsteps steps that must run in order on one worker.
+ *      How many workers there are may change the tiles, never the
+ *      results: every output element is computed the same way whichever
+ *      tile holds it.
  *   3. Workers call vtpu_engine_op_run(op, tile, step, scratch) for every
  *      (tile, step). One call is bounded work (about a millisecond on the
  *      host), so the kernel brackets each call with kernel_fpu_begin/end()
@@ -191,6 +194,7 @@ struct vtpu_engine_cast {
 struct vtpu_engine_op {
 	u32 opcode;
 	u32 simd;
+	u32 workers;
 	u32 ntiles;
 	u32 nsteps;
 	u64 flops;
@@ -293,10 +297,13 @@ const struct vtpu_cmd_hdr *vtpu_engine_next(const void *cmds, u32 size,
  * @cmd: the command (from vtpu_engine_next() on a validated stream)
  * @bufs: the job's buffers, in handle-array order
  * @simd: enum vtpu_simd_level to use (must be one the CPU has)
+ * @workers: how many workers will share the op's tiles (0 counts as 1).
+ *	Plain GEMMs size their tiles by it; the results do not depend on it.
  */
 void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 			    const struct vtpu_cmd_hdr *cmd,
-			    const struct vtpu_engine_buf *bufs, u32 simd);
+			    const struct vtpu_engine_buf *bufs, u32 simd,
+			    u32 workers);
 
 /**
  * vtpu_engine_op_run() - run one step of one tile

@@ -63,7 +63,7 @@ static void run_iteration(const void *cmds, uint32_t size,
 	uint32_t pos = 0, tile, step;
 
 	while ((cmd = vtpu_engine_next(cmds, size, &pos))) {
-		vtpu_engine_op_prepare(&op, cmd, bufs, VTPU_SIMD_SCALAR);
+		vtpu_engine_op_prepare(&op, cmd, bufs, VTPU_SIMD_SCALAR, 1);
 		for (tile = 0; tile < op.ntiles; tile++)
 			for (step = 0; step < op.nsteps; step++)
 				vtpu_engine_op_run(&op, tile, step, scratch);

@@ -757,6 +757,92 @@ TEST(simd_levels)
  * op->flops counts them: 2 m n k, whatever the algorithm), about a
  * millisecond with AVX-512. Only prepared, not run.
  */
+/*
+ * How many workers share a GEMM changes its tiles (plain GEMMs want two
+ * per worker), never its bits: each element is summed the same way
+ * whichever tile holds it. Every path the planner can pick (A read in
+ * place, packed, narrow, A^T B with few rows, the 8-row microtile, B
+ * transposed, bias + ReLU, beta) on every SIMD level, on 1 to 9 threads.
+ */
+TEST(tiling_keeps_bits)
+{
+	static const struct { uint32_t m, n, k, flags; float beta; } cases[] = {
+		{ 128, 512, 784, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 0 },
+		{ 784, 512, 128, VTPU_GEMM_TRANS_A, 0 },
+		{ 128, 512, 512, VTPU_GEMM_TRANS_B, 0 },
+		{ 301, 803, 270, VTPU_GEMM_BIAS, 0.5f },
+		{ 1000, 10, 300, 0, 0 },
+		{ 16, 700, 900, VTPU_GEMM_TRANS_A, 0 },
+		{ 50, 200, 600, VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B, 1 },
+	};
+	static const int threads[] = { 1, 2, 3, 4, 9 };
+	const int nthreads = sizeof(threads) / sizeof(threads[0]);
+	int simd, t, i, differ = 0, ran = 0;
+
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		uint32_t m = cases[i].m, n = cases[i].n, k = cases[i].k;
+		size_t asz = (size_t)m * k, bsz = (size_t)k * n, csz = (size_t)m * n;
+		struct vtpu_bo a, b, c, bias;
+		float *c0 = malloc(csz * 4), *keep = malloc(csz * 4);
+		struct vtpu_cmdbuf cb;
+
+		ASSERT_NE(NULL, c0);
+		ASSERT_NE(NULL, keep);
+		ASSERT_EQ(0, vtpu_cpu_bo_create(asz * 4, &a));
+		ASSERT_EQ(0, vtpu_cpu_bo_create(bsz * 4, &b));
+		ASSERT_EQ(0, vtpu_cpu_bo_create(csz * 4, &c));
+		ASSERT_EQ(0, vtpu_cpu_bo_create(n * 4, &bias));
+		fill_rand(a.map, asz);
+		fill_rand(b.map, bsz);
+		fill_rand(bias.map, n);
+		fill_rand(c0, csz);
+		vtpu_cmdbuf_init(&cb);
+		ASSERT_EQ(0, vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
+			.m = m, .n = n, .k = k, .flags = cases[i].flags,
+			.dtype = VTPU_DTYPE_F32, .alpha = 1,
+			.beta = cases[i].beta,
+			.a_buf = vtpu_cmdbuf_use(&cb, &a),
+			.b_buf = vtpu_cmdbuf_use(&cb, &b),
+			.c_buf = vtpu_cmdbuf_use(&cb, &c),
+			.bias_buf = (cases[i].flags & VTPU_GEMM_BIAS) ?
+					    vtpu_cmdbuf_use(&cb, &bias) : 0 }));
+		for (simd = VTPU_SIMD_SCALAR; simd <= VTPU_SIMD_AVX512; simd++) {
+			for (t = 0; t < nthreads; t++) {
+				struct vtpu_cpu *cpu =
+					vtpu_cpu_create(threads[t], simd,
+							VTPU_CPU_GEMM_ENGINE);
+				struct vtpu_job job = { 0 };
+
+				if (!cpu && errno == EOPNOTSUPP)
+					break;
+				ASSERT_NE(NULL, cpu);
+				memcpy(c.map, c0, csz * 4);
+				ASSERT_EQ(0, vtpu_cpu_run(cpu, &cb, &job));
+				vtpu_cpu_destroy(cpu);
+				ran++;
+				if (t == 0) {
+					memcpy(keep, c.map, csz * 4);
+				} else if (memcmp(keep, c.map, csz * 4)) {
+					TH_LOG("%ux%ux%u flags %#x, level %d: "
+					       "%d threads differ from 1",
+					       m, n, k, cases[i].flags, simd,
+					       threads[t]);
+					differ++;
+				}
+			}
+		}
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&a);
+		vtpu_cpu_bo_destroy(&b);
+		vtpu_cpu_bo_destroy(&c);
+		vtpu_cpu_bo_destroy(&bias);
+		free(c0);
+		free(keep);
+	}
+	TH_LOG("%d runs", ran);
+	EXPECT_EQ(0, differ);
+}
+
 #define CALL_FLOPS_MAX (128ull << 20)
 
 TEST(calls_bounded)
@@ -810,10 +896,11 @@ TEST(calls_bounded)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
 	while ((cmd = vtpu_engine_next(cb.data, cb.size, &pos))) {
 		for (simd = VTPU_SIMD_SCALAR; simd <= VTPU_SIMD_AVX512; simd++) {
+			/* fewest workers: fewest, largest tiles */
 			struct vtpu_engine_op op;
 			uint64_t per;
 
-			vtpu_engine_op_prepare(&op, cmd, bufs, simd);
+			vtpu_engine_op_prepare(&op, cmd, bufs, simd, 1);
 			per = op.flops / ((uint64_t)op.ntiles * op.nsteps);
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
