@@ -4,8 +4,8 @@
  * device does (same validator, same engine, and the same tile/step split
  * for the same number of workers; the results do not depend on it), on
  * a pool of pthreads created once. The calling thread is worker 0; the
- * pool holds threads - 1 more. For each command the caller publishes the op,
- * wakes as many helpers as the op has spare tiles, and every participant
+ * pool holds threads - 1 more. For each command the caller publishes the
+ * op, wakes as many helpers as the op has spare tiles, and every participant
  * takes tiles from an atomic counter and runs all steps of each tile it
  * takes; the next command starts when all participants are done.
  *

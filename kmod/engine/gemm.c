@@ -112,10 +112,10 @@ static u32 gemm_tile_rows(const struct gemm_level *lv, u32 m, u32 mtiles)
  * dense layer's) wants GEMM_TILES_PER_WORKER per worker: every tile packs
  * its own block of B and reads or packs its rows of A, so fewer, larger
  * tiles pack less, and two per worker still even out a worker that falls
- * behind. On two workers that made mnist's step 6% faster than eight
+ * behind. On two workers that made mnist's step 7% faster than eight
  * tiles did. A convolution's GEMM wants GEMM_TILES_WANTED whatever the
- * workers: its tiles gather their own rows of A, and fewer of them ran
- * slower (cifar10's step by 5%). Smaller tiles than the minimums below
+ * workers: its tiles gather their own rows of A, and four of them ran
+ * slower (cifar10's step by 3-8%). Smaller tiles than the minimums below
  * would spend too much on packing (B is packed once per tile and step, A
  * once per MR rows), and a tile of less than FLOPS_MIN (~20 us) is not
  * worth waking a worker for (OpenBLAS runs such GEMMs on one thread too).
@@ -378,6 +378,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		return;
 	}
 
+	/* (workers capped so that the product cannot wrap) */
 	if (!g->implicit)
 		wanted = gemm_min(op->workers, 1u << 16) * GEMM_TILES_PER_WORKER;
 
