@@ -105,6 +105,14 @@ static inline u32 vtpu_first_tap(u64 i, u32 pad, u32 s, u32 k, u32 on)
 
 /* Per-tile budget of the non-GEMM ops: elements touched per call. */
 #define VTPU_OPS_CHUNK (64u * 1024)
+/* The least an element-wise op's tile is given to share it out (~5 us). */
+#define VTPU_OPS_MIN_CHUNK (16u * 1024)
+
+/*
+ * Elements per tile of an element-wise op (ELEMENTWISE, CAST, DROPOUT,
+ * SGD, ADAM) of @count elements on @workers (exec.c).
+ */
+u64 vtpu_ops_chunk(u64 count, u32 workers);
 
 /*
  * Each op family: prepare sets ntiles, nsteps, flops and its tiling from

@@ -31,6 +31,31 @@ static u32 chunks(u64 n, u32 chunk)
 	return (u32)((n + chunk - 1) / chunk);
 }
 
+/*
+ * At most VTPU_OPS_CHUNK elements per tile. An op with enough work (at
+ * least VTPU_OPS_MIN_CHUNK a tile) is cut into at least one tile per
+ * worker, and into a number of tiles the workers divide evenly, so that
+ * none idles while another runs a last tile: a dense layer's 128 x 512
+ * ReLU gradient ran as one tile on one of two workers, and mnist's Adam
+ * as 11 tiles (six on one worker, five on the other). Tiles are whole
+ * vectors (16 floats); each element's result does not depend on its tile.
+ */
+u64 vtpu_ops_chunk(u64 count, u32 workers)
+{
+	u64 w = workers ? vtpu_min_u64(workers, 1u << 16) : 1;
+	u64 tiles = (count + VTPU_OPS_CHUNK - 1) / VTPU_OPS_CHUNK;
+	u64 fit = count / VTPU_OPS_MIN_CHUNK;	/* tiles of at least MIN */
+	u64 even = (tiles + w - 1) / w * w;
+
+	if (even <= fit)
+		tiles = even;
+	else if (tiles < vtpu_min_u64(w, fit))
+		tiles = vtpu_min_u64(w, fit);
+	if (!tiles)
+		tiles = 1;
+	return ((count + tiles - 1) / tiles + 15) / 16 * 16;
+}
+
 static void prepare_conv(struct vtpu_engine_op *op,
 			 const struct vtpu_cmd_hdr *cmd,
 			 const struct vtpu_engine_buf *bufs)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * ELEMENTWISE (struct vtpu_cmd_elementwise) and CAST (struct
- * vtpu_cmd_cast): one pass over count elements, tiled by chunks of
- * VTPU_OPS_CHUNK. Each sub-op is its own plain loop so the compiler can
+ * vtpu_cmd_cast): one pass over count elements, tiled by chunks
+ * (vtpu_ops_chunk()). Each sub-op is its own plain loop so the compiler can
  * vectorise it. In-place (z == x or z == y exactly) is safe: element i is
  * read before it is written and by the same iteration.
  */
@@ -10,15 +10,16 @@
 
 void vtpu_ew_prepare(struct vtpu_engine_op *op)
 {
-	op->ntiles = (u32)((op->ew.count + VTPU_OPS_CHUNK - 1) / VTPU_OPS_CHUNK);
+	op->chunk = vtpu_ops_chunk(op->ew.count, op->workers);
+	op->ntiles = (u32)((op->ew.count + op->chunk - 1) / op->chunk);
 	op->flops = op->ew.count;
 }
 
 void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 {
 	const struct vtpu_engine_ew *e = &op->ew;
-	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
-	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, e->count - i0), i;
+	u64 i0 = (u64)tile * op->chunk;
+	u64 n = vtpu_min_u64(op->chunk, e->count - i0), i;
 	const float *x = e->x + i0, *y = e->y + i0;
 	float *z = e->z + i0;
 	float a = e->alpha, b = e->beta;
@@ -69,8 +70,8 @@ void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 
 void vtpu_cast_prepare(struct vtpu_engine_op *op)
 {
-	op->ntiles = (u32)((op->cast.count + VTPU_OPS_CHUNK - 1) /
-			   VTPU_OPS_CHUNK);
+	op->chunk = vtpu_ops_chunk(op->cast.count, op->workers);
+	op->ntiles = (u32)((op->cast.count + op->chunk - 1) / op->chunk);
 	op->flops = op->cast.count;
 }
 
@@ -85,8 +86,8 @@ static u16 f32_to_bf16(u32 bits)
 void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 {
 	const struct vtpu_engine_cast *c = &op->cast;
-	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
-	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, c->count - i0), i;
+	u64 i0 = (u64)tile * op->chunk;
+	u64 n = vtpu_min_u64(op->chunk, c->count - i0), i;
 
 	switch (c->mode) {
 	case VTPU_CAST_F32_TO_BF16: {
@@ -118,8 +119,8 @@ void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 
 void vtpu_dropout_prepare(struct vtpu_engine_op *op)
 {
-	op->ntiles = (u32)((op->dropout.count + VTPU_OPS_CHUNK - 1) /
-			   VTPU_OPS_CHUNK);
+	op->chunk = vtpu_ops_chunk(op->dropout.count, op->workers);
+	op->ntiles = (u32)((op->dropout.count + op->chunk - 1) / op->chunk);
 	op->flops = op->dropout.count;
 }
 
@@ -134,8 +135,8 @@ static u64 mix64(u64 z)
 void vtpu_dropout_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 {
 	const struct vtpu_engine_dropout *d = &op->dropout;
-	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
-	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, d->count - i0), i;
+	u64 i0 = (u64)tile * op->chunk;
+	u64 n = vtpu_min_u64(op->chunk, d->count - i0), i;
 	float s = *d->step;
 	u64 key;
 

@@ -2,7 +2,7 @@
 /*
  * The optimizers: SGD (struct vtpu_cmd_sgd), ADAM_STEP and ADAM (struct
  * vtpu_cmd_adam_step, struct vtpu_cmd_adam). Each parameter element is
- * updated independently, so tiles are chunks of VTPU_OPS_CHUNK elements.
+ * updated independently, so tiles are chunks of elements (vtpu_ops_chunk()).
  *
  * Adam's step count lives in device memory, in the state that ADAM_STEP
  * (one tile, one step) advances and ADAM reads: a stream compiled once
@@ -15,7 +15,8 @@ void vtpu_optim_prepare(struct vtpu_engine_op *op)
 {
 	u64 n = op->optim.count;
 
-	op->ntiles = (u32)((n + VTPU_OPS_CHUNK - 1) / VTPU_OPS_CHUNK);
+	op->chunk = vtpu_ops_chunk(n, op->workers);
+	op->ntiles = (u32)((n + op->chunk - 1) / op->chunk);
 	op->flops = n * (op->opcode == VTPU_OP_ADAM ? 16 : 4);
 }
 
@@ -108,8 +109,8 @@ static void adam_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
 void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 {
 	const struct vtpu_engine_optim *o = &op->optim;
-	u64 i0 = (u64)tile * VTPU_OPS_CHUNK;
-	u64 n = vtpu_min_u64(VTPU_OPS_CHUNK, o->count - i0);
+	u64 i0 = (u64)tile * op->chunk;
+	u64 n = vtpu_min_u64(op->chunk, o->count - i0);
 
 	switch (op->opcode) {
 	case VTPU_OP_SGD:

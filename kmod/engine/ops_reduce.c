@@ -5,8 +5,8 @@
  * Each tile owns a block of outputs; its steps walk the reduced dimension
  * in blocks, in order. A step sums its block into a partial (scratch for
  * column sums, a register for row sums) and adds it to y, which step 0
- * initialises to beta * y (or 0 when beta is 0). The blocks depend on m
- * and n only, so the result is the same on any number of workers.
+ * initialises to beta * y (or 0 when beta is 0). The steps' blocks depend
+ * on m and n only, so the result is the same on any number of workers.
  */
 #include "engine_internal.h"
 
@@ -32,6 +32,15 @@ void vtpu_reduce_prepare(struct vtpu_engine_op *op)
 		width = r->n < REDUCE_COLS_BLOCK ? r->n : REDUCE_COLS_BLOCK;
 		r->tblock = width;
 		r->sblock = VTPU_OPS_CHUNK / width;
+		/*
+		 * Columns shared out among the workers when there is work for
+		 * them (a bias gradient, 128 x 512, ran on one of two), whole
+		 * vectors each. The steps stay as they were: a column's sum
+		 * does not depend on its tile.
+		 */
+		if (div_up(r->n, width) < op->workers &&
+		    (u64)r->m * r->n >= 2ull * VTPU_OPS_MIN_CHUNK)
+			r->tblock = div_up(div_up(r->n, op->workers), 16) * 16;
 		op->ntiles = div_up(r->n, r->tblock);
 		op->nsteps = div_up(r->m, r->sblock);
 	} else {

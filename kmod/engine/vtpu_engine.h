@@ -198,6 +198,7 @@ struct vtpu_engine_op {
 	u32 ntiles;
 	u32 nsteps;
 	u64 flops;
+	u64 chunk;	/* elements per tile of the element-wise ops */
 	union {
 		struct vtpu_engine_gemm gemm;
 		struct {

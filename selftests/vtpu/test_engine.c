@@ -843,6 +843,147 @@ TEST(tiling_keeps_bits)
 	EXPECT_EQ(0, differ);
 }
 
+/* Float @i of region @k (@r bytes each) of a snapshot. */
+static float at(const uint8_t *snap, int k, uint64_t r, uint32_t i)
+{
+	float f;
+
+	memcpy(&f, snap + k * r + (uint64_t)i * 4, sizeof(f));
+	return f;
+}
+
+/*
+ * The element-wise ops (ELEMENTWISE, CAST, DROPOUT, SGD, ADAM) and column
+ * sums share their tiles out by the number of workers (vtpu_ops_chunk()),
+ * never changing a bit: one stream of each, on sizes that one, two, three
+ * and more workers tile differently, on 1 to 9 threads, compared whole.
+ */
+TEST(ops_tiling_keeps_bits)
+{
+	static const uint32_t counts[] = { 65536, 100003, 669706 };
+	static const int threads[] = { 1, 2, 3, 4, 9 };
+	const int nthreads = sizeof(threads) / sizeof(threads[0]);
+	int c, t, differ = 0;
+
+	for (c = 0; c < (int)(sizeof(counts) / sizeof(counts[0])); c++) {
+		uint32_t n = counts[c], m = 128, cols = n / m, i;
+		uint64_t r = ((uint64_t)n + 15) / 16 * 16 * 4; /* a region */
+		struct vtpu_cmd_elementwise add = {
+			.hdr = { VTPU_OP_ELEMENTWISE, sizeof(add) },
+			.op = VTPU_EW_ADD, .count = n,
+		};
+		struct vtpu_cmd_elementwise rg = {
+			.hdr = { VTPU_OP_ELEMENTWISE, sizeof(rg) },
+			.op = VTPU_EW_RELU_GRAD, .count = n,
+		};
+		struct vtpu_cmd_cast cast = {
+			.hdr = { VTPU_OP_CAST, sizeof(cast) },
+			.mode = VTPU_CAST_U8_TO_F32, .count = n,
+			.scale = f2u(1.0f / 255), .shift = f2u(-0.5f),
+		};
+		struct vtpu_cmd_adam_step as = {
+			.hdr = { VTPU_OP_ADAM_STEP, sizeof(as) },
+			.beta1 = f2u(0.9f), .beta2 = f2u(0.999f),
+		};
+		struct vtpu_cmd_adam adam = {
+			.hdr = { VTPU_OP_ADAM, sizeof(adam) }, .count = n,
+			.lr = f2u(1e-3f), .beta1 = f2u(0.9f),
+			.beta2 = f2u(0.999f), .eps = f2u(1e-7f),
+			.weight_decay = f2u(1e-4f),
+		};
+		struct vtpu_cmd_sgd sgd = {
+			.hdr = { VTPU_OP_SGD, sizeof(sgd) }, .count = n,
+			.lr = f2u(0.01f), .momentum = f2u(0.9f),
+			.flags = VTPU_SGD_NESTEROV,
+		};
+		struct vtpu_cmd_dropout drop = {
+			.hdr = { VTPU_OP_DROPOUT, sizeof(drop) }, .count = n,
+			.rate = f2u(0.3f), .seed = 7,
+		};
+		struct vtpu_cmd_reduce rc = {
+			.hdr = { VTPU_OP_REDUCE, sizeof(rc) },
+			.op = VTPU_REDUCE_COLS, .m = m, .n = cols, .ldx = cols,
+			.alpha = f2u(1.0f),
+		};
+		struct vtpu_cmd_reduce rr = rc;
+		struct vtpu_bo bo;
+		struct stream s;
+		uint8_t *keep, *in;
+		float *f;
+
+		ASSERT_EQ(0, vtpu_cpu_bo_create(17 * r, &bo));
+		keep = malloc(17 * r);
+		in = malloc(17 * r);
+		ASSERT_NE(NULL, keep);
+		ASSERT_NE(NULL, in);
+		stream_init(&s);
+		/* regions: 0 x, 1 y, 6 p, 7 g, 8 m, 9 v, 10 p', 11 mom in */
+		for (i = 0; i < 12; i++)
+			fill_rand((float *)((uint8_t *)bo.map + i * r), n);
+		f = (float *)((uint8_t *)bo.map + 9 * r);
+		for (i = 0; i < n; i++)
+			f[i] = fabsf(f[i]);
+		for (i = 0; i < n; i++)
+			((uint8_t *)bo.map + 4 * r)[i] = (uint8_t)(i * 7919);
+#define REGION(o, k) ((o).buf = stream_use(&s, &bo), (o).offset = (k) * r)
+		REGION(add.x, 0), REGION(add.y, 1), REGION(add.z, 2);
+		REGION(rg.x, 0), REGION(rg.y, 1), REGION(rg.z, 3);
+		REGION(cast.src, 4), REGION(cast.dst, 5);
+		REGION(as.state, 16);
+		REGION(adam.param, 6), REGION(adam.grad, 7);
+		REGION(adam.m, 8), REGION(adam.v, 9), REGION(adam.state, 16);
+		REGION(sgd.param, 10), REGION(sgd.grad, 7), REGION(sgd.mom, 11);
+		REGION(drop.x, 0), REGION(drop.z, 12), REGION(drop.mask, 13);
+		REGION(drop.step, 16);
+		drop.step.offset += 64;
+		REGION(rc.x, 1), REGION(rc.y, 14);
+		rr.op = VTPU_REDUCE_ROWS;
+		REGION(rr.x, 1), REGION(rr.y, 15);
+#undef REGION
+		stream_add(&s, &add);
+		stream_add(&s, &rg);
+		stream_add(&s, &cast);
+		stream_add(&s, &as);
+		stream_add(&s, &adam);
+		stream_add(&s, &sgd);
+		stream_add(&s, &drop);
+		stream_add(&s, &rc);
+		stream_add(&s, &rr);
+		memcpy(in, bo.map, 17 * r);
+		for (t = 0; t < nthreads; t++) {
+			struct vtpu_cpu *cpu = vtpu_cpu_create(
+				threads[t], -1, VTPU_CPU_GEMM_ENGINE);
+			struct vtpu_job job = { 0 };
+
+			ASSERT_NE(NULL, cpu);
+			memcpy(bo.map, in, 17 * r);
+			ASSERT_EQ(0, vtpu_cpu_run(cpu, &s.cb, &job));
+			vtpu_cpu_destroy(cpu);
+			if (t == 0) {
+				memcpy(keep, bo.map, 17 * r);
+			} else if (memcmp(keep, bo.map, 17 * r)) {
+				TH_LOG("%u elements: %d threads differ from 1",
+				       n, threads[t]);
+				differ++;
+			}
+		}
+		/* the ops ran, to their last element */
+		EXPECT_EQ(at(in, 0, r, n - 1) + at(in, 1, r, n - 1),
+			  at(keep, 2, r, n - 1));
+		EXPECT_EQ((float)in[4 * r + n - 1] * (1.0f / 255) - 0.5f,
+			  at(keep, 5, r, n - 1));
+		EXPECT_NE(at(in, 6, r, n - 1), at(keep, 6, r, n - 1));
+		EXPECT_NE(at(in, 10, r, n - 1), at(keep, 10, r, n - 1));
+		EXPECT_NE(0.0f, at(keep, 13, r, n - 1) + at(keep, 13, r, 0));
+		EXPECT_NE(0.0f, at(keep, 14, r, cols - 1));
+		EXPECT_NE(0.0f, at(keep, 15, r, m - 1));
+		free(in);
+		free(keep);
+		vtpu_cpu_bo_destroy(&bo);
+	}
+	EXPECT_EQ(0, differ);
+}
+
 #define CALL_FLOPS_MAX (128ull << 20)
 
 TEST(calls_bounded)
