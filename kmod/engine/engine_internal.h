@@ -109,10 +109,11 @@ static inline u32 vtpu_first_tap(u64 i, u32 pad, u32 s, u32 k, u32 on)
 #define VTPU_OPS_MIN_CHUNK (16u * 1024)
 
 /*
- * Elements per tile of an element-wise op (ELEMENTWISE, CAST, DROPOUT,
- * SGD, ADAM) of @count elements on @workers (exec.c).
+ * Tiles of an element-wise op (ELEMENTWISE, CAST, DROPOUT, SGD, ADAM) of
+ * @count elements: sets op->chunk, elements per tile, and op->ntiles, for
+ * op->workers (exec.c).
  */
-u64 vtpu_ops_chunk(u64 count, u32 workers);
+void vtpu_ops_tile(struct vtpu_engine_op *op, u64 count);
 
 /*
  * Each op family: prepare sets ntiles, nsteps, flops and its tiling from

@@ -40,9 +40,9 @@ static u32 chunks(u64 n, u32 chunk)
  * as 11 tiles (six on one worker, five on the other). Tiles are whole
  * vectors (16 floats); each element's result does not depend on its tile.
  */
-u64 vtpu_ops_chunk(u64 count, u32 workers)
+void vtpu_ops_tile(struct vtpu_engine_op *op, u64 count)
 {
-	u64 w = workers ? vtpu_min_u64(workers, 1u << 16) : 1;
+	u64 w = vtpu_min_u64(op->workers, 1u << 16);
 	u64 tiles = (count + VTPU_OPS_CHUNK - 1) / VTPU_OPS_CHUNK;
 	u64 fit = count / VTPU_OPS_MIN_CHUNK;	/* tiles of at least MIN */
 	u64 even = (tiles + w - 1) / w * w;
@@ -53,7 +53,8 @@ u64 vtpu_ops_chunk(u64 count, u32 workers)
 		tiles = vtpu_min_u64(w, fit);
 	if (!tiles)
 		tiles = 1;
-	return ((count + tiles - 1) / tiles + 15) / 16 * 16;
+	op->chunk = ((count + tiles - 1) / tiles + 15) / 16 * 16;
+	op->ntiles = chunks(count, (u32)op->chunk);
 }
 
 static void prepare_conv(struct vtpu_engine_op *op,

@@ -2,7 +2,7 @@
 /*
  * ELEMENTWISE (struct vtpu_cmd_elementwise) and CAST (struct
  * vtpu_cmd_cast): one pass over count elements, tiled by chunks
- * (vtpu_ops_chunk()). Each sub-op is its own plain loop so the compiler can
+ * (vtpu_ops_tile()). Each sub-op is its own plain loop so the compiler can
  * vectorise it. In-place (z == x or z == y exactly) is safe: element i is
  * read before it is written and by the same iteration.
  */
@@ -10,8 +10,7 @@
 
 void vtpu_ew_prepare(struct vtpu_engine_op *op)
 {
-	op->chunk = vtpu_ops_chunk(op->ew.count, op->workers);
-	op->ntiles = (u32)((op->ew.count + op->chunk - 1) / op->chunk);
+	vtpu_ops_tile(op, op->ew.count);
 	op->flops = op->ew.count;
 }
 
@@ -70,8 +69,7 @@ void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 
 void vtpu_cast_prepare(struct vtpu_engine_op *op)
 {
-	op->chunk = vtpu_ops_chunk(op->cast.count, op->workers);
-	op->ntiles = (u32)((op->cast.count + op->chunk - 1) / op->chunk);
+	vtpu_ops_tile(op, op->cast.count);
 	op->flops = op->cast.count;
 }
 
@@ -119,8 +117,7 @@ void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 
 void vtpu_dropout_prepare(struct vtpu_engine_op *op)
 {
-	op->chunk = vtpu_ops_chunk(op->dropout.count, op->workers);
-	op->ntiles = (u32)((op->dropout.count + op->chunk - 1) / op->chunk);
+	vtpu_ops_tile(op, op->dropout.count);
 	op->flops = op->dropout.count;
 }
 

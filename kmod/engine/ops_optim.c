@@ -2,7 +2,7 @@
 /*
  * The optimizers: SGD (struct vtpu_cmd_sgd), ADAM_STEP and ADAM (struct
  * vtpu_cmd_adam_step, struct vtpu_cmd_adam). Each parameter element is
- * updated independently, so tiles are chunks of elements (vtpu_ops_chunk()).
+ * updated independently, so tiles are chunks of elements (vtpu_ops_tile()).
  *
  * Adam's step count lives in device memory, in the state that ADAM_STEP
  * (one tile, one step) advances and ADAM reads: a stream compiled once
@@ -15,8 +15,7 @@ void vtpu_optim_prepare(struct vtpu_engine_op *op)
 {
 	u64 n = op->optim.count;
 
-	op->chunk = vtpu_ops_chunk(n, op->workers);
-	op->ntiles = (u32)((n + op->chunk - 1) / op->chunk);
+	vtpu_ops_tile(op, n);
 	op->flops = n * (op->opcode == VTPU_OP_ADAM ? 16 : 4);
 }
 

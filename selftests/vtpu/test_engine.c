@@ -854,7 +854,7 @@ static float at(const uint8_t *snap, int k, uint64_t r, uint32_t i)
 
 /*
  * The element-wise ops (ELEMENTWISE, CAST, DROPOUT, SGD, ADAM) and column
- * sums share their tiles out by the number of workers (vtpu_ops_chunk()),
+ * sums share their tiles out by the number of workers (vtpu_ops_tile()),
  * never changing a bit: one stream of each, on sizes that one, two, three
  * and more workers tile differently, on 1 to 9 threads, compared whole.
  */
