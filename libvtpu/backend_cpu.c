@@ -285,10 +285,13 @@ static void prof_describe(struct cpu_prof_cmd *pc,
 	pc->opcode = op->opcode;
 	switch (op->opcode) {
 	case VTPU_OP_GEMM:
-		snprintf(pc->what, sizeof(pc->what), "%ux%ux%u%s%s",
+		/* Bp, Cp: B or C in panels */
+		snprintf(pc->what, sizeof(pc->what), "%ux%ux%u%s%s%s%s",
 			 op->gemm.m, op->gemm.n, op->gemm.k,
 			 op->gemm.flags & VTPU_GEMM_TRANS_A ? " At" : "",
-			 op->gemm.flags & VTPU_GEMM_TRANS_B ? " Bt" : "");
+			 op->gemm.flags & VTPU_GEMM_TRANS_B ? " Bt" : "",
+			 op->gemm.flags & VTPU_GEMM_B_PANELS ? " Bp" : "",
+			 op->gemm.flags & VTPU_GEMM_C_PANELS ? " Cp" : "");
 		break;
 	case VTPU_OP_IM2COL:
 	case VTPU_OP_COL2IM:
@@ -516,8 +519,10 @@ static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 
 	vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd,
 			       (u32)cpu->nthreads);
+	/* (cblas_sgemm knows only row-major matrices, not the panels) */
 	if (op.opcode == VTPU_OP_GEMM && cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
-	    op.gemm.dtype == VTPU_DTYPE_F32)
+	    op.gemm.dtype == VTPU_DTYPE_F32 &&
+	    !(op.gemm.flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_C_PANELS)))
 		cpu_gemm_openblas(&op.gemm);
 	else if (op.opcode != VTPU_OP_NOP)
 		cpu_run_op(cpu, &op);

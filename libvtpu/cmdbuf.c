@@ -626,6 +626,49 @@ static int operand_lookup(const void *cmd, uint32_t avail, uint32_t operand,
 	return 0;
 }
 
+/*
+ * A GEMM operand in panels (VTPU_GEMM_B_PANELS, VTPU_GEMM_C_PANELS) that
+ * breaks their rules; false if the error is not about those.
+ */
+static bool explain_panels(struct strbuf *sb, const void *cmd, uint32_t avail,
+			   uint32_t reason, uint32_t operand, const char *oname)
+{
+	const struct vtpu_cmd_gemm *g = cmd;
+	uint32_t flag, cols, ld;
+
+	if (!cmd || avail < sizeof(*g) || g->hdr.opcode != VTPU_OP_GEMM)
+		return false;
+	if (operand == VTPU_OPERAND_B) {
+		flag = VTPU_GEMM_B_PANELS;
+		cols = (g->flags & VTPU_GEMM_TRANS_B) ? g->k : g->n;
+		ld = g->ldb;
+	} else if (operand == VTPU_OPERAND_C) {
+		flag = VTPU_GEMM_C_PANELS;
+		cols = g->n;
+		ld = g->ldc;
+	} else {
+		return false;
+	}
+	if (!(g->flags & flag))
+		return false;
+	switch (reason) {
+	case VTPU_ERR_BAD_SHAPE:
+		sb_printf(sb, "operand %s is in panels: its %u columns (as "
+			  "stored) must be a multiple of %u", oname, cols,
+			  VTPU_GEMM_PANEL);
+		return true;
+	case VTPU_ERR_BAD_STRIDE:
+		sb_printf(sb, "operand %s is in panels: its leading dimension "
+			  "must be its %u columns, not %u", oname, cols, ld);
+		return true;
+	case VTPU_ERR_BAD_DTYPE:
+		sb_printf(sb, "operand %s is in panels, which hold f32 only "
+			  "(dtype %u)", oname, g->dtype);
+		return true;
+	}
+	return false;
+}
+
 static void explain_flags(struct strbuf *sb, const void *cmd,
 			  const struct vtpu_cmd_hdr *hdr, uint32_t avail)
 {
@@ -918,9 +961,12 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 			sb_printf(&sb, "a pad field is not zero");
 		break;
 	case VTPU_ERR_BAD_SHAPE:
-		explain_shape(&sb, cmd, &hdr, avail);
+		if (!explain_panels(&sb, cmd, avail, reason, operand, oname))
+			explain_shape(&sb, cmd, &hdr, avail);
 		break;
 	case VTPU_ERR_BAD_STRIDE:
+		if (explain_panels(&sb, cmd, avail, reason, operand, oname))
+			break;
 		if (cmd && !operand_lookup(cmd, avail, operand, &oi) &&
 		    oi.ld_name)
 			sb_printf(&sb, "operand %s: %s %u is smaller than its "
@@ -938,6 +984,8 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 				  "small", oname);
 		break;
 	case VTPU_ERR_BAD_DTYPE:
+		if (explain_panels(&sb, cmd, avail, reason, operand, oname))
+			break;
 		if (hdr.opcode == VTPU_OP_GEMM &&
 		    avail >= sizeof(struct vtpu_cmd_gemm))
 			sb_printf(&sb, "dtype %u is unknown or unsupported",

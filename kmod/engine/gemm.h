@@ -117,6 +117,26 @@ struct vtpu_gemm_step {
 	u32 last;
 };
 
+/*
+ * Where C's element (i, j) is, and how far apart C's rows are there: with
+ * VTPU_GEMM_C_PANELS, within a panel. A microtile (NR of 8, 16 or 32
+ * columns, from a multiple of NR) never crosses a panel's edge.
+ */
+static inline float *vtpu_gemm_c_at(const struct vtpu_engine_gemm *g, u32 i,
+				    u32 j)
+{
+	if (g->flags & VTPU_GEMM_C_PANELS)
+		return g->c + ((u64)(j / VTPU_GEMM_PANEL) * g->m + i) *
+				      VTPU_GEMM_PANEL +
+		       j % VTPU_GEMM_PANEL;
+	return g->c + (u64)i * g->ldc + j;
+}
+
+static inline u64 vtpu_gemm_c_ld(const struct vtpu_engine_gemm *g)
+{
+	return (g->flags & VTPU_GEMM_C_PANELS) ? VTPU_GEMM_PANEL : g->ldc;
+}
+
 /* One step of one tile, per level; @scratch is vtpu_gemm_scratch_size(). */
 void vtpu_gemm_step_scalar(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx2(const struct vtpu_gemm_step *st, void *scratch);

@@ -437,6 +437,9 @@ static u32 ain_full_tiles(u32 mt)
 	return best;
 }
 
+/* B's panels are read as packed ones (vtpu_gemm_step_avx512_ain()) */
+_Static_assert(GEMM_NR == VTPU_GEMM_PANEL, "a panel is a microtile wide");
+
 /* A microtile of @rows (14 or 8) of A's rows where they are stored */
 static noinline void ain_ukr(u32 kc, const float *a, u32 lda,
 			     const float *b, float *c, u64 ldc, u32 nr,
@@ -471,15 +474,23 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 	const float *a = (const float *)g->a + (u64)st->i0 * g->lda + st->p0;
 	u32 kc = st->kc, lda = g->lda, mt = st->mt, i = 0, j, r, mr;
 	u32 full = ain_full_tiles(mt) * GEMM_MR;
-	float *c = g->c + (u64)st->i0 * g->ldc + st->j0;
-	u64 ldc = g->ldc;
+	u64 ldc = vtpu_gemm_c_ld(g), pstride = kc;
+	const float *b = bp;
 
-	gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
+	if ((g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) ==
+	    VTPU_GEMM_B_PANELS) {
+		/* B's panels are the packed panels, k apart: read in place */
+		b = (const float *)g->b + (u64)st->j0 * g->k +
+		    (u64)st->p0 * GEMM_NR;
+		pstride = g->k;
+	} else {
+		gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
+	}
 	for (; i + UKR_SHORT <= mt; i += mr) {
 		mr = i < full ? GEMM_MR : UKR_SHORT;
 		for (j = 0; j < st->nt; j += GEMM_NR)
-			ain_ukr(kc, a + (u64)i * lda, lda, bp + (u64)j * kc,
-				c + i * ldc + j, ldc,
+			ain_ukr(kc, a + (u64)i * lda, lda, b + j * pstride,
+				vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc,
 				gemm_min(GEMM_NR, st->nt - j), g->alpha,
 				st->beta, bias ? bias + j : NULL, relu, mr);
 	}
@@ -495,7 +506,8 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 			memset(d, 0, kc * sizeof(float));
 	}
 	for (j = 0; j < st->nt; j += GEMM_NR)
-		gemm_ukr_rows(kc, ap, bp + (u64)j * kc, c + i * ldc + j, ldc,
+		gemm_ukr_rows(kc, ap, b + j * pstride,
+			      vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc,
 			      mr, gemm_min(GEMM_NR, st->nt - j), g->alpha,
 			      st->beta, bias ? bias + j : NULL, relu);
 }
@@ -1118,10 +1130,12 @@ void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
 	bool f32 = g->dtype == VTPU_DTYPE_F32;
 	bool a_direct = f32 && (g->flags & VTPU_GEMM_TRANS_A) && !g->implicit;
-	u64 lda = a_direct ? g->lda : GEMM_MR, ldb = GEMM_NR, ldc = g->ldc;
+	u64 lda = a_direct ? g->lda : GEMM_MR, ldb = GEMM_NR;
+	u64 ldc = vtpu_gemm_c_ld(g);
 	const float *a = ap, *b = bp;
 	u32 kc = st->kc, i;
 
+	/* (B in panels has n >= VTPU_GEMM_PANEL, or TRANS_B) */
 	if (f32 && !(g->flags & VTPU_GEMM_TRANS_B) && !g->flip_oc) {
 		ldb = g->ldb;
 		b = (const float *)g->b + st->p0 * ldb + st->j0;
@@ -1137,7 +1151,7 @@ void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 		else
 			gemm_pack_a_narrow(ap, g, st->i0 + i, mr, st->p0, kc);
 		narrow_ukr(kc, a, lda, b, ldb,
-			   g->c + (u64)(st->i0 + i) * ldc + st->j0, ldc, mr,
+			   vtpu_gemm_c_at(g, st->i0 + i, st->j0), ldc, mr,
 			   st->nt, g->alpha, st->beta, bias, relu, t);
 	}
 }

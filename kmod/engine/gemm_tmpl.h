@@ -367,45 +367,31 @@ static noinline void GEMM_FN(gemm_pack_b_flip)(float *bp,
 }
 
 /*
- * The tile's B block, k p0..p0+kc, columns j0..j0+nt, as consecutive
- * NR-column panels (kc * NR floats each). @h: B is bf16.
+ * @kc rows of @nt columns of a row-major matrix (from element @src, rows
+ * @ldb apart) as consecutive NR-column panels (kc * NR floats each).
+ * GEMM_PB rows at a time, panel by panel, so that reads stay on a few
+ * pages and writes are sequential (row by row across panels, every write
+ * would hit the same L1 set: panels are a power of two apart).
  */
-static __always_inline void GEMM_FN(gemm_pack_b_dt)(float *bp,
-						    const struct vtpu_engine_gemm *g,
-						    u32 p0, u32 kc, u32 j0,
-						    u32 nt, bool h)
+static __always_inline void GEMM_FN(gemm_pack_b_rows)(float *bp,
+						      const void *b, u64 src,
+						      u64 ldb, u32 kc, u32 nt,
+						      bool h)
 {
-	u64 ldb = g->ldb, pstride = (u64)kc * GEMM_NR;
+	u64 pstride = (u64)kc * GEMM_NR;
 	u32 full = nt / GEMM_NR, rest = nt - full * GEMM_NR;
-	u64 src = (u64)p0 * ldb + j0;
 	u32 p, c, j, q;
 
-	if (g->flip_oc) {
-		GEMM_FN(gemm_pack_b_flip)(bp, g, p0, kc, j0, nt);
-		return;
-	}
-	if (g->flags & VTPU_GEMM_TRANS_B) {
-		/* stored n x k: transpose NR columns at a time */
-		gemm_pack_tr_panels(bp, GEMM_NR, g->b, (u64)j0 * ldb + p0, ldb,
-				    kc, nt, h);
-		return;
-	}
-	/*
-	 * stored k x n: GEMM_PB rows at a time, panel by panel, so that reads
-	 * stay on a few pages and writes are sequential (row by row across
-	 * panels, every write would hit the same L1 set: panels are a power
-	 * of two apart)
-	 */
 	for (p = 0; p < kc; p += GEMM_PB, src += GEMM_PB * ldb) {
 		u32 pb = gemm_min(GEMM_PB, kc - p);
 		float *d = bp + p * GEMM_NR;
 
 		for (q = 0; q < pb; q++)
-			gemm_prefetch_row(g->b, src + (GEMM_PB + q) * ldb, nt,
+			gemm_prefetch_row(b, src + (GEMM_PB + q) * ldb, nt,
 					  2 - h);
 		for (j = 0; j < full; j++, d += pstride)
 			for (q = 0; q < pb; q++)
-				gemm_copy_row(d + q * GEMM_NR, g->b,
+				gemm_copy_row(d + q * GEMM_NR, b,
 					      src + q * ldb + j * GEMM_NR,
 					      GEMM_NR, h);
 		for (q = 0; rest && q < pb; q++) {
@@ -414,10 +400,87 @@ static __always_inline void GEMM_FN(gemm_pack_b_dt)(float *bp,
 
 			/* as in gemm_pack_a_dt(): no zero-fill loop */
 			for (c = 0; c < GEMM_NR; c++)
-				dq[c] = c < rest ? gemm_elem(g->b, s + c, h) :
+				dq[c] = c < rest ? gemm_elem(b, s + c, h) :
 						   0.0f;
 		}
 	}
+}
+
+/*
+ * B stored in panels (VTPU_GEMM_B_PANELS, f32): panel q of the stored
+ * matrix holds its columns q * P.. q * P + P - 1 (P = VTPU_GEMM_PANEL),
+ * row after row, P apart. The tile's block is packed a run of columns
+ * within one panel at a time: each run is a row-major block of leading
+ * dimension P. NR divides P and tiles start at multiples of NR, so runs
+ * start at multiples of NR too.
+ */
+static noinline void GEMM_FN(gemm_pack_b_panels)(float *bp,
+						 const struct vtpu_engine_gemm *g,
+						 u32 p0, u32 kc, u32 j0,
+						 u32 nt)
+{
+	const u32 w = VTPU_GEMM_PANEL;
+	u32 p, j, len, o;
+	u64 q;
+
+	if (!(g->flags & VTPU_GEMM_TRANS_B)) {
+		/* stored k x n: a run of B's columns */
+		for (j = 0; j < nt; j += len) {
+			q = (j0 + j) / w;
+			o = (j0 + j) % w;
+			len = gemm_min(w - o, nt - j);
+			GEMM_FN(gemm_pack_b_rows)(bp + (u64)j * kc, g->b,
+						  (q * g->k + p0) * w + o, w,
+						  kc, len, false);
+		}
+		return;
+	}
+	/* stored n x k: a run of B's rows, transposed NR columns at a time */
+	for (p = 0; p < kc; p += len) {
+		q = (p0 + p) / w;
+		o = (p0 + p) % w;
+		len = gemm_min(w - o, kc - p);
+		for (j = 0; j < nt; j += GEMM_NR) {
+			u64 src = (q * g->n + j0 + j) * w + o;
+			float *d = bp + (u64)j * kc + (u64)p * GEMM_NR;
+
+			if (nt - j >= GEMM_NR)
+				gemm_pack_tr(d, GEMM_NR, g->b, src, w, len,
+					     GEMM_NR, false);
+			else
+				gemm_pack_tr(d, GEMM_NR, g->b, src, w, len,
+					     nt - j, false);
+		}
+	}
+}
+
+/*
+ * The tile's B block, k p0..p0+kc, columns j0..j0+nt, as consecutive
+ * NR-column panels (kc * NR floats each). @h: B is bf16.
+ */
+static __always_inline void GEMM_FN(gemm_pack_b_dt)(float *bp,
+						    const struct vtpu_engine_gemm *g,
+						    u32 p0, u32 kc, u32 j0,
+						    u32 nt, bool h)
+{
+	u64 ldb = g->ldb;
+
+	if (g->flip_oc) {
+		GEMM_FN(gemm_pack_b_flip)(bp, g, p0, kc, j0, nt);
+		return;
+	}
+	if (g->flags & VTPU_GEMM_B_PANELS) {
+		GEMM_FN(gemm_pack_b_panels)(bp, g, p0, kc, j0, nt);
+		return;
+	}
+	if (g->flags & VTPU_GEMM_TRANS_B) {
+		/* stored n x k: transpose NR columns at a time */
+		gemm_pack_tr_panels(bp, GEMM_NR, g->b, (u64)j0 * ldb + p0, ldb,
+				    kc, nt, h);
+		return;
+	}
+	/* stored k x n */
+	GEMM_FN(gemm_pack_b_rows)(bp, g->b, (u64)p0 * ldb + j0, ldb, kc, nt, h);
 }
 
 /* One copy of each pack per dtype, with constant panel sizes. */
@@ -447,7 +510,7 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	float *ap = bp + VTPU_GEMM_A_OFF;
 	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
 	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
-	u64 ldc = g->ldc;
+	u64 ldc = vtpu_gemm_c_ld(g);
 	u32 kc = st->kc, i, j;
 
 	GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
@@ -455,11 +518,13 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 
 	for (i = 0; i < st->mt; i += GEMM_MR) {
 		u32 mr = gemm_min(GEMM_MR, st->mt - i);
-		float *c = g->c + (u64)(st->i0 + i) * ldc + st->j0;
 		const float *a = ap + (u64)i * kc;
 
 		for (j = 0; j < st->nt; j += GEMM_NR)
-			GEMM_FN(gemm_ukr)(kc, a, bp + (u64)j * kc, c + j, ldc,
+			GEMM_FN(gemm_ukr)(kc, a, bp + (u64)j * kc,
+					  vtpu_gemm_c_at(g, st->i0 + i,
+							 st->j0 + j),
+					  ldc,
 					  mr, gemm_min(GEMM_NR, st->nt - j),
 					  g->alpha, st->beta,
 					  bias ? bias + j : NULL, relu);

@@ -508,6 +508,32 @@ static bool dim_ok(u32 d)
 	return d >= 1 && d <= VTPU_MAX_DIM;
 }
 
+/*
+ * Panels (VTPU_GEMM_PANEL columns each) fill a matrix's rows x cols
+ * elements exactly when the leading dimension is cols: the bounds checked
+ * for a packed row-major matrix are then the panels' too.
+ */
+static int check_panels(struct vctx *v, const struct vtpu_cmd_gemm *g)
+{
+	u32 bcols = (g->flags & VTPU_GEMM_TRANS_B) ? g->k : g->n;
+
+	if (g->flags & VTPU_GEMM_B_PANELS) {
+		if (g->dtype != VTPU_DTYPE_F32)
+			return reject(v, VTPU_OPERAND_B, VTPU_ERR_BAD_DTYPE);
+		if (bcols % VTPU_GEMM_PANEL)
+			return reject(v, VTPU_OPERAND_B, VTPU_ERR_BAD_SHAPE);
+		if (g->ldb != bcols)
+			return reject(v, VTPU_OPERAND_B, VTPU_ERR_BAD_STRIDE);
+	}
+	if (g->flags & VTPU_GEMM_C_PANELS) {
+		if (g->n % VTPU_GEMM_PANEL)
+			return reject(v, VTPU_OPERAND_C, VTPU_ERR_BAD_SHAPE);
+		if (g->ldc != g->n)
+			return reject(v, VTPU_OPERAND_C, VTPU_ERR_BAD_STRIDE);
+	}
+	return 0;
+}
+
 static int check_gemm(struct vctx *v, const struct vtpu_cmd_gemm *g)
 {
 	const struct vtpu_cmd_hdr *cmd = &g->hdr;
@@ -529,6 +555,9 @@ static int check_gemm(struct vctx *v, const struct vtpu_cmd_gemm *g)
 		return reject(v, VTPU_OPERAND_B, VTPU_ERR_BAD_STRIDE);
 	if (g->ldc < g->n)
 		return reject(v, VTPU_OPERAND_C, VTPU_ERR_BAD_STRIDE);
+	ret = check_panels(v, g);
+	if (ret)
+		return ret;
 
 	ret = check_operand(v, cmd, VTPU_OPERAND_A, es);
 	if (!ret)

@@ -134,7 +134,15 @@ struct gemm_case {
 	int bf16;	 /* A and B are bf16 */
 	int guard;	 /* each operand ends where an unmapped page begins */
 	int exact;	 /* A, B multiples of 1/8 in [-2, 2]: C must be exact */
+	float *out;	 /* if set: gets C (m x n, row-major) as computed */
 };
+
+/* Where element (i, j) of a matrix with @cols columns is in panels. */
+static size_t panel_idx(size_t rows, size_t i, size_t j)
+{
+	return ((j / VTPU_GEMM_PANEL) * rows + i) * VTPU_GEMM_PANEL +
+	       j % VTPU_GEMM_PANEL;
+}
 
 /*
  * A buffer holding @bytes at *@off: with @guard, they end where a
@@ -203,10 +211,15 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 	uint32_t m = gc->m, n = gc->n, k = gc->k;
 	int ta = !!(gc->flags & VTPU_GEMM_TRANS_A);
 	int tb = !!(gc->flags & VTPU_GEMM_TRANS_B);
+	int bpan = !!(gc->flags & VTPU_GEMM_B_PANELS);
+	int cpan = !!(gc->flags & VTPU_GEMM_C_PANELS);
 	uint32_t lda = (ta ? m : k) + gc->lda_pad;
 	uint32_t ldb = (tb ? k : n) + gc->ldb_pad;
 	uint32_t ldc = n + gc->ldc_pad;
-	size_t asz = (size_t)(ta ? k : m) * lda, bsz = (size_t)(tb ? n : k) * ldb;
+	/* B as stored, rows x ldb; C's element (i, j) at CI(i, j) */
+	size_t brows = tb ? n : k;
+#define CI(i, j) (cpan ? panel_idx(m, i, j) : (size_t)(i) * ldc + (j))
+	size_t asz = (size_t)(ta ? k : m) * lda, bsz = brows * ldb;
 	size_t csz = (size_t)m * ldc, es = gc->bf16 ? 2 : 4;
 	struct vtpu_bo abo = { 0 }, bbo = { 0 }, cbo = { 0 }, biasbo = { 0 };
 	uint64_t aoff, boff, coff, biasoff;
@@ -244,6 +257,16 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 			c[i] = NAN;
 	else
 		fill_rand(c, csz);
+	if (cpan) {
+		/* C's element (i, j) as the row-major case draws it */
+		float *t = malloc(csz * 4);
+
+		memcpy(t, c, csz * 4);
+		for (i = 0; i < m; i++)
+			for (j = 0; j < n; j++)
+				c[CI(i, j)] = t[(size_t)i * ldc + j];
+		free(t);
+	}
 	if (gc->poison_a) {
 		/* row m/2: a NaN at k/2; row m/3: +Inf at 0 */
 		uint32_t r1 = m / 2, r2 = m / 3;
@@ -253,7 +276,16 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 			a[ta ? r2 : (size_t)r2 * lda] = INFINITY;
 	}
 	store_elems((char *)abo.map + aoff, a, asz, gc->bf16);
-	store_elems((char *)bbo.map + boff, b, bsz, gc->bf16);
+	if (bpan) {
+		/* f32 only; ldb is the stored matrix's column count */
+		float *bd = (float *)((char *)bbo.map + boff);
+
+		for (i = 0; i < brows; i++)
+			for (j = 0; j < ldb; j++)
+				bd[panel_idx(brows, i, j)] = b[(size_t)i * ldb + j];
+	} else {
+		store_elems((char *)bbo.map + boff, b, bsz, gc->bf16);
+	}
 	c0 = malloc(csz * 4);
 	cref = malloc(csz * 4);
 	memcpy(c0, c, csz * 4);
@@ -273,12 +305,12 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 			}
 			x = gc->alpha * acc;
 			if (gc->beta != 0.0f)
-				x += gc->beta * (double)c0[(size_t)i * ldc + j];
+				x += gc->beta * (double)c0[CI(i, j)];
 			if (gc->flags & VTPU_GEMM_BIAS)
 				x += bias[j];
 			if (gc->flags & VTPU_GEMM_RELU)
 				x = relu_ref((float)x);
-			cref[(size_t)i * ldc + j] = (float)x;
+			cref[CI(i, j)] = (float)x;
 		}
 	}
 
@@ -317,7 +349,7 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 
 	for (i = 0; i < m; i++) {
 		for (j = 0; j < n; j++) {
-			size_t idx = (size_t)i * ldc + j;
+			size_t idx = CI(i, j);
 			double mag = 0, tol, d;
 			float got = c[idx], want = cref[idx];
 
@@ -360,6 +392,8 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 			}
 			if (!gc->exact && d / tol > *maxratio)
 				*maxratio = d / tol;
+			if (gc->out)
+				gc->out[(size_t)i * n + j] = got;
 		}
 		/* padding past n is never written */
 		for (j = n; j < ldc; j++) {
@@ -383,6 +417,7 @@ out:
 	case_bo_destroy(&cbo, gc->guard);
 	case_bo_destroy(&biasbo, gc->guard);
 	return bad;
+#undef CI
 }
 
 /* ---- fixtures: one per executor -------------------------------------- */
@@ -589,6 +624,88 @@ TEST_F(gemm, narrow_and_edges_at_page_end)
 
 	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
 				 sizeof(cases) / sizeof(cases[0])));
+}
+
+/*
+ * The panel layout (VTPU_GEMM_B_PANELS, VTPU_GEMM_C_PANELS): B read from
+ * its panels (on AVX-512, in place by the kernel of A read in place) and
+ * C written to them give the bits the row-major GEMM gives, on every path
+ * it can take: tiles split both ways, edge microtiles, n <= 16 with B
+ * transposed (the narrow kernel), beta, bias and ReLU, operands ending at
+ * an unmapped page.
+ */
+TEST_F(gemm, panels_match_row_major)
+{
+#define C(m_, n_, k_, fl, al, be)                                              \
+	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = al, .beta = be,     \
+	  .guard = 1 }
+	static const struct gemm_case cases[] = {
+		C(128, 512, 784, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 1.0f, 0.0f),
+		C(784, 512, 128, 0, 1.0f, 0.0f),
+		C(128, 512, 512, 0, 1.0f, 0.0f),
+		C(1, 32, 32, 0, 1.0f, 0.0f),
+		C(37, 96, 64, VTPU_GEMM_BIAS, 0.5f, 1.0f),
+		C(301, 160, 288, VTPU_GEMM_RELU, -1.0f, 0.5f),
+		C(9, 64, 320, 0, 1.0f, 0.0f),
+		C(100, 10, 64, VTPU_GEMM_BIAS, 1.0f, 0.0f),
+		C(1000, 32, 3000, 0, 1.0f, 0.5f),
+	};
+#undef C
+	static const uint32_t trans[] = { 0, VTPU_GEMM_TRANS_A,
+					  VTPU_GEMM_TRANS_B,
+					  VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B };
+	static const uint32_t panels[] = { VTPU_GEMM_B_PANELS,
+					   VTPU_GEMM_C_PANELS,
+					   VTPU_GEMM_B_PANELS |
+						   VTPU_GEMM_C_PANELS };
+	int i, t, q, runs = 0;
+
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		for (t = 0; t < 4; t++) {
+			struct gemm_case gc = cases[i];
+			size_t csz = (size_t)gc.m * gc.n;
+			float *rows = malloc(csz * 4), *pan = malloc(csz * 4);
+			uint32_t bcols;
+			double ratio;
+
+			ASSERT_TRUE(rows && pan);
+			gc.flags |= trans[t];
+			bcols = (gc.flags & VTPU_GEMM_TRANS_B) ? gc.k : gc.n;
+			gc.out = rows;
+			ASSERT_EQ(0, run_case(self->cpu, &gc, &ratio));
+			for (q = 0; q < 3; q++) {
+				struct gemm_case pc = gc;
+
+				pc.flags |= panels[q];
+				if ((pc.flags & VTPU_GEMM_B_PANELS) &&
+				    bcols % VTPU_GEMM_PANEL)
+					continue;
+				if ((pc.flags & VTPU_GEMM_C_PANELS) &&
+				    gc.n % VTPU_GEMM_PANEL)
+					continue;
+				/* the same A, B, C and bias: the same seed */
+				rng_state = 88172645463325252ull + i;
+				pc.out = pan;
+				ASSERT_EQ(0, run_case(self->cpu, &pc, &ratio))
+				TH_LOG("%ux%ux%u flags %#x", pc.m, pc.n, pc.k,
+				       pc.flags);
+				gc.out = rows;
+				rng_state = 88172645463325252ull + i;
+				ASSERT_EQ(0, run_case(self->cpu, &gc, &ratio));
+				runs++;
+				/* (OpenBLAS runs the row-major one) */
+				if (variant->exec == EXEC_OPENBLAS)
+					continue;
+				ASSERT_EQ(0, memcmp(rows, pan, csz * 4))
+				TH_LOG("%ux%ux%u flags %#x: not the row-major bits",
+				       pc.m, pc.n, pc.k, pc.flags);
+			}
+			free(rows);
+			free(pan);
+		}
+	}
+	TH_LOG("%d GEMMs with panels, each the row-major one's bits", runs);
+	ASSERT_LE(90, runs);
 }
 
 /* Engine and OpenBLAS agree on a chain of GEMMs in one stream. */

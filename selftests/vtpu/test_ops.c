@@ -2377,4 +2377,60 @@ TEST(validator)
 	vtpu_cpu_bo_destroy(&r.b1);
 }
 
+/* A GEMM in panels that breaks their rules: rejected, and said in words. */
+TEST(gemm_panels_rejected_in_words)
+{
+	static const struct {
+		const char *what;
+		uint32_t flags, n, k, ldb, ldc, dtype, reason, operand;
+	} cases[] = {
+		{ "B in panels, n = 16", VTPU_GEMM_B_PANELS, 16, 32, 16, 16,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_B },
+		{ "B^T in panels, k = 16",
+		  VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B, 32, 16, 16, 32,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_B },
+		{ "B in panels, ldb 40", VTPU_GEMM_B_PANELS, 32, 32, 40, 32,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_B },
+		{ "B in panels, bf16", VTPU_GEMM_B_PANELS, 32, 32, 32, 32,
+		  VTPU_DTYPE_BF16, VTPU_ERR_BAD_DTYPE, VTPU_OPERAND_B },
+		{ "C in panels, n = 48", VTPU_GEMM_C_PANELS, 48, 32, 48, 48,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_C },
+		{ "C in panels, ldc 33", VTPU_GEMM_C_PANELS, 32, 32, 32, 33,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_C },
+	};
+	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_bo b0 = bo_new(4096), b1 = bo_new(4096);
+	size_t i;
+
+	ASSERT_NE(NULL, cpu);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vtpu_cmd_gemm g = {
+			.hdr = HDR(VTPU_OP_GEMM, vtpu_cmd_gemm),
+			.m = 4, .n = cases[i].n, .k = cases[i].k,
+			.flags = cases[i].flags, .lda = cases[i].k,
+			.ldb = cases[i].ldb, .ldc = cases[i].ldc,
+			.dtype = cases[i].dtype,
+			.a = OPND(0, 0), .b = OPND(1, 0), .c = OPND(0, 2048),
+		};
+		struct vtpu_cmdbuf cb;
+		struct vtpu_job job = { 0 };
+		char msg[256];
+
+		vtpu_cmdbuf_init(&cb);
+		vtpu_cmdbuf_use(&cb, &b0);
+		vtpu_cmdbuf_use(&cb, &b1);
+		vtpu_cmdbuf_append(&cb, &g);
+		EXPECT_EQ(-EINVAL, vtpu_cpu_run(cpu, &cb, &job));
+		vtpu_job_strerror(&cb, &job, msg, sizeof(msg));
+		TH_LOG("%-24s -> %s", cases[i].what, msg);
+		EXPECT_EQ(cases[i].reason, job.error.reason);
+		EXPECT_EQ(cases[i].operand, job.error.operand);
+		EXPECT_NE(NULL, strstr(msg, "is in panels"));
+		vtpu_cmdbuf_fini(&cb);
+	}
+	vtpu_cpu_destroy(cpu);
+	vtpu_cpu_bo_destroy(&b0);
+	vtpu_cpu_bo_destroy(&b1);
+}
+
 TEST_HARNESS_MAIN

@@ -274,6 +274,19 @@ static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
 		gd.flags = gen_below(r, 16);
 		gd.dtype = gen_one_in(r, 4) ? VTPU_DTYPE_BF16 : VTPU_DTYPE_F32;
 		es = gd.dtype == VTPU_DTYPE_BF16 ? 2 : 4;
+		/* f32 in panels: B's, C's or both, on whole panels */
+		if (es == 4 && gen_one_in(r, 4)) {
+			uint32_t pick = gen_range(r, 1, 3);
+
+			if (pick & 1)
+				gd.flags |= VTPU_GEMM_B_PANELS;
+			if (pick & 2)
+				gd.flags |= VTPU_GEMM_C_PANELS;
+			if ((pick & 2) || !(gd.flags & VTPU_GEMM_TRANS_B))
+				gd.n = VTPU_GEMM_PANEL * gen_range(r, 1, 2);
+			if ((pick & 1) && (gd.flags & VTPU_GEMM_TRANS_B))
+				gd.k = VTPU_GEMM_PANEL * gen_range(r, 1, 2);
+		}
 		ar = gd.flags & VTPU_GEMM_TRANS_A ? gd.k : gd.m;
 		ac = gd.flags & VTPU_GEMM_TRANS_A ? gd.m : gd.k;
 		br = gd.flags & VTPU_GEMM_TRANS_B ? gd.n : gd.k;
@@ -281,6 +294,10 @@ static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
 		gd.lda = ac + gen_below(r, 3);
 		gd.ldb = bc + gen_below(r, 3);
 		gd.ldc = gd.n + gen_below(r, 3);
+		if (gd.flags & VTPU_GEMM_B_PANELS)
+			gd.ldb = bc;
+		if (gd.flags & VTPU_GEMM_C_PANELS)
+			gd.ldc = gd.n;
 		gd.alpha = gen_scalar(g);
 		gd.beta = gen_one_in(r, 3) ? 0.0f : gen_scalar(g);
 		if (gen_input(g, (uint64_t)ar * gd.lda * es, es, &a) ||

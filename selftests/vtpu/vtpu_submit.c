@@ -1134,7 +1134,11 @@ static void r_opcode_count(struct vtpu_cmdbuf *cb)
 }
 
 /* GEMM mutators */
-static void g_flags(struct vtpu_cmd_gemm *g) { g->flags |= 1u << 4; }
+/* the lowest bit no flag uses (the flags are bits 0 up) */
+static void g_flags(struct vtpu_cmd_gemm *g)
+{
+	g->flags |= VTPU_GEMM_FLAGS + 1;
+}
 static void g_flags_top(struct vtpu_cmd_gemm *g) { g->flags |= 1u << 31; }
 static void g_pad_a(struct vtpu_cmd_gemm *g) { g->a.pad = 1; }
 static void g_pad_c(struct vtpu_cmd_gemm *g) { g->c.pad = 0x80000000u; }
@@ -1160,6 +1164,32 @@ static void g_ldb_t(struct vtpu_cmd_gemm *g)
 }
 static void g_ldc(struct vtpu_cmd_gemm *g) { g->ldc = 15; }
 static void g_dtype(struct vtpu_cmd_gemm *g) { g->dtype = 7; }
+/* the panel layout: whole panels, a packed leading dimension, f32 */
+static void g_bpan_n(struct vtpu_cmd_gemm *g) { g->flags = VTPU_GEMM_B_PANELS; }
+static void g_bpan_k(struct vtpu_cmd_gemm *g)
+{
+	g->flags = VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B;
+	g->n = g->ldb = g->ldc = 32;	/* B's stored columns are k = 16 */
+}
+static void g_bpan_ld(struct vtpu_cmd_gemm *g)
+{
+	g->flags = VTPU_GEMM_B_PANELS;
+	g->n = g->ldc = 32;
+	g->ldb = 33;
+}
+static void g_bpan_bf16(struct vtpu_cmd_gemm *g)
+{
+	g->flags = VTPU_GEMM_B_PANELS;
+	g->n = g->ldb = g->ldc = 32;
+	g->dtype = VTPU_DTYPE_BF16;
+}
+static void g_cpan_n(struct vtpu_cmd_gemm *g) { g->flags = VTPU_GEMM_C_PANELS; }
+static void g_cpan_ld(struct vtpu_cmd_gemm *g)
+{
+	g->flags = VTPU_GEMM_C_PANELS;
+	g->n = g->ldb = 32;
+	g->ldc = 64;
+}
 static void g_buf_b(struct vtpu_cmd_gemm *g) { g->b.buf = NBUF; }
 static void g_buf_c(struct vtpu_cmd_gemm *g) { g->c.buf = UINT32_MAX; }
 static void g_buf_bias(struct vtpu_cmd_gemm *g)
@@ -1266,6 +1296,18 @@ static const struct bad_case bad_cases[] = {
 	   VTPU_OPERAND_B),
 	GC("GEMM ldc < n", g_ldc, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_C),
 	GC("GEMM dtype 7", g_dtype, VTPU_ERR_BAD_DTYPE, -1),
+	GC("GEMM B_PANELS n = 16", g_bpan_n, VTPU_ERR_BAD_SHAPE,
+	   VTPU_OPERAND_B),
+	GC("GEMM B_PANELS TRANS_B k = 16", g_bpan_k, VTPU_ERR_BAD_SHAPE,
+	   VTPU_OPERAND_B),
+	GC("GEMM B_PANELS ldb > n", g_bpan_ld, VTPU_ERR_BAD_STRIDE,
+	   VTPU_OPERAND_B),
+	GC("GEMM B_PANELS bf16", g_bpan_bf16, VTPU_ERR_BAD_DTYPE,
+	   VTPU_OPERAND_B),
+	GC("GEMM C_PANELS n = 16", g_cpan_n, VTPU_ERR_BAD_SHAPE,
+	   VTPU_OPERAND_C),
+	GC("GEMM C_PANELS ldc > n", g_cpan_ld, VTPU_ERR_BAD_STRIDE,
+	   VTPU_OPERAND_C),
 	GC("GEMM b.buf == handle_count", g_buf_b, VTPU_ERR_BAD_BUFFER,
 	   VTPU_OPERAND_B),
 	GC("GEMM c.buf 2^32-1", g_buf_c, VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_C),

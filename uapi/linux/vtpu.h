@@ -485,8 +485,29 @@ struct vtpu_operand {
 #define VTPU_GEMM_TRANS_B (1u << 1) /* B is stored n x k */
 #define VTPU_GEMM_BIAS (1u << 2)    /* add bias[n] to every row of C */
 #define VTPU_GEMM_RELU (1u << 3)    /* C = max(C, 0) after the bias */
+#define VTPU_GEMM_B_PANELS (1u << 4) /* B as stored is in column panels */
+#define VTPU_GEMM_C_PANELS (1u << 5) /* C is in column panels */
 #define VTPU_GEMM_FLAGS                                                        \
-	(VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B | VTPU_GEMM_BIAS | VTPU_GEMM_RELU)
+	(VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B | VTPU_GEMM_BIAS |              \
+	 VTPU_GEMM_RELU | VTPU_GEMM_B_PANELS | VTPU_GEMM_C_PANELS)
+
+/*
+ * The panel layout (VTPU_GEMM_B_PANELS, VTPU_GEMM_C_PANELS), the device's
+ * own layout for a matrix that stays in its memory, such as a dense
+ * layer's weights: a matrix of r rows and c columns, c a multiple of
+ * VTPU_GEMM_PANEL, is c / VTPU_GEMM_PANEL panels of r rows by
+ * VTPU_GEMM_PANEL columns, one after the other, each one row-major:
+ *
+ *	element (i, j) at [(j / VTPU_GEMM_PANEL) * r + i] * VTPU_GEMM_PANEL
+ *			  + j % VTPU_GEMM_PANEL
+ *
+ * It fills r * c elements, as a packed row-major matrix does, and the
+ * leading dimension must be c (VTPU_ERR_BAD_STRIDE otherwise). The GEMM
+ * reads such a B without packing it first. B's panels are of B as stored
+ * (k x n, or n x k with VTPU_GEMM_TRANS_B: then k is split into panels);
+ * C's are of C (m x n). Panels are for f32 operands only.
+ */
+#define VTPU_GEMM_PANEL 32
 
 /* Largest m, n or k a command may name. */
 #define VTPU_MAX_DIM (1u << 24)
