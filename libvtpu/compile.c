@@ -262,6 +262,8 @@ static void dense_fwd(struct cx *cx, int i)
 
 	if (n->act == VTPU_ACT_RELU)
 		flags |= VTPU_GEMM_RELU;
+	if (cx->g->params[n->weight].panels)
+		flags |= VTPU_GEMM_B_PANELS;
 	cx->val[i] = work(cx, (uint64_t)cx->B * n->c * 4);
 	gemm(cx, cx->B, n->c, k, flags, cx->val[n->in[0]], param(cx, n->weight),
 	     cx->val[i], param(cx, n->bias), 0.0f);
@@ -273,14 +275,20 @@ static void dense_bwd(struct cx *cx, int i)
 	int x = n->in[0];
 	uint32_t k = (uint32_t)vg_node_size(&cx->g->nodes[x]);
 	struct tref dz = act_grad(cx, i, cx->grad[i]), dx, tmp;
+	/* dW in W's layout: the optimizer updates them element by element */
+	uint32_t c_panels = 0, b_panels = 0;
 
+	if (cx->g->params[n->weight].panels) {
+		c_panels = VTPU_GEMM_C_PANELS;
+		b_panels = VTPU_GEMM_B_PANELS;
+	}
 	/* dW = x^T dz, db = column sums of dz, dx = dz W^T */
-	gemm(cx, k, n->c, cx->B, VTPU_GEMM_TRANS_A, cx->val[x], dz,
+	gemm(cx, k, n->c, cx->B, VTPU_GEMM_TRANS_A | c_panels, cx->val[x], dz,
 	     param_grad(cx, n->weight), at(0, 0), 0.0f);
 	reduce_cols(cx, cx->B, n->c, dz, param_grad(cx, n->bias), 0.0f);
 	if (cx->needs_grad[x]) {
 		dx = grad_begin(cx, x, &tmp);
-		gemm(cx, cx->B, k, n->c, VTPU_GEMM_TRANS_B, dz,
+		gemm(cx, cx->B, k, n->c, VTPU_GEMM_TRANS_B | b_panels, dz,
 		     param(cx, n->weight), dx, at(0, 0), 0.0f);
 		grad_end(cx, x, tmp);
 	}

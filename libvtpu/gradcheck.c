@@ -56,6 +56,8 @@ static int gc_setup(struct gc *c, struct vtpu_graph *g, uint32_t batch,
 	ret = vg_runtime_open(&c->rt, "cpu", VTPU_CPU_GEMM_ENGINE, 1);
 	if (ret)
 		return ret;
+	/* the layouts the engine runs fastest (vtpu_gradcheck() restores) */
+	vg_set_layouts(g, c->rt.panels);
 	vg_state_layout(g, VTPU_OPT_SGD, &sl);
 	ret = vg_compile(g, VG_PROG_TRAIN, batch, &sgd, &c->train);
 	if (!ret)
@@ -137,12 +139,19 @@ int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,
 	struct vtpu_rng rng;
 	double num, ana;
 	uint64_t skipped = 0;
+	bool *panels;
 	int ret, i;
 
 	memset(&c, 0, sizeof(c));
 	*max_rel = 0;
 	if (g->loss < 0 || !batch || !probes || g->ndropout)
 		return -EINVAL;
+	/* the graph may be a compiled model's, whose state keeps its layouts */
+	panels = calloc(g->nparams + 1, sizeof(*panels));
+	if (!panels)
+		return -ENOMEM;
+	for (i = 0; i < g->nparams; i++)
+		panels[i] = g->params[i].panels;
 	ret = gc_setup(&c, g, batch, images, labels);
 	if (!ret)
 		ret = gc_run(&c, &c.train, &c.work_train);
@@ -173,6 +182,9 @@ int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,
 		}
 	}
 	gc_teardown(&c);
+	for (i = 0; i < g->nparams; i++)
+		g->params[i].panels = panels[i];
+	free(panels);
 	/* a check that skipped most of its probes checked nothing */
 	if (!ret && skipped * 2 > (uint64_t)probes * g->nparams)
 		ret = -ERANGE;

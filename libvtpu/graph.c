@@ -326,3 +326,40 @@ void vg_state_layout(const struct vtpu_graph *g, enum vtpu_optimizer opt,
 	l->step = scalars + 8;
 	l->bytes = scalars + 64;
 }
+
+void vg_set_layouts(struct vtpu_graph *g, bool panels)
+{
+	int i;
+
+	for (i = 0; i < g->nparams; i++) {
+		struct vg_param *p = &g->params[i];
+
+		p->panels = panels && !p->is_bias && p->ndim == 2 &&
+			    p->dims[1] % VTPU_GEMM_PANEL == 0;
+	}
+}
+
+uint64_t vg_param_index(const struct vg_param *p, uint64_t i)
+{
+	uint64_t cols = p->dims[1], r = i / cols, c = i % cols;
+
+	if (!p->panels)
+		return i;
+	return ((c / VTPU_GEMM_PANEL) * p->dims[0] + r) * VTPU_GEMM_PANEL +
+	       c % VTPU_GEMM_PANEL;
+}
+
+void vg_param_convert(const struct vg_param *p, const float *src, float *dst,
+		      bool to_rows)
+{
+	uint64_t i;
+
+	for (i = 0; i < p->count; i++) {
+		uint64_t s = vg_param_index(p, i);
+
+		if (to_rows)
+			dst[i] = src[s];
+		else
+			dst[s] = src[i];
+	}
+}

@@ -42,6 +42,7 @@ struct vg_param {
 	uint64_t offset; /* in floats, within the parameter block */
 	uint32_t fan_in, fan_out;
 	bool is_bias;
+	bool panels;	 /* stored in panels: vg_set_layouts() */
 };
 
 struct vtpu_graph {
@@ -78,6 +79,20 @@ struct vg_state_layout {
 
 void vg_state_layout(const struct vtpu_graph *g, enum vtpu_optimizer opt,
 		     struct vg_state_layout *l);
+
+/*
+ * How parameters are stored. With @panels, a dense layer's kernel whose
+ * units are a multiple of VTPU_GEMM_PANEL is kept in the device's panel
+ * layout (VTPU_GEMM_B_PANELS in uapi/linux/vtpu.h), which its GEMMs read
+ * without packing; everything else is row-major. The compiler, the weight
+ * initialiser and checkpoints follow the choice; set it before any of them.
+ */
+void vg_set_layouts(struct vtpu_graph *g, bool panels);
+/* Where row-major element @i of @p is stored, within @p. */
+uint64_t vg_param_index(const struct vg_param *p, uint64_t i);
+/* @p's values, stored -> row-major (@to_rows) or row-major -> stored. */
+void vg_param_convert(const struct vg_param *p, const float *src, float *dst,
+		      bool to_rows);
 
 /* ---- programs --------------------------------------------------------- */
 
@@ -145,6 +160,7 @@ void vg_program_set_lr(struct vg_program *prog, float lr);
 struct vg_runtime {
 	struct vtpu_dev *dev;	/* a device, or */
 	struct vtpu_cpu *cpu;	/* the cpu backend */
+	bool panels;		/* its GEMMs take the panel layout fast */
 	uint32_t queue;
 	char name[64];
 };

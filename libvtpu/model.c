@@ -341,9 +341,10 @@ static void init_weights(struct vtpu_model *m)
 		float limit = sqrtf(6.0f / (pr->fan_in + pr->fan_out));
 		uint64_t j;
 
+		/* drawn in row-major order, whatever the layout */
 		for (j = 0; j < pr->count; j++)
-			p[pr->offset + j] = pr->is_bias ? 0.0f :
-					    uniform(&m->rng, limit);
+			p[pr->offset + vg_param_index(pr, j)] =
+				pr->is_bias ? 0.0f : uniform(&m->rng, limit);
 	}
 }
 
@@ -405,6 +406,7 @@ int vtpu_model_compile(struct vtpu_model *m,
 			    ret == -ENOENT ? " (is vtpu.ko loaded?)" : "");
 	m->compiled = true;
 
+	vg_set_layouts(m->g, m->rt.panels);
 	vg_state_layout(m->g, m->opt.kind, &m->sl);
 	ret = vg_bo_create(&m->rt, m->sl.bytes, &m->state);
 	if (ret) {
@@ -899,7 +901,7 @@ int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 
 /* Every tensor of the state buffer, named; returns how many. */
 static size_t state_tensors(struct vtpu_model *m, struct vtpu_ckpt_tensor *t,
-			    char (*names)[96])
+			    char (*names)[96], const struct vg_param **of)
 {
 	const char *slot[3] = { NULL, "m", "v" };
 	uint64_t base[3] = { m->sl.params, m->sl.mom, m->sl.vel };
@@ -924,6 +926,7 @@ static size_t state_tensors(struct vtpu_model *m, struct vtpu_ckpt_tensor *t,
 			memcpy(t[n].dims, pr->dims, sizeof(pr->dims));
 			t[n].data = (float *)((char *)m->state.map + base[k]) +
 				    pr->offset;
+			of[n] = pr;
 			n++;
 		}
 	if (m->g->ndropout) {
@@ -945,25 +948,56 @@ static size_t state_tensors(struct vtpu_model *m, struct vtpu_ckpt_tensor *t,
 	return n;
 }
 
+/*
+ * Files hold every tensor row-major, whatever the layout the backend keeps
+ * it in: a tensor in panels goes through a row-major copy, converted after
+ * the whole file has loaded (a bad file changes nothing).
+ */
 static int checkpoint(struct vtpu_model *m, const char *path, bool save)
 {
-	size_t max = 3 * (size_t)m->g->nparams + 2, n;
+	size_t max = 3 * (size_t)m->g->nparams + 2, n, i;
 	struct vtpu_ckpt_tensor *t = calloc(max, sizeof(*t));
 	char (*names)[96] = calloc(max, sizeof(*names));
-	int ret;
+	const struct vg_param **of = calloc(max, sizeof(*of));
+	float **stored = calloc(max, sizeof(*stored));
+	int ret = 0;
 
 	if (!m->compiled)
-		return fail(m, -EINVAL, "the model is not compiled");
-	if (!t || !names) {
-		free(t);
-		free(names);
-		return fail(m, -ENOMEM, "out of memory");
+		ret = fail(m, -EINVAL, "the model is not compiled");
+	else if (!t || !names || !of || !stored)
+		ret = fail(m, -ENOMEM, "out of memory");
+	n = ret ? 0 : state_tensors(m, t, names, of);
+	for (i = 0; i < n && !ret; i++) {
+		float *rows;
+
+		if (!of[i] || !of[i]->panels)
+			continue;
+		rows = malloc(of[i]->count * sizeof(float));
+		if (!rows) {
+			ret = fail(m, -ENOMEM, "out of memory");
+			break;
+		}
+		if (save)
+			vg_param_convert(of[i], t[i].data, rows, true);
+		stored[i] = t[i].data;
+		t[i].data = rows;
 	}
-	n = state_tensors(m, t, names);
-	ret = save ? vtpu_ckpt_save(path, t, n, m->err, sizeof(m->err)) :
-		     vtpu_ckpt_load(path, t, n, m->err, sizeof(m->err));
+	if (!ret)
+		ret = save ? vtpu_ckpt_save(path, t, n, m->err,
+					    sizeof(m->err)) :
+			     vtpu_ckpt_load(path, t, n, m->err,
+					    sizeof(m->err));
+	for (i = 0; i < n; i++) {
+		if (!stored[i])
+			continue;
+		if (!ret && !save)
+			vg_param_convert(of[i], t[i].data, stored[i], false);
+		free(t[i].data);
+	}
 	free(t);
 	free(names);
+	free(of);
+	free(stored);
 	return ret;
 }
 

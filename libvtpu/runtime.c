@@ -26,6 +26,8 @@ int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
 		rt->cpu = vtpu_cpu_create(threads, -1, cpu_gemm);
 		if (!rt->cpu)
 			return -errno;
+		/* OpenBLAS's GEMM, the baseline, takes row-major matrices */
+		rt->panels = cpu_gemm != VTPU_CPU_GEMM_OPENBLAS;
 		snprintf(rt->name, sizeof(rt->name), "cpu (%s, %s)",
 			 cpu_gemm == VTPU_CPU_GEMM_OPENBLAS ? "openblas" :
 							      "engine",
@@ -42,6 +44,7 @@ int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
 		rt->dev = NULL;
 		return ret;
 	}
+	rt->panels = true;
 	vtpu_get_param(rt->dev, VTPU_PARAM_SIMD_LEVEL, &simd);
 	vtpu_get_param(rt->dev, VTPU_PARAM_NUM_CORES, &cores);
 	snprintf(rt->name, sizeof(rt->name), "%s (%s, %llu cores)", device,

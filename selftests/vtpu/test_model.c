@@ -44,20 +44,31 @@ static double gradcheck_graph(struct __test_metadata *_metadata,
 	return max_rel;
 }
 
-/* Every op's backward pass against central differences of its forward. */
+/*
+ * Every op's backward pass against central differences of its forward.
+ * Dense kernels of 16 units are row-major, of 64 in panels: their GEMMs
+ * read and write the panels.
+ */
 TEST(gradcheck_dense_relu)
 {
-	struct vtpu_graph *g = vtpu_graph_create();
-	int x = vtpu_graph_input(g, 3, 4, 2);
+	static const uint32_t units[] = { 16, 64 };
+	int u;
 
-	x = vtpu_graph_dense(g, x, 16, VTPU_ACT_RELU);
-	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
-	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 8, 24);
+	for (u = 0; u < 2; u++) {
+		struct vtpu_graph *g = vtpu_graph_create();
+		int x = vtpu_graph_input(g, 3, 4, 2);
 
-	EXPECT_GT(2e-2, rel);
-	TH_LOG("dense + relu: max relative error %.2e", rel);
-	vtpu_graph_destroy(g);
+		x = vtpu_graph_dense(g, x, units[u], VTPU_ACT_RELU);
+		x = vtpu_graph_dense(g, x, units[u], VTPU_ACT_RELU);
+		x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+		ASSERT_LE(0, vtpu_graph_loss(g, x));
+		double rel = gradcheck_graph(_metadata, g, 8, 24);
+
+		EXPECT_GT(2e-2, rel);
+		TH_LOG("dense %u + relu: max relative error %.2e", units[u],
+		       rel);
+		vtpu_graph_destroy(g);
+	}
 }
 
 TEST(gradcheck_conv_pool_relu)
@@ -255,12 +266,16 @@ static void quadrant_set(struct vtpu_dataset *ds, uint32_t n, uint64_t seed)
 	}
 }
 
-static struct vtpu_model *quadrant_model(void)
+/*
+ * Its hidden layer's kernel is stored in panels (with the engine) from 32
+ * units on; with 64 or more, that is not the row-major order.
+ */
+static struct vtpu_model *quadrant_model_of(uint32_t units)
 {
 	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
 
 	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 32, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, units, VTPU_ACT_RELU);
 	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
 	return m;
 }
@@ -275,7 +290,7 @@ static void record_loss(void *ctx, const struct vtpu_epoch_stats *st)
 TEST(fit_learns_and_planner_reuses)
 {
 	struct vtpu_dataset train, test;
-	struct vtpu_model *m = quadrant_model();
+	struct vtpu_model *m = quadrant_model_of(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
 			  .learning_rate = 1e-2f);
 	double losses[6], loss, acc;
@@ -360,7 +375,7 @@ TEST(learning_rate_changes_in_place)
 					  .momentum = 0.9f,
 					  .learning_rate = i == 1 ? low : 0.02f);
 
-			m[i] = quadrant_model();
+			m[i] = quadrant_model_of(32);
 			ASSERT_EQ(0, vtpu_model_compile(m[i], &co));
 		}
 		/* a: 0.02 throughout; b: compiled at 0.001, set to 0.02 */
@@ -395,7 +410,7 @@ TEST(learning_rate_changes_in_place)
 			vtpu_model_destroy(m[i]);
 
 		/* the schedule sees each epoch's rate; bad rates are refused */
-		m[0] = quadrant_model();
+		m[0] = quadrant_model_of(32);
 		VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32,
 				  .optimizer = opt, .learning_rate = 0.02f);
 		ASSERT_EQ(0, vtpu_model_compile(m[0], &co));
@@ -424,7 +439,7 @@ TEST(learning_rate_changes_in_place)
 static int fit_losses(const struct vtpu_dataset *train,
 		      const struct vtpu_augment *aug, double losses[3])
 {
-	struct vtpu_model *m = quadrant_model();
+	struct vtpu_model *m = quadrant_model_of(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 3,
 			  .learning_rate = 1e-2f);
 	VTPU_FIT_OPTS(fo, .epochs = 3, .no_shuffle = true,
@@ -470,7 +485,7 @@ TEST(fit_augments_training_images)
 	TH_LOG("loss after 3 epochs: %.5f as is, %.5f flipped, %.5f shifted",
 	       l0[2], l1[2], s1[2]);
 
-	m = quadrant_model();
+	m = quadrant_model_of(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32);
 	VTPU_FIT_OPTS(fo, .augment = huge);
 	ASSERT_EQ(0, vtpu_model_compile(m, &co));
@@ -481,7 +496,10 @@ TEST(fit_augments_training_images)
 	vtpu_dataset_free(&mirrored);
 }
 
-/* The engine's GEMM and OpenBLAS's give the same training, within float. */
+/*
+ * The engine's GEMM and OpenBLAS's give the same training, within float:
+ * also the same initial weights, drawn row by row whatever the layout.
+ */
 TEST(engine_and_openblas_agree)
 {
 	struct vtpu_dataset train;
@@ -490,7 +508,7 @@ TEST(engine_and_openblas_agree)
 
 	quadrant_set(&train, 256, 3);
 	for (k = 0; k < 2; k++) {
-		struct vtpu_model *m = quadrant_model();
+		struct vtpu_model *m = quadrant_model_of(96);
 		VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 9,
 				  .cpu_gemm = k ? VTPU_CPU_GEMM_OPENBLAS :
 						  VTPU_CPU_GEMM_ENGINE);
@@ -546,7 +564,7 @@ TEST(dropout_trains_and_evaluates_deterministically)
 TEST(predict_matches_evaluate)
 {
 	struct vtpu_dataset train, test;
-	struct vtpu_model *m = quadrant_model();
+	struct vtpu_model *m = quadrant_model_of(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .seed = 5,
 			  .learning_rate = 1e-2f);
 	VTPU_FIT_OPTS(fo, .epochs = 3);
@@ -585,7 +603,7 @@ TEST(predict_matches_evaluate)
 TEST(input_scale_and_shift)
 {
 	struct vtpu_dataset set;
-	struct vtpu_model *a = quadrant_model(), *b = quadrant_model();
+	struct vtpu_model *a = quadrant_model_of(32), *b = quadrant_model_of(32);
 	VTPU_COMPILE_OPTS(ca, .device = "cpu", .batch = 16, .seed = 5,
 			  .input_scale = 1 / 255.0f, .input_shift = 10 / 255.0f);
 	VTPU_COMPILE_OPTS(cb, .device = "cpu", .batch = 16, .seed = 5,
@@ -623,7 +641,7 @@ TEST(checkpoint_round_trip_and_mismatch)
 {
 	char path[] = "/tmp/vtpu-model-XXXXXX";
 	struct vtpu_dataset train, test;
-	struct vtpu_model *m = quadrant_model(), *other;
+	struct vtpu_model *m = quadrant_model_of(32), *other;
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5);
 	VTPU_FIT_OPTS(fo, .epochs = 2);
 	double l1, a1, l2, a2;
@@ -668,6 +686,55 @@ TEST(checkpoint_round_trip_and_mismatch)
 	EXPECT_EQ(l1, l2);
 	unlink(path);
 	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+/*
+ * The engine keeps a dense kernel of 96 units in the device's panel
+ * layout, the OpenBLAS backend row-major; files are row-major: a model
+ * saved from either loads into the other and evaluates the same.
+ */
+TEST(checkpoint_moves_between_layouts)
+{
+	char path[] = "/tmp/vtpu-model-XXXXXX";
+	struct vtpu_dataset train, test;
+	double loss[2], acc[2];
+	int fd = mkstemp(path), k;
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	quadrant_set(&train, 256, 1);
+	quadrant_set(&test, 64, 2);
+	for (k = 0; k < 2; k++) {
+		struct vtpu_model *from = quadrant_model_of(96);
+		struct vtpu_model *to = quadrant_model_of(96);
+		VTPU_COMPILE_OPTS(cf, .device = "cpu", .batch = 32, .seed = 5,
+				  .cpu_gemm = k ? VTPU_CPU_GEMM_OPENBLAS :
+						  VTPU_CPU_GEMM_ENGINE);
+		VTPU_COMPILE_OPTS(ct, .device = "cpu", .batch = 32, .seed = 6,
+				  .cpu_gemm = k ? VTPU_CPU_GEMM_ENGINE :
+						  VTPU_CPU_GEMM_OPENBLAS);
+		VTPU_FIT_OPTS(fo, .epochs = 2);
+
+		ASSERT_EQ(0, vtpu_model_compile(from, &cf));
+		ASSERT_EQ(0, vtpu_model_fit(from, &train, &fo));
+		ASSERT_EQ(0, vtpu_model_save(from, path));
+		ASSERT_EQ(0, vtpu_model_evaluate(from, &test, &loss[0], &acc[0]));
+		ASSERT_EQ(0, vtpu_model_compile(to, &ct));
+		ASSERT_EQ(0, vtpu_model_load(to, path)) TH_LOG("%s",
+							     vtpu_model_error(to));
+		ASSERT_EQ(0, vtpu_model_evaluate(to, &test, &loss[1], &acc[1]));
+		/* the same weights; only the GEMMs' rounding differs */
+		EXPECT_GT(1e-5, fabs(loss[0] - loss[1]) / loss[0]);
+		EXPECT_EQ(acc[0], acc[1]);
+		TH_LOG("%s -> %s: loss %.7f -> %.7f, acc %.4f -> %.4f",
+		       k ? "openblas" : "engine", k ? "engine" : "openblas",
+		       loss[0], loss[1], acc[0], acc[1]);
+		vtpu_model_destroy(from);
+		vtpu_model_destroy(to);
+	}
+	unlink(path);
 	vtpu_dataset_free(&train);
 	vtpu_dataset_free(&test);
 }
