@@ -61,7 +61,8 @@ struct vtpu_dev *vtpu_open(const char *path)
 	err = -vtpu_get_param(dev, VTPU_PARAM_API_VERSION, &version);
 	if (err)
 		goto err_close;
-	if (version != VTPU_API_VERSION) {
+	/* a newer module runs what this library builds; an older may not */
+	if (version < VTPU_API_VERSION) {
 		err = EPROTO;
 		goto err_close;
 	}

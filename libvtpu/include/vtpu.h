@@ -50,9 +50,10 @@ struct vtpu_dev;
  * vtpu_open() - open a device node
  * @path: e.g. "/dev/vtpu0"
  *
- * Checks that the node speaks VTPU_API_VERSION.
+ * Checks that the node speaks VTPU_API_VERSION or a later one.
  * Return: a handle to free with vtpu_close(), or NULL with errno set
- * (ENOENT: no such node, is vtpu.ko loaded?; EPROTO: API mismatch).
+ * (ENOENT: no such node, is vtpu.ko loaded?; EPROTO: the module is older
+ * than the library).
  */
 struct vtpu_dev *vtpu_open(const char *path);
 

@@ -40,8 +40,13 @@
 extern "C" {
 #endif
 
-/* Bumped when the ioctl set or the command set gains something. */
-#define VTPU_API_VERSION 1
+/*
+ * Bumped when the ioctl set or the command set gains something; a module
+ * runs every stream an older version's library builds.
+ *   1: the first
+ *   2: VTPU_GEMM_B_PANELS, VTPU_GEMM_C_PANELS
+ */
+#define VTPU_API_VERSION 2
 
 #define VTPU_IOCTL_BASE 0xB7
 
