@@ -341,10 +341,13 @@ void vg_set_layouts(struct vtpu_graph *g, bool panels)
 
 uint64_t vg_param_index(const struct vg_param *p, uint64_t i)
 {
-	uint64_t cols = p->dims[1], r = i / cols, c = i % cols;
+	uint64_t r, c;
 
 	if (!p->panels)
 		return i;
+	/* a 2-D kernel, dims[1] a multiple of VTPU_GEMM_PANEL */
+	r = i / p->dims[1];
+	c = i % p->dims[1];
 	return ((c / VTPU_GEMM_PANEL) * p->dims[0] + r) * VTPU_GEMM_PANEL +
 	       c % VTPU_GEMM_PANEL;
 }
