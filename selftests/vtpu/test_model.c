@@ -699,8 +699,9 @@ TEST(checkpoint_moves_between_layouts)
 {
 	char path[] = "/tmp/vtpu-model-XXXXXX";
 	struct vtpu_dataset train, test;
-	double loss[2], acc[2];
+	double loss[2], acc[2], after;
 	int fd = mkstemp(path), k;
+	FILE *f;
 
 	ASSERT_LE(0, fd);
 	close(fd);
@@ -731,6 +732,15 @@ TEST(checkpoint_moves_between_layouts)
 		TH_LOG("%s -> %s: loss %.7f -> %.7f, acc %.4f -> %.4f",
 		       k ? "openblas" : "engine", k ? "engine" : "openblas",
 		       loss[0], loss[1], acc[0], acc[1]);
+		/* a damaged file is an error and changes nothing, in panels too */
+		f = fopen(path, "r+b");
+		ASSERT_NE(NULL, f);
+		fseek(f, -3, SEEK_END);
+		fputc('x', f);
+		fclose(f);
+		EXPECT_GT(0, vtpu_model_load(to, path));
+		ASSERT_EQ(0, vtpu_model_evaluate(to, &test, &after, &acc[1]));
+		EXPECT_EQ(loss[1], after);
 		vtpu_model_destroy(from);
 		vtpu_model_destroy(to);
 	}
