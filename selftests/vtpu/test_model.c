@@ -637,6 +637,18 @@ TEST(input_scale_and_shift)
 	vtpu_dataset_free(&set);
 }
 
+/* Overwrite a byte near the end of a checkpoint. Return: 0 or -1. */
+static int damage_file(const char *path)
+{
+	FILE *f = fopen(path, "r+b");
+
+	if (!f)
+		return -1;
+	fseek(f, -3, SEEK_END);
+	fputc('x', f);
+	return fclose(f) ? -1 : 0;
+}
+
 TEST(checkpoint_round_trip_and_mismatch)
 {
 	char path[] = "/tmp/vtpu-model-XXXXXX";
@@ -646,7 +658,6 @@ TEST(checkpoint_round_trip_and_mismatch)
 	VTPU_FIT_OPTS(fo, .epochs = 2);
 	double l1, a1, l2, a2;
 	int fd = mkstemp(path);
-	FILE *f;
 
 	ASSERT_LE(0, fd);
 	close(fd);
@@ -675,11 +686,7 @@ TEST(checkpoint_round_trip_and_mismatch)
 	vtpu_model_destroy(other);
 
 	/* a damaged file is an error, and the weights are untouched */
-	f = fopen(path, "r+b");
-	ASSERT_NE(NULL, f);
-	fseek(f, -3, SEEK_END);
-	fputc('x', f);
-	fclose(f);
+	ASSERT_EQ(0, damage_file(path));
 	EXPECT_GT(0, vtpu_model_load(m, path));
 	TH_LOG("damaged checkpoint: %s", vtpu_model_error(m));
 	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l2, &a2));
@@ -701,7 +708,6 @@ TEST(checkpoint_moves_between_layouts)
 	struct vtpu_dataset train, test;
 	double loss[2], acc[2], after;
 	int fd = mkstemp(path), k;
-	FILE *f;
 
 	ASSERT_LE(0, fd);
 	close(fd);
@@ -733,11 +739,7 @@ TEST(checkpoint_moves_between_layouts)
 		       k ? "openblas" : "engine", k ? "engine" : "openblas",
 		       loss[0], loss[1], acc[0], acc[1]);
 		/* a damaged file is an error and changes nothing, in panels too */
-		f = fopen(path, "r+b");
-		ASSERT_NE(NULL, f);
-		fseek(f, -3, SEEK_END);
-		fputc('x', f);
-		fclose(f);
+		ASSERT_EQ(0, damage_file(path));
 		EXPECT_GT(0, vtpu_model_load(to, path));
 		ASSERT_EQ(0, vtpu_model_evaluate(to, &test, &after, &acc[1]));
 		EXPECT_EQ(loss[1], after);
