@@ -147,14 +147,17 @@ static __always_inline void gemm_pack_tr(float *d, u32 w, const void *m,
 			d[q * w + r] = 0.0f;
 }
 
-/* @n stored rows into panels of @w rows (kc * w floats each). */
-static __always_inline void gemm_pack_tr_panels(float *d, u32 w,
+/*
+ * @n stored rows (@kc elements each) into panels of @w rows, @dstride
+ * floats apart (kc * w when the panels hold just these @kc).
+ */
+static __always_inline void gemm_pack_tr_panels(float *d, u64 dstride, u32 w,
 						const void *m, u64 src, u64 ld,
 						u32 kc, u32 n, bool h)
 {
 	u32 i;
 
-	for (i = 0; i < n; i += w, d += (u64)kc * w, src += w * ld) {
+	for (i = 0; i < n; i += w, d += dstride, src += w * ld) {
 		/* two copies: full panels with a constant row count */
 		if (n - i >= w)
 			gemm_pack_tr(d, w, m, src, ld, kc, w, h);
@@ -288,8 +291,8 @@ static __always_inline void GEMM_FN(gemm_pack_a_dt)(float *ap,
 			return;
 		}
 		/* stored m x k: transpose MR rows at a time */
-		gemm_pack_tr_panels(ap, GEMM_MR, g->a, (u64)i0 * lda + p0, lda,
-				    kc, mt, h);
+		gemm_pack_tr_panels(ap, (u64)kc * GEMM_MR, GEMM_MR, g->a,
+				    (u64)i0 * lda + p0, lda, kc, mt, h);
 		return;
 	}
 	/* stored k x m: row p holds all the block's rows */
@@ -435,22 +438,14 @@ static noinline void GEMM_FN(gemm_pack_b_panels)(float *bp,
 		}
 		return;
 	}
-	/* stored n x k: a run of B's rows, transposed NR columns at a time */
+	/* stored n x k: rows p.. of every NR-column panel from one k-panel */
 	for (p = 0; p < kc; p += len) {
 		q = (p0 + p) / w;
 		o = (p0 + p) % w;
 		len = gemm_min(w - o, kc - p);
-		for (j = 0; j < nt; j += GEMM_NR) {
-			u64 src = (q * g->n + j0 + j) * w + o;
-			float *d = bp + (u64)j * kc + (u64)p * GEMM_NR;
-
-			if (nt - j >= GEMM_NR)
-				gemm_pack_tr(d, GEMM_NR, g->b, src, w, len,
-					     GEMM_NR, false);
-			else
-				gemm_pack_tr(d, GEMM_NR, g->b, src, w, len,
-					     nt - j, false);
-		}
+		gemm_pack_tr_panels(bp + (u64)p * GEMM_NR, (u64)kc * GEMM_NR,
+				    GEMM_NR, g->b, (q * g->n + j0) * w + o, w,
+				    len, nt, false);
 	}
 }
 
@@ -475,8 +470,8 @@ static __always_inline void GEMM_FN(gemm_pack_b_dt)(float *bp,
 	}
 	if (g->flags & VTPU_GEMM_TRANS_B) {
 		/* stored n x k: transpose NR columns at a time */
-		gemm_pack_tr_panels(bp, GEMM_NR, g->b, (u64)j0 * ldb + p0, ldb,
-				    kc, nt, h);
+		gemm_pack_tr_panels(bp, (u64)kc * GEMM_NR, GEMM_NR, g->b,
+				    (u64)j0 * ldb + p0, ldb, kc, nt, h);
 		return;
 	}
 	/* stored k x n */
