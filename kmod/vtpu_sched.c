@@ -259,7 +259,8 @@ static int vtpu_worker_fn(void *data)
 
 static void *vtpu_scratch_alloc(void)
 {
-	return kvmalloc(vtpu_engine_scratch_size(), GFP_KERNEL);
+	/* zeroed, as the engine wants it (vtpu_engine.h) */
+	return kvzalloc(vtpu_engine_scratch_size(), GFP_KERNEL);
 }
 
 int vtpu_sched_init(struct vtpu_device *vdev)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * The engine's whole view of its environment: fixed-width types, memcpy and
- * memset, and an errno value. The engine is built twice, into vtpu.ko and
- * into libvtpu's cpu backend, and includes nothing else.
+ * memset, an errno value, and a counter (ENGINE_SEQ_*) that hands out
+ * numbers once each, to any thread. The engine is built twice, into
+ * vtpu.ko and into libvtpu's cpu backend, and includes nothing else.
  */
 #ifndef VTPU_ENGINE_ENV_H
 #define VTPU_ENGINE_ENV_H
@@ -12,8 +13,11 @@
 #include <linux/string.h>
 #include <linux/errno.h>
 #include <linux/stddef.h>
+#include <linux/atomic.h>
 #define ENGINE_LIKELY(x) likely(x)
 #define ENGINE_UNLIKELY(x) unlikely(x)
+#define ENGINE_SEQ_DEFINE(name) static atomic64_t name = ATOMIC64_INIT(0)
+#define ENGINE_SEQ_NEXT(name) ((u64)atomic64_inc_return(&(name)))
 #else
 #include <stdint.h>
 #include <stddef.h>
@@ -29,6 +33,8 @@ typedef int32_t s32;
 typedef int64_t s64;
 #define ENGINE_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ENGINE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ENGINE_SEQ_DEFINE(name) static u64 name
+#define ENGINE_SEQ_NEXT(name) __atomic_add_fetch(&(name), 1, __ATOMIC_RELAXED)
 #ifndef noinline
 #define noinline __attribute_noinline__ /* glibc <sys/cdefs.h> */
 #endif

@@ -297,6 +297,8 @@ static void prepare_dropout(struct vtpu_engine_op *op,
 	vtpu_dropout_prepare(op);
 }
 
+ENGINE_SEQ_DEFINE(engine_op_seq);
+
 void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 			    const struct vtpu_cmd_hdr *cmd,
 			    const struct vtpu_engine_buf *bufs, u32 simd,
@@ -312,6 +314,7 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 	op->workers = workers ? workers : 1;
 	op->ntiles = 1;
 	op->nsteps = 1;
+	op->seq = ENGINE_SEQ_NEXT(engine_op_seq);
 
 	switch (cmd->opcode) {
 	case VTPU_OP_GEMM:

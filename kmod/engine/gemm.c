@@ -471,6 +471,7 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.kc = k ? gemm_min(g->kc, k - st.p0) : 0;
 	st.beta = step == 0 ? g->beta : 1.0f;
 	st.last = step == op->nsteps - 1;
+	st.seq = op->seq;
 	if (g->wg_nb)
 		vtpu_gemm_step_avx512_wgrad(&st, scratch);
 	else if (g->wino && (g->flags & VTPU_GEMM_TRANS_A))

@@ -82,17 +82,44 @@
 /*
  * The scratch, in floats: packed B (KC x NT_MAX; the narrow kernel keeps
  * its transposed microtile there too), packed A (KC x (MT_MAX + MR_MAX)
- * and slack for the vector packs' whole-vector stores), and the gather
- * area where a convolution's implicit A is assembled a panel (MR_MAX x
- * KC) or a stored row (at most NARROW_MT_MAX) at a time.
+ * and slack for the vector packs' whole-vector stores), the gather area
+ * where a convolution's implicit A is assembled a panel (MR_MAX x KC) or
+ * a stored row (at most NARROW_MT_MAX) at a time, and the memo (struct
+ * vtpu_gemm_memo).
  */
 #define VTPU_GEMM_A_OFF ((u64)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX)
 #define VTPU_GEMM_GATHER_OFF                                                   \
 	(VTPU_GEMM_A_OFF +                                                     \
 	 (u64)VTPU_GEMM_KC * (VTPU_GEMM_MT_MAX + VTPU_GEMM_MR_MAX) + 16)
 #define VTPU_GEMM_GATHER_FLOATS ((u64)VTPU_GEMM_MR_MAX * VTPU_GEMM_KC)
-#define VTPU_GEMM_SCRATCH_FLOATS                                               \
-	(VTPU_GEMM_GATHER_OFF + VTPU_GEMM_GATHER_FLOATS)
+#define VTPU_GEMM_MEMO_OFF (VTPU_GEMM_GATHER_OFF + VTPU_GEMM_GATHER_FLOATS)
+#define VTPU_GEMM_MEMO_FLOATS 16
+#define VTPU_GEMM_SCRATCH_FLOATS (VTPU_GEMM_MEMO_OFF + VTPU_GEMM_MEMO_FLOATS)
+
+/**
+ * struct vtpu_gemm_memo - which block of B a worker's scratch holds packed
+ * @seq: the op's (struct vtpu_engine_op), or 0 for none
+ * @j0: its first column
+ * @nt: its columns
+ * @p0: its first k
+ * @kc: its k
+ *
+ * The packed GEMM's tiles that share their columns share their block of
+ * B: a weight gradient's (784 x 512 x 128) four tiles on two workers
+ * each packed all of B, and a worker that takes a second tile packs it
+ * again. The note lets the second tile skip that. It is written once the
+ * pack is complete, and only the op that wrote it (by @seq, unique to
+ * each prepared op) believes it: any other op, whatever it did to the
+ * scratch, has another @seq.
+ */
+struct vtpu_gemm_memo {
+	u64 seq;
+	u32 j0, nt, p0, kc;
+};
+
+_Static_assert(sizeof(struct vtpu_gemm_memo) <= VTPU_GEMM_MEMO_FLOATS * 4 &&
+		       VTPU_GEMM_MEMO_OFF % 16 == 0,
+	       "the memo fits its place, 64-byte aligned");
 
 /**
  * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
@@ -108,6 +135,7 @@
  * @kc: k in the step (>= 1)
  * @beta: g->beta on step 0, 1 after
  * @last: non-zero on the last step (apply bias and ReLU)
+ * @seq: the op's (struct vtpu_engine_op)
  */
 struct vtpu_gemm_step {
 	const struct vtpu_engine_gemm *g;
@@ -115,6 +143,7 @@ struct vtpu_gemm_step {
 	u32 p0, kc;
 	float beta;
 	u32 last;
+	u64 seq;
 };
 
 /*

@@ -505,10 +505,18 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	float *ap = bp + VTPU_GEMM_A_OFF;
 	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
 	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
+	struct vtpu_gemm_memo *memo =
+		(struct vtpu_gemm_memo *)(bp + VTPU_GEMM_MEMO_OFF);
 	u64 ldc = vtpu_gemm_c_ld(g);
 	u32 kc = st->kc, i, j;
 
-	GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
+	/* B's block as this worker's previous tile of the op left it? */
+	if (memo->seq != st->seq || memo->j0 != st->j0 ||
+	    memo->nt != st->nt || memo->p0 != st->p0 || memo->kc != kc) {
+		GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
+		*memo = (struct vtpu_gemm_memo){ st->seq, st->j0, st->nt,
+						 st->p0, kc };
+	}
 	GEMM_FN(gemm_pack_a)(ap, g, st->i0, st->mt, st->p0, kc);
 
 	for (i = 0; i < st->mt; i += GEMM_MR) {

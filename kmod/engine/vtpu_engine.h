@@ -25,7 +25,9 @@
  *
  * vtpu_engine_op_run() never sleeps, allocates, or fails: everything that
  * can fail was checked by the validator. @scratch is a per-worker buffer
- * of vtpu_engine_scratch_size() bytes, 64-byte aligned.
+ * of vtpu_engine_scratch_size() bytes, 64-byte aligned, zeroed when it is
+ * allocated and then left to the engine: a worker's tiles of one op may
+ * use what its earlier tiles of that op left there.
  *
  * Floating point: every engine object but validate.c is compiled with SSE2
  * at least, the SIMD objects with AVX2+FMA or AVX-512F, so in the kernel
@@ -190,6 +192,8 @@ struct vtpu_engine_cast {
  * @ntiles: independent pieces of work (>= 1)
  * @nsteps: in-order steps per tile (>= 1)
  * @flops: floating-point operations the command performs (for statistics)
+ * @seq: a number no other prepared op has had: what a worker left in its
+ *	scratch for the op's next tile is known by it (gemm.h)
  */
 struct vtpu_engine_op {
 	u32 opcode;
@@ -198,6 +202,7 @@ struct vtpu_engine_op {
 	u32 ntiles;
 	u32 nsteps;
 	u64 flops;
+	u64 seq;
 	u64 chunk;	/* elements per tile of the element-wise ops */
 	union {
 		struct vtpu_engine_gemm gemm;

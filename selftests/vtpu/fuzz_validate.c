@@ -83,6 +83,7 @@ static void run_job(const struct fuzz_job *job, uint32_t nbufs,
 		scratch = aligned_alloc(64, vtpu_engine_scratch_size());
 		if (!scratch)
 			abort();
+		memset(scratch, 0, vtpu_engine_scratch_size());
 	}
 	for (j = 0; j < nbufs; j++) {
 		mem[j] = malloc(job->sizes[j] ? job->sizes[j] : 1);

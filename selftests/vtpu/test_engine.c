@@ -875,6 +875,108 @@ TEST(simd_levels)
  * millisecond with AVX-512. Only prepared, not run.
  */
 /*
+ * A worker's tiles of one packed GEMM that share their columns pack B
+ * once (struct vtpu_gemm_memo). The next GEMM, the same command on the
+ * same buffers after B has changed, must pack B again: its C must be the
+ * bits a fresh executor computes from the new B. Two tiles of A^T B (a
+ * weight gradient) share B on one worker; on two or three, tiles meet
+ * again in the second GEMM. Every level's packed kernel.
+ */
+TEST(packed_b_kept_within_one_op)
+{
+	enum { M = 300, N = 96, K = 128 };
+	struct vtpu_bo a, b, b2, c1, c2;
+	struct vtpu_cmd_copy cp = { .hdr = { VTPU_OP_COPY, sizeof(cp) } };
+	struct vtpu_cmd_gemm g = { .hdr = { VTPU_OP_GEMM, sizeof(g) } };
+	float *want1 = malloc(M * N * 4), *want2 = malloc(M * N * 4);
+	float *b0 = malloc(K * N * 4);
+	static const int threads[] = { 1, 2, 3 };
+	int simd, t, ran = 0;
+	struct stream s, one;
+
+	ASSERT_NE(NULL, want1);
+	ASSERT_NE(NULL, want2);
+	ASSERT_NE(NULL, b0);
+	ASSERT_EQ(0, vtpu_cpu_bo_create(K * M * 4, &a));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(K * N * 4, &b));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(K * N * 4, &b2));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(M * N * 4, &c1));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(M * N * 4, &c2));
+	fill_rand(a.map, K * M);
+	fill_rand(b0, K * N);
+	fill_rand(b2.map, K * N);
+
+	/* C1 = A^T B; B = B2; C2 = A^T B */
+	stream_init(&s);
+	g.m = M, g.n = N, g.k = K;
+	g.flags = VTPU_GEMM_TRANS_A;
+	g.lda = M, g.ldb = N, g.ldc = N;
+	g.alpha = f2u(1.0f);
+	g.a.buf = stream_use(&s, &a);
+	g.b.buf = stream_use(&s, &b);
+	g.c.buf = stream_use(&s, &c1);
+	stream_add(&s, &g);
+	cp.bytes = K * N * 4;
+	cp.dst.buf = g.b.buf;
+	cp.src.buf = stream_use(&s, &b2);
+	stream_add(&s, &cp);
+	g.c.buf = stream_use(&s, &c2);
+	stream_add(&s, &g);
+	/* the GEMM alone, on a fresh executor */
+	stream_init(&one);
+	g.a.buf = stream_use(&one, &a);
+	g.b.buf = stream_use(&one, &b);
+	g.c.buf = stream_use(&one, &c1);
+	stream_add(&one, &g);
+
+	for (simd = VTPU_SIMD_SCALAR; simd <= VTPU_SIMD_AVX512; simd++) {
+		for (t = 0; t < 3; t++) {
+			struct vtpu_cpu *cpu;
+			struct vtpu_job job = { 0 };
+			int src;
+
+			/* want1 from B as it was, want2 from B2 */
+			for (src = 0; src < 2; src++) {
+				cpu = vtpu_cpu_create(threads[t], simd,
+						      VTPU_CPU_GEMM_ENGINE);
+				if (!cpu && errno == EOPNOTSUPP)
+					goto next_level;
+				ASSERT_NE(NULL, cpu);
+				memcpy(b.map, src ? b2.map : b0, K * N * 4);
+				ASSERT_EQ(0, vtpu_cpu_run(cpu, &one.cb, &job));
+				memcpy(src ? want2 : want1, c1.map, M * N * 4);
+				vtpu_cpu_destroy(cpu);
+			}
+			cpu = vtpu_cpu_create(threads[t], simd,
+					      VTPU_CPU_GEMM_ENGINE);
+			ASSERT_NE(NULL, cpu);
+			memcpy(b.map, b0, K * N * 4);
+			ASSERT_EQ(0, vtpu_cpu_run(cpu, &s.cb, &job));
+			vtpu_cpu_destroy(cpu);
+			EXPECT_EQ(0, memcmp(want1, c1.map, M * N * 4))
+				TH_LOG("level %d, %d threads: the first GEMM",
+				       simd, threads[t]);
+			EXPECT_EQ(0, memcmp(want2, c2.map, M * N * 4))
+				TH_LOG("level %d, %d threads: the second GEMM "
+				       "used the first one's B", simd,
+				       threads[t]);
+			ran++;
+		}
+next_level:;
+	}
+	TH_LOG("%d runs", ran);
+	EXPECT_LE(2, ran);
+	vtpu_cpu_bo_destroy(&a);
+	vtpu_cpu_bo_destroy(&b);
+	vtpu_cpu_bo_destroy(&b2);
+	vtpu_cpu_bo_destroy(&c1);
+	vtpu_cpu_bo_destroy(&c2);
+	free(want1);
+	free(want2);
+	free(b0);
+}
+
+/*
  * How many workers share a GEMM changes its tiles (plain GEMMs want two
  * per worker), never its bits: each element is summed the same way
  * whichever tile holds it. Every path the planner can pick (A read in
