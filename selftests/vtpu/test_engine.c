@@ -134,6 +134,7 @@ struct gemm_case {
 	int bf16;	 /* A and B are bf16 */
 	int guard;	 /* each operand ends where an unmapped page begins */
 	int exact;	 /* A, B multiples of 1/8 in [-2, 2]: C must be exact */
+	int a_as_rows;	 /* with TRANS_A: op(A) as drawn without it */
 	float *out;	 /* if set: gets C (m x n, row-major) as computed */
 };
 
@@ -244,6 +245,16 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 	c = (float *)((char *)cbo.map + coff);
 	bias = (float *)((char *)biasbo.map + biasoff);
 	fill_rand(a, asz);
+	if (ta && gc->a_as_rows && lda == m) {
+		/* drawn m x k, as without TRANS_A; stored k x m */
+		float *t = malloc(asz * 4);
+
+		memcpy(t, a, asz * 4);
+		for (i = 0; i < m; i++)
+			for (p = 0; p < k; p++)
+				a[(size_t)p * m + i] = t[(size_t)i * k + p];
+		free(t);
+	}
 	fill_rand(b, bsz);
 	if (gc->exact) {
 		for (i = 0; i < asz; i++)
@@ -706,6 +717,57 @@ TEST_F(gemm, panels_match_row_major)
 	}
 	TH_LOG("%d GEMMs with panels, each the row-major one's bits", runs);
 	ASSERT_LE(90, runs);
+}
+
+/*
+ * The same op(A), stored m x k or k x m (TRANS_A), gives the same bits:
+ * every path sums each element's k in order, whichever way it reads A
+ * (the 14 x 32 kernel reads a k x m A's whole microtiles where they are
+ * stored, and packs a last partial one; an m x k A is read in place or
+ * packed by other paths). Tiles of 14- and 8-row microtiles, a partial
+ * one, two steps of k, the narrow kernel, bias, ReLU and beta.
+ */
+TEST_F(gemm, trans_a_keeps_bits)
+{
+#define C(m_, n_, k_, fl, be)                                                  \
+	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = 1.0f, .beta = be,   \
+	  .guard = 1, .a_as_rows = 1 }
+	static const struct gemm_case cases[] = {
+		C(784, 512, 128, 0, 0.0f),
+		C(512, 512, 128, VTPU_GEMM_C_PANELS, 0.0f),
+		C(300, 96, 128, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 0.0f),
+		C(131, 70, 300, VTPU_GEMM_BIAS, 0.5f),
+		C(29, 40, 33, VTPU_GEMM_TRANS_B, 1.0f),
+		C(200, 10, 128, 0, 0.0f),
+	};
+#undef C
+	int i, runs = 0;
+
+	/* (OpenBLAS runs it its own way) */
+	if (variant->exec == EXEC_OPENBLAS)
+		SKIP(return, "the engine's paths only");
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		struct gemm_case gc = cases[i], tc = cases[i];
+		size_t csz = (size_t)gc.m * gc.n;
+		float *rows = malloc(csz * 4), *tr = malloc(csz * 4);
+		double ratio;
+
+		ASSERT_TRUE(rows && tr);
+		rng_state = 88172645463325252ull + i;
+		gc.out = rows;
+		ASSERT_EQ(0, run_case(self->cpu, &gc, &ratio));
+		rng_state = 88172645463325252ull + i;
+		tc.flags |= VTPU_GEMM_TRANS_A;
+		tc.out = tr;
+		ASSERT_EQ(0, run_case(self->cpu, &tc, &ratio));
+		EXPECT_EQ(0, memcmp(rows, tr, csz * 4))
+		TH_LOG("%ux%ux%u flags %#x: A stored k x m changed the bits",
+		       gc.m, gc.n, gc.k, gc.flags);
+		runs++;
+		free(rows);
+		free(tr);
+	}
+	ASSERT_EQ(6, runs);
 }
 
 /* Engine and OpenBLAS agree on a chain of GEMMs in one stream. */
