@@ -390,10 +390,14 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	 * Split further, while the tile stays above the minimum, along the
 	 * dimension whose tile is larger relative to its minimum: a tall
 	 * tile costs A packing per column panel, a wide one B packing per
-	 * row panel. With A read in place, only the columns.
+	 * row panel. With A read in place, only the columns. Tiles are
+	 * whole microtiles, so the tiles that mtiles and ntiles ask for are
+	 * rounded (cm x cn, and fewer of them than asked, at times: 512
+	 * columns asked of 5 tiles are 4 of 128): the loop looks at those.
 	 */
-	while ((u64)mtiles * ntiles < wanted) {
-		u32 cm = div_up(m, mtiles), cn = div_up(n, ntiles);
+	for (;;) {
+		u32 cm = gemm_min(gemm_tile_rows(lv, m, mtiles), m);
+		u32 cn = gemm_min(round_up(div_up(n, ntiles), lv->nr), n);
 		int big = 2ull * cm * cn * k >= 2 * GEMM_TILE_FLOPS_MIN;
 		int can_m = big && cm >= 2 * GEMM_MT_MIN;
 		/*
@@ -405,6 +409,8 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 				    (cm <= GEMM_MT_MIN && cn >= 2 * lv->nr) ||
 				    (ain && cn >= 2 * AIN_NT_MIN));
 
+		if ((u64)div_up(m, cm) * div_up(n, cn) >= wanted)
+			break;
 		if (ain && can_n)
 			ntiles++;
 		else if (can_m &&

@@ -1276,6 +1276,50 @@ TEST(ops_tiling_keeps_bits)
 
 #define CALL_FLOPS_MAX (128ull << 20)
 
+/*
+ * A dense layer's GEMM, f32 with A stored m x k, reads A in place on
+ * AVX-512 and splits only its columns while tiles keep 64 of them: two
+ * tiles per worker, each of all rows. On three workers (the module's two
+ * cores and its dispatcher) 512 columns make six tiles of 96 columns:
+ * the planner must look at the tiles it will really make (whole
+ * microtiles of 32 columns), not at the ones it asked for (five of 103,
+ * which are four of 128, after which it split the rows). Only prepared.
+ */
+TEST(dense_tiles_split_columns)
+{
+	static const uint32_t ks[] = { 784, 512 };
+	static uint8_t dummy[64];
+	struct vtpu_engine_buf bufs[4];
+	uint32_t w, i;
+
+	for (i = 0; i < 4; i++)
+		bufs[i] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
+	for (i = 0; i < 2; i++) {
+		for (w = 1; w <= 3; w++) {
+			struct vtpu_cmdbuf cb;
+			struct vtpu_engine_op op;
+			uint32_t pos = 0;
+
+			vtpu_cmdbuf_init(&cb);
+			ASSERT_EQ(0, vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
+				.m = 128, .n = 512, .k = ks[i],
+				.dtype = VTPU_DTYPE_F32, .alpha = 1,
+				.a_buf = 0, .b_buf = 1, .c_buf = 2 }));
+			vtpu_engine_op_prepare(&op, vtpu_engine_next(cb.data,
+								     cb.size,
+								     &pos),
+					       bufs, VTPU_SIMD_AVX512, w);
+			EXPECT_EQ(2 * w, op.ntiles)
+			TH_LOG("128x512x%u on %u workers: %u tiles", ks[i], w,
+			       op.ntiles);
+			EXPECT_LE(128u, op.gemm.mt)
+			TH_LOG("128x512x%u on %u workers: tiles of %u rows",
+			       ks[i], w, op.gemm.mt);
+			vtpu_cmdbuf_fini(&cb);
+		}
+	}
+}
+
 TEST(calls_bounded)
 {
 	static const struct { uint32_t m, n, k, flags, dtype; } gemms[] = {
