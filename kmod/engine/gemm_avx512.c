@@ -242,8 +242,12 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 		acc[r][0] = acc[r][1] = (V16F){ 0 };
 
 	for (p = 0; p < kc; p++, a += ps, a7 += ps, b += GEMM_NR) {
-		V16F b0 = *(const V16F *)b;
-		V16F b1 = *(const V16F *)(b + 16);
+		/*
+		 * Unaligned loads: B's panels may be read where they are
+		 * stored (vtpu_gemm_step_avx512_ain()), 4-byte aligned.
+		 */
+		V16F b0 = gemm_loadu(b);
+		V16F b1 = gemm_loadu(b + 16);
 
 #pragma GCC unroll 14
 		for (r = 0; r < rows; r++) {

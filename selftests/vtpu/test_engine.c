@@ -1285,6 +1285,74 @@ TEST(ops_tiling_keeps_bits)
  * microtiles of 32 columns), not at the ones it asked for (five of 103,
  * which are four of 128, after which it split the rows). Only prepared.
  */
+/*
+ * B in panels is read where it is stored by the AVX-512 kernel that
+ * broadcasts from A's stored rows (a plain f32 GEMM), and operands are
+ * only 4-byte aligned: its loads must assume no more (they assumed 64
+ * bytes, and B's panels at a 12-byte offset were a general protection
+ * fault: in the kernel, an oops any client could cause). B in panels at
+ * byte offsets 4..60, m = 4 (A's rows copied to the scratch first) and
+ * m = 22 (14 rows read in place, then 8): the bits of B row-major.
+ */
+TEST(panels_read_in_place_unaligned)
+{
+	enum { N = 64, K = 20, MMAX = 22 };
+	static const uint32_t ms[] = { 4, 22 };
+	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_bo a, b, bp, c;
+	uint32_t off, mi, i, p, j, bad = 0;
+	float *fa, *fb, *fp, *fc;
+
+	ASSERT_NE(NULL, cpu);
+	ASSERT_EQ(0, vtpu_cpu_bo_create(MMAX * K * 4, &a));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(K * N * 4, &b));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(K * N * 4 + 64, &bp));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(2 * MMAX * N * 4, &c));
+	fa = a.map;
+	fb = b.map;
+	fc = c.map;
+	for (i = 0; i < MMAX * K; i++)
+		fa[i] = (float)((i * 7) % 13) - 6.0f;
+	for (i = 0; i < K * N; i++)
+		fb[i] = (float)((i * 5) % 11) / 4.0f - 1.0f;
+	for (off = 4; off < 64; off += 8) {
+		fp = (float *)((uint8_t *)bp.map + off);
+		for (p = 0; p < K; p++)
+			for (j = 0; j < N; j++)
+				fp[((j / 32) * K + p) * 32 + j % 32] = fb[p * N + j];
+		for (mi = 0; mi < 2; mi++) {
+			struct vtpu_cmd_gemm g = {
+				.hdr = { VTPU_OP_GEMM, sizeof(g) },
+				.m = ms[mi], .n = N, .k = K, .lda = K,
+				.ldb = N, .ldc = N, .dtype = VTPU_DTYPE_F32,
+				.alpha = f2u(1.0f),
+			};
+			struct vtpu_job job = { 0 };
+			struct stream s;
+
+			stream_init(&s);
+			g.a.buf = stream_use(&s, &a);
+			g.b.buf = stream_use(&s, &b);
+			g.c.buf = stream_use(&s, &c);
+			stream_add(&s, &g);
+			g.flags = VTPU_GEMM_B_PANELS;
+			g.b = (struct vtpu_operand){ stream_use(&s, &bp), 0, off };
+			g.c.offset = MMAX * N * 4;
+			stream_add(&s, &g);
+			ASSERT_EQ(0, vtpu_cpu_run(cpu, &s.cb, &job));
+			bad += memcmp(fc, fc + MMAX * N, ms[mi] * N * 4) != 0;
+		}
+	}
+	TH_LOG("B in panels at offsets 4..60, simd level %d: %u differ",
+	       vtpu_cpu_simd(cpu), bad);
+	EXPECT_EQ(0, bad);
+	vtpu_cpu_bo_destroy(&a);
+	vtpu_cpu_bo_destroy(&b);
+	vtpu_cpu_bo_destroy(&bp);
+	vtpu_cpu_bo_destroy(&c);
+	vtpu_cpu_destroy(cpu);
+}
+
 TEST(dense_tiles_split_columns)
 {
 	static const uint32_t ks[] = { 784, 512 };
