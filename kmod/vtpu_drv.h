@@ -72,14 +72,16 @@ struct vtpu_worker {
 };
 
 /**
- * struct vtpu_exec - the command being executed, shared with the workers
+ * struct vtpu_exec - the commands being executed, shared with the workers
  *
- * The dispatcher publishes an op; the workers and the dispatcher take its
- * tiles one at a time; the last tile to finish completes @done.
+ * The dispatcher gathers a group of commands that do not depend on each
+ * other (vtpu_engine_group_add()) and publishes it; the workers and the
+ * dispatcher take its tiles one at a time; the last tile to finish
+ * completes @done.
  */
 struct vtpu_exec {
 	spinlock_t lock;		/* protects all fields below */
-	const struct vtpu_engine_op *op; /* NULL when idle */
+	const struct vtpu_engine_group *grp; /* NULL when idle */
 	struct vtpu_job *job;
 	u32 next_tile;
 	u32 tiles_left;
@@ -117,6 +119,7 @@ struct vtpu_device {
 	atomic_t kicks;			/* bumped by vtpu_sched_kick() */
 	struct task_struct *dispatcher;
 	void *dispatcher_scratch;
+	struct vtpu_engine_group *group; /* the dispatcher's, see vtpu_exec */
 
 	unsigned int nworkers;		/* helper threads (cores - 1) */
 	struct vtpu_worker *workers;

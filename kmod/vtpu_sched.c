@@ -5,8 +5,10 @@
  * One dispatcher thread per device picks the next job: the highest
  * priority first, round-robin between queues of a priority, one job per
  * queue at a time (a queue's jobs run in order). It runs the job's commands
- * one after another; each command's tiles are shared between the worker
- * threads and the dispatcher itself, one tile at a time. A tile's steps run
+ * in order, a group at a time: a run of commands that do not depend on
+ * each other (vtpu_engine_group_add()) runs as one, its tiles shared
+ * between the worker threads and the dispatcher itself, one tile at a
+ * time, and the next group starts when all of them are done. A tile's steps run
  * in order, each inside its own short kernel_fpu_begin()/end() section, and
  * between steps a worker may be preempted and checks whether the job was
  * cancelled or overran its job_timeout_ms.
@@ -76,10 +78,9 @@ static bool vtpu_exec_take(struct vtpu_exec *ex,
 	bool ok = false;
 
 	spin_lock(&ex->lock);
-	if (ex->op && ex->next_tile < ex->op->ntiles) {
-		*op = ex->op;
+	if (ex->grp && ex->next_tile < ex->grp->ntiles) {
+		*op = vtpu_engine_group_tile(ex->grp, ex->next_tile++, tile);
 		*job = ex->job;
-		*tile = ex->next_tile++;
 		ok = true;
 	}
 	spin_unlock(&ex->lock);
@@ -91,12 +92,12 @@ static bool vtpu_exec_has_tiles(struct vtpu_exec *ex)
 	bool ret;
 
 	spin_lock(&ex->lock);
-	ret = ex->op && ex->next_tile < ex->op->ntiles;
+	ret = ex->grp && ex->next_tile < ex->grp->ntiles;
 	spin_unlock(&ex->lock);
 	return ret;
 }
 
-/* Run tiles of the current op until none are left to take. */
+/* Run tiles of the current group until none are left to take. */
 static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 {
 	struct vtpu_exec *ex = &vdev->exec;
@@ -119,7 +120,7 @@ static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 		}
 		spin_lock(&ex->lock);
 		if (--ex->tiles_left == 0) {
-			ex->op = NULL;
+			ex->grp = NULL;
 			ex->job = NULL;
 			complete(&ex->done);
 		}
@@ -127,24 +128,43 @@ static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 	}
 }
 
-/* Publish @op to the workers, help run it, and wait until it is done. */
-static void vtpu_exec_op(struct vtpu_device *vdev, struct vtpu_job *job,
-			 const struct vtpu_engine_op *op)
+/* Publish @grp to the workers, help run it, and wait until it is done. */
+static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_job *job,
+			    const struct vtpu_engine_group *grp)
 {
 	struct vtpu_exec *ex = &vdev->exec;
 
+	if (!grp->ntiles)
+		return;
 	reinit_completion(&ex->done);
 	spin_lock(&ex->lock);
-	ex->op = op;
+	ex->grp = grp;
 	ex->job = job;
 	ex->next_tile = 0;
-	ex->tiles_left = op->ntiles;
+	ex->tiles_left = grp->ntiles;
 	spin_unlock(&ex->lock);
 
-	if (op->ntiles > 1 && vdev->nworkers)
+	if (grp->ntiles > 1 && vdev->nworkers)
 		wake_up_all(&vdev->work_wq);
 	vtpu_exec_tiles(vdev, vdev->dispatcher_scratch);
 	wait_for_completion(&ex->done);
+}
+
+/* Run the gathered group; Return: 0, or the -errno that stops the job. */
+static int vtpu_sched_run_group(struct vtpu_device *vdev, struct vtpu_job *job,
+				u64 *flops)
+{
+	int err;
+
+	vtpu_exec_group(vdev, job, vdev->group);
+	err = READ_ONCE(job->abort);
+	if (!err && time_after(jiffies, job->run_deadline))
+		err = -ETIMEDOUT;
+	if (err)
+		return err;
+	*flops += vdev->group->flops;
+	cond_resched();
+	return 0;
 }
 
 /* Point the engine at iteration @iter's view of every buffer. */
@@ -161,26 +181,34 @@ static void vtpu_job_set_iteration(struct vtpu_job *job, u64 iter)
 static int vtpu_sched_run_stream(struct vtpu_device *vdev,
 				 struct vtpu_job *job, u64 *flops)
 {
+	struct vtpu_engine_group *grp = vdev->group;
 	const struct vtpu_cmd_hdr *cmd;
-	struct vtpu_engine_op op;
 	u32 pos = 0, fp;
-	int err;
+	bool joined;
+	int err = 0;
 
+	vtpu_engine_group_clear(grp);
 	while ((cmd = vtpu_engine_next(job->cmds, job->cmds_size, &pos))) {
 		fp = vtpu_fpu_begin();
-		vtpu_engine_op_prepare(&op, cmd, job->bufs, vdev->simd,
-				       vdev->nworkers + 1);
+		joined = vtpu_engine_group_add(grp, cmd, job->bufs, vdev->simd,
+					       vdev->nworkers + 1,
+					       VTPU_ENGINE_GROUP_MAX);
 		vtpu_fpu_end(fp);
-		vtpu_exec_op(vdev, job, &op);
-		err = READ_ONCE(job->abort);
-		if (!err && time_after(jiffies, job->run_deadline))
-			err = -ETIMEDOUT;
+		if (joined)
+			continue;
+		/* it depends on the group: the group runs first */
+		err = vtpu_sched_run_group(vdev, job, flops);
 		if (err)
-			return err;
-		*flops += op.flops;
-		cond_resched();
+			goto out;
+		fp = vtpu_fpu_begin();
+		vtpu_engine_group_restart(grp);
+		vtpu_fpu_end(fp);
 	}
-	return 0;
+	if (grp->nops)
+		err = vtpu_sched_run_group(vdev, job, flops);
+out:
+	vtpu_engine_group_clear(grp);
+	return err;
 }
 
 static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
@@ -277,9 +305,14 @@ int vtpu_sched_init(struct vtpu_device *vdev)
 	spin_lock_init(&vdev->exec.lock);
 	init_completion(&vdev->exec.done);
 
-	vdev->dispatcher_scratch = vtpu_scratch_alloc();
-	if (!vdev->dispatcher_scratch)
+	vdev->group = kzalloc(sizeof(*vdev->group), GFP_KERNEL);
+	if (!vdev->group)
 		return -ENOMEM;
+	vdev->dispatcher_scratch = vtpu_scratch_alloc();
+	if (!vdev->dispatcher_scratch) {
+		kfree(vdev->group);
+		return -ENOMEM;
+	}
 	/* the dispatcher is one of the cores */
 	vdev->nworkers = cores - 1;
 	vdev->workers = kcalloc(vdev->nworkers + 1, sizeof(*vdev->workers),
@@ -321,6 +354,7 @@ err_stop_workers:
 	kfree(vdev->workers);
 err_free_scratch:
 	kvfree(vdev->dispatcher_scratch);
+	kfree(vdev->group);
 	return ret;
 }
 
@@ -336,5 +370,6 @@ void vtpu_sched_fini(struct vtpu_device *vdev)
 	}
 	kfree(vdev->workers);
 	kvfree(vdev->dispatcher_scratch);
+	kfree(vdev->group);
 	WARN_ON(!list_empty(&vdev->queues));
 }

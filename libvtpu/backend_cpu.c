@@ -72,10 +72,12 @@ struct vtpu_cpu {
 	int stop;		/* under lock */
 	atomic_int busy;	/* helpers still in the current op, changed under lock */
 	int slots;		/* helpers that may still join it, under lock */
-	const struct vtpu_engine_op *op;	/* under lock */
+	const struct vtpu_engine_group *grp;	/* under lock */
+	struct vtpu_engine_group *group;	/* the commands being gathered */
 
 	atomic_uint next_tile;
 
+	u32 group_max;		/* commands run together, at most */
 	u32 profile;		/* VTPU_PROFILE: commands listed per stream */
 	int nprof;
 	struct cpu_prof_stream *prof;
@@ -124,15 +126,17 @@ static bool cpu_spin_more(struct cpu_spin *sp)
 }
 
 static void cpu_run_tiles(struct vtpu_cpu *cpu,
-			  const struct vtpu_engine_op *op, void *scratch)
+			  const struct vtpu_engine_group *grp, void *scratch)
 {
 	for (;;) {
-		u32 tile = atomic_fetch_add_explicit(&cpu->next_tile, 1,
-						     memory_order_relaxed);
-		u32 step;
+		u32 t = atomic_fetch_add_explicit(&cpu->next_tile, 1,
+						  memory_order_relaxed);
+		const struct vtpu_engine_op *op;
+		u32 tile, step;
 
-		if (tile >= op->ntiles)
+		if (t >= grp->ntiles)
 			break;
+		op = vtpu_engine_group_tile(grp, t, &tile);
 		for (step = 0; step < op->nsteps; step++)
 			vtpu_engine_op_run(op, tile, step, scratch);
 	}
@@ -148,7 +152,7 @@ static void *cpu_helper(void *arg)
 	free(targ);
 	vtpu_engine_fp_enter();	/* for good: this thread runs only the engine */
 	for (;;) {
-		const struct vtpu_engine_op *op;
+		const struct vtpu_engine_group *grp;
 		struct cpu_spin spin = { 0 };
 
 		while (atomic_load_explicit(&cpu->gen, memory_order_acquire) ==
@@ -161,8 +165,8 @@ static void *cpu_helper(void *arg)
 		if (cpu->stop)
 			break;
 		seen = cpu->gen;
-		op = cpu->op;
-		/* not needed for this op: the caller does not wait for us */
+		grp = cpu->grp;
+		/* not needed for this group: the caller does not wait for us */
 		if (cpu->slots == 0) {
 			pthread_mutex_unlock(&cpu->lock);
 			continue;
@@ -170,7 +174,7 @@ static void *cpu_helper(void *arg)
 		cpu->slots--;
 		pthread_mutex_unlock(&cpu->lock);
 
-		cpu_run_tiles(cpu, op, scratch);
+		cpu_run_tiles(cpu, grp, scratch);
 
 		pthread_mutex_lock(&cpu->lock);
 		if (--cpu->busy == 0)
@@ -181,24 +185,27 @@ static void *cpu_helper(void *arg)
 	return NULL;
 }
 
-/* Run one op's tiles on the caller and as many helpers as it can use. */
-static void cpu_run_op(struct vtpu_cpu *cpu, const struct vtpu_engine_op *op)
+/* Run a group's tiles on the caller and as many helpers as it can use. */
+static void cpu_run_group(struct vtpu_cpu *cpu,
+			  const struct vtpu_engine_group *grp)
 {
 	int helpers = cpu->nthreads - 1;
 
-	if ((u32)helpers > op->ntiles - 1)
-		helpers = (int)(op->ntiles - 1);
+	if (!grp->ntiles)
+		return;
+	if ((u32)helpers > grp->ntiles - 1)
+		helpers = (int)(grp->ntiles - 1);
 	atomic_store_explicit(&cpu->next_tile, 0, memory_order_relaxed);
 	if (helpers > 0) {
 		pthread_mutex_lock(&cpu->lock);
-		cpu->op = op;
+		cpu->grp = grp;
 		cpu->busy = helpers;
 		cpu->slots = helpers;
 		cpu->gen++;
 		pthread_cond_broadcast(&cpu->wake);
 		pthread_mutex_unlock(&cpu->lock);
 	}
-	cpu_run_tiles(cpu, op, cpu->scratch[0]);
+	cpu_run_tiles(cpu, grp, cpu->scratch[0]);
 	if (helpers > 0) {
 		struct cpu_spin spin = { 0 };
 
@@ -423,6 +430,7 @@ void vtpu_cpu_destroy(struct vtpu_cpu *cpu)
 	pthread_cond_destroy(&cpu->idle);
 	pthread_cond_destroy(&cpu->wake);
 	pthread_mutex_destroy(&cpu->lock);
+	free(cpu->group);
 	free(cpu);
 }
 
@@ -458,7 +466,23 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	prof = getenv("VTPU_PROFILE");
 	if (prof && strcmp(prof, "0"))
 		cpu->profile = strcmp(prof, "all") ? 20 : UINT32_MAX;
+	/*
+	 * Independent commands run as one group (vtpu_engine_group_add()),
+	 * as the device runs them, but not under the profiler, which times
+	 * each command alone, nor with OpenBLAS, whose GEMM is one call on
+	 * the caller. VTPU_GROUP_MAX=1 runs every command alone.
+	 */
+	cpu->group_max = VTPU_ENGINE_GROUP_MAX;
+	prof = getenv("VTPU_GROUP_MAX");
+	if (prof && atoi(prof) >= 1 && atoi(prof) < VTPU_ENGINE_GROUP_MAX)
+		cpu->group_max = (u32)atoi(prof);
+	if (cpu->profile || gemm == VTPU_CPU_GEMM_OPENBLAS)
+		cpu->group_max = 1;
 	pthread_mutex_init(&cpu->lock, NULL);
+
+	cpu->group = calloc(1, sizeof(*cpu->group));
+	if (!cpu->group)
+		goto err_destroy;
 	pthread_cond_init(&cpu->wake, NULL);
 	pthread_cond_init(&cpu->idle, NULL);
 
@@ -509,28 +533,47 @@ int vtpu_cpu_simd(const struct vtpu_cpu *cpu)
 	return cpu->simd;
 }
 
-/* One command, as a device's dispatcher runs it. */
+/* Run the gathered ops (a lone plain f32 GEMM through OpenBLAS if asked). */
+static void cpu_run_gathered(struct vtpu_cpu *cpu)
+{
+	const struct vtpu_engine_group *grp = cpu->group;
+	const struct vtpu_engine_op *op = &grp->op[0];
+
+	/* (cblas_sgemm knows only row-major matrices, not the panels) */
+	if (grp->nops == 1 && op->opcode == VTPU_OP_GEMM &&
+	    cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
+	    op->gemm.dtype == VTPU_DTYPE_F32 &&
+	    !(op->gemm.flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_C_PANELS)))
+		cpu_gemm_openblas(&op->gemm);
+	else if (grp->nops)
+		cpu_run_group(cpu, grp);
+}
+
+/*
+ * One command, as a device's dispatcher runs it: it joins the group of
+ * commands it does not depend on, or the group runs first and it starts
+ * the next one. Alone (group_max 1), it runs now.
+ */
 static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 			const struct vtpu_engine_buf *bufs,
 			struct cpu_prof_cmd *prof)
 {
-	struct vtpu_engine_op op;
+	struct vtpu_engine_group *grp = cpu->group;
 	u64 t0 = prof ? now_ns() : 0;
 
-	vtpu_engine_op_prepare(&op, cmd, bufs, (u32)cpu->simd,
-			       (u32)cpu->nthreads);
-	/* (cblas_sgemm knows only row-major matrices, not the panels) */
-	if (op.opcode == VTPU_OP_GEMM && cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
-	    op.gemm.dtype == VTPU_DTYPE_F32 &&
-	    !(op.gemm.flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_C_PANELS)))
-		cpu_gemm_openblas(&op.gemm);
-	else if (op.opcode != VTPU_OP_NOP)
-		cpu_run_op(cpu, &op);
-	if (prof) {
-		if (!prof->calls++)
-			prof_describe(prof, &op);
-		prof->ns += now_ns() - t0;
+	if (!vtpu_engine_group_add(grp, cmd, bufs, (u32)cpu->simd,
+				   (u32)cpu->nthreads, cpu->group_max)) {
+		cpu_run_gathered(cpu);
+		vtpu_engine_group_restart(grp);
 	}
+	if (cpu->group_max > 1)
+		return;
+	if (prof && !prof->calls++)
+		prof_describe(prof, &grp->op[0]);
+	cpu_run_gathered(cpu);
+	vtpu_engine_group_clear(grp);
+	if (prof)
+		prof->ns += now_ns() - t0;
 }
 
 /*
@@ -605,6 +648,8 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		     ci++)
 			cpu_run_cmd(cpu, cmd, bufs,
 				    ps && ci < ps->ncmds ? &ps->cmds[ci] : NULL);
+		cpu_run_gathered(cpu);
+		vtpu_engine_group_clear(cpu->group);
 	}
 	vtpu_engine_fp_leave(fp);
 	if (ps) {

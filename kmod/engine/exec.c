@@ -410,6 +410,63 @@ static void run_copy(const struct vtpu_engine_op *op, u32 tile)
 	memcpy(op->copy.dst + start, op->copy.src + start, len);
 }
 
+/* Does either of two ops write what the other reads or writes? */
+static bool spans_conflict(const struct vtpu_engine_span *a, u32 na,
+			   const struct vtpu_engine_span *b, u32 nb)
+{
+	u32 i, j;
+
+	for (i = 0; i < na; i++)
+		for (j = 0; j < nb; j++)
+			if ((a[i].write || b[j].write) && a[i].lo < b[j].hi &&
+			    b[j].lo < a[i].hi)
+				return true;
+	return false;
+}
+
+bool vtpu_engine_group_add(struct vtpu_engine_group *grp,
+			   const struct vtpu_cmd_hdr *cmd,
+			   const struct vtpu_engine_buf *bufs, u32 simd,
+			   u32 workers, u32 max_ops)
+{
+	u32 n = grp->nops, i;
+	struct vtpu_engine_op *op = &grp->op[n];
+
+	vtpu_engine_op_prepare(op, cmd, bufs, simd, workers);
+	grp->nspans[n] = vtpu_engine_spans(cmd, bufs, grp->spans[n]);
+	if (n) {
+		/* (too many operands to list: it runs alone) */
+		if (n >= max_ops || n >= VTPU_ENGINE_GROUP_MAX ||
+		    grp->nspans[n] > VTPU_ENGINE_SPANS_MAX)
+			return false;
+		for (i = 0; i < n; i++)
+			if (grp->nspans[i] > VTPU_ENGINE_SPANS_MAX ||
+			    spans_conflict(grp->spans[i], grp->nspans[i],
+					   grp->spans[n], grp->nspans[n]))
+				return false;
+	}
+	grp->first[n] = grp->ntiles;
+	grp->ntiles += op->ntiles;
+	grp->first[n + 1] = grp->ntiles;
+	grp->flops += op->flops;
+	grp->nops = n + 1;
+	return true;
+}
+
+void vtpu_engine_group_restart(struct vtpu_engine_group *grp)
+{
+	u32 n = grp->nops;
+
+	grp->op[0] = grp->op[n];
+	grp->nspans[0] = grp->nspans[n];
+	memcpy(grp->spans[0], grp->spans[n], sizeof(grp->spans[0]));
+	grp->nops = 1;
+	grp->ntiles = grp->op[0].ntiles;
+	grp->first[0] = 0;
+	grp->first[1] = grp->ntiles;
+	grp->flops = grp->op[0].flops;
+}
+
 void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 			void *scratch)
 {

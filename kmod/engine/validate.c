@@ -458,6 +458,74 @@ int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 	return -ENOENT;
 }
 
+/*
+ * What each opcode only reads (in) and what it writes (out), by operand
+ * id. Every operand a command has is in one of the two (test_engine's
+ * spans_cover_every_operand checks this against vtpu_engine_operand(),
+ * and spans_hold_every_write runs commands to check that writes fall
+ * only in the out operands). An operand a command has but does not use
+ * (a GEMM's bias without VTPU_GEMM_BIAS) is all zero and still counted:
+ * that can only make commands look dependent, never independent.
+ */
+#define OPND(id) (1u << VTPU_OPERAND_##id)
+
+static const struct {
+	u32 in, out;
+} cmd_access[VTPU_OP_COUNT] = {
+	[VTPU_OP_GEMM] = { OPND(A) | OPND(B) | OPND(BIAS), OPND(C) },
+	[VTPU_OP_FILL] = { 0, OPND(DST) },
+	[VTPU_OP_COPY] = { OPND(SRC), OPND(DST) },
+	[VTPU_OP_IM2COL] = { OPND(SRC), OPND(DST) },
+	[VTPU_OP_COL2IM] = { OPND(SRC), OPND(DST) },
+	[VTPU_OP_MAXPOOL] = { OPND(X), OPND(Y) | OPND(INDEX) },
+	[VTPU_OP_MAXPOOL_GRAD] = { OPND(DY) | OPND(INDEX), OPND(DX) },
+	[VTPU_OP_ELEMENTWISE] = { OPND(X) | OPND(Y), OPND(Z) },
+	[VTPU_OP_REDUCE] = { OPND(X), OPND(Y) },
+	[VTPU_OP_SOFTMAX_XENT] = { OPND(X) | OPND(LABELS),
+				   OPND(DX) | OPND(PROBS) | OPND(LOSS) |
+					   OPND(CORRECT) },
+	[VTPU_OP_SGD] = { OPND(GRAD), OPND(PARAM) | OPND(MOM) },
+	[VTPU_OP_ADAM_STEP] = { 0, OPND(STATE) },
+	[VTPU_OP_ADAM] = { OPND(GRAD) | OPND(STATE),
+			   OPND(PARAM) | OPND(MOM) | OPND(VEL) },
+	[VTPU_OP_CAST] = { OPND(SRC), OPND(DST) },
+	[VTPU_OP_DROPOUT] = { OPND(X) | OPND(STEP), OPND(Z) | OPND(MASK) },
+	[VTPU_OP_CONV_POOL] = { OPND(X) | OPND(W) | OPND(BIAS) | OPND(DY),
+				OPND(Y) | OPND(INDEX) },
+	[VTPU_OP_CONV_POOL_WGRAD] = { OPND(X) | OPND(DY) | OPND(INDEX) |
+					      OPND(Y),
+				      OPND(DW) | OPND(DBIAS) },
+	[VTPU_OP_CONV] = { OPND(X) | OPND(W) | OPND(BIAS), OPND(Y) },
+	[VTPU_OP_CONV_DGRAD] = { OPND(DY) | OPND(W) | OPND(BIAS), OPND(DX) },
+	[VTPU_OP_CONV_WGRAD] = { OPND(X) | OPND(DY) | OPND(BIAS), OPND(DW) },
+};
+
+u32 vtpu_engine_spans(const struct vtpu_cmd_hdr *cmd,
+		      const struct vtpu_engine_buf *bufs,
+		      struct vtpu_engine_span *spans)
+{
+	const struct vtpu_operand *o;
+	u32 in, out, id, n = 0;
+	u64 bytes;
+
+	if (cmd->opcode >= VTPU_OP_COUNT)
+		return 0;
+	in = cmd_access[cmd->opcode].in;
+	out = cmd_access[cmd->opcode].out;
+	for (id = 0; id < 32; id++) {
+		if (!((in | out) & (1u << id)) ||
+		    vtpu_engine_operand(cmd, id, &o, &bytes))
+			continue;
+		if (n < VTPU_ENGINE_SPANS_MAX) {
+			spans[n].lo = (const u8 *)bufs[o->buf].base + o->offset;
+			spans[n].hi = spans[n].lo + bytes;
+			spans[n].write = out & (1u << id);
+		}
+		n++;
+	}
+	return n;
+}
+
 struct vctx {
 	const u64 *buf_sizes;
 	u32 nbufs;

@@ -21,7 +21,10 @@
  *      (tile, step). One call is bounded work (about a millisecond on the
  *      host), so the kernel brackets each call with kernel_fpu_begin/end()
  *      and may check for cancellation or reschedule between calls. The
- *      next command starts only when every tile of this one is done.
+ *      next command starts only when every tile of this one is done, or
+ *      runs beside it when it does not depend on it: executors prepare
+ *      commands through vtpu_engine_group_add(), which gathers a run of
+ *      independent commands whose tiles the workers share as one.
  *
  * vtpu_engine_op_run() never sleeps, allocates, or fails: everything that
  * can fail was checked by the validator. @scratch is a per-worker buffer
@@ -32,9 +35,10 @@
  * Floating point: every engine object but validate.c is compiled with SSE2
  * at least, the SIMD objects with AVX2+FMA or AVX-512F, so in the kernel
  * only validate.c's and iterate.c's functions (validate, validate_iters,
- * operand, next, simd_name) and vtpu_engine_scratch_size() may be called
- * outside an FPU section. The caller picks a level once
- * (from what the CPU has) and passes it to vtpu_engine_op_prepare().
+ * operand, spans, next, simd_name), vtpu_engine_scratch_size() and the
+ * inline group helpers (group_tile, group_clear) may be called outside an
+ * FPU section. The caller picks a level once (from what the CPU has) and
+ * passes it to vtpu_engine_op_prepare().
  */
 #ifndef VTPU_ENGINE_H
 #define VTPU_ENGINE_H
@@ -320,6 +324,125 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
  */
 void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 			void *scratch);
+
+/*
+ * Commands that do not depend on each other run together. A command that
+ * reads nothing an earlier command of its group writes, and writes
+ * nothing such a command reads or writes, gives the same results whether
+ * it runs after them or beside them. An executor collects a run of such
+ * commands (vtpu_engine_group_add()) and shares out all their tiles at
+ * once, waiting once at the end of the group where it would wait after
+ * each command: the workers that finish one command's tiles go on to the
+ * next command's instead of idling (a dense layer's weight gradient, its
+ * bias gradient and the gradient of its input all read dz and write three
+ * different tensors). Each op keeps its own tiles and steps; the group
+ * numbers the tiles op after op, in command order.
+ */
+#define VTPU_ENGINE_GROUP_MAX 4
+#define VTPU_ENGINE_SPANS_MAX 8	/* operands of one command, at most */
+
+/**
+ * struct vtpu_engine_span - the bytes one operand of a command covers
+ * @lo: first byte
+ * @hi: one past the last
+ * @write: the command writes them (else it only reads them)
+ */
+struct vtpu_engine_span {
+	const u8 *lo;
+	const u8 *hi;
+	bool write;
+};
+
+/**
+ * vtpu_engine_spans() - what a validated command reads and writes
+ * @cmd: the command
+ * @bufs: the job's buffers (the spans are addresses, so that two handles
+ *	of one buffer are one memory)
+ * @spans: out, VTPU_ENGINE_SPANS_MAX of them at most
+ *
+ * Return: how many operands the command has (more than
+ * VTPU_ENGINE_SPANS_MAX: only that many were filled in).
+ */
+u32 vtpu_engine_spans(const struct vtpu_cmd_hdr *cmd,
+		      const struct vtpu_engine_buf *bufs,
+		      struct vtpu_engine_span *spans);
+
+/**
+ * struct vtpu_engine_group - independent ops that run as one
+ * @nops: ops in the group, op[0..nops-1]; op[nops] is the candidate
+ * @ntiles: all their tiles (vtpu_engine_group_tile() maps one to its op)
+ * @flops: all their flops
+ * @first: op i's tiles are the group's first[i]..first[i + 1] - 1
+ * @nspans: operands of each op
+ * @spans: what each op reads and writes
+ * @op: the ops
+ */
+struct vtpu_engine_group {
+	u32 nops;
+	u32 ntiles;
+	u64 flops;
+	u32 first[VTPU_ENGINE_GROUP_MAX + 1];
+	u32 nspans[VTPU_ENGINE_GROUP_MAX + 1];
+	struct vtpu_engine_span spans[VTPU_ENGINE_GROUP_MAX + 1]
+				     [VTPU_ENGINE_SPANS_MAX];
+	struct vtpu_engine_op op[VTPU_ENGINE_GROUP_MAX + 1];
+};
+
+/**
+ * vtpu_engine_group_clear() - empty a group (a zeroed one is empty too)
+ * @grp: the group
+ */
+static inline void vtpu_engine_group_clear(struct vtpu_engine_group *grp)
+{
+	grp->nops = 0;
+	grp->ntiles = 0;
+	grp->flops = 0;
+}
+
+/**
+ * vtpu_engine_group_add() - prepare the next command, and join it to the
+ *	group if it can run beside the group's ops
+ * @grp: the group (zeroed, or after vtpu_engine_group_restart())
+ * @cmd, @bufs, @simd, @workers: as for vtpu_engine_op_prepare()
+ * @max_ops: the most ops a group may hold (1: every command alone)
+ *
+ * Return: true if the command joined. False if the group must run first:
+ * run its nops ops, then vtpu_engine_group_restart() makes the command,
+ * prepared as the candidate, the first op of the next group.
+ */
+bool vtpu_engine_group_add(struct vtpu_engine_group *grp,
+			   const struct vtpu_cmd_hdr *cmd,
+			   const struct vtpu_engine_buf *bufs, u32 simd,
+			   u32 workers, u32 max_ops);
+
+/**
+ * vtpu_engine_group_restart() - after the group ran, make its candidate
+ *	the only op of a new group
+ * @grp: a group whose vtpu_engine_group_add() returned false
+ *
+ * It copies an op: in the kernel, call it in an FPU section, as
+ * vtpu_engine_group_add().
+ */
+void vtpu_engine_group_restart(struct vtpu_engine_group *grp);
+
+/**
+ * vtpu_engine_group_tile() - which op a tile of the group belongs to
+ * @grp: the group
+ * @t: 0..grp->ntiles - 1
+ * @tile: out, the tile's number within its op
+ *
+ * Return: the op, for vtpu_engine_op_run(op, *tile, step, scratch).
+ */
+static inline const struct vtpu_engine_op *
+vtpu_engine_group_tile(const struct vtpu_engine_group *grp, u32 t, u32 *tile)
+{
+	u32 i = 0;
+
+	while (i + 1 < grp->nops && t >= grp->first[i + 1])
+		i++;
+	*tile = t - grp->first[i];
+	return &grp->op[i];
+}
 
 /*
  * The engine computes with denormal numbers flushed to zero, as TPUs and

@@ -29,8 +29,10 @@ $(BIN)/test_%: $(SRCTOP)/selftests/vtpu/test_%.c $(SELFTEST_DEPS)
 	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
-# vtpu_device reads the sysfs counters with vtpu_gen.h's helper.
-$(BIN)/selftests/vtpu_device: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
+# vtpu_device reads the sysfs counters with vtpu_gen.h's helper; test_engine
+# checks what commands read and write on its random streams.
+$(BIN)/selftests/vtpu_device $(BIN)/test_engine: \
+	$(SRCTOP)/selftests/vtpu/vtpu_gen.h
 # Both run vtpu_denormals.h's check: on the cpu backend, on the device.
 $(BIN)/test_ops $(BIN)/selftests/vtpu_submit: \
 	$(SRCTOP)/selftests/vtpu/vtpu_denormals.h

@@ -19,6 +19,7 @@
 #include "kselftest_harness.h"
 #include "vtpu.h"
 #include "vtpu_engine.h"
+#include "vtpu_gen.h"
 
 #define EPS 5.96e-8 /* 2^-24 */
 
@@ -1468,6 +1469,332 @@ TEST(calls_bounded)
 	EXPECT_EQ(20, cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
+}
+
+/* ---- commands that run together (vtpu_engine_group_add()) --------------- */
+
+/* Every operand vtpu_engine_operand() knows is one of the command's spans. */
+TEST(spans_cover_every_operand)
+{
+	static uint8_t mem[64];
+	struct vtpu_engine_buf bufs[1] = { { mem, sizeof(mem) } };
+	struct vtpu_engine_span spans[VTPU_ENGINE_SPANS_MAX];
+	uint64_t cmd[64];
+	uint32_t op, id, have, n, bad = 0;
+
+	for (op = 0; op < VTPU_OP_COUNT; op++) {
+		struct vtpu_cmd_hdr *h = (void *)cmd;
+		const struct vtpu_operand *o;
+		uint64_t bytes;
+
+		memset(cmd, 0, sizeof(cmd));
+		h->opcode = op;
+		h->size = vtpu_engine_cmd_size(op);
+		ASSERT_GE(sizeof(cmd), h->size);
+		for (id = 0, have = 0; id < 32; id++)
+			have += !vtpu_engine_operand(h, id, &o, &bytes);
+		n = vtpu_engine_spans(h, bufs, spans);
+		if (n != have || n > VTPU_ENGINE_SPANS_MAX) {
+			TH_LOG("opcode %u: %u operands, %u spans", op, have, n);
+			bad++;
+		}
+	}
+	EXPECT_EQ(0, bad);
+}
+
+/* Is @p in one of the spans (the written ones only, with @write)? */
+static int in_spans(const struct vtpu_engine_span *sp, uint32_t n,
+		    const uint8_t *p, int write)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if ((!write || sp[i].write) && p >= sp[i].lo && p < sp[i].hi)
+			return 1;
+	return 0;
+}
+
+/* One command alone, every tile and step in order, on one worker. */
+static void run_alone(const struct vtpu_cmd_hdr *cmd,
+		      const struct vtpu_engine_buf *bufs, int simd,
+		      void *scratch)
+{
+	struct vtpu_engine_op op;
+	uint32_t tile, step;
+
+	vtpu_engine_op_prepare(&op, cmd, bufs, (uint32_t)simd, 1);
+	for (tile = 0; tile < op.ntiles; tile++)
+		for (step = 0; step < op.nsteps; step++)
+			vtpu_engine_op_run(&op, tile, step, scratch);
+}
+
+/*
+ * What vtpu_engine_spans() says a command writes is all it writes, and
+ * what it says the command touches is all it reads: random valid streams
+ * (vtpu_gen.h: every opcode it knows), each command run alone, then again
+ * with every byte outside its spans changed. A write outside the write
+ * spans, or a result that changes, is an operand validate.c's table has
+ * wrong: grouped beside another command, this one would race with it.
+ */
+TEST(spans_hold_every_write)
+{
+	enum { NB = 3, SIZE = 32768, STREAMS = 300 };
+	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_engine_span sp[VTPU_ENGINE_SPANS_MAX];
+	struct vtpu_engine_buf bufs[NB];
+	const struct vtpu_cmd_hdr *cmd;
+	uint8_t *before[NB], *after[NB], *m;
+	uint32_t i, b, n, pos, cmds = 0, fp;
+	uint64_t j, wild = 0, leaky = 0;
+	struct vtpu_bo bos[NB];
+	struct vtpu_cmdbuf cb;
+	struct gen_rng rng;
+	struct gen_ctx g;
+	void *scratch;
+	int simd;
+
+	ASSERT_NE(NULL, cpu);
+	simd = vtpu_cpu_simd(cpu);
+	scratch = aligned_alloc(64, vtpu_engine_scratch_size());
+	ASSERT_NE(NULL, scratch);
+	memset(scratch, 0, vtpu_engine_scratch_size());
+	vtpu_cmdbuf_init(&cb);
+	gen_seed(&rng, 42);
+	for (b = 0; b < NB; b++) {
+		ASSERT_EQ(0, vtpu_cpu_bo_create(SIZE, &bos[b]));
+		before[b] = malloc(SIZE);
+		after[b] = malloc(SIZE);
+		ASSERT_NE(NULL, before[b]);
+		ASSERT_NE(NULL, after[b]);
+		bufs[b] = (struct vtpu_engine_buf){ bos[b].map, SIZE };
+	}
+	fp = vtpu_engine_fp_enter();
+	for (i = 0; i < STREAMS; i++) {
+		gen_start(&g, &rng, &cb, bos, NB);
+		gen_stream(&g, 4);
+		ASSERT_EQ(0, cb.error);
+		for (pos = 0; (cmd = vtpu_engine_next(cb.data, cb.size, &pos));
+		     cmds++) {
+			n = vtpu_engine_spans(cmd, bufs, sp);
+			ASSERT_GE(VTPU_ENGINE_SPANS_MAX, n);
+			for (b = 0; b < NB; b++)
+				memcpy(before[b], bos[b].map, SIZE);
+			run_alone(cmd, bufs, simd, scratch);
+			for (b = 0; b < NB; b++) {
+				m = bos[b].map;
+				memcpy(after[b], m, SIZE);
+				for (j = 0; j < SIZE; j++)
+					if (m[j] != before[b][j] &&
+					    !in_spans(sp, n, m + j, 1) &&
+					    wild++ < 3)
+						TH_LOG("opcode %u wrote byte %llu of buffer %u",
+						       cmd->opcode,
+						       (unsigned long long)j, b);
+			}
+			/* the same inputs, and garbage everywhere else */
+			for (b = 0; b < NB; b++) {
+				m = bos[b].map;
+				for (j = 0; j < SIZE; j++)
+					m[j] = in_spans(sp, n, m + j, 0) ?
+						       before[b][j] :
+						       (uint8_t)gen_next(&rng);
+			}
+			run_alone(cmd, bufs, simd, scratch);
+			for (b = 0; b < NB; b++) {
+				m = bos[b].map;
+				for (j = 0; j < SIZE; j++)
+					if (in_spans(sp, n, m + j, 1) &&
+					    m[j] != after[b][j] && leaky++ < 3)
+						TH_LOG("opcode %u read outside its spans",
+						       cmd->opcode);
+				memcpy(m, after[b], SIZE);
+			}
+		}
+	}
+	vtpu_engine_fp_leave(fp);
+	TH_LOG("%u commands of %u random streams: %llu bytes written "
+	       "outside the write spans, %llu results that read outside the spans",
+	       cmds, STREAMS, (unsigned long long)wild,
+	       (unsigned long long)leaky);
+	EXPECT_EQ(0, wild);
+	EXPECT_EQ(0, leaky);
+	for (b = 0; b < NB; b++) {
+		free(before[b]);
+		free(after[b]);
+		vtpu_cpu_bo_destroy(&bos[b]);
+	}
+	vtpu_cmdbuf_fini(&cb);
+	free(scratch);
+	vtpu_cpu_destroy(cpu);
+}
+
+/* Would the command join @grp? (It is prepared as the candidate.) */
+static int joins(struct vtpu_engine_group *grp, const void *cmd,
+		 const struct vtpu_engine_buf *bufs, uint32_t max_ops)
+{
+	if (vtpu_engine_group_add(grp, cmd, bufs, VTPU_SIMD_SCALAR, 2, max_ops))
+		return 1;
+	vtpu_engine_group_restart(grp);
+	return 0;
+}
+
+/*
+ * Which commands group: readers of one tensor do; a reader of what the
+ * group writes (RAW), a writer of what it reads (WAR) or writes (WAW)
+ * does not, also through a second handle of the same buffer; a group
+ * holds VTPU_ENGINE_GROUP_MAX ops, and max_ops 1 keeps every one alone.
+ */
+TEST(group_decisions)
+{
+	static float mem[2][4096];
+	/* buffer 2 is buffer 0 again, as two handles of one BO would be */
+	struct vtpu_engine_buf bufs[3] = { { mem[0], sizeof(mem[0]) },
+					   { mem[1], sizeof(mem[1]) },
+					   { mem[0], sizeof(mem[0]) } };
+	struct vtpu_engine_group *grp = calloc(1, sizeof(*grp));
+	struct vtpu_cmd_gemm g1 = {
+		.hdr = { VTPU_OP_GEMM, sizeof(g1) }, .m = 8, .n = 8, .k = 8,
+		.lda = 8, .ldb = 8, .ldc = 8, .dtype = VTPU_DTYPE_F32,
+		.alpha = f2u(1.0f),
+		.a = { 0, 0, 0 }, .b = { 0, 0, 256 }, .c = { 1, 0, 0 },
+	};
+	struct vtpu_cmd_gemm g2 = g1;
+	struct vtpu_cmd_reduce red = {
+		.hdr = { VTPU_OP_REDUCE, sizeof(red) }, .op = VTPU_REDUCE_COLS,
+		.m = 8, .n = 8, .ldx = 8, .alpha = f2u(1.0f),
+		.x = { 0, 0, 0 }, .y = { 1, 0, 1024 },
+	};
+	struct vtpu_cmd_elementwise ew = {
+		.hdr = { VTPU_OP_ELEMENTWISE, sizeof(ew) }, .op = VTPU_EW_RELU,
+		.count = 64, .x = { 1, 0, 0 }, .z = { 1, 0, 2048 },
+	};
+	struct vtpu_cmd_fill fill = {
+		.hdr = { VTPU_OP_FILL, sizeof(fill) }, .count = 16,
+		.dst = { 0, 0, 0 },
+	};
+	int i;
+
+	ASSERT_NE(NULL, grp);
+	g2.c.offset = 512;
+	/* two GEMMs and a column sum, all reading A: one group */
+	EXPECT_EQ(1, joins(grp, &g1, bufs, 4));
+	EXPECT_EQ(1, joins(grp, &red, bufs, 4));
+	EXPECT_EQ(1, joins(grp, &g2, bufs, 4));
+	EXPECT_EQ(3, grp->nops);
+	EXPECT_EQ(grp->op[0].ntiles + grp->op[1].ntiles + grp->op[2].ntiles,
+		  grp->ntiles);
+	/* reads g1's C (RAW): the group runs first, and it starts the next */
+	EXPECT_EQ(0, joins(grp, &ew, bufs, 4));
+	EXPECT_EQ(1, grp->nops);
+	EXPECT_EQ(VTPU_OP_ELEMENTWISE, grp->op[0].opcode);
+	/* writes A, which g1 reads (WAR) */
+	vtpu_engine_group_clear(grp);
+	EXPECT_EQ(1, joins(grp, &g1, bufs, 4));
+	EXPECT_EQ(0, joins(grp, &fill, bufs, 4));
+	/* the same, through buffer 2, the same memory as buffer 0 */
+	vtpu_engine_group_clear(grp);
+	fill.dst.buf = 2;
+	EXPECT_EQ(1, joins(grp, &g1, bufs, 4));
+	EXPECT_EQ(0, joins(grp, &fill, bufs, 4));
+	/* writes what the group writes (WAW) */
+	EXPECT_EQ(0, joins(grp, &fill, bufs, 4));
+	/* disjoint fills: a group holds VTPU_ENGINE_GROUP_MAX */
+	vtpu_engine_group_clear(grp);
+	for (i = 0; i <= VTPU_ENGINE_GROUP_MAX; i++) {
+		fill.dst = (struct vtpu_operand){ 1, 0, 64u * i };
+		EXPECT_EQ(i < VTPU_ENGINE_GROUP_MAX, joins(grp, &fill, bufs, 4));
+	}
+	/* max_ops 1: alone */
+	vtpu_engine_group_clear(grp);
+	fill.dst.offset = 0;
+	EXPECT_EQ(1, joins(grp, &fill, bufs, 1));
+	fill.dst.offset = 64;
+	EXPECT_EQ(0, joins(grp, &fill, bufs, 1));
+	free(grp);
+}
+
+/*
+ * Grouped, a stream computes the bits it computes one command at a time:
+ * random valid streams (vtpu_gen.h; outputs are fresh regions, inputs
+ * fresh or an earlier command's output, so some commands depend on
+ * others and some do not), every other one repeated twice, on three
+ * threads, grouped and with
+ * VTPU_GROUP_MAX=1. A command grouped beside one it depends on would read
+ * or clobber a tensor while the other writes it.
+ */
+TEST(groups_keep_bits)
+{
+	enum { NB = 4, SIZE = 32768, STREAMS = 400 };
+	struct vtpu_cpu *grouped, *alone;
+	struct vtpu_engine_group *grp = calloc(1, sizeof(*grp));
+	struct vtpu_engine_buf bufs[NB];
+	const struct vtpu_cmd_hdr *cmd;
+	uint8_t *init[NB], *want[NB];
+	uint32_t i, b, pos, cmds = 0, joined = 0, differ = 0;
+	struct vtpu_job job;
+	struct vtpu_bo bos[NB];
+	struct vtpu_cmdbuf cb;
+	struct gen_rng rng;
+	struct gen_ctx g;
+
+	ASSERT_NE(NULL, grp);
+	grouped = vtpu_cpu_create(3, -1, VTPU_CPU_GEMM_ENGINE);
+	setenv("VTPU_GROUP_MAX", "1", 1);
+	alone = vtpu_cpu_create(3, -1, VTPU_CPU_GEMM_ENGINE);
+	unsetenv("VTPU_GROUP_MAX");
+	ASSERT_NE(NULL, grouped);
+	ASSERT_NE(NULL, alone);
+	vtpu_cmdbuf_init(&cb);
+	gen_seed(&rng, 7);
+	for (b = 0; b < NB; b++) {
+		ASSERT_EQ(0, vtpu_cpu_bo_create(SIZE, &bos[b]));
+		init[b] = malloc(SIZE);
+		want[b] = malloc(SIZE);
+		ASSERT_NE(NULL, init[b]);
+		ASSERT_NE(NULL, want[b]);
+		bufs[b] = (struct vtpu_engine_buf){ bos[b].map, SIZE };
+	}
+	for (i = 0; i < STREAMS; i++) {
+		gen_start(&g, &rng, &cb, bos, NB);
+		gen_stream(&g, 8);
+		ASSERT_EQ(0, cb.error);
+		/* how many commands join a group (the executors' decisions) */
+		vtpu_engine_group_clear(grp);
+		for (pos = 0; (cmd = vtpu_engine_next(cb.data, cb.size, &pos));
+		     cmds++)
+			if (joins(grp, cmd, bufs, VTPU_ENGINE_GROUP_MAX) &&
+			    grp->nops > 1)
+				joined++;
+		for (b = 0; b < NB; b++)
+			memcpy(init[b], bos[b].map, SIZE);
+		/* every other stream twice (a group per iteration) */
+		memset(&job, 0, sizeof(job));
+		job.repeat = 1 + i % 2;
+		ASSERT_EQ(0, vtpu_cpu_run(alone, &cb, &job));
+		for (b = 0; b < NB; b++) {
+			memcpy(want[b], bos[b].map, SIZE);
+			memcpy(bos[b].map, init[b], SIZE);
+		}
+		memset(&job, 0, sizeof(job));
+		job.repeat = 1 + i % 2;
+		ASSERT_EQ(0, vtpu_cpu_run(grouped, &cb, &job));
+		for (b = 0; b < NB; b++)
+			if (memcmp(want[b], bos[b].map, SIZE) && differ++ < 3)
+				TH_LOG("stream %u: buffer %u differs", i, b);
+	}
+	TH_LOG("%u streams, %u commands, %u of them joined a group: "
+	       "%u streams differ", STREAMS, cmds, joined, differ);
+	EXPECT_LT(cmds / 10, joined);
+	EXPECT_EQ(0, differ);
+	for (b = 0; b < NB; b++) {
+		free(init[b]);
+		free(want[b]);
+		vtpu_cpu_bo_destroy(&bos[b]);
+	}
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cpu_destroy(grouped);
+	vtpu_cpu_destroy(alone);
+	free(grp);
 }
 
 TEST_HARNESS_MAIN
