@@ -1529,6 +1529,49 @@ static void run_alone(const struct vtpu_cmd_hdr *cmd,
 }
 
 /*
+ * @nb cpu buffers of @size bytes for random streams, their engine views
+ * (@bufs), and two spare copies of each (@x, @y).
+ */
+struct rand_bufs {
+	uint32_t nb;
+	size_t size;
+	struct vtpu_bo bos[GEN_MAXBUF];
+	struct vtpu_engine_buf bufs[GEN_MAXBUF];
+	uint8_t *x[GEN_MAXBUF], *y[GEN_MAXBUF];
+};
+
+static int rand_bufs_init(struct rand_bufs *r, uint32_t nb, size_t size)
+{
+	uint32_t b;
+
+	memset(r, 0, sizeof(*r));
+	r->nb = nb;
+	r->size = size;
+	for (b = 0; b < nb; b++) {
+		if (vtpu_cpu_bo_create(size, &r->bos[b]))
+			return -1;
+		r->x[b] = malloc(size);
+		r->y[b] = malloc(size);
+		if (!r->x[b] || !r->y[b])
+			return -1;
+		r->bufs[b] = (struct vtpu_engine_buf){ r->bos[b].map, size };
+	}
+	return 0;
+}
+
+static void rand_bufs_fini(struct rand_bufs *r)
+{
+	uint32_t b;
+
+	for (b = 0; b < r->nb; b++) {
+		free(r->x[b]);
+		free(r->y[b]);
+		if (r->bos[b].map)
+			vtpu_cpu_bo_destroy(&r->bos[b]);
+	}
+}
+
+/*
  * What vtpu_engine_spans() says a command writes is all it writes, and
  * what it says the command touches is all it reads: random valid streams
  * (vtpu_gen.h: every opcode it knows), each command run alone, then again
@@ -1541,13 +1584,12 @@ TEST(spans_hold_every_write)
 	enum { NB = 3, SIZE = 32768, STREAMS = 300 };
 	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
 	struct vtpu_engine_span sp[VTPU_ENGINE_SPANS_MAX];
-	struct vtpu_engine_buf bufs[NB];
 	const struct vtpu_cmd_hdr *cmd;
-	uint8_t *before[NB], *after[NB], *m;
 	uint32_t i, b, n, pos, cmds = 0, fp;
 	uint64_t j, wild = 0, leaky = 0;
-	struct vtpu_bo bos[NB];
+	uint8_t **before, **after, *m;
 	struct vtpu_cmdbuf cb;
+	struct rand_bufs r;
 	struct gen_rng rng;
 	struct gen_ctx g;
 	void *scratch;
@@ -1558,30 +1600,25 @@ TEST(spans_hold_every_write)
 	scratch = aligned_alloc(64, vtpu_engine_scratch_size());
 	ASSERT_NE(NULL, scratch);
 	memset(scratch, 0, vtpu_engine_scratch_size());
+	ASSERT_EQ(0, rand_bufs_init(&r, NB, SIZE));
+	before = r.x;
+	after = r.y;
 	vtpu_cmdbuf_init(&cb);
 	gen_seed(&rng, 42);
-	for (b = 0; b < NB; b++) {
-		ASSERT_EQ(0, vtpu_cpu_bo_create(SIZE, &bos[b]));
-		before[b] = malloc(SIZE);
-		after[b] = malloc(SIZE);
-		ASSERT_NE(NULL, before[b]);
-		ASSERT_NE(NULL, after[b]);
-		bufs[b] = (struct vtpu_engine_buf){ bos[b].map, SIZE };
-	}
 	fp = vtpu_engine_fp_enter();
 	for (i = 0; i < STREAMS; i++) {
-		gen_start(&g, &rng, &cb, bos, NB);
+		gen_start(&g, &rng, &cb, r.bos, NB);
 		gen_stream(&g, 4);
 		ASSERT_EQ(0, cb.error);
 		for (pos = 0; (cmd = vtpu_engine_next(cb.data, cb.size, &pos));
 		     cmds++) {
-			n = vtpu_engine_spans(cmd, bufs, sp);
+			n = vtpu_engine_spans(cmd, r.bufs, sp);
 			ASSERT_GE(VTPU_ENGINE_SPANS_MAX, n);
 			for (b = 0; b < NB; b++)
-				memcpy(before[b], bos[b].map, SIZE);
-			run_alone(cmd, bufs, simd, scratch);
+				memcpy(before[b], r.bos[b].map, SIZE);
+			run_alone(cmd, r.bufs, simd, scratch);
 			for (b = 0; b < NB; b++) {
-				m = bos[b].map;
+				m = r.bos[b].map;
 				memcpy(after[b], m, SIZE);
 				for (j = 0; j < SIZE; j++)
 					if (m[j] != before[b][j] &&
@@ -1593,15 +1630,15 @@ TEST(spans_hold_every_write)
 			}
 			/* the same inputs, and garbage everywhere else */
 			for (b = 0; b < NB; b++) {
-				m = bos[b].map;
+				m = r.bos[b].map;
 				for (j = 0; j < SIZE; j++)
 					m[j] = in_spans(sp, n, m + j, 0) ?
 						       before[b][j] :
 						       (uint8_t)gen_next(&rng);
 			}
-			run_alone(cmd, bufs, simd, scratch);
+			run_alone(cmd, r.bufs, simd, scratch);
 			for (b = 0; b < NB; b++) {
-				m = bos[b].map;
+				m = r.bos[b].map;
 				for (j = 0; j < SIZE; j++)
 					if (in_spans(sp, n, m + j, 1) &&
 					    m[j] != after[b][j] && leaky++ < 3)
@@ -1618,11 +1655,7 @@ TEST(spans_hold_every_write)
 	       (unsigned long long)leaky);
 	EXPECT_EQ(0, wild);
 	EXPECT_EQ(0, leaky);
-	for (b = 0; b < NB; b++) {
-		free(before[b]);
-		free(after[b]);
-		vtpu_cpu_bo_destroy(&bos[b]);
-	}
+	rand_bufs_fini(&r);
 	vtpu_cmdbuf_fini(&cb);
 	free(scratch);
 	vtpu_cpu_destroy(cpu);
@@ -1725,15 +1758,14 @@ TEST(group_decisions)
 TEST(groups_keep_bits)
 {
 	enum { NB = 4, SIZE = 32768, STREAMS = 400 };
-	struct vtpu_cpu *grouped, *alone;
 	struct vtpu_engine_group *grp = calloc(1, sizeof(*grp));
-	struct vtpu_engine_buf bufs[NB];
-	const struct vtpu_cmd_hdr *cmd;
-	uint8_t *init[NB], *want[NB];
 	uint32_t i, b, pos, cmds = 0, joined = 0, differ = 0;
-	struct vtpu_job job;
-	struct vtpu_bo bos[NB];
+	struct vtpu_cpu *grouped, *alone;
+	const struct vtpu_cmd_hdr *cmd;
+	uint8_t **init, **want;
 	struct vtpu_cmdbuf cb;
+	struct rand_bufs r;
+	struct vtpu_job job;
 	struct gen_rng rng;
 	struct gen_ctx g;
 
@@ -1744,53 +1776,44 @@ TEST(groups_keep_bits)
 	unsetenv("VTPU_GROUP_MAX");
 	ASSERT_NE(NULL, grouped);
 	ASSERT_NE(NULL, alone);
+	ASSERT_EQ(0, rand_bufs_init(&r, NB, SIZE));
+	init = r.x;
+	want = r.y;
 	vtpu_cmdbuf_init(&cb);
 	gen_seed(&rng, 7);
-	for (b = 0; b < NB; b++) {
-		ASSERT_EQ(0, vtpu_cpu_bo_create(SIZE, &bos[b]));
-		init[b] = malloc(SIZE);
-		want[b] = malloc(SIZE);
-		ASSERT_NE(NULL, init[b]);
-		ASSERT_NE(NULL, want[b]);
-		bufs[b] = (struct vtpu_engine_buf){ bos[b].map, SIZE };
-	}
 	for (i = 0; i < STREAMS; i++) {
-		gen_start(&g, &rng, &cb, bos, NB);
+		gen_start(&g, &rng, &cb, r.bos, NB);
 		gen_stream(&g, 8);
 		ASSERT_EQ(0, cb.error);
 		/* how many commands join a group (the executors' decisions) */
 		vtpu_engine_group_clear(grp);
 		for (pos = 0; (cmd = vtpu_engine_next(cb.data, cb.size, &pos));
 		     cmds++)
-			if (joins(grp, cmd, bufs, VTPU_ENGINE_GROUP_MAX) &&
+			if (joins(grp, cmd, r.bufs, VTPU_ENGINE_GROUP_MAX) &&
 			    grp->nops > 1)
 				joined++;
 		for (b = 0; b < NB; b++)
-			memcpy(init[b], bos[b].map, SIZE);
+			memcpy(init[b], r.bos[b].map, SIZE);
 		/* every other stream twice (a group per iteration) */
 		memset(&job, 0, sizeof(job));
 		job.repeat = 1 + i % 2;
 		ASSERT_EQ(0, vtpu_cpu_run(alone, &cb, &job));
 		for (b = 0; b < NB; b++) {
-			memcpy(want[b], bos[b].map, SIZE);
-			memcpy(bos[b].map, init[b], SIZE);
+			memcpy(want[b], r.bos[b].map, SIZE);
+			memcpy(r.bos[b].map, init[b], SIZE);
 		}
 		memset(&job, 0, sizeof(job));
 		job.repeat = 1 + i % 2;
 		ASSERT_EQ(0, vtpu_cpu_run(grouped, &cb, &job));
 		for (b = 0; b < NB; b++)
-			if (memcmp(want[b], bos[b].map, SIZE) && differ++ < 3)
+			if (memcmp(want[b], r.bos[b].map, SIZE) && differ++ < 3)
 				TH_LOG("stream %u: buffer %u differs", i, b);
 	}
 	TH_LOG("%u streams, %u commands, %u of them joined a group: "
 	       "%u streams differ", STREAMS, cmds, joined, differ);
 	EXPECT_LT(cmds / 10, joined);
 	EXPECT_EQ(0, differ);
-	for (b = 0; b < NB; b++) {
-		free(init[b]);
-		free(want[b]);
-		vtpu_cpu_bo_destroy(&bos[b]);
-	}
+	rand_bufs_fini(&r);
 	vtpu_cmdbuf_fini(&cb);
 	vtpu_cpu_destroy(grouped);
 	vtpu_cpu_destroy(alone);
