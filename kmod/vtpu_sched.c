@@ -8,10 +8,10 @@
  * in order, a group at a time: a run of commands that do not depend on
  * each other (vtpu_engine_group_add()) runs as one, its tiles shared
  * between the worker threads and the dispatcher itself, one tile at a
- * time, and the next group starts when all of them are done. A tile's steps run
- * in order, each inside its own short kernel_fpu_begin()/end() section, and
- * between steps a worker may be preempted and checks whether the job was
- * cancelled or overran its job_timeout_ms.
+ * time, and the next group starts when all of them are done. A tile's
+ * steps run in order, each inside its own short kernel_fpu_begin()/end()
+ * section, and between steps a worker may be preempted and checks whether
+ * the job was cancelled or overran its job_timeout_ms.
  */
 #include <linux/delay.h>
 #include <linux/kthread.h>

@@ -439,7 +439,7 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	int best = cpu_best_simd();
 	size_t scratch = vtpu_engine_scratch_size();
 	struct vtpu_cpu *cpu;
-	const char *prof;
+	const char *prof, *gmax;
 	int i, err;
 
 	if (threads < 0 || simd < -1 || simd > VTPU_SIMD_AVX512 ||
@@ -473,18 +473,18 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	 * the caller. VTPU_GROUP_MAX=1 runs every command alone.
 	 */
 	cpu->group_max = VTPU_ENGINE_GROUP_MAX;
-	prof = getenv("VTPU_GROUP_MAX");
-	if (prof && atoi(prof) >= 1 && atoi(prof) < VTPU_ENGINE_GROUP_MAX)
-		cpu->group_max = (u32)atoi(prof);
+	gmax = getenv("VTPU_GROUP_MAX");
+	if (gmax && atoi(gmax) >= 1 && atoi(gmax) < VTPU_ENGINE_GROUP_MAX)
+		cpu->group_max = (u32)atoi(gmax);
 	if (cpu->profile || gemm == VTPU_CPU_GEMM_OPENBLAS)
 		cpu->group_max = 1;
 	pthread_mutex_init(&cpu->lock, NULL);
+	pthread_cond_init(&cpu->wake, NULL);
+	pthread_cond_init(&cpu->idle, NULL);
 
 	cpu->group = calloc(1, sizeof(*cpu->group));
 	if (!cpu->group)
 		goto err_destroy;
-	pthread_cond_init(&cpu->wake, NULL);
-	pthread_cond_init(&cpu->idle, NULL);
 
 	cpu->scratch = calloc((size_t)threads, sizeof(*cpu->scratch));
 	if (!cpu->scratch)
