@@ -1750,16 +1750,18 @@ TEST(group_decisions)
  * Grouped, a stream computes the bits it computes one command at a time:
  * random valid streams (vtpu_gen.h; outputs are fresh regions, inputs
  * fresh or an earlier command's output, so some commands depend on
- * others and some do not), every other one repeated twice, on three
- * threads, grouped and with
- * VTPU_GROUP_MAX=1. A command grouped beside one it depends on would read
- * or clobber a tensor while the other writes it.
+ * others and some do not), every other one repeated twice with random
+ * per-iteration strides (the second iteration sees every buffer shifted),
+ * on three threads, grouped and with VTPU_GROUP_MAX=1. A command grouped
+ * beside one it depends on would read or clobber a tensor while the other
+ * writes it.
  */
 TEST(groups_keep_bits)
 {
 	enum { NB = 4, SIZE = 32768, STREAMS = 400 };
 	struct vtpu_engine_group *grp = calloc(1, sizeof(*grp));
-	uint32_t i, b, pos, cmds = 0, joined = 0, differ = 0;
+	uint32_t i, b, pos, cmds = 0, joined = 0, differ = 0, strided = 0;
+	uint64_t strides[NB];
 	struct vtpu_cpu *grouped, *alone;
 	const struct vtpu_cmd_hdr *cmd;
 	uint8_t **init, **want;
@@ -1794,9 +1796,19 @@ TEST(groups_keep_bits)
 				joined++;
 		for (b = 0; b < NB; b++)
 			memcpy(init[b], r.bos[b].map, SIZE);
-		/* every other stream twice (a group per iteration) */
+		/*
+		 * every other stream twice (a group per iteration), each
+		 * buffer's view moved by a stride that keeps what the stream
+		 * uses of it inside it
+		 */
+		for (b = 0; b < NB; b++) {
+			strides[b] = 64 * gen_below(&rng, (uint32_t)((SIZE -
+						  g.used[b]) / 64 + 1));
+			strided += i % 2 && strides[b];
+		}
 		memset(&job, 0, sizeof(job));
 		job.repeat = 1 + i % 2;
+		job.strides = strides;
 		ASSERT_EQ(0, vtpu_cpu_run(alone, &cb, &job));
 		for (b = 0; b < NB; b++) {
 			memcpy(want[b], r.bos[b].map, SIZE);
@@ -1804,14 +1816,17 @@ TEST(groups_keep_bits)
 		}
 		memset(&job, 0, sizeof(job));
 		job.repeat = 1 + i % 2;
+		job.strides = strides;
 		ASSERT_EQ(0, vtpu_cpu_run(grouped, &cb, &job));
 		for (b = 0; b < NB; b++)
 			if (memcmp(want[b], r.bos[b].map, SIZE) && differ++ < 3)
 				TH_LOG("stream %u: buffer %u differs", i, b);
 	}
-	TH_LOG("%u streams, %u commands, %u of them joined a group: "
-	       "%u streams differ", STREAMS, cmds, joined, differ);
+	TH_LOG("%u streams, %u commands, %u of them joined a group, %u "
+	       "buffers moved in a second iteration: %u streams differ",
+	       STREAMS, cmds, joined, strided, differ);
 	EXPECT_LT(cmds / 10, joined);
+	EXPECT_LT(STREAMS / 2, strided);
 	EXPECT_EQ(0, differ);
 	rand_bufs_fini(&r);
 	vtpu_cmdbuf_fini(&cb);
