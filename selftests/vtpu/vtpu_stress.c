@@ -95,7 +95,7 @@ static struct vtpu_dev *dev_open(int index)
 	return vtpu_open(path);
 }
 
-/* VTPU_STRESS_SCALE: 2 doubles the jobs, 0.25 quarters them. */
+/* VTPU_STRESS_HOG: 0 leaves the memory hog out. */
 static int hog_wanted(void)
 {
 	const char *s = getenv("VTPU_STRESS_HOG");
@@ -103,6 +103,7 @@ static int hog_wanted(void)
 	return !s || strcmp(s, "0");
 }
 
+/* VTPU_STRESS_SCALE: 2 doubles the jobs, 0.25 quarters them. */
 static double scale(void)
 {
 	const char *s = getenv("VTPU_STRESS_SCALE");
@@ -320,9 +321,11 @@ static void good_client(int me, int devidx, int njobs)
 		 * (as fit() walks a dataset): what the stream uses of it
 		 * stays inside, and the view starts inside it (even unused)
 		 */
-		for (i = 0; i < s->nb; i++)
-			s->strides[i] = 64 * gen_below(&rng, (uint32_t)((s->cbo[i].size -
-						     g.used[i] - 1) / 64 + 1));
+		for (i = 0; i < s->nb; i++) {
+			uint32_t room = (uint32_t)(s->cbo[i].size - g.used[i] - 1);
+
+			s->strides[i] = 64 * gen_below(&rng, room / 64 + 1);
+		}
 
 		/* the device runs the job while the oracle runs here */
 		memset(&s->job, 0, sizeof(s->job));
