@@ -1803,7 +1803,7 @@ TEST(groups_keep_bits)
 		 * rejects a view starting at the end, even of an unused one)
 		 */
 		for (b = 0; b < NB; b++) {
-			room = (uint32_t)(SIZE - g.used[b] - 1);
+			room = SIZE > g.used[b] ? SIZE - g.used[b] - 1 : 0;
 			strides[b] = 64 * gen_below(&rng, room / 64 + 1);
 			strided += i % 2 && strides[b];
 		}

@@ -322,7 +322,8 @@ static void good_client(int me, int devidx, int njobs)
 		 * stays inside, and the view starts inside it (even unused)
 		 */
 		for (i = 0; i < s->nb; i++) {
-			uint32_t room = (uint32_t)(s->cbo[i].size - g.used[i] - 1);
+			uint64_t size = s->cbo[i].size, used = g.used[i];
+			uint32_t room = size > used ? size - used - 1 : 0;
 
 			s->strides[i] = 64 * gen_below(&rng, room / 64 + 1);
 		}
