@@ -17,11 +17,7 @@
  *
  * VTPU_STRESS_SCALE=X multiplies the job counts (default 1: 9600 jobs,
  * 40-70 s in the guest, where floating point is ~100x slower than on the
- * host; 0.05 for a quick pass, 10 for a soak). VTPU_STRESS_HOG=0 leaves
- * the memory hog out: under User-Mode Linux, where a kernel TLB flush is a
- * host munmap per page, purging the vmalloc space the hog frees again and
- * again kept the only CPU busy for minutes (tools/run-checks runs the
- * suite there to reach the host's SIMD level).
+ * host; 0.05 for a quick pass, 10 for a soak).
  * Runs against the real module (in the VM, "devices=2 mem_cap_mb=256");
  * skips when /dev/vtpu0 is absent.
  */
@@ -93,14 +89,6 @@ static struct vtpu_dev *dev_open(int index)
 
 	snprintf(path, sizeof(path), DEV_FMT, index);
 	return vtpu_open(path);
-}
-
-/* VTPU_STRESS_HOG: 0 leaves the memory hog out. */
-static int hog_wanted(void)
-{
-	const char *s = getenv("VTPU_STRESS_HOG");
-
-	return !s || strcmp(s, "0");
 }
 
 /* VTPU_STRESS_SCALE: 2 doubles the jobs, 0.25 quarters them. */
@@ -815,7 +803,6 @@ TEST_F_TIMEOUT(stress, mixed_clients, 600)
 	long long used0[MAX_DEVS], clients0[MAX_DEVS];
 	struct pstats tot = { 0 };
 	pid_t pids[NPROCS];
-	int nprocs = NPROCS - !hog_wanted();
 	int reports0, reports, i, d, st, njobs;
 	double t0;
 
@@ -836,12 +823,11 @@ TEST_F_TIMEOUT(stress, mixed_clients, 600)
 		clients0[d] = gen_sysfs(d, "clients");
 	}
 	sh->long_ms = calibrate(_metadata);
-	TH_LOG("one 64^3 GEMM: %.2f ms; %d good clients x %d jobs x %d queues, %d chaos clients, %d memory hog, %d device(s)",
-	       sh->long_ms, GOOD_CLIENTS, njobs, QUEUES, CHAOS_CLIENTS,
-	       nprocs - GOOD_CLIENTS - CHAOS_CLIENTS, ndevs);
+	TH_LOG("one 64^3 GEMM: %.2f ms; %d good clients x %d jobs x %d queues, %d chaos clients, 1 memory hog, %d device(s)",
+	       sh->long_ms, GOOD_CLIENTS, njobs, QUEUES, CHAOS_CLIENTS, ndevs);
 
 	t0 = gen_now_ms();
-	for (i = 0; i < nprocs; i++) {
+	for (i = 0; i < NPROCS; i++) {
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
 		if (pids[i] == 0) {
@@ -862,13 +848,13 @@ TEST_F_TIMEOUT(stress, mixed_clients, 600)
 			TH_LOG("good client %d died (status %#x)", i, st);
 	}
 	sh->stop = 1;
-	for (i = GOOD_CLIENTS; i < nprocs; i++) {
+	for (i = GOOD_CLIENTS; i < NPROCS; i++) {
 		ASSERT_EQ(pids[i], waitpid(pids[i], &st, 0));
 		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
 			TH_LOG("process %d died (status %#x)", i, st);
 	}
 
-	for (i = 0; i < nprocs; i++) {
+	for (i = 0; i < NPROCS; i++) {
 		struct pstats *p = &sh->p[i];
 		int k;
 
@@ -895,7 +881,7 @@ TEST_F_TIMEOUT(stress, mixed_clients, 600)
 	       (gen_now_ms() - t0) / 1000, tot.jobs_ok + tot.jobs_bad, tot.cmds,
 	       tot.chained, tot.jobs_ok, tot.jobs_bad);
 	TH_LOG("clients: %d processes, %ld opens; faults injected: %ld closes mid-job, %ld SIGKILLs, %ld forks, %ld garbage streams (%ld accepted), %ld memory-cap fills (%ld ENOSPC retries), %ld watchdog timeouts, %ld cancelled by queue destroy; %ld fences signalled",
-	       nprocs, tot.opens, tot.closes, tot.kills, tot.forks, tot.garbage,
+	       NPROCS, tot.opens, tot.closes, tot.kills, tot.forks, tot.garbage,
 	       tot.garbage_accepted, tot.cap_hits, tot.enospc_retries,
 	       tot.timeouts, tot.cancels, tot.fences);
 	EXPECT_EQ(0, tot.jobs_bad);
