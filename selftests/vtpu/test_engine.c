@@ -1760,7 +1760,7 @@ TEST(groups_keep_bits)
 {
 	enum { NB = 4, SIZE = 32768, STREAMS = 400 };
 	struct vtpu_engine_group *grp = calloc(1, sizeof(*grp));
-	uint32_t i, b, pos, cmds = 0, joined = 0, differ = 0, strided = 0, room;
+	uint32_t i, b, pos, cmds = 0, joined = 0, differ = 0, strided = 0;
 	uint64_t strides[NB];
 	struct vtpu_cpu *grouped, *alone;
 	const struct vtpu_cmd_hdr *cmd;
@@ -1796,15 +1796,9 @@ TEST(groups_keep_bits)
 				joined++;
 		for (b = 0; b < NB; b++)
 			memcpy(init[b], r.bos[b].map, SIZE);
-		/*
-		 * every other stream twice (a group per iteration), each
-		 * buffer's view moved by a stride that keeps what the stream
-		 * uses of it, and the view's start, inside it (the validator
-		 * rejects a view starting at the end, even of an unused one)
-		 */
+		/* every other stream twice (a group per iteration), moved */
 		for (b = 0; b < NB; b++) {
-			room = SIZE > g.used[b] ? SIZE - g.used[b] - 1 : 0;
-			strides[b] = 64 * gen_below(&rng, room / 64 + 1);
+			strides[b] = gen_stride(&g, b, SIZE);
 			strided += i % 2 && strides[b];
 		}
 		memset(&job, 0, sizeof(job));

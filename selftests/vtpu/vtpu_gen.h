@@ -199,6 +199,22 @@ static inline int gen_input(struct gen_ctx *g, uint64_t bytes, uint32_t align,
 	return gen_fresh(g, bytes, align, ref);
 }
 
+/*
+ * A per-iteration stride for buffer @b, of @size bytes, of the stream
+ * just made: a random multiple of 64 that keeps what the stream uses of
+ * the buffer, and the start of the view, inside it in a second iteration
+ * (the validator rejects a view that starts at the end, even of a buffer
+ * no command uses).
+ */
+static inline uint64_t gen_stride(struct gen_ctx *g, uint32_t b,
+				  uint64_t size)
+{
+	uint64_t used = g->used[b];
+	uint32_t room = size > used ? (uint32_t)(size - used - 1) : 0;
+
+	return 64 * (uint64_t)gen_below(g->rng, room / 64 + 1);
+}
+
 static inline void *gen_ptr(struct gen_ctx *g, struct vtpu_ref r)
 {
 	return (char *)g->bos[r.buf]->map + r.off;
