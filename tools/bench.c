@@ -124,7 +124,8 @@ static double time_calls(struct bench_runner *r, int iters)
 	return (bench_now() - t0) / iters;
 }
 
-int bench_compare(struct bench_runner *r, int n, int reps, double target)
+int bench_compare(struct bench_runner *r, int n, int reps, double target,
+		  double *rates_out)
 {
 	double *rates = calloc((size_t)n * reps, sizeof(*rates));
 	int i, k, ret = 0;
@@ -153,6 +154,8 @@ int bench_compare(struct bench_runner *r, int n, int reps, double target)
 			rates[i * reps + k] = r[i].work / t;
 		}
 	}
+	if (rates_out)
+		memcpy(rates_out, rates, (size_t)n * reps * sizeof(*rates));
 	for (i = 0; i < n; i++)
 		r[i].rate = bench_median(rates + i * reps, reps);
 out:

@@ -89,10 +89,14 @@ struct bench_runner {
 /*
  * Time @n runners against each other: each is warmed up once and sized
  * to about @target seconds per rep, then the reps alternate between them
- * (so that load on a shared machine hits them alike). Return: 0, or the
- * first runner's error (its @err set, its @rate 0).
+ * (so that load on a shared machine hits them alike). @rates, if not
+ * NULL, gets every rep's rate, runner i's rep k at [i * reps + k]: reps
+ * k of two runners ran side by side, so their ratio is one paired
+ * sample. Return: 0, or the first runner's error (its @err set, its
+ * @rate 0).
  */
-int bench_compare(struct bench_runner *r, int n, int reps, double target);
+int bench_compare(struct bench_runner *r, int n, int reps, double target,
+		  double *rates);
 
 /* From OpenBLAS (not in every cblas.h). */
 char *openblas_get_corename(void);

@@ -353,7 +353,7 @@ static int bench_shape(struct gemm_bench *gb, const struct shape *s)
 		i16 = n;
 		r[n++] = RUNNER("bf16", run, &x16, gflop);
 	}
-	ret = bench_compare(r, n, o->b.reps, TARGET_S);
+	ret = bench_compare(r, n, o->b.reps, TARGET_S, NULL);
 	if (ret)
 		print_failure(gb, s, ret,
 			      i16 >= 0 && r[i16].err ? &op.cb16 : &op.cb32);
@@ -379,7 +379,7 @@ static int bench_nop(struct gemm_bench *gb)
 
 	vtpu_cmdbuf_init(&cb);
 	vtpu_cmdbuf_append(&cb, &nop);
-	ret = bench_compare(r, 2, gb->o->b.reps, TARGET_S);
+	ret = bench_compare(r, 2, gb->o->b.reps, TARGET_S, NULL);
 	vtpu_cmdbuf_fini(&cb);
 	if (ret) {
 		fprintf(stderr, "vtpu-bench: empty job: %s\n", strerror(-ret));

@@ -10,7 +10,9 @@
  * For each model and batch size the backends take turns (bench_compare),
  * each rep about a second of steps, and the medians are shown with
  * ms/step, s/epoch (60000 images, 50000 for cifar10) and the ratio to
- * PyTorch. The data is synthetic (random pixels and labels, resident in
+ * PyTorch, and beside it the range of the reps' ratios (each rep's
+ * against PyTorch's rep that ran next to it): how much the ratio moves
+ * on this machine. The data is synthetic (random pixels and labels, resident in
  * memory as fit() keeps it): steps cost the same whatever the pixels.
  *
  * PyTorch is Debian's python3-torch, driven through
@@ -222,12 +224,39 @@ static int listed(const char *list, const char *name)
 	return 0;
 }
 
+/*
+ * The least and greatest of runner @i's rep-by-rep ratios to runner @t
+ * (their reps ran side by side: bench_compare()'s @rates).
+ */
+static void rep_ratios(const double *rates, int reps, int i, int t,
+		       double *lo, double *hi)
+{
+	int k;
+
+	*lo = 0;
+	*hi = 0;
+	for (k = 0; k < reps; k++) {
+		double q = rates[i * reps + k] / rates[t * reps + k];
+
+		if (k == 0 || q < *lo)
+			*lo = q;
+		if (k == 0 || q > *hi)
+			*hi = q;
+	}
+}
+
+/*
+ * One row. With PyTorch measured (@torch_steps_per_s > 0): the ratio of
+ * the medians, and for the other backends the range of the reps' own
+ * ratios, @lo to @hi.
+ */
 static void report(const struct bench_opts *o, const struct model_def *md,
 		   uint32_t batch, const char *backend, double steps_per_s,
-		   double torch_steps_per_s)
+		   double torch_steps_per_s, double lo, double hi)
 {
 	double ms = 1e3 / steps_per_s;
 	double epoch = md->epoch_images / (double)batch * ms / 1e3;
+	int range = torch_steps_per_s > 0 && strcmp(backend, "pytorch");
 
 	if (o->json) {
 		printf("{\"model\":\"%s\",\"batch\":%u,\"threads\":%d,\"backend\":\"%s\","
@@ -236,6 +265,9 @@ static void report(const struct bench_opts *o, const struct model_def *md,
 		if (torch_steps_per_s > 0)
 			printf(",\"vs_pytorch\":%.2f",
 			       steps_per_s / torch_steps_per_s);
+		if (range)
+			printf(",\"vs_pytorch_min\":%.2f,\"vs_pytorch_max\":%.2f",
+			       lo, hi);
 		printf("}\n");
 		return;
 	}
@@ -243,6 +275,8 @@ static void report(const struct bench_opts *o, const struct model_def *md,
 	       epoch);
 	if (torch_steps_per_s > 0)
 		printf(" %9.2fx", steps_per_s / torch_steps_per_s);
+	if (range)
+		printf("  %5.2f-%.2fx", lo, hi);
 	printf("\n");
 }
 
@@ -258,6 +292,7 @@ int bench_train(int argc, char **argv)
 	int use_torch = 1, i, n, ret = 0;
 	size_t mi;
 	char *list, *tok, *save;
+	double *rates;
 
 	bench_opts_init(&o);
 	for (i = 1; i < argc; i++) {
@@ -277,6 +312,9 @@ int bench_train(int argc, char **argv)
 			usage(strcmp(argv[i], "--help") ? 2 : 0);
 	}
 	bench_opts_done(&o);
+	rates = calloc((size_t)(MAX_BACKENDS + 1) * o.reps, sizeof(*rates));
+	if (!rates)
+		return 1;
 	if (use_torch && torch_start(&torch, o.threads)) {
 		fprintf(stderr, "vtpu-bench: no PyTorch (apt-get install python3-torch): its rows are left out\n");
 		use_torch = 0;
@@ -288,9 +326,10 @@ int bench_train(int argc, char **argv)
 	else
 		printf("# vtpu-bench train: %d thread(s), OpenBLAS core %s, "
 		       "median of %d, synthetic data\n"
-		       "%-14s %6s %-9s %10s %10s %10s\n", o.threads,
+		       "%-14s %6s %-9s %10s %10s %10s%s\n", o.threads,
 		       openblas_get_corename(), o.reps, "model", "batch",
-		       "backend", "ms/step", "s/epoch", "vs torch");
+		       "backend", "ms/step", "s/epoch", "vs torch",
+		       use_torch ? "  reps' range" : "");
 
 	for (mi = 0; mi < sizeof(models) / sizeof(models[0]) && !ret; mi++) {
 		const struct model_def *md = &models[mi];
@@ -329,10 +368,16 @@ int bench_train(int argc, char **argv)
 				};
 			if (!ret)
 				ret = bench_compare(r, n + use_torch, o.reps,
-						    TARGET_S);
-			for (i = 0; !ret && i < n + use_torch; i++)
-				report(&o, md, batch, i < n ? names[i] : "pytorch",
-				       r[i].rate, use_torch ? r[n].rate : 0);
+						    TARGET_S, rates);
+			for (i = 0; !ret && i < n + use_torch; i++) {
+				double lo = 0, hi = 0;
+
+				if (use_torch)
+					rep_ratios(rates, o.reps, i, n, &lo, &hi);
+				report(&o, md, batch,
+				       i < n ? names[i] : "pytorch", r[i].rate,
+				       use_torch ? r[n].rate : 0, lo, hi);
+			}
 			for (i = 0; i < n; i++)
 				vtpu_runner_fini(&vr[i]);
 			fflush(stdout);
@@ -340,5 +385,6 @@ int bench_train(int argc, char **argv)
 		free(list);
 	}
 	torch_stop(&torch);
+	free(rates);
 	return ret ? 1 : 0;
 }
