@@ -4,6 +4,7 @@
 #   make check        host unit tests, then the selftests in a VM (or on the
 #                     host with VTPU_VM_FLAGS=--host) against the real module
 #   make demo         the main job: MNIST trained on /dev/vtpu0 (UML here)
+#   make bench        the training-speed table: engine, OpenBLAS, PyTorch
 #   make deps         install what the build and the VM need (Debian, apt)
 #   make KDIR=...     build the module against another kernel tree
 #   make W=1 C=1      kernel warnings and sparse, passed to Kbuild
@@ -34,7 +35,7 @@ DRM_LIBS := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
 BLAS_LIBS := -lopenblas
 LDLIBS_LIBVTPU := $(DRM_LIBS) $(BLAS_LIBS) -lz -lpthread -lm
 
-.PHONY: all module user deps check check-host check-vm demo clean \
+.PHONY: all module user deps check demo bench clean \
 	kselftest-headers FORCE
 
 all: module user
@@ -132,6 +133,17 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(DEMO_RUNNER) -- sh -c '$(BIN)/vtpu-hello /dev/vtpu0 && \
 	  $(BIN)/mnist --device /dev/vtpu0 --data $(DATASETS)/mnist $(DEMO_FLAGS)'
+
+# The README's training-speed table: the three models at batch 128 on two
+# threads, the engine (the code the kernel runs) against OpenBLAS's GEMM
+# and PyTorch (python3-torch, installed here), taking turns. vtpu-bench
+# drops OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE itself.
+BENCH_FLAGS ?= --threads 2 --reps 5 --batches 128
+
+bench: deps
+	@$(SRCTOP)/tools/install-deps --torch
+	@$(MAKE) --no-print-directory user
+	$(BIN)/vtpu-bench train $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BUILD)
