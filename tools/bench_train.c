@@ -12,8 +12,9 @@
  * ms/step, s/epoch (60000 images, 50000 for cifar10) and the ratio to
  * PyTorch, and beside it the range of the reps' ratios (each rep's
  * against PyTorch's rep that ran next to it): how much the ratio moves
- * on this machine. The data is synthetic (random pixels and labels, resident in
- * memory as fit() keeps it): steps cost the same whatever the pixels.
+ * on this machine. The data is synthetic (random pixels and labels,
+ * resident in memory as fit() keeps it): steps cost the same whatever
+ * the pixels.
  *
  * PyTorch is Debian's python3-torch, driven through
  * tools/bench_train_pytorch.py over a pipe so that it too takes turns.
