@@ -7,10 +7,8 @@
  * main() picks the subcommand from BENCH_SUBCOMMANDS (bench.h); the rest
  * of this file is what the subcommands share.
  *
- * OpenBLAS reads OPENBLAS_CORETYPE in a library constructor, and a forced
- * core type (the shell here sets Haswell) halves its speed on AVX-512
- * hardware, so the bench re-executes itself without it before anything
- * else runs.
+ * The baseline is OpenBLAS at its best on these cores, which takes care:
+ * see bench_openblas_setup().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +19,8 @@
 #include "bench.h"
 
 #define REEXEC_MARK "VTPU_BENCH_CLEAN_ENV"
+#define DETECTED_VAR "VTPU_BENCH_OPENBLAS_DETECTED"
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 struct bench_cmd {
 	const char *name;
@@ -32,7 +32,7 @@ struct bench_cmd {
 static const struct bench_cmd bench_cmds[] = { BENCH_SUBCOMMANDS(BENCH_ENTRY) };
 #undef BENCH_ENTRY
 
-#define NCMDS (sizeof(bench_cmds) / sizeof(bench_cmds[0]))
+#define NCMDS ARRAY_SIZE(bench_cmds)
 
 void bench_opts_init(struct bench_opts *o)
 {
@@ -163,17 +163,102 @@ out:
 	return ret;
 }
 
-/* Before OpenBLAS's constructor sees them (it ran already): run again. */
-static void reexec_clean_env(char **argv)
+static int in_list(const char *s, const char *const *list, size_t n)
 {
-	if (getenv(REEXEC_MARK) ||
-	    (!getenv("OPENBLAS_CORETYPE") && !getenv("OPENBLAS_L2_SIZE")))
-		return;
-	unsetenv("OPENBLAS_CORETYPE");
-	unsetenv("OPENBLAS_L2_SIZE");
-	setenv(REEXEC_MARK, "1", 1);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The OpenBLAS core for this CPU's widest SIMD, the one OpenBLAS's own
+ * detection picks on the models it knows; NULL if @picked is as wide.
+ * SkylakeX's kernels are built for AVX-512 F, CD, BW, DQ and VL.
+ */
+static const char *openblas_core_for_cpu(const char *picked)
+{
+	static const char *const avx512[] = { "SkylakeX", "Cooperlake",
+					      "SapphireRapids" };
+	static const char *const avx2[] = { "Haswell", "Zen", "SkylakeX",
+					    "Cooperlake", "SapphireRapids" };
+
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512cd") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512vl"))
+		return in_list(picked, avx512, ARRAY_SIZE(avx512)) ? NULL :
+								     "SkylakeX";
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return in_list(picked, avx2, ARRAY_SIZE(avx2)) ? NULL :
+								 "Haswell";
+	return NULL;
+}
+
+static void reexec(char **argv, const char *mark)
+{
+	setenv(REEXEC_MARK, mark, 1);
 	execv("/proc/self/exe", argv);
-	perror("vtpu-bench: re-exec (OpenBLAS keeps a forced core type)");
+	perror("vtpu-bench: re-exec (OpenBLAS keeps the core it picked)");
+}
+
+/*
+ * OpenBLAS picks its kernels in a library constructor, before main():
+ * from OPENBLAS_CORETYPE if set, else from the CPU's family and model.
+ * Both can leave it slow. A forced core type (the shell on our build
+ * machines sets Haswell) halves it on AVX-512 hardware; and the models
+ * it does not know fall back to old cores: Debian 12's OpenBLAS 0.3.21
+ * takes an Emerald Rapids (family 6, model 0xcf) for a Prescott, SSE3
+ * only, at a quarter of its speed, and PyTorch's GEMMs (through the same
+ * libblas) with it. So the bench runs itself again, first without a
+ * forced core, then, if OpenBLAS picked a core narrower than the CPU's
+ * SIMD, with the core OpenBLAS picks for such a CPU on the models it
+ * knows; PyTorch's process inherits it. The headers say so.
+ */
+static void bench_openblas_setup(char **argv)
+{
+	const char *mark = getenv(REEXEC_MARK), *want;
+
+	if (mark && !strcmp(mark, "core"))
+		return;
+	if (getenv("OPENBLAS_CORETYPE") || getenv("OPENBLAS_L2_SIZE")) {
+		unsetenv("OPENBLAS_CORETYPE");
+		unsetenv("OPENBLAS_L2_SIZE");
+		if (!mark)
+			reexec(argv, "clean");
+		return;
+	}
+	want = openblas_core_for_cpu(openblas_get_corename());
+	if (!want)
+		return;
+	setenv(DETECTED_VAR, openblas_get_corename(), 1);
+	setenv("OPENBLAS_CORETYPE", want, 1);
+	reexec(argv, "core");
+	unsetenv("OPENBLAS_CORETYPE");
+	unsetenv(DETECTED_VAR);
+}
+
+const char *bench_openblas_detected(void)
+{
+	const char *d = getenv(DETECTED_VAR);
+
+	return d ? d : openblas_get_corename();
+}
+
+const char *bench_openblas_core(void)
+{
+	static char buf[128];
+	const char *d = getenv(DETECTED_VAR);
+
+	if (!d || !strcmp(d, openblas_get_corename()))
+		return openblas_get_corename();
+	snprintf(buf, sizeof(buf), "%s (set for this CPU: OpenBLAS took it for %s)",
+		 openblas_get_corename(), d);
+	return buf;
 }
 
 static int usage(FILE *f)
@@ -193,7 +278,7 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
-	reexec_clean_env(argv);
+	bench_openblas_setup(argv);
 	if (argc < 2)
 		return usage(stderr);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||

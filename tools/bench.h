@@ -98,6 +98,14 @@ struct bench_runner {
 int bench_compare(struct bench_runner *r, int n, int reps, double target,
 		  double *rates);
 
+/*
+ * OpenBLAS's core, for the text headers: its name, and if the bench set
+ * it (bench_openblas_setup() in bench.c), what OpenBLAS took the CPU for.
+ */
+const char *bench_openblas_core(void);
+/* The core OpenBLAS picked itself, for the JSON headers. */
+const char *bench_openblas_detected(void);
+
 /* From OpenBLAS (not in every cblas.h). */
 char *openblas_get_corename(void);
 char *openblas_get_config(void);

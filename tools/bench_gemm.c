@@ -419,14 +419,15 @@ static int engine_begin(struct gemm_bench *gb)
 		 o->b.threads, simd);
 	if (o->b.json) {
 		printf("{\"header\":true,\"executor\":\"engine\",%s,"
-		       "\"openblas_core\":\"%s\"}\n", gb->json,
-		       openblas_get_corename());
+		       "\"openblas_core\":\"%s\",\"openblas_detected\":\"%s\"}\n",
+		       gb->json, openblas_get_corename(),
+		       bench_openblas_detected());
 		return 0;
 	}
 	printf("# vtpu-bench gemm: %d thread(s), engine simd %s, OpenBLAS core "
 	       "%s (%s), median of %d\n# bf16: A and B bf16, C f32; its ratio "
 	       "is to OpenBLAS f32 (sgemm)\n", o->b.threads, simd,
-	       openblas_get_corename(), openblas_get_config(), o->b.reps);
+	       bench_openblas_core(), openblas_get_config(), o->b.reps);
 	table_header("eng");
 	return 0;
 }
@@ -467,13 +468,14 @@ static int device_begin(struct gemm_bench *gb)
 		 (unsigned long long)cores);
 	if (o->b.json)
 		printf("{\"header\":true,\"executor\":\"device\",%s,"
-		       "\"openblas_core\":\"%s\"}\n", gb->json,
-		       openblas_get_corename());
+		       "\"openblas_core\":\"%s\",\"openblas_detected\":\"%s\"}\n",
+		       gb->json, openblas_get_corename(),
+		       bench_openblas_detected());
 	else
 		printf("# vtpu-bench gemm --device %s: simd %s, %llu core(s); "
 		       "OpenBLAS core %s on 1 thread; median of %d\n",
 		       o->b.device, vtpu_engine_simd_name((uint32_t)simd),
-		       (unsigned long long)cores, openblas_get_corename(),
+		       (unsigned long long)cores, bench_openblas_core(),
 		       o->b.reps);
 	ret = bench_nop(gb);
 	if (!ret && !o->b.json)

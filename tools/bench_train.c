@@ -322,13 +322,14 @@ int bench_train(int argc, char **argv)
 	}
 	if (o.json)
 		printf("{\"header\":true,\"threads\":%d,\"openblas_core\":\"%s\","
-		       "\"pytorch\":%s}\n", o.threads, openblas_get_corename(),
-		       use_torch ? "true" : "false");
+		       "\"openblas_detected\":\"%s\",\"pytorch\":%s}\n",
+		       o.threads, openblas_get_corename(),
+		       bench_openblas_detected(), use_torch ? "true" : "false");
 	else
 		printf("# vtpu-bench train: %d thread(s), OpenBLAS core %s, "
 		       "median of %d, synthetic data\n"
 		       "%-14s %6s %-9s %10s %10s %10s%s\n", o.threads,
-		       openblas_get_corename(), o.reps, "model", "batch",
+		       bench_openblas_core(), o.reps, "model", "batch",
 		       "backend", "ms/step", "s/epoch", "vs torch",
 		       use_torch ? "  reps' range" : "");
 
