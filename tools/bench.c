@@ -252,11 +252,12 @@ const char *bench_openblas_detected(void)
 const char *bench_openblas_core(void)
 {
 	static char buf[128];
-	const char *d = getenv(DETECTED_VAR);
+	const char *d = bench_openblas_detected();
 
-	if (!d || !strcmp(d, openblas_get_corename()))
-		return openblas_get_corename();
-	snprintf(buf, sizeof(buf), "%s (set for this CPU: OpenBLAS took it for %s)",
+	if (!strcmp(d, openblas_get_corename()))
+		return d;
+	snprintf(buf, sizeof(buf),
+		 "%s (set for this CPU: OpenBLAS took it for %s)",
 		 openblas_get_corename(), d);
 	return buf;
 }
