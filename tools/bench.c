@@ -163,13 +163,21 @@ out:
 	return ret;
 }
 
-static int in_list(const char *s, const char *const *list, size_t n)
+/* How wide a SIMD OpenBLAS's cores use: 2 AVX-512, 1 AVX2, 0 older. */
+static int openblas_core_width(const char *core)
 {
+	static const struct {
+		const char *core;
+		int width;
+	} wide[] = {
+		{ "SkylakeX", 2 }, { "Cooperlake", 2 }, { "SapphireRapids", 2 },
+		{ "Haswell", 1 },  { "Zen", 1 },
+	};
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (!strcmp(s, list[i]))
-			return 1;
+	for (i = 0; i < ARRAY_SIZE(wide); i++)
+		if (!strcmp(core, wide[i].core))
+			return wide[i].width;
 	return 0;
 }
 
@@ -180,10 +188,8 @@ static int in_list(const char *s, const char *const *list, size_t n)
  */
 static const char *openblas_core_for_cpu(const char *picked)
 {
-	static const char *const avx512[] = { "SkylakeX", "Cooperlake",
-					      "SapphireRapids" };
-	static const char *const avx2[] = { "Haswell", "Zen", "SkylakeX",
-					    "Cooperlake", "SapphireRapids" };
+	static const char *const best[] = { NULL, "Haswell", "SkylakeX" };
+	int width = 0;
 
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f") &&
@@ -191,12 +197,11 @@ static const char *openblas_core_for_cpu(const char *picked)
 	    __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512dq") &&
 	    __builtin_cpu_supports("avx512vl"))
-		return in_list(picked, avx512, ARRAY_SIZE(avx512)) ? NULL :
-								     "SkylakeX";
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-		return in_list(picked, avx2, ARRAY_SIZE(avx2)) ? NULL :
-								 "Haswell";
-	return NULL;
+		width = 2;
+	else if (__builtin_cpu_supports("avx2") &&
+		 __builtin_cpu_supports("fma"))
+		width = 1;
+	return openblas_core_width(picked) < width ? best[width] : NULL;
 }
 
 static void reexec(char **argv, const char *mark)
