@@ -18,9 +18,16 @@
  *
  * PyTorch is Debian's python3-torch, driven through
  * tools/bench_train_pytorch.py over a pipe so that it too takes turns.
+ * Without it (not installed, or an interpreter that cannot import it or
+ * does not answer), the bench runs the other backends, says why on
+ * stderr and "pytorch":false in its JSON header. $VTPU_BENCH_PYTHON
+ * names the interpreter (default /usr/bin/python3, Debian's, whatever
+ * python3 is first on PATH), $VTPU_BENCH_PYTORCH_TIMEOUT how many seconds
+ * it may take to import torch (default 120).
  * With --device, the models also train through that device ("device").
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +150,9 @@ struct torch_runner {
 	FILE *to, *from;
 	const char *model;
 	uint32_t batch;
+	const char *python;	/* the interpreter */
+	char version[32];	/* torch.__version__ */
+	char why[160];		/* torch_start(): why there is no PyTorch */
 };
 
 static int run_torch(void *ctx)
@@ -155,12 +165,70 @@ static int run_torch(void *ctx)
 	return fgets(line, sizeof(line), t->from) ? 0 : -EPIPE;
 }
 
+/* How long the child may take to import torch and say it is ready. */
+#define TORCH_READY_S 120
+
+/*
+ * Reads the child's first line within @timeout_s seconds: "ready
+ * VERSION" when torch imported, "error: WHY" when it did not (the script
+ * says why). Anything else, silence or an early exit is a broken
+ * interpreter or PyTorch, said in t->why. Returns 0 when ready.
+ */
+static int torch_handshake(struct torch_runner *t, int fd, int timeout_s)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char line[160];
+	size_t len = 0;
+	double end = bench_now() + timeout_s;
+
+	while (len < sizeof(line) - 1) {
+		int left = (int)((end - bench_now()) * 1000), n;
+		ssize_t got;
+
+		if (left <= 0 || (n = poll(&pfd, 1, left)) == 0) {
+			snprintf(t->why, sizeof(t->why),
+				 "%s did not answer within %d s", t->python,
+				 timeout_s);
+			return -ETIMEDOUT;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		got = n < 0 ? -1 : read(fd, line + len, 1);
+		if (got <= 0) {
+			snprintf(t->why, sizeof(t->why),
+				 "%s exited before it answered", t->python);
+			return -EPIPE;
+		}
+		if (line[len] == '\n')
+			break;
+		len++;
+	}
+	line[len] = '\0';
+	if (!strncmp(line, "ready ", 6)) {
+		snprintf(t->version, sizeof(t->version), "%.31s", line + 6);
+		return 0;
+	}
+	snprintf(t->why, sizeof(t->why), "%s", !strncmp(line, "error: ", 7) ?
+		 line + 7 : "its answer was not \"ready\"");
+	return -ENOENT;
+}
+
+static void torch_stop(struct torch_runner *t);
+
+/*
+ * Starts tools/bench_train_pytorch.py on $VTPU_BENCH_PYTHON (default
+ * Debian's /usr/bin/python3, whose dist-packages python3-torch fills) and
+ * waits for it to report torch imported ($VTPU_BENCH_PYTORCH_TIMEOUT
+ * seconds at most). Returns 0, or -errno with t->why saying why not.
+ */
 static int torch_start(struct torch_runner *t, int threads)
 {
 	char script[4096], nthreads[16];
-	int in[2], out[2];
+	const char *timeout = getenv("VTPU_BENCH_PYTORCH_TIMEOUT");
+	int in[2], out[2], ret;
 	ssize_t len;
 
+	t->python = getenv("VTPU_BENCH_PYTHON") ?: "/usr/bin/python3";
 	len = readlink("/proc/self/exe", script, sizeof(script) - 64);
 	if (len < 0)
 		return -errno;
@@ -168,28 +236,51 @@ static int torch_start(struct torch_runner *t, int threads)
 	/* build/bin/vtpu-bench -> tools/bench_train_pytorch.py */
 	strcpy(strstr(script, "/build/bin/") ?: script + len,
 	       "/tools/bench_train_pytorch.py");
-	if (access("/usr/bin/python3", X_OK) || access(script, R_OK))
+	if (access(script, R_OK)) {
+		snprintf(t->why, sizeof(t->why), "no %.150s", script);
 		return -ENOENT;
-	if (pipe(in) || pipe(out))
+	}
+	if (access(t->python, X_OK)) {
+		snprintf(t->why, sizeof(t->why), "no %s", t->python);
+		return -ENOENT;
+	}
+	if (pipe(in))
 		return -errno;
+	if (pipe(out)) {
+		ret = -errno;
+		close(in[0]);
+		close(in[1]);
+		return ret;
+	}
+	/* a child that dies must fail a write, not kill the bench */
+	signal(SIGPIPE, SIG_IGN);
 	snprintf(nthreads, sizeof(nthreads), "%d", threads);
 	t->pid = fork();
-	if (t->pid < 0)
-		return -errno;
 	if (!t->pid) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
-		execl("/usr/bin/python3", "python3", script, "--threads",
-		      nthreads, (char *)NULL);
+		execl(t->python, "python3", script, "--threads", nthreads,
+		      (char *)NULL);
 		_exit(127);
 	}
+	ret = t->pid < 0 ? -errno : 0;
 	close(in[0]);
 	close(out[1]);
+	if (!ret)
+		ret = torch_handshake(t, out[0], timeout ? atoi(timeout) :
+				      TORCH_READY_S);
 	t->to = fdopen(in[1], "w");
 	t->from = fdopen(out[0], "r");
-	return t->to && t->from ? 0 : -ENOMEM;
+	if (!ret && (!t->to || !t->from))
+		ret = -ENOMEM;
+	if (ret) {
+		if (t->pid > 0)
+			kill(t->pid, SIGKILL);
+		torch_stop(t);
+	}
+	return ret;
 }
 
 static void torch_stop(struct torch_runner *t)
@@ -200,6 +291,9 @@ static void torch_stop(struct torch_runner *t)
 		fclose(t->from);
 	if (t->pid > 0)
 		waitpid(t->pid, NULL, 0);
+	t->to = NULL;
+	t->from = NULL;
+	t->pid = 0;
 }
 
 static void usage(int status)
@@ -207,7 +301,10 @@ static void usage(int status)
 	fprintf(status ? stderr : stdout,
 		"usage: vtpu-bench train %s [--models LIST] [--batches LIST] [--no-pytorch]\n"
 		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10;\n"
-		"  batches: default 32,128,256,512,1024)\n",
+		"  batches: default 32,128,256,512,1024)\n"
+		"  PyTorch (python3-torch) is left out, with a note, when it is\n"
+		"  missing; environment: VTPU_BENCH_PYTHON (default /usr/bin/python3),\n"
+		"  VTPU_BENCH_PYTORCH_TIMEOUT (seconds to import torch, default 120)\n",
 		BENCH_OPTS_USAGE);
 	exit(status);
 }
@@ -317,7 +414,8 @@ int bench_train(int argc, char **argv)
 	if (!rates)
 		return 1;
 	if (use_torch && torch_start(&torch, o.threads)) {
-		fprintf(stderr, "vtpu-bench: no PyTorch (apt-get install python3-torch): its rows are left out\n");
+		fprintf(stderr, "vtpu-bench: no PyTorch (%s): its rows are left out; `make bench` installs it (python3-torch)\n",
+			torch.why);
 		use_torch = 0;
 	}
 	if (o.json)
@@ -327,9 +425,11 @@ int bench_train(int argc, char **argv)
 		       bench_openblas_detected(), use_torch ? "true" : "false");
 	else
 		printf("# vtpu-bench train: %d thread(s), OpenBLAS core %s, "
-		       "median of %d, synthetic data\n"
+		       "median of %d, synthetic data, %s%s\n"
 		       "%-14s %6s %-9s %10s %10s %10s%s\n", o.threads,
-		       bench_openblas_core(), o.reps, "model", "batch",
+		       bench_openblas_core(), o.reps,
+		       use_torch ? "PyTorch " : "no PyTorch",
+		       use_torch ? torch.version : "", "model", "batch",
 		       "backend", "ms/step", "s/epoch", "vs torch",
 		       use_torch ? "  reps' range" : "");
 
@@ -368,9 +468,17 @@ int bench_train(int argc, char **argv)
 					.name = "pytorch", .run = run_torch,
 					.ctx = &torch, .work = STEPS_PER_CALL,
 				};
-			if (!ret)
+			if (!ret) {
 				ret = bench_compare(r, n + use_torch, o.reps,
 						    TARGET_S, rates);
+				for (i = 0; ret && i < n + use_torch; i++)
+					if (r[i].err)
+						fprintf(stderr, "vtpu-bench: %s %u on %s failed: %s%s\n",
+							md->name, batch,
+							r[i].name,
+							strerror(-r[i].err),
+							i == n ? " (PyTorch's process died)" : "");
+			}
 			for (i = 0; !ret && i < n + use_torch; i++) {
 				double lo = 0, hi = 0;
 

@@ -7,6 +7,8 @@ shapes with the same optimizer, timed per step on a fixed thread count.
 vtpu-bench starts this once and talks to it over stdin/stdout, so that the
 engine, OpenBLAS and PyTorch can be measured alternately in one run:
 
+    out: "ready <torch version>"         once torch is imported, or
+         "error: <why>"                  when it cannot be (then it exits)
     in:  "<model> <batch> <steps>"      model: mnist, fashion_mnist, cifar10
     out: "<milliseconds per step>"
 
@@ -26,8 +28,12 @@ import sys
 import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-import torch  # noqa: E402 (after the OpenMP setting, which it reads)
-from torch import nn  # noqa: E402
+try:
+    import torch  # noqa: E402 (after the OpenMP setting, which it reads)
+    from torch import nn  # noqa: E402
+except Exception as e:  # missing or broken: vtpu-bench goes on without us
+    print("error: %s: %s" % (type(e).__name__, e), flush=True)
+    sys.exit(1)
 
 
 def build(model):
@@ -73,6 +79,7 @@ def main():
     ap.add_argument("--threads", type=int, required=True)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    print("ready %s" % torch.__version__, flush=True)
     trainers = {}
     for line in sys.stdin:
         model, batch, steps = line.split()
