@@ -2,12 +2,16 @@
 #
 #   make              the module (kmod/vtpu.ko) and all of user space (build/)
 #   make check        host unit tests, then the selftests in a VM (or on the
-#                     host with VTPU_VM_FLAGS=--host) against the real module
+#                     host with VTPU_VM_FLAGS=--host) against the real module,
+#                     and on a debug kernel (built once; QUICK=1 skips that)
 #   make demo         the main job: MNIST trained on /dev/vtpu0 (UML here)
 #   make bench        the training-speed table: engine, OpenBLAS, PyTorch
 #   make deps         install what the build and the VM need (Debian, apt)
 #   make KDIR=...     build the module against another kernel tree
 #   make W=1 C=1      kernel warnings and sparse, passed to Kbuild
+#
+#   make V=1          show every command line (default: one short line each,
+#                     "CC libvtpu/model.c", as Kbuild prints)
 #
 # Fragments: each directory lists its own sources in a *.mk file included
 # below; kmod/engine/engine.mk is shared with Kbuild so the engine's file
@@ -23,13 +27,25 @@ OBJ := $(BUILD)/obj
 KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 	  $(lastword $(sort $(wildcard /usr/src/linux-headers-*-amd64))))
 
+# Quiet by default: $(call say,CC,$@) before a command prints "  CC  path"
+# instead of the command line; V=1 prints the command lines.
+V ?= 0
+ifeq ($(V),1)
+say =
+else
+say = @printf '  %-6s %s\n' '$(1)' '$(patsubst $(SRCTOP)/%,%,$(2))';
+endif
+
 CC ?= cc
 OPT ?= -O2
 CFLAGS ?= $(OPT) -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter
+# The release, from VERSION (the module's Kbuild reads it too).
+VTPU_VERSION := $(shell cat $(SRCTOP)/VERSION)
 CPPFLAGS += -I$(SRCTOP)/uapi -I$(SRCTOP)/libvtpu/include \
-	-I$(SRCTOP)/kmod/engine -D_GNU_SOURCE
+	-I$(SRCTOP)/kmod/engine -D_GNU_SOURCE \
+	-DVTPU_VERSION='"$(VTPU_VERSION)"'
 DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null)
 DRM_LIBS := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
 BLAS_LIBS := -lopenblas
@@ -50,7 +66,8 @@ module: kmod/vtpu.ko
 kmod/vtpu.ko: FORCE
 	@test -n "$(KDIR)" -a -d "$(KDIR)" || { \
 	  echo "no kernel build tree: run 'make deps' or pass KDIR=" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(SRCTOP) modules
+	$(call say,KBUILD,kmod/vtpu.ko against $(KDIR))$(MAKE) \
+	  --no-print-directory -C $(KDIR) M=$(SRCTOP) modules
 
 # ---- user space: engine, libvtpu, tools, examples, selftests -------------
 
@@ -74,21 +91,22 @@ user: $(LIBVTPU) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS)
 
 $(OBJ)/engine/%.o: $(SRCTOP)/kmod/engine/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC $(ENGINE_CFLAGS) \
-	  $(ENGINE_CFLAGS_$*) -MMD -MP -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC \
+	  $(ENGINE_CFLAGS) $(ENGINE_CFLAGS_$*) -MMD -MP -c -o $@ $<
 
 $(OBJ)/libvtpu/%.o: $(SRCTOP)/libvtpu/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(DRM_CFLAGS) $(CFLAGS) $(WARN) -fPIC -MMD -MP \
-	  -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(DRM_CFLAGS) $(CFLAGS) $(WARN) \
+	  -fPIC -MMD -MP -c -o $@ $<
 
 $(LIBVTPU): $(LIBVTPU_OBJS) $(ENGINE_OBJS)
 	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && $(AR) rcs $@ $^
 
 $(OBJ)/%.o: $(SRCTOP)/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(DRM_CFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(DRM_CFLAGS) $(CFLAGS) $(WARN) \
+	  -MMD -MP -c -o $@ $<
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
@@ -104,7 +122,8 @@ kselftest-headers: $(KSFT_HDRS)
 $(KSFT_HDRS):
 	@test -n "$(KSFT_TAR)" || { echo "no linux-source-6.1: make deps" >&2; exit 1; }
 	@mkdir -p $(KSFT_DIR)
-	tar -xJf $(KSFT_TAR) -C $(KSFT_DIR) --strip-components=4 \
+	$(call say,GEN,$(KSFT_DIR))tar -xJf $(KSFT_TAR) -C $(KSFT_DIR) \
+	  --strip-components=4 \
 	  linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
 	  linux-source-6.1/tools/testing/selftests/kselftest.h
 	@touch $(KSFT_HDRS)
@@ -112,9 +131,12 @@ $(KSFT_HDRS):
 # VTPU_VM_FLAGS: e.g. --host on a machine that can load modules itself.
 VTPU_VM_FLAGS ?=
 
+# QUICK=1: leave out the debug-kernel tier (and its first build).
+QUICK ?=
+
 check: deps
 	@$(MAKE) --no-print-directory all
-	@$(SRCTOP)/tools/run-checks $(VTPU_VM_FLAGS)
+	@QUICK=$(QUICK) $(SRCTOP)/tools/run-checks $(VTPU_VM_FLAGS)
 
 # The datasets: tools/get-datasets puts them in data/; ../shared/datasets
 # beside the checkout has MNIST and Fashion-MNIST.

@@ -4,8 +4,8 @@ EXAMPLES := $(BIN)/vtpu-hello $(BIN)/mnist $(BIN)/fashion_mnist $(BIN)/cifar10
 
 $(BIN)/vtpu-hello: $(OBJ)/examples/hello.o $(LIBVTPU)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIBVTPU)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIBVTPU)
 
 $(BIN)/%: $(OBJ)/examples/%.o $(OBJ)/examples/trainer.o $(LIBVTPU)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIBVTPU)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIBVTPU)

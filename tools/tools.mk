@@ -4,7 +4,7 @@ TOOLS += $(BIN)/vtpu-bench
 
 $(BIN)/vtpu-vm: $(SRCTOP)/tools/vtpu-vm
 	@mkdir -p $(@D)
-	install -m 755 $< $@
+	$(call say,INSTALL,$@)install -m 755 $< $@
 
 # vtpu-bench: main and shared helpers in bench.c, one bench_<name>.c per
 # subcommand (listed in bench.h's BENCH_SUBCOMMANDS).
@@ -13,10 +13,11 @@ VTPU_BENCH_OBJS := $(VTPU_BENCH_SRCS:%.c=$(OBJ)/tools/%.o)
 
 $(BIN)/vtpu-bench: $(VTPU_BENCH_OBJS) $(BUILD)/lib/libvtpu.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(VTPU_BENCH_OBJS) $(LIBVTPU) $(LDLIBS_LIBVTPU)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(VTPU_BENCH_OBJS) $(LIBVTPU) \
+	  $(LDLIBS_LIBVTPU)
 
 TOOLS += $(BIN)/vtpu-smi
 
 $(BIN)/vtpu-smi: $(OBJ)/tools/vtpu-smi.o
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^

@@ -34,17 +34,17 @@ FUZZ_OBJS := $(FUZZ_CLANG_SRCS:%.c=$(OBJ)/fuzz/%.o) \
 
 $(OBJ)/fuzz/%.o: $(SRCTOP)/kmod/engine/%.c
 	@mkdir -p $(@D)
-	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(WARN) \
-	  -MMD -MP -c -o $@ $<
+	$(call say,CLANG,$<)$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) \
+	  -fsanitize=fuzzer-no-link $(WARN) -MMD -MP -c -o $@ $<
 
 $(OBJ)/fuzz/fuzz_validate.o: $(SRCTOP)/selftests/vtpu/fuzz_validate.c
 	@mkdir -p $(@D)
-	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(WARN) \
-	  -MMD -MP -c -o $@ $<
+	$(call say,CLANG,$<)$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) \
+	  -fsanitize=fuzzer-no-link $(WARN) -MMD -MP -c -o $@ $<
 
 $(FUZZ_BIN): $(OBJ)/fuzz/fuzz_validate.o $(FUZZ_OBJS)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^
+	$(call say,LD,$@)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^
 
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(FUZZ_DIR)/corpus
@@ -69,7 +69,7 @@ fuzz-smoke: $(FUZZ_BIN)
 # The seed writer: the same file with a main() instead of libFuzzer's.
 $(OBJ)/fuzz/fuzz_seeds: $(SRCTOP)/selftests/vtpu/fuzz_validate.c $(LIBVTPU)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -DFUZZ_SEEDS -o $@ $< \
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -DFUZZ_SEEDS -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
 fuzz-corpus: $(OBJ)/fuzz/fuzz_seeds

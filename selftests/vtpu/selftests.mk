@@ -21,12 +21,14 @@ $(BIN)/test_data $(BIN)/selftests/vtpu_train: \
 
 $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) \
+	  $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
 $(BIN)/test_%: $(SRCTOP)/selftests/vtpu/test_%.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) \
+	  $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
 # vtpu_device reads the sysfs counters with vtpu_gen.h's helper; test_engine
@@ -46,5 +48,6 @@ SELFTESTS += $(VTPU_GEN_SELFTESTS)
 $(VTPU_GEN_SELFTESTS): $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c \
 		$(SRCTOP)/selftests/vtpu/vtpu_gen.h $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) $(SELFTEST_WARN) -o $@ $< \
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) \
+	  $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
