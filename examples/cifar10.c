@@ -9,7 +9,8 @@
  * canonical binary version (cifar-10-batches-bin/); tools/get-datasets
  * fetches and checks it.
  *
- *   cifar10 --device /dev/vtpu0 --data data/cifar-10-batches-bin
+ *   tools/get-datasets cifar10     # into data/cifar10, checked
+ *   build/bin/cifar10 --device /dev/vtpu0
  */
 #include "trainer.h"
 
@@ -17,7 +18,7 @@ int main(int argc, char **argv)
 {
 	struct trainer_opts o = {
 		.name = "cifar10", .device = "/dev/vtpu0",
-		.data = "data/cifar-10-batches-bin", .epochs = 10,
+		.data = "data/cifar10", .epochs = 10,
 		.batch = 128, .seed = 1,
 	};
 	VTPU_COMPILE_OPTS(co, .optimizer = VTPU_OPT_ADAM,

@@ -8,6 +8,7 @@
  * the CPU. Prints each step, and exits non-zero if anything is off.
  *
  *   vtpu-hello [/dev/vtpu0] [M N K]
+ *   vtpu-hello --help | --version
  */
 #include <cblas.h>
 #include <errno.h>
@@ -34,12 +35,32 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: vtpu-hello [DEVICE] [M N K]\n"
+		"One GEMM, C = relu(A * B + bias) with A M x K and B K x N,\n"
+		"through DEVICE (default /dev/vtpu0; default sizes 64 48 80),\n"
+		"checked against OpenBLAS on the CPU.\n"
+		"  --help     this text\n"
+		"  --version  print the version and exit\n");
+	return f == stdout ? 0 : 2;
+}
+
+/* A matrix size: a whole number from 1 to 16384, or -1. */
+static int dim(const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	return errno || *end || end == arg || v < 1 || v > 16384 ? -1 : (int)v;
+}
+
 int main(int argc, char **argv)
 {
-	const char *path = argc > 1 ? argv[1] : "/dev/vtpu0";
-	int m = argc > 4 ? atoi(argv[2]) : 64;
-	int n = argc > 4 ? atoi(argv[3]) : 48;
-	int k = argc > 4 ? atoi(argv[4]) : 80;
+	const char *path = "/dev/vtpu0";
+	int m = 64, n = 48, k = 80;
 	struct vtpu_bo a, b, c, bias;
 	struct vtpu_cmdbuf cb;
 	struct vtpu_job job = { .in_fence = -1, .want_out_fence = 1 };
@@ -50,9 +71,28 @@ int main(int argc, char **argv)
 	uint32_t q;
 	int i, ret;
 
-	if (m <= 0 || n <= 0 || k <= 0) {
-		fprintf(stderr, "usage: vtpu-hello [DEVICE] [M N K]\n");
-		return 2;
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return usage(stdout);
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("vtpu-hello %s\n", VTPU_VERSION);
+		return 0;
+	}
+	if (argc > 1 && argv[1][0] == '-') {
+		fprintf(stderr, "vtpu-hello: unknown option '%s'\n", argv[1]);
+		return usage(stderr);
+	}
+	if (argc != 1 && argc != 2 && argc != 5)
+		return usage(stderr);
+	if (argc > 1)
+		path = argv[1];
+	if (argc == 5) {
+		m = dim(argv[2]);
+		n = dim(argv[3]);
+		k = dim(argv[4]);
+		if (m < 0 || n < 0 || k < 0) {
+			fprintf(stderr, "vtpu-hello: M, N and K must be whole numbers from 1 to 16384\n");
+			return usage(stderr);
+		}
 	}
 
 	struct vtpu_dev *dev = vtpu_open(path);

@@ -14,7 +14,8 @@ static void usage(const struct trainer_opts *o, int status)
 		"usage: %s [options]\n"
 		"  --device PATH    /dev/vtpuN or cpu (default %s)\n"
 		"  --data DIR       the dataset's directory (default %s)\n"
-		"  --epochs N       (default %u)\n"
+		"  --epochs N       (default %u; 0: no training, only evaluate\n"
+		"                   the model, e.g. one saved with --save: --load)\n"
 		"  --batch N        (default %u)\n"
 		"  --limit N        train on the first N images only\n"
 		"  --test-limit N   evaluate on the first N test images only\n"
@@ -35,7 +36,8 @@ static void usage(const struct trainer_opts *o, int status)
 		"  --threads N      cpu backend threads (default: all)\n"
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
 		"  --save FILE      save the trained weights\n"
-		"  --load FILE      start from saved weights\n",
+		"  --load FILE      start from saved weights\n"
+		"  --version        print the version and exit\n",
 		o->name, o->device, o->data, o->epochs, o->batch,
 		o->cosine ? "cosine" : "none",
 		o->input_scale ? o->input_scale : 1.0 / 255,
@@ -62,6 +64,23 @@ static uint32_t number(const struct trainer_opts *o, const char *opt,
 	return (uint32_t)v;
 }
 
+/* A finite number above zero, or exit 2 saying what was wrong. */
+static float positive(const struct trainer_opts *o, const char *opt,
+		      const char *arg)
+{
+	char *end;
+	float v;
+
+	errno = 0;
+	v = strtof(arg, &end);
+	if (errno || *end || end == arg || !isfinite(v) || !(v > 0)) {
+		fprintf(stderr, "%s: %s wants a number above zero, not '%s'\n",
+			o->name, opt, arg);
+		exit(2);
+	}
+	return v;
+}
+
 void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 {
 	static const struct option longopts[] = {
@@ -85,21 +104,23 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "shift", required_argument, NULL, 'x' },
 		{ "lr-decay", required_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	int c;
 
+	o->data_default = true;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->device = optarg; break;
-		case 'D': o->data = optarg; break;
+		case 'D': o->data = optarg; o->data_default = false; break;
 		case 'e': o->epochs = number(o, "--epochs", optarg); break;
 		case 'b': o->batch = number(o, "--batch", optarg); break;
 		case 'l': o->limit = number(o, "--limit", optarg); break;
 		case 'L': o->test_limit = number(o, "--test-limit", optarg); break;
-		case 'r': o->lr = strtof(optarg, NULL); break;
+		case 'r': o->lr = positive(o, "--lr", optarg); break;
 		case 'i':
-			o->input_scale = strtof(optarg, NULL);
+			o->input_scale = positive(o, "--input-scale", optarg);
 			o->standardize = false;
 			break;
 		case 'z': o->standardize = true; break;
@@ -128,11 +149,22 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		case 'S': o->save = optarg; break;
 		case 'O': o->load = optarg; break;
 		case 'h': usage(o, 0); break;
+		case 'V':
+			printf("%s %s\n", o->name, VTPU_VERSION);
+			exit(0);
 		default: usage(o, 2);
 		}
 	}
-	if (optind != argc || !o->epochs || !o->batch)
+	if (optind != argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", o->name,
+			argv[optind]);
 		usage(o, 2);
+	}
+	if (!o->batch) {
+		fprintf(stderr, "%s: --batch wants a number above zero\n",
+			o->name);
+		exit(2);
+	}
 }
 
 void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
@@ -150,6 +182,9 @@ void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
 		      vtpu_load_cifar10(o->data, false, test, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", o->name, err);
+		if (o->data_default)
+			fprintf(stderr, "%s: %s is where tools/get-datasets puts it (run it from the checkout); or pass --data DIR\n",
+				o->name, o->data);
 		exit(1);
 	}
 	if (o->limit && o->limit < train->n)
@@ -223,7 +258,10 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
 		return 1;
 	}
-	if (vtpu_model_fit(m, train, &fo) ||
+	if (!o->epochs)
+		printf("--epochs 0: evaluating only%s\n",
+		       o->load ? "" : ", with the initial weights (no --load)");
+	if ((o->epochs && vtpu_model_fit(m, train, &fo)) ||
 	    vtpu_model_evaluate(m, test, &loss, &acc)) {
 		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
 		return 1;

@@ -16,6 +16,7 @@ struct trainer_opts {
 	const char *name;	/* "mnist" */
 	const char *device;	/* --device: /dev/vtpuN or cpu */
 	const char *data;	/* --data DIR */
+	bool data_default;	/* no --data: the default, relative to the cwd */
 	const char *save;	/* --save FILE */
 	const char *load;	/* --load FILE */
 	uint32_t epochs;	/* --epochs */

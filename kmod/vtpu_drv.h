@@ -32,7 +32,7 @@
 
 #include "vtpu_engine.h"
 
-#define VTPU_DRIVER_VERSION "0.1.0"
+#define VTPU_DRIVER_VERSION VTPU_VERSION	/* kmod/Kbuild: from VERSION */
 #define VTPU_MAX_DEVICES 16
 #define VTPU_MAX_QUEUES 64		/* per open file */
 #define VTPU_MAX_HANDLES VTPU_SUBMIT_MAX_HANDLES

@@ -276,7 +276,7 @@ static int usage(FILE *f)
 	for (i = 0; i < NCMDS; i++)
 		fprintf(f, "  %-8s %s\n", bench_cmds[i].name,
 			bench_cmds[i].help);
-	fprintf(f, "vtpu-bench SUBCOMMAND --help: its own options\n");
+	fprintf(f, "vtpu-bench SUBCOMMAND --help: its own options; vtpu-bench --version\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -290,6 +290,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h"))
 		return usage(stdout);
+	if (!strcmp(argv[1], "--version")) {
+		printf("vtpu-bench %s\n", VTPU_VERSION);
+		return 0;
+	}
 	for (i = 0; i < NCMDS; i++)
 		if (!strcmp(argv[1], bench_cmds[i].name))
 			return bench_cmds[i].main(argc - 1, argv + 1);

@@ -8,6 +8,7 @@
  *   vtpu-smi              one table
  *   vtpu-smi --watch [S]  refresh every S seconds (default 1), with
  *                         utilisation over the last interval
+ *   vtpu-smi --help | --version
  */
 #include <dirent.h>
 #include <errno.h>
@@ -126,21 +127,43 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: vtpu-smi [--watch [SECONDS]]\n"
+		"The state of every vtpu device, from %s.\n"
+		"  --watch [S]  refresh every S seconds (default 1)\n"
+		"  --help       this text\n"
+		"  --version    print the version and exit\n", SYSFS_CLASS);
+	return f == stdout ? 0 : 2;
+}
+
 int main(int argc, char **argv)
 {
 	struct dev_state devs[MAX_DEVS], prev[MAX_DEVS];
 	double interval = 0, t, tprev = 0;
 	int n, nprev = -1;
 
-	if (argc > 1 && !strcmp(argv[1], "--watch"))
-		interval = argc > 2 ? atof(argv[2]) : 1.0;
-	else if (argc > 1) {
-		fprintf(stderr, "usage: vtpu-smi [--watch [SECONDS]]\n");
-		return 2;
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return usage(stdout);
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		printf("vtpu-smi %s\n", VTPU_VERSION);
+		return 0;
 	}
-	if (argc > 2 && interval <= 0) {
-		fprintf(stderr, "vtpu-smi: --watch needs a positive interval\n");
-		return 2;
+	if (argc > 1 && !strcmp(argv[1], "--watch") && argc <= 3) {
+		char *end = NULL;
+
+		interval = argc > 2 ? strtod(argv[2], &end) : 1.0;
+		if (argc > 2 && (*end || end == argv[2] || !(interval > 0) ||
+				 interval > 86400)) {
+			fprintf(stderr, "vtpu-smi: --watch wants seconds above zero, not '%s'\n",
+				argv[2]);
+			return 2;
+		}
+	} else if (argc > 1) {
+		if (strcmp(argv[1], "--watch"))
+			fprintf(stderr, "vtpu-smi: unknown argument '%s'\n",
+				argv[1]);
+		return usage(stderr);
 	}
 
 	for (;;) {
