@@ -2,20 +2,25 @@
 /*
  * Buffers: page arrays mapped once into the kernel (vmap) for the engine
  * and, on request, into user space (all pages inserted at mmap time, so
- * training steps take no page faults). Pages are zeroed, charged to the
+ * training steps take no page faults; a page zapped later, by
+ * MADV_DONTNEED say, faults back in). Pages are zeroed, charged to the
  * caller's memory cgroup, and counted against the device's mem_cap.
  *
  * A buffer can be exported as a dma-buf and imported by any vtpu device
  * (another open file, or another /dev/vtpuN): the importer gets a handle to
- * the same pages. Each dma-buf holds a reference on its buffer.
+ * the same pages. A buffer has at most one dma-buf per mode (read-only,
+ * read-write) at a time, each holding a reference on the buffer; a
+ * read-only one gives its importers read-only handles.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/fcntl.h>
 #include <linux/mm.h>
+#include <linux/pfn_t.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
+#include "vtpu_compat.h"
 #include "vtpu_drv.h"
 
 static void vtpu_bo_free_pages(struct vtpu_bo *bo, unsigned long n)
@@ -31,6 +36,10 @@ static struct vtpu_bo *vtpu_bo_alloc(struct vtpu_device *vdev, u64 size)
 	unsigned long i;
 	u64 used;
 
+	/* more than the machine has can only fail: say so before trying */
+	if (size >> PAGE_SHIFT > totalram_pages())
+		return ERR_PTR(-ENOMEM);
+
 	used = atomic64_add_return(size, &vdev->mem_used);
 	if (used > vdev->mem_cap) {
 		atomic64_sub(size, &vdev->mem_used);
@@ -44,10 +53,13 @@ static struct vtpu_bo *vtpu_bo_alloc(struct vtpu_device *vdev, u64 size)
 	if (!bo)
 		goto err_unaccount;
 	kref_init(&bo->ref);
+	mutex_init(&bo->dmabuf_lock);
 	bo->vdev = vdev;
 	bo->size = size;
 	bo->npages = size >> PAGE_SHIFT;
-	bo->pages = kvcalloc(bo->npages, sizeof(*bo->pages), GFP_KERNEL_ACCOUNT);
+	/* NOWARN: kvmalloc() warns past INT_MAX bytes, a size users choose */
+	bo->pages = kvcalloc(bo->npages, sizeof(*bo->pages),
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!bo->pages)
 		goto err_free_bo;
 	/* RETRY_MAYFAIL: a too-large request fails with -ENOMEM, never OOMs */
@@ -79,6 +91,7 @@ static void vtpu_bo_release(struct kref *ref)
 	vunmap(bo->vaddr);
 	vtpu_bo_free_pages(bo, bo->npages);
 	atomic64_sub(bo->size, &bo->vdev->mem_used);
+	mutex_destroy(&bo->dmabuf_lock);
 	kfree(bo);
 }
 
@@ -87,17 +100,31 @@ void vtpu_bo_put(struct vtpu_bo *bo)
 	kref_put(&bo->ref, vtpu_bo_release);
 }
 
-/* Return: the buffer with a reference taken, or NULL. */
-struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle)
+/*
+ * Return: the buffer with a reference taken, or NULL; *@ro tells whether
+ * the handle is read-only (it came from a read-only export).
+ */
+struct vtpu_bo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
+				  bool *ro)
 {
 	struct vtpu_bo *bo;
 
 	xa_lock(&vfile->bos);
 	bo = xa_load(&vfile->bos, handle);
-	if (bo)
+	if (bo) {
 		kref_get(&bo->ref);
+		*ro = xa_get_mark(&vfile->bos, handle, VTPU_BO_MARK_RO);
+	}
 	xa_unlock(&vfile->bos);
 	return bo;
+}
+
+/* Return: the buffer with a reference taken, or NULL. */
+struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle)
+{
+	bool ro;
+
+	return vtpu_bo_lookup_ro(vfile, handle, &ro);
 }
 
 static u64 vtpu_bo_mmap_offset(u32 handle)
@@ -105,7 +132,8 @@ static u64 vtpu_bo_mmap_offset(u32 handle)
 	return (u64)handle << VTPU_MMAP_SHIFT;
 }
 
-int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data)
+int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data,
+			 struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_device *vdev = vfile->vdev;
 	struct vtpu_bo_create *args = data;
@@ -129,6 +157,8 @@ int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data)
 		vtpu_bo_put(bo);
 		return ret == -EBUSY ? -ENOSPC : ret;
 	}
+	undo->bo = bo;
+	undo->handle = handle;
 	args->handle = handle;
 	args->size = size;
 	args->mmap_offset = vtpu_bo_mmap_offset(handle);
@@ -136,7 +166,30 @@ int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data)
 	return 0;
 }
 
-int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data)
+/*
+ * The caller never learnt of @undo's new handle (its struct could not be
+ * copied back): close it, if it is still that buffer's. A read-only
+ * handle made writable by an import becomes read-only again.
+ */
+void vtpu_bo_undo(struct vtpu_file *vfile, struct vtpu_ioctl_undo *undo)
+{
+	if (!undo->bo)
+		return;
+	if (undo->ro_cleared) {
+		xa_lock(&vfile->bos);
+		if (xa_load(&vfile->bos, undo->handle) == undo->bo)
+			__xa_set_mark(&vfile->bos, undo->handle,
+				      VTPU_BO_MARK_RO);
+		xa_unlock(&vfile->bos);
+		return;
+	}
+	if (xa_cmpxchg(&vfile->bos, undo->handle, undo->bo, NULL, 0) ==
+	    undo->bo)
+		vtpu_bo_put(undo->bo);
+}
+
+int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data,
+		       struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_bo_info *args = data;
 	struct vtpu_bo *bo;
@@ -152,7 +205,8 @@ int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data)
 	return 0;
 }
 
-int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data)
+int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data,
+			struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_bo_close *args = data;
 	struct vtpu_bo *bo;
@@ -192,23 +246,54 @@ static void vtpu_bo_vm_close(struct vm_area_struct *vma)
 	vtpu_bo_put(vma->vm_private_data);
 }
 
+/*
+ * Every page is inserted at mmap time; this brings back one that was
+ * zapped since (MADV_DONTNEED, a child's copy of the mapping after
+ * fork), as GEM shmem's and udmabuf's fault handlers do.
+ */
+static vm_fault_t vtpu_bo_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct vtpu_bo *bo = vma->vm_private_data;
+	/* vm_pgoff: the mapping's first page within the buffer */
+	pgoff_t page = vmf->pgoff;
+
+	if (page >= bo->npages)
+		return VM_FAULT_SIGBUS;
+	/* vm_map_pages() made the mapping VM_MIXEDMAP */
+	return vmf_insert_mixed(vma, vmf->address,
+				page_to_pfn_t(bo->pages[page]));
+}
+
 static const struct vm_operations_struct vtpu_bo_vm_ops = {
 	.open = vtpu_bo_vm_open,
 	.close = vtpu_bo_vm_close,
+	.fault = vtpu_bo_vm_fault,
 };
 
-/* Map @bo's pages from vma->vm_pgoff on; the mapping takes a reference. */
-static int vtpu_bo_map_user(struct vtpu_bo *bo, struct vm_area_struct *vma)
+/*
+ * Map @bo's pages from vma->vm_pgoff on; the mapping takes a reference.
+ * @ro: the caller may only read the buffer.
+ */
+static int vtpu_bo_map_user(struct vtpu_bo *bo, struct vm_area_struct *vma,
+			    bool ro)
 {
 	unsigned long first = vma->vm_pgoff;
 	int ret;
 
-	/* A private (copy-on-write) mapping would not be seen by the device. */
-	if (!(vma->vm_flags & VM_SHARED))
+	/*
+	 * A private (copy-on-write) mapping would not be seen by the device.
+	 * MAYSHARE: a shared mapping of a read-only file is not VM_SHARED.
+	 */
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	if (first >= bo->npages || vma_pages(vma) > bo->npages - first)
 		return -EINVAL;
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	if (ro && (vma->vm_flags & VM_WRITE))
+		return -EACCES;
+	if (ro)
+		vtpu_vma_flags_clear(vma, VM_MAYWRITE);
+	vtpu_vma_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	ret = vm_map_pages(vma, bo->pages, bo->npages);
 	if (ret)
 		return ret;
@@ -222,14 +307,15 @@ int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
 {
 	const unsigned long shift = VTPU_MMAP_SHIFT - PAGE_SHIFT;
 	struct vtpu_bo *bo;
+	bool ro;
 	int ret;
 
-	bo = vtpu_bo_lookup(vfile, vma->vm_pgoff >> shift);
+	bo = vtpu_bo_lookup_ro(vfile, vma->vm_pgoff >> shift, &ro);
 	if (!bo)
 		return -EINVAL;
 	/* vm_map_pages() reads vm_pgoff as the first page of the buffer */
 	vma->vm_pgoff &= (1UL << shift) - 1;
-	ret = vtpu_bo_map_user(bo, vma);
+	ret = vtpu_bo_map_user(bo, vma, ro);
 	vtpu_bo_put(bo);
 	return ret;
 }
@@ -271,15 +357,33 @@ static void vtpu_dmabuf_unmap(struct dma_buf_attachment *attach,
 	kfree(sgt);
 }
 
-/* The dma-buf holds a reference on the buffer from export to release. */
+/* A dma-buf of @bo: read-write (1) or read-only (0)? */
+static bool vtpu_dmabuf_writable(struct dma_buf *dmabuf)
+{
+	return dmabuf->file->f_mode & FMODE_WRITE;
+}
+
+/*
+ * The dma-buf holds a reference on the buffer from export to release; the
+ * buffer forgets it here, so the next export in its mode makes a new one.
+ */
 static void vtpu_dmabuf_release(struct dma_buf *dmabuf)
 {
-	vtpu_bo_put(dmabuf->priv);
+	struct vtpu_bo *bo = dmabuf->priv;
+	unsigned int i;
+
+	mutex_lock(&bo->dmabuf_lock);
+	for (i = 0; i < ARRAY_SIZE(bo->dmabuf); i++)
+		if (bo->dmabuf[i] == dmabuf)
+			bo->dmabuf[i] = NULL;
+	mutex_unlock(&bo->dmabuf_lock);
+	vtpu_bo_put(bo);
 }
 
 static int vtpu_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 {
-	return vtpu_bo_map_user(dmabuf->priv, vma);
+	return vtpu_bo_map_user(dmabuf->priv, vma,
+				!vtpu_dmabuf_writable(dmabuf));
 }
 
 static int vtpu_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
@@ -298,34 +402,70 @@ static const struct dma_buf_ops vtpu_dmabuf_ops = {
 	.vmap = vtpu_dmabuf_vmap,
 };
 
-int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data)
+/*
+ * Return: @bo's dma-buf in mode @rw, with a reference for the caller: the
+ * one it has while that is open, else a new one; or an ERR_PTR.
+ */
+static struct dma_buf *vtpu_bo_get_dmabuf(struct vtpu_bo *bo, bool rw)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(info);
+	struct dma_buf *dmabuf;
+
+	mutex_lock(&bo->dmabuf_lock);
+	dmabuf = bo->dmabuf[rw];
+	/*
+	 * A dma-buf whose last fd is being closed still sits here until its
+	 * release (which takes our lock) forgets it: a new one then.
+	 */
+	if (dmabuf && atomic_long_inc_not_zero(&dmabuf->file->f_count))
+		goto out;
+	info.ops = &vtpu_dmabuf_ops;
+	info.size = bo->size;
+	info.flags = rw ? O_RDWR : O_RDONLY;
+	info.priv = bo;
+	kref_get(&bo->ref);	/* the dma-buf's, put by its release */
+	dmabuf = dma_buf_export(&info);
+	if (IS_ERR(dmabuf)) {
+		vtpu_bo_put(bo);
+		goto out;
+	}
+	bo->dmabuf[rw] = dmabuf;
+out:
+	mutex_unlock(&bo->dmabuf_lock);
+	return dmabuf;
+}
+
+int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data,
+			 struct vtpu_ioctl_undo *undo)
+{
 	struct vtpu_bo_export *args = data;
+	bool rw = args->flags & O_RDWR;
 	struct dma_buf *dmabuf;
 	struct vtpu_bo *bo;
+	bool ro;
 	int fd;
 
 	if (args->pad || args->flags & ~(O_CLOEXEC | O_RDWR))
 		return -EINVAL;
-	bo = vtpu_bo_lookup(vfile, args->handle);
+	bo = vtpu_bo_lookup_ro(vfile, args->handle, &ro);
 	if (!bo)
 		return -ENOENT;
-
-	info.ops = &vtpu_dmabuf_ops;
-	info.size = bo->size;
-	info.flags = O_RDWR;
-	info.priv = bo;		/* the lookup's reference moves to the dma-buf */
-	dmabuf = dma_buf_export(&info);
-	if (IS_ERR(dmabuf)) {
+	if (ro && rw) {
 		vtpu_bo_put(bo);
-		return PTR_ERR(dmabuf);
+		return -EACCES;
 	}
-	fd = dma_buf_fd(dmabuf, args->flags);
+	dmabuf = vtpu_bo_get_dmabuf(bo, rw);
+	vtpu_bo_put(bo);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	/* installed by vtpu_ioctl() once @args is back in user space */
+	fd = get_unused_fd_flags(args->flags & O_CLOEXEC);
 	if (fd < 0) {
 		dma_buf_put(dmabuf);
 		return fd;
 	}
+	undo->file = dmabuf->file;
+	undo->fd = fd;
 	args->fd = fd;
 	return 0;
 }
@@ -342,12 +482,14 @@ static u32 vtpu_bo_find_handle(struct vtpu_file *vfile, struct vtpu_bo *bo)
 	return 0;
 }
 
-int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data)
+int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
+			 struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_bo_import *args = data;
 	struct dma_buf *dmabuf;
 	struct vtpu_bo *bo;
 	u32 handle;
+	bool ro;
 	int ret;
 
 	if (args->flags || args->pad)
@@ -361,6 +503,7 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data)
 		return -EINVAL;
 	}
 	bo = dmabuf->priv;
+	ro = !vtpu_dmabuf_writable(dmabuf);
 	kref_get(&bo->ref);
 	dma_buf_put(dmabuf);
 
@@ -368,15 +511,31 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data)
 	mutex_lock(&vfile->import_lock);
 	handle = vtpu_bo_find_handle(vfile, bo);
 	if (handle) {
+		/* a writable import makes a read-only handle writable */
+		xa_lock(&vfile->bos);
+		if (!ro && xa_get_mark(&vfile->bos, handle, VTPU_BO_MARK_RO)) {
+			__xa_clear_mark(&vfile->bos, handle, VTPU_BO_MARK_RO);
+			undo->bo = bo;
+			undo->handle = handle;
+			undo->ro_cleared = true;
+		}
+		xa_unlock(&vfile->bos);
 		vtpu_bo_put(bo);
 	} else {
-		ret = xa_alloc(&vfile->bos, &handle, bo,
-			       XA_LIMIT(1, VTPU_MAX_BO_HANDLE - 1), GFP_KERNEL);
+		/* marked before the lock drops: never writable, not briefly */
+		xa_lock(&vfile->bos);
+		ret = __xa_alloc(&vfile->bos, &handle, bo,
+				 XA_LIMIT(1, VTPU_MAX_BO_HANDLE - 1), GFP_KERNEL);
+		if (!ret && ro)
+			__xa_set_mark(&vfile->bos, handle, VTPU_BO_MARK_RO);
+		xa_unlock(&vfile->bos);
 		if (ret) {
 			mutex_unlock(&vfile->import_lock);
 			vtpu_bo_put(bo);
 			return ret == -EBUSY ? -ENOSPC : ret;
 		}
+		undo->bo = bo;
+		undo->handle = handle;
 	}
 	mutex_unlock(&vfile->import_lock);
 	args->handle = handle;

@@ -11,6 +11,7 @@
  * client (and the last fence it exported) is gone.
  */
 #include <linux/device.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -38,7 +39,23 @@ MODULE_PARM_DESC(mem_cap_mb, "Buffer memory per device, MiB (default 1024)");
 unsigned int vtpu_param_job_timeout_ms = 30000;
 module_param_named(job_timeout_ms, vtpu_param_job_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
-		 "Watchdog: longest a job may run or wait for its in-fence");
+		 "Watchdog: longest a job may run, ms; also the most a queue may ask");
+
+unsigned int vtpu_param_in_fence_timeout_ms;
+module_param_named(in_fence_timeout_ms, vtpu_param_in_fence_timeout_ms, uint,
+		   0444);
+MODULE_PARM_DESC(in_fence_timeout_ms,
+		 "Longest a job waits for its in-fence, ms (0 = no limit, default)");
+
+unsigned int vtpu_param_client_jobs = 1024;
+module_param_named(client_jobs, vtpu_param_client_jobs, uint, 0444);
+MODULE_PARM_DESC(client_jobs,
+		 "Jobs one open file may have queued or running (default 1024)");
+
+unsigned int vtpu_param_client_job_mb = 64;
+module_param_named(client_job_mb, vtpu_param_client_job_mb, uint, 0444);
+MODULE_PARM_DESC(client_job_mb,
+		 "Kernel memory one open file's jobs may pin, MiB (default 64)");
 
 unsigned int vtpu_param_dbg_mask;
 module_param_named(dbg_mask, vtpu_param_dbg_mask, uint, 0644);
@@ -50,7 +67,8 @@ static struct vtpu_device *vtpu_devices[VTPU_MAX_DEVICES];
 
 /* ---- GET_PARAM ----------------------------------------------------------- */
 
-int vtpu_get_param(struct vtpu_file *vfile, void *data)
+int vtpu_get_param(struct vtpu_file *vfile, void *data,
+		   struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_device *vdev = vfile->vdev;
 	struct vtpu_get_param *args = data;
@@ -95,6 +113,15 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data)
 	case VTPU_PARAM_MAX_REPEAT:
 		args->value = VTPU_MAX_REPEAT;
 		break;
+	case VTPU_PARAM_CLIENT_JOBS:
+		args->value = vtpu_param_client_jobs;
+		break;
+	case VTPU_PARAM_CLIENT_JOB_BYTES:
+		args->value = (u64)vtpu_param_client_job_mb << 20;
+		break;
+	case VTPU_PARAM_IN_FENCE_TIMEOUT_MS:
+		args->value = vtpu_param_in_fence_timeout_ms;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -107,14 +134,16 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data)
  * struct vtpu_ioctl_desc - one ioctl
  * @cmd: its number, which encodes today's struct size
  * @min_size: the first version's struct size; shorter is -EINVAL
- * @func: the handler, on a kernel copy of the struct
+ * @func: the handler, on a kernel copy of the struct; what it did that
+ *        must not outlive a failed copy back goes in its undo argument
  * @out_on_error: copy the struct back even when @func fails (SUBMIT's
  *                error details, WAIT's PENDING status)
  */
 struct vtpu_ioctl_desc {
 	unsigned int cmd;
 	unsigned int min_size;
-	int (*func)(struct vtpu_file *vfile, void *data);
+	int (*func)(struct vtpu_file *vfile, void *data,
+		    struct vtpu_ioctl_undo *undo);
 	bool out_on_error;
 };
 
@@ -136,7 +165,9 @@ static const struct vtpu_ioctl_desc vtpu_ioctls[] = {
 	VTPU_IOCTL(BO_CREATE, vtpu_bo_create_ioctl, false),
 	VTPU_IOCTL(BO_INFO, vtpu_bo_info_ioctl, false),
 	VTPU_IOCTL(BO_CLOSE, vtpu_bo_close_ioctl, false),
-	VTPU_IOCTL(QUEUE_CREATE, vtpu_queue_create_ioctl, false),
+	/* in_fence_timeout_ms and pad came after the first version */
+	VTPU_IOCTL_SIZED(QUEUE_CREATE, vtpu_queue_create_ioctl, false,
+			 offsetofend(struct vtpu_queue_create, timeout_ms)),
 	VTPU_IOCTL(QUEUE_DESTROY, vtpu_queue_destroy_ioctl, false),
 	/* repeat, first_iter and strides_ptr came after the first version */
 	VTPU_IOCTL_SIZED(SUBMIT, vtpu_submit_ioctl, true,
@@ -160,17 +191,42 @@ union vtpu_ioctl_data {
 };
 
 /*
+ * After a handler succeeded: the struct was copied back (@copied), or not.
+ * Install the fd, queue the job; or take back what the caller cannot see.
+ */
+static void vtpu_ioctl_finish(struct vtpu_file *vfile,
+			      struct vtpu_ioctl_undo *undo, bool copied)
+{
+	if (undo->file) {
+		if (copied) {
+			fd_install(undo->fd, undo->file);
+		} else {
+			fput(undo->file);
+			put_unused_fd(undo->fd);
+		}
+	}
+	if (undo->job || undo->queue)
+		vtpu_job_finish(vfile, undo, copied);
+	if (!copied)
+		vtpu_bo_undo(vfile, undo);
+}
+
+/*
  * Structs are versioned by size (the size field of the ioctl number): a
  * shorter one than the first version is refused, a longer one must have
  * only zeros past what this kernel knows (copy_struct_from_user(): -E2BIG),
- * and only as many bytes as user space passed are copied back.
+ * and only as many bytes as user space passed are copied back. A handler
+ * whose struct cannot be copied back leaves nothing behind (see struct
+ * vtpu_ioctl_undo).
  */
 static long vtpu_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	struct vtpu_file *vfile = filp->private_data;
 	void __user *uarg = (void __user *)arg;
 	const struct vtpu_ioctl_desc *desc;
+	struct vtpu_ioctl_undo undo = { .fd = -1 };
 	union vtpu_ioctl_data data;
+	bool copied;
 	unsigned int nr = _IOC_NR(cmd);
 	size_t usize = _IOC_SIZE(cmd);
 	size_t ksize;
@@ -192,12 +248,13 @@ static long vtpu_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 
 	vtpu_dbg(vfile->vdev, VTPU_DBG_IOCTL, "ioctl %u by %d\n", nr,
 		 task_pid_nr(current));
-	ret = desc->func(vfile, &data);
+	ret = desc->func(vfile, &data, &undo);
 
-	if ((!ret || desc->out_on_error) && (_IOC_DIR(cmd) & _IOC_READ) &&
-	    copy_to_user(uarg, &data, min(usize, ksize)))
-		return -EFAULT;
-	return ret;
+	copied = !(_IOC_DIR(cmd) & _IOC_READ) || (ret && !desc->out_on_error) ||
+		 !copy_to_user(uarg, &data, min(usize, ksize));
+	if (!ret)
+		vtpu_ioctl_finish(vfile, &undo, copied);
+	return copied ? ret : -EFAULT;
 }
 
 /* ---- file operations ----------------------------------------------------- */
@@ -211,6 +268,11 @@ static int vtpu_open(struct inode *inode, struct file *filp)
 	vfile = kzalloc(sizeof(*vfile), GFP_KERNEL_ACCOUNT);
 	if (!vfile)
 		return -ENOMEM;
+	vfile->usage = vtpu_usage_create();
+	if (!vfile->usage) {
+		kfree(vfile);
+		return -ENOMEM;
+	}
 	vfile->vdev = vdev;
 	vfile->pid = task_tgid_nr(current);
 	get_task_comm(vfile->comm, current);
@@ -236,6 +298,7 @@ static int vtpu_release(struct inode *inode, struct file *filp)
 	mutex_unlock(&vdev->files_lock);
 	vtpu_file_queues_fini(vfile);
 	vtpu_file_bos_fini(vfile);
+	vtpu_usage_put(vfile->usage);
 	atomic_dec(&vfile->vdev->clients);
 	mutex_destroy(&vfile->import_lock);
 	kfree(vfile);

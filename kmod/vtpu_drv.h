@@ -47,6 +47,9 @@
 extern unsigned int vtpu_param_cores;
 extern unsigned long vtpu_param_mem_cap_mb;
 extern unsigned int vtpu_param_job_timeout_ms;
+extern unsigned int vtpu_param_in_fence_timeout_ms;
+extern unsigned int vtpu_param_client_jobs;
+extern unsigned int vtpu_param_client_job_mb;
 extern unsigned int vtpu_param_dbg_mask;
 
 #define VTPU_DBG_IOCTL BIT(0)
@@ -130,10 +133,23 @@ struct vtpu_device {
 };
 
 /**
+ * struct vtpu_usage - what one client's jobs pin, against its limits
+ *
+ * Shared by the file and its queues, so that a job still running after
+ * its file was released gives back what it pinned.
+ */
+struct vtpu_usage {
+	struct kref ref;
+	atomic_t jobs;			/* queued or running */
+	atomic64_t bytes;		/* kernel memory they hold */
+};
+
+/**
  * struct vtpu_file - one open file description of a device
  */
 struct vtpu_file {
 	struct vtpu_device *vdev;
+	struct vtpu_usage *usage;	/* holds a reference */
 	struct list_head node;		/* in vdev->files */
 	pid_t pid;			/* of the opener, for debugfs */
 	char comm[TASK_COMM_LEN];
@@ -141,6 +157,9 @@ struct vtpu_file {
 	struct mutex import_lock;	/* one handle per imported buffer */
 	struct xarray queues;		/* id -> struct vtpu_queue */
 };
+
+/* vtpu_file.bos mark: the handle came from a read-only export */
+#define VTPU_BO_MARK_RO XA_MARK_1
 
 /**
  * struct vtpu_bo - a buffer: zeroed pages, mapped in the kernel with vmap
@@ -152,6 +171,9 @@ struct vtpu_bo {
 	unsigned long npages;
 	struct page **pages;
 	void *vaddr;			/* what the engine reads and writes */
+	struct mutex dmabuf_lock;	/* protects dmabuf */
+	/* its exports, [0] read-only and [1] read-write; cleared on release */
+	struct dma_buf *dmabuf[2];
 };
 
 /**
@@ -171,13 +193,19 @@ struct vtpu_queue {
 	u32 id;
 	u32 priority;
 	u32 timeout_ms;			/* watchdog for this queue's jobs */
+	u32 in_fence_timeout_ms;	/* 0: wait for in-fences forever */
+	struct vtpu_usage *usage;	/* its client's; holds a reference */
 	u64 fence_context;
 	struct list_head node;		/* in vdev->queues (sched_lock) */
 	struct list_head pending;	/* jobs not yet started (sched_lock) */
 	struct vtpu_job *running;	/* (sched_lock) */
-	bool dead;			/* destroyed: take no jobs (sched_lock) */
+	bool dead;			/* destroyed: set under lock and sched_lock */
 
-	struct mutex lock;		/* protects the fields below */
+	/*
+	 * Protects the fields below; held across a kill, so that a submit
+	 * racing with it cancels its job after the killed ones.
+	 */
+	struct mutex lock;
 	u64 last_seqno;
 	struct dma_fence *history[VTPU_QUEUE_HISTORY]; /* by seqno % size */
 };
@@ -188,7 +216,9 @@ struct vtpu_queue {
 struct vtpu_job {
 	struct kref ref;
 	struct vtpu_queue *queue;	/* holds a reference */
+	u64 pinned;			/* charged to queue->usage */
 	struct list_head node;		/* in queue->pending (sched_lock) */
+	bool held;			/* not to run yet (sched_lock) */
 	u64 seqno;
 	struct vtpu_fence *fence;	/* holds a reference */
 
@@ -205,31 +235,77 @@ struct vtpu_job {
 	struct dma_fence_cb in_cb;
 	bool in_fence_done;		/* set by the callback (sched_lock) */
 	int in_fence_error;
+	bool wait_forever;		/* no in-fence watchdog */
 	unsigned long wait_deadline;	/* jiffies: in-fence watchdog */
 	unsigned long run_deadline;	/* jiffies: running watchdog */
 
 	int abort;			/* -errno: stop at the next tile */
 };
 
+/**
+ * struct vtpu_ioctl_undo - what an ioctl did that must not outlive a
+ * failed copy of its struct back to user space
+ * @file: a file to install as @fd once the struct is copied back (put,
+ *        with @fd, if it is not)
+ * @fd: reserved with get_unused_fd_flags()
+ * @bo: a new handle @handle of this buffer, closed if the copy fails
+ * @handle: see @bo
+ * @ro_cleared: @handle was read-only before: made so again
+ * @queue: a new queue @queue_id, destroyed if the copy fails
+ * @queue_id: see @queue
+ * @job: an armed job, queued once the struct is copied back (cancelled,
+ *       in order, if it is not)
+ *
+ * As the kernel's own ioctls do (put_user() before fd_install()), nothing
+ * a caller cannot see is left behind when it sees -EFAULT.
+ */
+struct vtpu_ioctl_undo {
+	struct file *file;
+	int fd;
+	struct vtpu_bo *bo;
+	u32 handle;
+	bool ro_cleared;
+	struct vtpu_queue *queue;
+	u32 queue_id;
+	struct vtpu_job *job;
+};
+
 /* vtpu_drv.c */
-int vtpu_get_param(struct vtpu_file *vfile, void *data);
+int vtpu_get_param(struct vtpu_file *vfile, void *data,
+		   struct vtpu_ioctl_undo *undo);
 
 /* vtpu_bo.c */
-int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data);
-int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data);
-int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data);
-int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data);
-int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data,
+			 struct vtpu_ioctl_undo *undo);
+int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data,
+		       struct vtpu_ioctl_undo *undo);
+int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data,
+			struct vtpu_ioctl_undo *undo);
+int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data,
+			 struct vtpu_ioctl_undo *undo);
+int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
+			 struct vtpu_ioctl_undo *undo);
+void vtpu_bo_undo(struct vtpu_file *vfile, struct vtpu_ioctl_undo *undo);
 struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle);
+struct vtpu_bo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
+				  bool *ro);
 void vtpu_bo_put(struct vtpu_bo *bo);
 int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma);
 void vtpu_file_bos_fini(struct vtpu_file *vfile);
 
 /* vtpu_job.c */
-int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data);
-int vtpu_queue_destroy_ioctl(struct vtpu_file *vfile, void *data);
-int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data);
-int vtpu_wait_ioctl(struct vtpu_file *vfile, void *data);
+int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data,
+			    struct vtpu_ioctl_undo *undo);
+int vtpu_queue_destroy_ioctl(struct vtpu_file *vfile, void *data,
+			     struct vtpu_ioctl_undo *undo);
+int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data,
+		      struct vtpu_ioctl_undo *undo);
+int vtpu_wait_ioctl(struct vtpu_file *vfile, void *data,
+		    struct vtpu_ioctl_undo *undo);
+void vtpu_job_finish(struct vtpu_file *vfile, struct vtpu_ioctl_undo *undo,
+		     bool copied);
+struct vtpu_usage *vtpu_usage_create(void);
+void vtpu_usage_put(struct vtpu_usage *usage);
 void vtpu_file_queues_fini(struct vtpu_file *vfile);
 void vtpu_job_complete(struct vtpu_job *job, int error);
 void vtpu_job_put(struct vtpu_job *job);

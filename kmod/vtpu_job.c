@@ -6,8 +6,18 @@
  * reference on every buffer, and validates the whole stream with the
  * engine before anything is queued. Each job gets a dma_fence on its
  * queue's timeline (exported as a sync_file on request); the queue keeps
- * the fences of its last VTPU_QUEUE_HISTORY jobs for the WAIT ioctl.
+ * the fences of its last VTPU_QUEUE_HISTORY jobs for the WAIT ioctl, and
+ * a submit waits for the oldest of them to signal before it takes its
+ * slot. What a client's jobs pin (their number, their streams and handle
+ * lists) is charged to its struct vtpu_usage, against the client_jobs
+ * and client_job_mb limits.
+ *
+ * The fences of one queue signal in order, cancellation included: a
+ * queue's kill lets its running job end first, then cancels the rest in
+ * order, under the queue's lock, which a submit racing with the kill
+ * takes before it cancels its own job.
  */
+#include <linux/capability.h>
 #include <linux/fcntl.h>
 #include <linux/file.h>
 #include <linux/module.h>
@@ -43,6 +53,53 @@ static const struct dma_fence_ops vtpu_fence_ops = {
 	.release = vtpu_fence_release,
 };
 
+/* ---- what a client pins ------------------------------------------------- */
+
+struct vtpu_usage *vtpu_usage_create(void)
+{
+	struct vtpu_usage *usage = kzalloc(sizeof(*usage), GFP_KERNEL_ACCOUNT);
+
+	if (usage)
+		kref_init(&usage->ref);
+	return usage;
+}
+
+static void vtpu_usage_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct vtpu_usage, ref));
+}
+
+void vtpu_usage_put(struct vtpu_usage *usage)
+{
+	kref_put(&usage->ref, vtpu_usage_release);
+}
+
+/*
+ * Charge one job pinning @bytes. Return: 0, or -ENOSPC past a limit (not
+ * -EAGAIN: libdrm's drmIoctl() would spin on it).
+ */
+static int vtpu_usage_charge(struct vtpu_usage *usage, u64 bytes)
+{
+	u64 max_bytes = (u64)vtpu_param_client_job_mb << 20;
+
+	if (atomic_inc_return(&usage->jobs) > vtpu_param_client_jobs) {
+		atomic_dec(&usage->jobs);
+		return -ENOSPC;
+	}
+	if (atomic64_add_return(bytes, &usage->bytes) > max_bytes) {
+		atomic64_sub(bytes, &usage->bytes);
+		atomic_dec(&usage->jobs);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static void vtpu_usage_uncharge(struct vtpu_usage *usage, u64 bytes)
+{
+	atomic64_sub(bytes, &usage->bytes);
+	atomic_dec(&usage->jobs);
+}
+
 /* ---- queues -------------------------------------------------------------- */
 
 static void vtpu_queue_release(struct kref *ref)
@@ -52,6 +109,7 @@ static void vtpu_queue_release(struct kref *ref)
 
 	for (i = 0; i < VTPU_QUEUE_HISTORY; i++)
 		dma_fence_put(q->history[i]);
+	vtpu_usage_put(q->usage);
 	mutex_destroy(&q->lock);
 	kfree(q);
 }
@@ -73,7 +131,8 @@ static struct vtpu_queue *vtpu_queue_lookup(struct vtpu_file *vfile, u32 id)
 	return q;
 }
 
-int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data)
+int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data,
+			    struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_device *vdev = vfile->vdev;
 	struct vtpu_queue_create *args = data;
@@ -81,16 +140,30 @@ int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data)
 	u32 id;
 	int ret;
 
-	if (args->flags || args->priority > VTPU_QUEUE_PRIORITY_HIGH)
+	if (args->flags || args->pad ||
+	    args->priority > VTPU_QUEUE_PRIORITY_HIGH)
 		return -EINVAL;
+	/* a HIGH queue can starve every other client: an admin's choice */
+	if (args->priority == VTPU_QUEUE_PRIORITY_HIGH &&
+	    !capable(CAP_SYS_NICE))
+		return -EACCES;
 
 	q = kzalloc(sizeof(*q), GFP_KERNEL_ACCOUNT);
 	if (!q)
 		return -ENOMEM;
 	kref_init(&q->ref);
 	q->vdev = vdev;
+	kref_get(&vfile->usage->ref);
+	q->usage = vfile->usage;
 	q->priority = args->priority;
-	q->timeout_ms = args->timeout_ms ?: vtpu_param_job_timeout_ms;
+	/*
+	 * A queue's own watchdog may be shorter than the device's, never
+	 * longer: the device's is what other clients may have to wait.
+	 */
+	q->timeout_ms = min_not_zero(args->timeout_ms,
+				     vtpu_param_job_timeout_ms);
+	q->in_fence_timeout_ms = args->in_fence_timeout_ms ?:
+				 vtpu_param_in_fence_timeout_ms;
 	q->fence_context = dma_fence_context_alloc(1);
 	INIT_LIST_HEAD(&q->pending);
 	mutex_init(&q->lock);
@@ -107,37 +180,60 @@ int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data)
 	list_add_tail(&q->node, &vdev->queues);
 	spin_unlock(&vdev->sched_lock);
 
+	undo->queue = q;
+	undo->queue_id = id;
 	args->queue_id = id;
+	args->timeout_ms = q->timeout_ms;
+	args->in_fence_timeout_ms = q->in_fence_timeout_ms;
 	return 0;
 }
 
+/* Complete every job of @jobs (off any queue) -ECANCELED, in order. */
+static void vtpu_job_cancel_list(struct list_head *jobs)
+{
+	struct vtpu_job *job, *tmp;
+
+	list_for_each_entry_safe(job, tmp, jobs, node) {
+		list_del_init(&job->node);
+		vtpu_job_complete(job, -ECANCELED);
+	}
+}
+
 /*
- * Take the queue off the device: jobs not started are cancelled, the
- * running one is told to stop at its next tile. The caller's reference
- * (from the file's xarray) is dropped.
+ * Take the queue off the device: the running job is told to stop at its
+ * next tile, and once its fence has signalled, the jobs not started are
+ * cancelled, in order (the fences of one context signal in order). The
+ * caller's reference (from the file's xarray) is dropped.
  */
 static void vtpu_queue_kill(struct vtpu_queue *q)
 {
 	struct vtpu_device *vdev = q->vdev;
-	struct vtpu_job *job, *tmp;
+	struct dma_fence *running = NULL;
 	LIST_HEAD(cancel);
 
+	mutex_lock(&q->lock);
 	spin_lock(&vdev->sched_lock);
 	q->dead = true;
 	list_del_init(&q->node);
 	list_splice_init(&q->pending, &cancel);
-	if (q->running)
+	if (q->running) {
 		WRITE_ONCE(q->running->abort, -ECANCELED);
+		running = dma_fence_get(&q->running->fence->base);
+	}
 	spin_unlock(&vdev->sched_lock);
 
-	list_for_each_entry_safe(job, tmp, &cancel, node) {
-		list_del_init(&job->node);
-		vtpu_job_complete(job, -ECANCELED);
+	if (running) {
+		/* a tile or so: the job stops at its next step */
+		dma_fence_wait(running, false);
+		dma_fence_put(running);
 	}
+	vtpu_job_cancel_list(&cancel);
+	mutex_unlock(&q->lock);
 	vtpu_queue_put(q);
 }
 
-int vtpu_queue_destroy_ioctl(struct vtpu_file *vfile, void *data)
+int vtpu_queue_destroy_ioctl(struct vtpu_file *vfile, void *data,
+			     struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_queue_destroy *args = data;
 	struct vtpu_queue *q;
@@ -149,6 +245,18 @@ int vtpu_queue_destroy_ioctl(struct vtpu_file *vfile, void *data)
 		return -ENOENT;
 	vtpu_queue_kill(q);
 	return 0;
+}
+
+/*
+ * The caller never learnt of @undo's new queue (its struct could not be
+ * copied back): destroy it, if it is still that queue.
+ */
+static void vtpu_queue_undo(struct vtpu_file *vfile,
+			    struct vtpu_ioctl_undo *undo)
+{
+	if (xa_cmpxchg(&vfile->queues, undo->queue_id, undo->queue, NULL, 0) ==
+	    undo->queue)
+		vtpu_queue_kill(undo->queue);
 }
 
 void vtpu_file_queues_fini(struct vtpu_file *vfile)
@@ -184,6 +292,8 @@ static void vtpu_job_release(struct kref *ref)
 	kvfree(job->bufs);
 	kvfree(job->bos);
 	kvfree(job->cmds);
+	if (job->pinned)
+		vtpu_usage_uncharge(job->queue->usage, job->pinned);
 	vtpu_queue_put(job->queue);
 	kfree(job);
 }
@@ -239,17 +349,24 @@ static void vtpu_job_in_fence_cb(struct dma_fence *fence,
 	vtpu_sched_kick(job->queue->vdev);
 }
 
-/* Look up every handle; a handle listed twice is refused (aliasing). */
+/*
+ * Look up every handle; a handle listed twice is refused (aliasing).
+ * Return: 0 with @ro[i] set for each read-only handle and *@any_ro when
+ * there is one, or -errno.
+ */
 static int vtpu_job_get_bos(struct vtpu_file *vfile, struct vtpu_job *job,
-			    const u32 *handles, u32 count, u64 *sizes)
+			    const u32 *handles, u32 count, u64 *sizes,
+			    bool *ro, bool *any_ro)
 {
 	struct vtpu_bo *bo;
 	u32 i, j;
 
+	*any_ro = false;
 	for (i = 0; i < count; i++) {
-		bo = vtpu_bo_lookup(vfile, handles[i]);
+		bo = vtpu_bo_lookup_ro(vfile, handles[i], &ro[i]);
 		if (!bo)
 			return -ENOENT;
+		*any_ro |= ro[i];
 		job->bos[job->nbufs++] = bo;
 		for (j = 0; j < i; j++)
 			if (job->bos[j] == bo)
@@ -273,10 +390,57 @@ static int vtpu_job_get_strides(struct vtpu_job *job, struct vtpu_submit *args)
 	return 0;
 }
 
+/* Is @p inside a buffer of @job whose handle is read-only (@ro)? */
+static bool vtpu_job_addr_ro(const struct vtpu_job *job, const bool *ro,
+			     const u8 *p)
+{
+	u32 i;
+
+	for (i = 0; i < job->nbufs; i++) {
+		const u8 *base = job->bos[i]->vaddr;
+
+		if (p >= base && p < base + job->bos[i]->size)
+			return ro[i];
+	}
+	return false;
+}
+
+/*
+ * A validated stream may write only writable buffers: a read-only handle
+ * (from a read-only export) is refused as any operand a command writes.
+ * Return: 0, or -EACCES with the command named in @args.
+ */
+static int vtpu_job_check_writes(const struct vtpu_job *job, const bool *ro,
+				 struct vtpu_submit *args)
+{
+	struct vtpu_engine_span spans[VTPU_ENGINE_SPANS_MAX];
+	const struct vtpu_cmd_hdr *cmd;
+	u32 pos = 0, at = 0, index = 0, n, i;
+
+	while ((cmd = vtpu_engine_next(job->cmds, job->cmds_size, &pos))) {
+		n = min_t(u32, vtpu_engine_spans(cmd, job->bufs, spans),
+			  VTPU_ENGINE_SPANS_MAX);
+		for (i = 0; i < n; i++) {
+			if (!spans[i].write || spans[i].lo == spans[i].hi ||
+			    !vtpu_job_addr_ro(job, ro, spans[i].lo))
+				continue;
+			args->error_cmd = index;
+			args->error_offset = at;
+			args->error_operand = VTPU_OPERAND_NONE;
+			args->error_reason = VTPU_ERR_READ_ONLY;
+			return -EACCES;
+		}
+		at = pos;
+		index++;
+	}
+	return 0;
+}
+
 static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
 			     struct vtpu_submit *args)
 {
 	struct vtpu_engine_error err;
+	bool any_ro, *ro;
 	u32 *handles;
 	u64 *sizes;
 	int ret;
@@ -285,7 +449,8 @@ static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
 				 GFP_KERNEL);
 	sizes = kvmalloc_array(args->handle_count + 1, sizeof(*sizes),
 			       GFP_KERNEL);
-	if (!handles || !sizes) {
+	ro = kvmalloc_array(args->handle_count + 1, sizeof(*ro), GFP_KERNEL);
+	if (!handles || !sizes || !ro) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -294,7 +459,8 @@ static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
 		ret = -EFAULT;
 		goto out;
 	}
-	ret = vtpu_job_get_bos(vfile, job, handles, args->handle_count, sizes);
+	ret = vtpu_job_get_bos(vfile, job, handles, args->handle_count, sizes,
+			       ro, &any_ro);
 	if (ret)
 		goto out;
 	if (args->strides_ptr) {
@@ -315,11 +481,25 @@ static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
 		vtpu_dbg(vfile->vdev, VTPU_DBG_JOB,
 			 "submit rejected: command %u operand %u reason %u\n",
 			 err.cmd, err.operand, err.reason);
+	} else if (any_ro) {
+		ret = vtpu_job_check_writes(job, ro, args);
 	}
 out:
+	kvfree(ro);
 	kvfree(sizes);
 	kvfree(handles);
 	return ret;
+}
+
+/* What a job of @args pins in the kernel until it ends, in bytes. */
+static u64 vtpu_job_size(const struct vtpu_submit *args)
+{
+	u64 n = (u64)args->handle_count + 1;
+
+	return sizeof(struct vtpu_job) + sizeof(struct vtpu_fence) +
+	       args->cmds_size +
+	       n * (sizeof(struct vtpu_bo *) + sizeof(struct vtpu_engine_buf) +
+		    (args->strides_ptr ? sizeof(u64) : 0));
 }
 
 static struct vtpu_job *vtpu_job_create(struct vtpu_file *vfile,
@@ -328,11 +508,19 @@ static struct vtpu_job *vtpu_job_create(struct vtpu_file *vfile,
 {
 	u32 n = args->handle_count;
 	struct vtpu_job *job;
+	u64 pinned = vtpu_job_size(args);
 	int ret;
 
+	/* before anything is allocated: a client over its limits pins no more */
+	ret = vtpu_usage_charge(q->usage, pinned);
+	if (ret)
+		return ERR_PTR(ret);
 	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
-	if (!job)
+	if (!job) {
+		vtpu_usage_uncharge(q->usage, pinned);
 		return ERR_PTR(-ENOMEM);
+	}
+	job->pinned = pinned;
 	kref_init(&job->ref);
 	INIT_LIST_HEAD(&job->node);
 	/* removing a callback never added must find it unlinked */
@@ -379,35 +567,50 @@ err:
 	return ERR_PTR(ret);
 }
 
-/* Give the job its seqno and fence; record the fence for WAIT. */
-static void vtpu_job_arm(struct vtpu_job *job)
+/*
+ * Give the job its seqno and fence, record the fence for WAIT, and put it
+ * at the end of its queue, held (the dispatcher passes it by) until
+ * vtpu_job_finish() releases it; the caller gets a reference of its own
+ * for that. First waits for the job whose history slot this one takes to
+ * end, so that WAIT never reports a running job retired.
+ * Return: 0, -ENOENT when the queue was destroyed, or -ERESTARTSYS.
+ */
+static int vtpu_job_arm(struct vtpu_job *job)
 {
 	struct vtpu_queue *q = job->queue;
-	struct dma_fence **slot;
+	struct vtpu_device *vdev = q->vdev;
+	struct dma_fence **slot, *old;
+	long ret;
+
+	for (;;) {
+		mutex_lock(&q->lock);
+		if (q->dead) {
+			mutex_unlock(&q->lock);
+			return -ENOENT;
+		}
+		slot = &q->history[(q->last_seqno + 1) % VTPU_QUEUE_HISTORY];
+		if (!*slot || dma_fence_is_signaled(*slot))
+			break;
+		old = dma_fence_get(*slot);
+		mutex_unlock(&q->lock);
+		ret = dma_fence_wait(old, true);
+		dma_fence_put(old);
+		if (ret)
+			return ret;
+	}
 
 	spin_lock_init(&job->fence->lock);
 	__module_get(THIS_MODULE);	/* put by vtpu_fence_release() */
-
-	mutex_lock(&q->lock);
 	job->seqno = ++q->last_seqno;
 	dma_fence_init(&job->fence->base, &vtpu_fence_ops, &job->fence->lock,
 		       q->fence_context, job->seqno);
-	slot = &q->history[job->seqno % VTPU_QUEUE_HISTORY];
 	dma_fence_put(*slot);
 	*slot = dma_fence_get(&job->fence->base);
-	mutex_unlock(&q->lock);
-	atomic64_inc(&q->vdev->stats.jobs_submitted);
-}
-
-/* Hand the job to the dispatcher, or cancel it if the queue just died. */
-static void vtpu_job_queue(struct vtpu_job *job)
-{
-	struct vtpu_device *vdev = job->queue->vdev;
-	unsigned long timeout = msecs_to_jiffies(job->queue->timeout_ms);
-	int ret;
 
 	if (job->in_fence) {
-		job->wait_deadline = jiffies + timeout;
+		job->wait_forever = !q->in_fence_timeout_ms;
+		job->wait_deadline = jiffies +
+				     msecs_to_jiffies(q->in_fence_timeout_ms);
 		ret = dma_fence_add_callback(job->in_fence, &job->in_cb,
 					     vtpu_job_in_fence_cb);
 		if (ret) { /* already signalled */
@@ -416,23 +619,54 @@ static void vtpu_job_queue(struct vtpu_job *job)
 		}
 	}
 
+	kref_get(&job->ref);	/* the submitter's, put by vtpu_job_finish() */
+	job->held = true;
+	/* under q->lock: a kill (which holds it) cancels this job in order */
 	spin_lock(&vdev->sched_lock);
-	if (!job->queue->dead) {
-		list_add_tail(&job->node, &job->queue->pending);
-		job = NULL;
-	}
+	list_add_tail(&job->node, &q->pending);
 	spin_unlock(&vdev->sched_lock);
-
-	if (job)
-		vtpu_job_complete(job, -ECANCELED);
-	else
-		vtpu_sched_kick(vdev);
+	mutex_unlock(&q->lock);
+	atomic64_inc(&vdev->stats.jobs_submitted);
+	return 0;
 }
 
-int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data)
+/*
+ * Release a job vtpu_job_arm() held: to run, or, with @error, to end with
+ * it where it stands in its queue (so that its fence still signals in
+ * order); a job a kill has cancelled meanwhile is over already.
+ */
+static void vtpu_job_release_held(struct vtpu_job *job, int error)
+{
+	struct vtpu_device *vdev = job->queue->vdev;
+
+	spin_lock(&vdev->sched_lock);
+	if (error)
+		cmpxchg(&job->abort, 0, error);
+	job->held = false;
+	spin_unlock(&vdev->sched_lock);
+	vtpu_sched_kick(vdev);
+	vtpu_job_put(job);
+}
+
+/*
+ * After SUBMIT or QUEUE_CREATE succeeded: whether the caller saw its
+ * struct (@copied). A job runs only if it did (else it is cancelled in
+ * order); a queue the caller never learnt of is destroyed.
+ */
+void vtpu_job_finish(struct vtpu_file *vfile, struct vtpu_ioctl_undo *undo,
+		     bool copied)
+{
+	if (undo->job)
+		vtpu_job_release_held(undo->job, copied ? 0 : -ECANCELED);
+	if (undo->queue && !copied)
+		vtpu_queue_undo(vfile, undo);
+}
+
+int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data,
+		      struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_submit *args = data;
-	struct sync_file *sync_file = NULL;
+	struct sync_file *sync_file;
 	struct vtpu_queue *q;
 	struct vtpu_job *job;
 	int fd = -1;
@@ -471,26 +705,30 @@ int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data)
 			goto err_put_job;
 		}
 	}
+	ret = vtpu_job_arm(job);
+	if (ret)
+		goto err_put_fd;
 
-	/* From here on the job has a seqno and must end through complete. */
-	vtpu_job_arm(job);
+	/* From here on the job is on its queue and ends through complete. */
 	if (fd >= 0) {
 		sync_file = sync_file_create(&job->fence->base);
 		if (!sync_file) {
 			put_unused_fd(fd);
-			vtpu_job_complete(job, -ENOMEM);
+			vtpu_job_release_held(job, -ENOMEM);
 			return -ENOMEM;
 		}
-	}
-	args->seqno = job->seqno;
-	vtpu_job_queue(job);	/* the job may be gone after this */
-
-	if (sync_file) {
-		fd_install(fd, sync_file->file);
+		/* installed by vtpu_ioctl() once @args is back in user space */
+		undo->file = sync_file->file;
+		undo->fd = fd;
 		args->out_fence_fd = fd;
 	}
+	undo->job = job;
+	args->seqno = job->seqno;
 	return 0;
 
+err_put_fd:
+	if (fd >= 0)
+		put_unused_fd(fd);
 err_put_job:
 	kfree(job->fence);	/* not armed: not a live fence yet */
 	job->fence = NULL;
@@ -527,7 +765,8 @@ static u32 vtpu_status_of(int error)
 	}
 }
 
-int vtpu_wait_ioctl(struct vtpu_file *vfile, void *data)
+int vtpu_wait_ioctl(struct vtpu_file *vfile, void *data,
+		    struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_wait *args = data;
 	struct dma_fence *fence = NULL;
@@ -546,7 +785,7 @@ int vtpu_wait_ioctl(struct vtpu_file *vfile, void *data)
 	if (args->seqno > q->last_seqno)
 		ret = -EINVAL;
 	else if (q->last_seqno - args->seqno >= VTPU_QUEUE_HISTORY)
-		ret = 1;	/* retired */
+		ret = 1;	/* retired: its slot was taken once it had ended */
 	else
 		fence = dma_fence_get(q->history[args->seqno %
 						 VTPU_QUEUE_HISTORY]);

@@ -36,8 +36,10 @@ static bool vtpu_job_ready(struct vtpu_job *job)
 
 /*
  * Return: the next job to run, taken off its queue, or NULL. Sets *waiting
- * when a queue's next job waits for an in-fence (whose watchdog the
- * dispatcher must then poll).
+ * when a queue's next job waits for an in-fence with a deadline (which the
+ * dispatcher must then poll). A job still held by its submitter
+ * (vtpu_job_arm()) holds its queue up until it is released; an aborted
+ * one need not wait for its in-fence.
  */
 static struct vtpu_job *vtpu_sched_pick(struct vtpu_device *vdev,
 					bool *waiting)
@@ -54,9 +56,13 @@ static struct vtpu_job *vtpu_sched_pick(struct vtpu_device *vdev,
 				continue;
 			job = list_first_entry(&q->pending, struct vtpu_job,
 					       node);
+			if (job->held)
+				continue;
 			if (job->in_fence && !vtpu_job_ready(job) &&
-			    time_before(jiffies, job->wait_deadline)) {
-				*waiting = true;
+			    !READ_ONCE(job->abort) &&
+			    (job->wait_forever ||
+			     time_before(jiffies, job->wait_deadline))) {
+				*waiting |= !job->wait_forever;
 				continue;
 			}
 			list_del_init(&job->node);
@@ -215,10 +221,10 @@ static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
 {
 	u64 start = ktime_get_ns();
 	u64 flops = 0;
-	int err = 0;
+	int err = READ_ONCE(job->abort);
 	u32 iter;
 
-	if (job->in_fence) {
+	if (!err && job->in_fence) {
 		if (!vtpu_job_ready(job))
 			err = -ETIMEDOUT;	/* its in-fence never came */
 		else if (job->in_fence_error)

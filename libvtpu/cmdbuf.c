@@ -1036,6 +1036,10 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 	case VTPU_ERR_OVERLAP:
 		sb_printf(&sb, "output operand %s overlaps an input", oname);
 		break;
+	case VTPU_ERR_READ_ONLY:
+		sb_printf(&sb, "it writes a buffer this client imported "
+			  "read-only (exported without O_RDWR)");
+		break;
 	default:
 		sb_printf(&sb, "unknown reason %u (operand %s)", reason,
 			  oname);

@@ -197,6 +197,10 @@ int vtpu_bo_import(struct vtpu_dev *dev, int fd, struct vtpu_bo *bo)
 	}
 	map = mmap(NULL, (size_t)im.size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		   dev->fd, (off_t)im.mmap_offset);
+	/* a read-only export: a read-only handle, mapped read-only */
+	if (map == MAP_FAILED && errno == EACCES)
+		map = mmap(NULL, (size_t)im.size, PROT_READ, MAP_SHARED,
+			   dev->fd, (off_t)im.mmap_offset);
 	if (map == MAP_FAILED) {
 		ret = -errno;
 		goto err_close;
@@ -249,6 +253,9 @@ int vtpu_queue_create_opts(struct vtpu_dev *dev,
 		if (OPTS_HAS(opts,
 			     OPTS_END(struct vtpu_queue_opts, timeout_ms)))
 			c.timeout_ms = opts->timeout_ms;
+		if (OPTS_HAS(opts, OPTS_END(struct vtpu_queue_opts,
+					    in_fence_timeout_ms)))
+			c.in_fence_timeout_ms = opts->in_fence_timeout_ms;
 	}
 	ret = vtpu_ioctl(dev->fd, VTPU_IOCTL_QUEUE_CREATE, &c);
 	if (ret)

@@ -111,7 +111,9 @@ int vtpu_bo_export(struct vtpu_dev *dev, const struct vtpu_bo *bo, int *fd);
  * vtpu_bo_import() - a buffer of @dev for the pages of a vtpu dma-buf
  * @fd: from vtpu_bo_export() on any device (not consumed: close it when
  *      you like, the buffer stays)
- * @bo: out, handle, size and a read/write mapping, as vtpu_bo_create()
+ * @bo: out, handle, size and a read/write mapping, as vtpu_bo_create();
+ *      of a read-only export (BO_EXPORT without O_RDWR), a read-only
+ *      handle and mapping: a job that writes it is refused (-EACCES)
  *
  * Importing a buffer @dev already has gives its existing handle (a second
  * mapping of it): vtpu_bo_destroy() closes that one handle for both. The
@@ -130,13 +132,18 @@ int vtpu_bo_import(struct vtpu_dev *dev, int fd, struct vtpu_bo *bo);
  *      their default, and bytes past what the library knows must be zero
  * @priority: enum vtpu_queue_priority; mind that 0 is LOW (NORMAL when
  *            not within @sz)
- * @timeout_ms: watchdog of the queue's jobs, running or waiting for their
- *              in-fence; 0: the device's job_timeout_ms
+ * @timeout_ms: watchdog of the queue's jobs, from when each starts to
+ *              run; 0: the device's job_timeout_ms (also the most a queue
+ *              may have: a larger value is lowered to it)
+ * @in_fence_timeout_ms: how long a job may wait for its in-fence before it
+ *                       ends TIMEDOUT without running; 0: the device's
+ *                       in_fence_timeout_ms (0 there: no limit)
  */
 struct vtpu_queue_opts {
 	size_t sz;
 	uint32_t priority;
 	uint32_t timeout_ms;
+	uint32_t in_fence_timeout_ms;
 };
 
 /*

@@ -13,8 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -126,7 +128,7 @@ TEST_F(vtpu, get_param_unknown)
 
 	NEED_DEV();
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_GET_PARAM, &gp));
-	gp.param = VTPU_PARAM_MAX_REPEAT + 1;
+	gp.param = VTPU_PARAM_IN_FENCE_TIMEOUT_MS + 1;
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_GET_PARAM, &gp));
 	TH_LOG("unknown params give EINVAL");
 }
@@ -514,6 +516,297 @@ TEST_F(vtpu, lib_wrappers)
 	EXPECT_EQ(-ENOENT, vtpu_queue_destroy(dev, q));
 	vtpu_close(dev);
 	TH_LOG("libvtpu's device, buffer and queue wrappers return 0/-errno as the ioctls do");
+}
+
+/* ---- hardening: defects an adversarial review found ----------------------- */
+
+/*
+ * A queue may not ask for a longer watchdog than the device's (one
+ * client's endless jobs would hold up every other client): it gets the
+ * device's, and is told so. The first, shorter struct still works.
+ */
+TEST_F(vtpu, queue_timeout_capped)
+{
+	struct vtpu_queue_create qc = { .priority = VTPU_QUEUE_PRIORITY_NORMAL };
+	uint64_t limit = param(_metadata, self->fd, VTPU_PARAM_JOB_TIMEOUT_MS);
+	uint64_t fence = param(_metadata, self->fd,
+			       VTPU_PARAM_IN_FENCE_TIMEOUT_MS);
+	unsigned long v1 = _IOC(_IOC_READ | _IOC_WRITE, VTPU_IOCTL_BASE, 0x04,
+				offsetof(struct vtpu_queue_create,
+					 in_fence_timeout_ms));
+
+	NEED_DEV();
+	qc.timeout_ms = UINT32_MAX;
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	EXPECT_EQ(limit, qc.timeout_ms);
+	EXPECT_EQ(fence, qc.in_fence_timeout_ms);
+	memset(&qc, 0, sizeof(qc));
+	qc.timeout_ms = 7;
+	qc.in_fence_timeout_ms = 123;
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	EXPECT_EQ(7, qc.timeout_ms);
+	EXPECT_EQ(123, qc.in_fence_timeout_ms);
+	memset(&qc, 0, sizeof(qc));
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	EXPECT_EQ(limit, qc.timeout_ms);
+	qc.pad = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	/* the first version ended at timeout_ms */
+	memset(&qc, 0, sizeof(qc));
+	qc.timeout_ms = UINT32_MAX;
+	ASSERT_EQ(0, xioctl(self->fd, v1, &qc));
+	EXPECT_EQ(limit, qc.timeout_ms);
+	EXPECT_EQ(0, qc.in_fence_timeout_ms) TH_LOG("copied back past v1");
+	TH_LOG("a queue's watchdog is at most the device's %llu ms (asked 2^32-1), a shorter one stands; in-fence timeout %llu by default",
+	       (unsigned long long)limit, (unsigned long long)fence);
+}
+
+/*
+ * A HIGH queue (whose jobs go before every other client's) needs
+ * CAP_SYS_NICE: a client without it gets EACCES, and NORMAL and LOW work.
+ */
+TEST_F(vtpu, queue_high_needs_cap_sys_nice)
+{
+	struct vtpu_queue_create qc = { .priority = VTPU_QUEUE_PRIORITY_HIGH };
+	int status;
+	pid_t pid;
+
+	NEED_DEV();
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* nobody, with the device already open: no capabilities */
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc) != -EACCES)
+			_exit(1);
+		qc.priority = VTPU_QUEUE_PRIORITY_NORMAL;
+		if (xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc))
+			_exit(2);
+		qc.priority = VTPU_QUEUE_PRIORITY_LOW;
+		_exit(xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc) ? 3 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 10)
+		SKIP(return, "cannot drop to uid 65534");
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("child exit %d", WEXITSTATUS(status));
+	TH_LOG("HIGH with CAP_SYS_NICE; without it EACCES, NORMAL and LOW still work");
+}
+
+/* Open fds of this process. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A page holding @len bytes of @arg, then made read-only. */
+static void *ro_copy(const void *arg, size_t len, long page)
+{
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, arg, len);
+	if (mprotect(p, page, PROT_READ)) {
+		munmap(p, page);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * An ioctl whose struct cannot be copied back (a read-only page) fails
+ * with EFAULT and leaves nothing the caller cannot see: no handle, no
+ * charged memory, no queue, no fd, no job that runs.
+ */
+TEST_F(vtpu, efault_leaves_nothing)
+{
+	struct vtpu_bo_create bc = { .size = 1 << 20 };
+	struct vtpu_queue_create qc = { .priority = VTPU_QUEUE_PRIORITY_NORMAL };
+	struct vtpu_bo_info bi = { 0 };
+	struct vtpu_bo_export be = { 0 };
+	struct vtpu_bo_import bim = { 0 };
+	struct vtpu_queue_destroy qd = { 0 };
+	struct vtpu_wait w = { 0 };
+	struct vtpu_submit s = { 0 };
+	struct vtpu_cmd_fill fill = {
+		.hdr = { .opcode = VTPU_OP_FILL, .size = sizeof(fill) },
+		.dst = { .buf = 0, .offset = 0 }, .count = 1024,
+		.value = 0x40a00000,	/* 5.0f */
+	};
+	uint64_t used;
+	uint32_t handle, q, *map;
+	int fds, other, dmabuf, i;
+	void *ro;
+
+	NEED_DEV();
+	used = param(_metadata, self->fd, VTPU_PARAM_MEM_USED);
+	fds = count_fds();
+
+	/* BO_CREATE: no handle, nothing charged */
+	ro = ro_copy(&bc, sizeof(bc), self->page);
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, ro));
+	munmap(ro, self->page);
+	bi.handle = 1;
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_BO_INFO, &bi));
+	EXPECT_EQ(used, param(_metadata, self->fd, VTPU_PARAM_MEM_USED));
+
+	/* QUEUE_CREATE: no queue */
+	ro = ro_copy(&qc, sizeof(qc), self->page);
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, ro));
+	munmap(ro, self->page);
+	qd.queue_id = 1;
+	EXPECT_EQ(-ENOENT, xioctl(self->fd, VTPU_IOCTL_QUEUE_DESTROY, &qd));
+
+	/* a buffer and a queue for the rest */
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	handle = bc.handle;
+	EXPECT_EQ(1, handle) TH_LOG("the failed create left handle 1 taken");
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_QUEUE_CREATE, &qc));
+	q = qc.queue_id;
+	EXPECT_EQ(1, q) TH_LOG("the failed create left queue 1 taken");
+
+	/* BO_EXPORT: no fd */
+	be.handle = handle;
+	be.flags = O_RDWR | O_CLOEXEC;
+	ro = ro_copy(&be, sizeof(be), self->page);
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, VTPU_IOCTL_BO_EXPORT, ro));
+	munmap(ro, self->page);
+	EXPECT_EQ(fds, count_fds()) TH_LOG("BO_EXPORT left an fd");
+
+	/* BO_IMPORT into another client: no handle there */
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_EXPORT, &be));
+	dmabuf = be.fd;
+	other = open(DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, other);
+	bim.fd = dmabuf;
+	ro = ro_copy(&bim, sizeof(bim), self->page);
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, xioctl(other, VTPU_IOCTL_BO_IMPORT, ro));
+	munmap(ro, self->page);
+	bi.handle = 1;
+	EXPECT_EQ(-ENOENT, xioctl(other, VTPU_IOCTL_BO_INFO, &bi));
+	close(other);
+	close(dmabuf);
+	fds = count_fds();
+
+	/* SUBMIT with an out-fence: no fd, and the FILL never runs */
+	s.cmds_ptr = (uintptr_t)&fill;
+	s.cmds_size = sizeof(fill);
+	s.handles_ptr = (uintptr_t)&handle;
+	s.handle_count = 1;
+	s.queue_id = q;
+	s.flags = VTPU_SUBMIT_OUT_FENCE;
+	ro = ro_copy(&s, sizeof(s), self->page);
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, VTPU_IOCTL_SUBMIT, ro));
+	munmap(ro, self->page);
+	EXPECT_EQ(fds, count_fds()) TH_LOG("SUBMIT left its fence fd");
+	w.queue_id = q;
+	w.seqno = 1;
+	w.timeout_ns = INT64_MAX;
+	EXPECT_EQ(0, xioctl(self->fd, VTPU_IOCTL_WAIT, &w));
+	EXPECT_EQ(VTPU_JOB_CANCELLED, w.status);
+	map = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map);
+	for (i = 0; i < 1024; i++)
+		if (map[i])
+			break;
+	EXPECT_EQ(1024, i) TH_LOG("the job ran: word %d is %08x", i, map[i]);
+	munmap(map, 4096);
+	TH_LOG("EFAULT on the copy back: BO_CREATE, QUEUE_CREATE, BO_EXPORT, BO_IMPORT and SUBMIT leave no handle, memory, queue or fd, and the job ends CANCELLED without running");
+}
+
+/*
+ * BO_CREATE of the largest size the device allows must fail quietly when
+ * the machine cannot hold it: never a WARN (a crash with panic_on_warn).
+ * Needs a device cap past what a kvmalloc'd page array can describe, so
+ * tools/run-checks runs it alone with mem_cap_mb=1048576 (1 TiB).
+ */
+TEST_F(vtpu, bo_create_huge)
+{
+	struct vtpu_bo_create bc = { 0 };
+	uint64_t max;
+
+	NEED_DEV();
+	max = param(_metadata, self->fd, VTPU_PARAM_MAX_BO_SIZE);
+	if (max < (64ull << 30))
+		SKIP(return, "the cap is %llu MiB: load with mem_cap_mb=1048576",
+		     (unsigned long long)(max >> 20));
+	bc.size = max;
+	EXPECT_EQ(-ENOMEM, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	bc.size = max / 2;
+	EXPECT_EQ(-ENOMEM, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	TH_LOG("BO_CREATE of %llu bytes (the cap: an array of its pages is past INT_MAX bytes) and of half that: ENOMEM, no WARN",
+	       (unsigned long long)max);
+}
+
+/*
+ * A zapped page of a mapping comes back: MADV_DONTNEED (as allocators and
+ * runtimes do), mremap() to another address, and a forked child's copy
+ * all see and change the buffer's own pages.
+ */
+TEST_F(vtpu, mmap_fault_back)
+{
+	struct vtpu_bo_create bc = { .size = 3 * 4096 };
+	uint32_t *p, *q;
+	size_t n = 3 * 4096 / 4, i;
+	int bad = 0, status;
+	pid_t pid;
+
+	NEED_DEV();
+	ASSERT_EQ(0, xioctl(self->fd, VTPU_IOCTL_BO_CREATE, &bc));
+	p = mmap(NULL, bc.size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < n; i++)
+		p[i] = 0x5a000000u + i;
+	ASSERT_EQ(0, madvise(p, bc.size, MADV_DONTNEED));
+	for (i = 0; i < n; i++)	/* SIGBUS here before the fault handler */
+		bad += p[i] != 0x5a000000u + i;
+	EXPECT_EQ(0, bad);
+	/* a write after the zap lands in the buffer too */
+	ASSERT_EQ(0, madvise(p + 1024, 4096, MADV_DONTNEED));
+	p[1024] = 7;
+	q = mmap(NULL, bc.size, PROT_READ, MAP_SHARED, self->fd,
+		 bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_EQ(7, q[1024]);
+
+	p = mremap(p, bc.size, bc.size, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   (char *)q + 64 * 4096);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0x5a000000u + 5, p[5]);
+	EXPECT_EQ(7, p[1024]);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		madvise(p, bc.size, MADV_DONTNEED);
+		p[2048] = 99;
+		_exit(p[5] == 0x5a000000u + 5 ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(99, q[2048]);
+	munmap(p, bc.size);
+	munmap(q, bc.size);
+	TH_LOG("after MADV_DONTNEED, mremap and fork the mapping shows and changes the buffer's pages");
 }
 
 TEST_HARNESS_MAIN

@@ -25,12 +25,14 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/sync_file.h>
+#include <pthread.h>
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
@@ -42,6 +44,9 @@
 
 /* The long job: a 128^3 GEMM, repeated. */
 #define LONG_N 128
+
+/* Queues client_job_limits uses: its job limit over queues of 64 */
+#define VTPU_MAX_QUEUES_TEST 20
 
 /* sw_sync's debugfs uAPI (drivers/dma-buf/sw_sync.c; no uapi header). */
 struct sw_sync_create_fence_data {
@@ -1047,7 +1052,7 @@ static int sw_sync_fence(int tl, uint32_t value)
 TEST_F_TIMEOUT(dev, in_fence_sw_sync, 60)
 {
 	VTPU_QUEUE_OPTS(o, .priority = VTPU_QUEUE_PRIORITY_NORMAL,
-			.timeout_ms = 100);
+			.timeout_ms = 100, .in_fence_timeout_ms = 100);
 	struct vtpu_bo x;
 	struct vtpu_cmdbuf cb;
 	struct vtpu_job j1 = { .in_fence = -1 }, j2 = { .in_fence = -1 };
@@ -1070,7 +1075,7 @@ TEST_F_TIMEOUT(dev, in_fence_sw_sync, 60)
 	vtpu_cmdbuf_init(&cb);
 	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &x), 0, 1024, 2.0f);
 
-	/* Gated on a fence that never signals: the watchdog ends it. */
+	/* Gated on a fence that never signals: its in-fence bound ends it. */
 	j1.queue = tq;
 	j1.in_fence = never;
 	t0 = now_ms();
@@ -1113,7 +1118,7 @@ TEST_F_TIMEOUT(dev, in_fence_sw_sync, 60)
 TEST_F_TIMEOUT(dev, in_fence_blocked_by_other_device, 120)
 {
 	VTPU_QUEUE_OPTS(o, .priority = VTPU_QUEUE_PRIORITY_NORMAL,
-			.timeout_ms = 100);
+			.timeout_ms = 100, .in_fence_timeout_ms = 100);
 	struct vtpu_dev *d1;
 	struct long_job lj;
 	struct vtpu_job blk, blk2, j1 = { 0 }, j2 = { 0 };
@@ -1141,7 +1146,7 @@ TEST_F_TIMEOUT(dev, in_fence_blocked_by_other_device, 120)
 	vtpu_cmdbuf_copy(&cb, vtpu_cmdbuf_use(&cb, &y), 0,
 			 vtpu_cmdbuf_use(&cb, &x0), 0, 4096);
 
-	/* A blocker of ~100 s: j1 (100 ms watchdog) gives up waiting. */
+	/* A blocker of ~100 s: j1 (100 ms in-fence bound) gives up waiting. */
 	long_job_submit(_metadata, d1, &lj, q1, reps_for(one, 100000), &blk);
 	j1.queue = tq;
 	j1.in_fence = blk.out_fence;
@@ -1740,6 +1745,386 @@ TEST_F_TIMEOUT(dev, sysfs_counters, 120)
 	long_job_fini(self->dev, &lj);
 	TH_LOG("counter deltas: submitted %lld = completed %lld + failed %lld + timedout %lld + cancelled %lld; flops and busy_ns grew",
 	       after[0], after[1], after[2], after[3], after[4]);
+}
+
+/* ---- hardening: defects an adversarial review found ----------------------- */
+
+/*
+ * Waiting for an in-fence is not running: a job gated on a fence that
+ * signals after longer than its queue's watchdog runs (in_fence_timeout_ms
+ * is the separate bound, none by default), and its watchdog starts when
+ * it does.
+ */
+TEST_F_TIMEOUT(dev, in_fence_wait_not_watchdog, 120)
+{
+	VTPU_QUEUE_OPTS(o, .priority = VTPU_QUEUE_PRIORITY_NORMAL,
+			.timeout_ms = 100);
+	struct long_job lj;
+	struct vtpu_job blk, j = { 0 };
+	struct vtpu_bo y;
+	struct vtpu_cmdbuf cb;
+	uint32_t tq, bq, status;
+	int32_t jerr;
+	double one, t;
+
+	NEED_DEV();
+	if (param(_metadata, self->dev, VTPU_PARAM_IN_FENCE_TIMEOUT_MS))
+		SKIP(return, "the module was loaded with an in_fence_timeout_ms");
+	ASSERT_EQ(0, vtpu_queue_create_opts(self->dev, &o, &tq));
+	ASSERT_EQ(0, vtpu_queue_create(self->dev, VTPU_QUEUE_PRIORITY_NORMAL,
+				       &bq));
+	long_job_init(_metadata, self->dev, &lj);
+	one = long_job_ms(_metadata, self->dev, &lj, bq);
+	bo_new(_metadata, self->dev, 4096, &y);
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &y), 0, 1024, 4.0f);
+
+	/* a blocker of ~600 ms on another queue; j's watchdog is 100 ms */
+	t = now_ms();
+	long_job_submit(_metadata, self->dev, &lj, bq, reps_for(one, 600),
+			&blk);
+	j.queue = tq;
+	j.in_fence = blk.out_fence;
+	submit(_metadata, self->dev, &cb, &j);
+	status = wait_status(_metadata, self->dev, tq, j.seqno, 60000, &jerr);
+	t = now_ms() - t;
+	EXPECT_EQ(VTPU_JOB_DONE, status) TH_LOG("ended %s (%d) after %.0f ms",
+						vtpu_status_name(status), jerr,
+						t);
+	EXPECT_TRUE(fence_signalled(blk.out_fence));
+	EXPECT_EQ(0, count_not(y.map, 4.0f, 1024));
+	close(blk.out_fence);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_bo_destroy(self->dev, &y);
+	long_job_fini(self->dev, &lj);
+	TH_LOG("gated for %.0f ms on a 100 ms-watchdog queue: ran, DONE", t);
+}
+
+/*
+ * Destroying a queue cancels its jobs in order: the running one's fence
+ * signals first, then the pending ones' in seqno order (the dma-fence
+ * rule for one context), so a merge of two of them signals only when
+ * both have.
+ */
+TEST_F_TIMEOUT(dev, cancel_signals_in_order, 120)
+{
+	struct long_job lj;
+	struct vtpu_job run, pend[3];
+	struct sync_merge_data md = { .name = "vtpu-merge" };
+	int64_t ts_run, ts[3];
+	uint32_t q;
+	double one;
+	int i, trial, bad = 0;
+
+	NEED_DEV();
+	long_job_init(_metadata, self->dev, &lj);
+	one = long_job_ms(_metadata, self->dev, &lj, self->q);
+	for (trial = 0; trial < 3; trial++) {
+		ASSERT_EQ(0, vtpu_queue_create(self->dev,
+					       VTPU_QUEUE_PRIORITY_NORMAL, &q));
+		long_job_submit(_metadata, self->dev, &lj, q,
+				reps_for(one, 10000), &run);
+		for (i = 0; i < 3; i++)
+			long_job_submit(_metadata, self->dev, &lj, q, 1,
+					&pend[i]);
+		md.fd2 = pend[0].out_fence;
+		ASSERT_EQ(0, ioctl(run.out_fence, SYNC_IOC_MERGE, &md));
+		usleep(50000);	/* the first job runs */
+		EXPECT_EQ(0, vtpu_queue_destroy(self->dev, q));
+		EXPECT_EQ(-ECANCELED, vtpu_fence_wait(run.out_fence, 30000));
+		for (i = 0; i < 3; i++)
+			EXPECT_EQ(-ECANCELED,
+				  vtpu_fence_wait(pend[i].out_fence, 30000));
+		EXPECT_EQ(-ECANCELED, vtpu_fence_wait(md.fence, 30000));
+		ts_run = fence_ts(run.out_fence);
+		for (i = 0; i < 3; i++) {
+			ts[i] = fence_ts(pend[i].out_fence);
+			if (ts[i] < (i ? ts[i - 1] : ts_run)) {
+				bad++;
+				TH_LOG("trial %d: job %d signalled %.3f ms before the one before it",
+				       trial, i + 2,
+				       ((i ? ts[i - 1] : ts_run) - ts[i]) / 1e6);
+			}
+		}
+		close(md.fence);
+		close(run.out_fence);
+		for (i = 0; i < 3; i++)
+			close(pend[i].out_fence);
+	}
+	EXPECT_EQ(0, bad);
+	long_job_fini(self->dev, &lj);
+	TH_LOG("3 trials: the running job's fence, then the 3 pending ones', in order");
+}
+
+/*
+ * WAIT never reports a job RETIRED while it runs: the 65th submission
+ * after a long job waits for it to end before it takes its history slot.
+ */
+TEST_F_TIMEOUT(dev, wait_never_retires_running_job, 120)
+{
+	struct long_job lj;
+	struct vtpu_job lng, tiny;
+	struct vtpu_bo y;
+	struct vtpu_cmdbuf cb;
+	uint32_t status = 99, q;
+	double one, t_submit;
+	int i;
+
+	NEED_DEV();
+	ASSERT_EQ(0, vtpu_queue_create(self->dev, VTPU_QUEUE_PRIORITY_NORMAL,
+				       &q));
+	long_job_init(_metadata, self->dev, &lj);
+	one = long_job_ms(_metadata, self->dev, &lj, q);
+	bo_new(_metadata, self->dev, 4096, &y);
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &y), 0, 16, 1.0f);
+
+	long_job_submit(_metadata, self->dev, &lj, q, reps_for(one, 1500),
+			&lng);
+	t_submit = now_ms();
+	for (i = 0; i < VTPU_QUEUE_HISTORY; i++) {
+		memset(&tiny, 0, sizeof(tiny));
+		tiny.queue = q;
+		submit(_metadata, self->dev, &cb, &tiny);
+	}
+	t_submit = now_ms() - t_submit;
+	ASSERT_EQ(0, vtpu_wait(self->dev, q, lng.seqno, 0, &status, NULL));
+	if (status == VTPU_JOB_RETIRED)
+		EXPECT_TRUE(fence_signalled(lng.out_fence))
+			TH_LOG("WAIT said RETIRED while the job still ran");
+	EXPECT_TRUE(fence_signalled(lng.out_fence))
+		TH_LOG("the 65th submit did not wait for the job whose slot it took");
+	EXPECT_EQ(0, vtpu_wait(self->dev, q, tiny.seqno, 30000000000ll,
+			       &status, NULL));
+	close(lng.out_fence);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_bo_destroy(self->dev, &y);
+	long_job_fini(self->dev, &lj);
+	TH_LOG("64 submissions behind a ~1.5 s job took %.0f ms: the last waited for its slot; WAIT then: %s",
+	       t_submit, vtpu_status_name(status));
+}
+
+/*
+ * Submit @cb gated on @fence until SUBMIT fails (*@ret), a new queue every
+ * VTPU_QUEUE_HISTORY jobs (where a submit would wait for a slot) into
+ * @q[*@nq]. Return: how many went in.
+ */
+static uint64_t gated_until_full(struct __test_metadata *_metadata,
+				 struct vtpu_dev *dev, struct vtpu_cmdbuf *cb,
+				 int fence, uint32_t *q, uint32_t *nq, int *ret)
+{
+	struct vtpu_job j;
+	uint64_t n;
+
+	*nq = 0;
+	*ret = 0;
+	for (n = 0; *nq <= VTPU_MAX_QUEUES_TEST; n++) {
+		if (n % VTPU_QUEUE_HISTORY == 0) {
+			if (*nq == VTPU_MAX_QUEUES_TEST)
+				break;
+			*ret = vtpu_queue_create(dev, VTPU_QUEUE_PRIORITY_NORMAL,
+						 &q[*nq]);
+			if (*ret)
+				break;
+			++*nq;
+		}
+		memset(&j, 0, sizeof(j));
+		j.queue = q[*nq - 1];
+		j.in_fence = fence;
+		*ret = vtpu_submit(dev, cb, &j);
+		if (*ret)
+			break;
+	}
+	return n;
+}
+
+/*
+ * A client cannot pin kernel memory without limit with queued jobs: past
+ * VTPU_PARAM_CLIENT_JOB_BYTES (1 MiB streams gated on a fence that does
+ * not come), or VTPU_PARAM_CLIENT_JOBS (tiny ones, over several queues),
+ * SUBMIT fails with ENOSPC; once the jobs end, it works again.
+ */
+TEST_F_TIMEOUT(dev, client_job_limits, 240)
+{
+	uint64_t max_jobs = param(_metadata, self->dev, VTPU_PARAM_CLIENT_JOBS);
+	uint64_t max_bytes = param(_metadata, self->dev,
+				   VTPU_PARAM_CLIENT_JOB_BYTES);
+	const uint32_t big = VTPU_SUBMIT_MAX_CMDS_SIZE;
+	struct vtpu_dev *gate_dev;
+	struct long_job lj;
+	struct vtpu_job blk;
+	struct vtpu_cmdbuf cb;
+	struct vtpu_bo y;
+	uint32_t q[VTPU_MAX_QUEUES_TEST], bq, status, nq = 0;
+	uint64_t n;
+	double one;
+	int ret = 0;
+
+	NEED_DEV();
+	ASSERT_GE(VTPU_MAX_QUEUES_TEST * VTPU_QUEUE_HISTORY, max_jobs + 1);
+	ASSERT_GE(VTPU_MAX_QUEUES_TEST * VTPU_QUEUE_HISTORY, max_bytes / big + 1);
+	/* the gate: a long job of another client, so that ours never run */
+	gate_dev = vtpu_open(DEV0);
+	ASSERT_NE(NULL, gate_dev);
+	ASSERT_EQ(0, vtpu_queue_create(gate_dev, VTPU_QUEUE_PRIORITY_LOW, &bq));
+	long_job_init(_metadata, gate_dev, &lj);
+	one = long_job_ms(_metadata, gate_dev, &lj, bq);
+	long_job_submit(_metadata, gate_dev, &lj, bq, reps_for(one, 100000),
+			&blk);
+
+	/* 1 MiB streams of NOPs: ENOSPC past the byte limit */
+	bo_new(_metadata, self->dev, 4096, &y);
+	vtpu_cmdbuf_init(&cb);
+	{
+		const struct vtpu_cmd_hdr nop = { .opcode = VTPU_OP_NOP,
+						  .size = sizeof(nop) };
+
+		while (cb.size + sizeof(nop) <= big)
+			ASSERT_EQ(0, vtpu_cmdbuf_append(&cb, &nop));
+	}
+	n = gated_until_full(_metadata, self->dev, &cb, blk.out_fence, q, &nq,
+			     &ret);
+	EXPECT_EQ(-ENOSPC, ret);
+	EXPECT_LE(n * big, max_bytes);
+	EXPECT_GE((n + 2) * big, max_bytes);
+	TH_LOG("1 MiB streams: ENOSPC after %llu, limit %llu MiB",
+	       (unsigned long long)n, (unsigned long long)(max_bytes >> 20));
+	while (nq)
+		EXPECT_EQ(0, vtpu_queue_destroy(self->dev, q[--nq]));
+	vtpu_cmdbuf_fini(&cb);
+
+	/* tiny streams: ENOSPC past the job limit */
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &y), 0, 16, 1.0f);
+	n = gated_until_full(_metadata, self->dev, &cb, blk.out_fence, q, &nq,
+			     &ret);
+	EXPECT_EQ(-ENOSPC, ret);
+	EXPECT_EQ(max_jobs, n) TH_LOG("ENOSPC after %llu jobs",
+				      (unsigned long long)n);
+
+	/* the gate fails: every job ends (a failed dependency), room again */
+	EXPECT_EQ(0, vtpu_queue_destroy(gate_dev, bq));
+	EXPECT_EQ(-ECANCELED, vtpu_fence_wait(blk.out_fence, 30000));
+	EXPECT_EQ(0, vtpu_wait(self->dev, q[0], VTPU_QUEUE_HISTORY,
+			       30000000000ll, &status, NULL));
+	EXPECT_EQ(VTPU_JOB_CANCELLED, status);
+	check_alive(_metadata, self->dev, q[1], 6.0f);
+	close(blk.out_fence);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_bo_destroy(self->dev, &y);
+	long_job_fini(gate_dev, &lj);
+	vtpu_close(gate_dev);
+	TH_LOG("%llu tiny jobs over %u queues: ENOSPC at the next; after the gate failed they ended and a job ran",
+	       (unsigned long long)max_jobs, nq);
+}
+
+/* The dma-buf's inode: one per dma-buf. */
+static ino_t fd_ino(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : st.st_ino;
+}
+
+/*
+ * Exports keep the uAPI's promises: a buffer has one dma-buf per mode,
+ * and a read-only export refuses writable mappings, gives its importers a
+ * read-only handle whose jobs may read but not write it, and cannot be
+ * exported writable again.
+ */
+TEST_F(dev, export_one_dmabuf_read_only)
+{
+	struct vtpu_bo x, mine;
+	struct vtpu_bo_export e = { 0 };
+	struct vtpu_bo_import im = { 0 };
+	struct vtpu_dev *other;
+	struct vtpu_cmdbuf cb;
+	struct vtpu_job job = { 0 };
+	struct vtpu_bo imp;
+	char msg[256];
+	int rw1, rw2, ro1, ro2, ret, fd;
+	uint32_t oq;
+	void *p;
+
+	NEED_DEV();
+	bo_new(_metadata, self->dev, 4096, &x);
+	((float *)x.map)[0] = 3.0f;
+	ASSERT_EQ(0, vtpu_bo_export(self->dev, &x, &rw1));
+	ASSERT_EQ(0, vtpu_bo_export(self->dev, &x, &rw2));
+	EXPECT_EQ(fd_ino(rw1), fd_ino(rw2)) TH_LOG("two dma-bufs for one buffer");
+	e.handle = x.handle;
+	e.flags = O_CLOEXEC;
+	ASSERT_EQ(0, xioctl(vtpu_fd(self->dev), VTPU_IOCTL_BO_EXPORT, &e));
+	ro1 = e.fd;
+	ASSERT_EQ(0, xioctl(vtpu_fd(self->dev), VTPU_IOCTL_BO_EXPORT, &e));
+	ro2 = e.fd;
+	EXPECT_EQ(fd_ino(ro1), fd_ino(ro2));
+	EXPECT_NE(fd_ino(ro1), fd_ino(rw1));
+	EXPECT_EQ(O_RDONLY, fcntl(ro1, F_GETFL) & O_ACCMODE);
+	EXPECT_EQ(O_RDWR, fcntl(rw1, F_GETFL) & O_ACCMODE);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro1, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EACCES, errno);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ro1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(3.0f, *(float *)p);
+	EXPECT_EQ(-1, mprotect(p, 4096, PROT_READ | PROT_WRITE));
+	munmap(p, 4096);
+
+	/* another client imports it read-only: reads yes, writes no */
+	other = vtpu_open(DEV0);
+	ASSERT_NE(NULL, other);
+	ASSERT_EQ(0, vtpu_queue_create(other, VTPU_QUEUE_PRIORITY_NORMAL, &oq));
+	ASSERT_EQ(0, vtpu_bo_import(other, ro1, &imp));
+	bo_new(_metadata, other, 4096, &mine);
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &imp), 0, 16, 9.0f);
+	job.queue = oq;
+	ret = vtpu_submit(other, &cb, &job);
+	EXPECT_EQ(-EACCES, ret);
+	EXPECT_EQ(VTPU_ERR_READ_ONLY, job.error.reason);
+	TH_LOG("a FILL into it: %s",
+	       vtpu_job_strerror(&cb, &job, msg, sizeof(msg)));
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_copy(&cb, vtpu_cmdbuf_use(&cb, &mine), 0,
+			 vtpu_cmdbuf_use(&cb, &imp), 0, 64);
+	run_job(_metadata, other, oq, &cb);
+	EXPECT_EQ(3.0f, ((float *)mine.map)[0]);
+	vtpu_cmdbuf_fini(&cb);
+	EXPECT_EQ(3.0f, ((float *)x.map)[0]);
+	/* not writable again through its importer */
+	memset(&e, 0, sizeof(e));
+	e.handle = imp.handle;
+	e.flags = O_RDWR;
+	EXPECT_EQ(-EACCES, xioctl(vtpu_fd(other), VTPU_IOCTL_BO_EXPORT, &e));
+	e.flags = 0;
+	ASSERT_EQ(0, xioctl(vtpu_fd(other), VTPU_IOCTL_BO_EXPORT, &e));
+	fd = e.fd;
+	EXPECT_EQ(fd_ino(ro1), fd_ino(fd));
+	close(fd);
+	/* a writable import of the same buffer makes the handle writable */
+	im.fd = rw1;
+	ASSERT_EQ(0, xioctl(vtpu_fd(other), VTPU_IOCTL_BO_IMPORT, &im));
+	EXPECT_EQ(imp.handle, im.handle);
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &imp), 0, 16, 9.0f);
+	run_job(_metadata, other, oq, &cb);
+	EXPECT_EQ(9.0f, ((float *)x.map)[0]);
+	vtpu_cmdbuf_fini(&cb);
+
+	vtpu_bo_destroy(other, &mine);
+	vtpu_bo_destroy(other, &imp);
+	vtpu_close(other);
+	close(rw1);
+	close(rw2);
+	close(ro1);
+	close(ro2);
+	/* every fd closed: a new export is a new dma-buf */
+	ASSERT_EQ(0, vtpu_bo_export(self->dev, &x, &rw1));
+	close(rw1);
+	vtpu_bo_destroy(self->dev, &x);
+	TH_LOG("one dma-buf per buffer and mode; a read-only export maps read-only, its importer's jobs read it and are refused writing it (READ_ONLY), and it cannot be exported writable");
 }
 
 TEST_HARNESS_MAIN

@@ -45,8 +45,11 @@ extern "C" {
  * runs every stream an older version's library builds.
  *   1: the first
  *   2: VTPU_GEMM_B_PANELS, VTPU_GEMM_C_PANELS
+ *   3: QUEUE_CREATE's @in_fence_timeout_ms (the struct grew), the
+ *      per-client limits (VTPU_PARAM_CLIENT_*), read-only exports
+ *      (VTPU_ERR_READ_ONLY), one dma-buf per buffer and mode
  */
-#define VTPU_API_VERSION 2
+#define VTPU_API_VERSION 3
 
 #define VTPU_IOCTL_BASE 0xB7
 
@@ -65,6 +68,12 @@ extern "C" {
  * @VTPU_PARAM_MAX_CMDS_SIZE: largest command stream SUBMIT accepts, bytes
  * @VTPU_PARAM_MAX_HANDLES: largest handle_count SUBMIT accepts
  * @VTPU_PARAM_MAX_REPEAT: largest repeat SUBMIT accepts
+ * @VTPU_PARAM_CLIENT_JOBS: jobs one open file may have queued or running
+ *                          at once (more: SUBMIT fails with -ENOSPC)
+ * @VTPU_PARAM_CLIENT_JOB_BYTES: kernel memory those jobs may pin (their
+ *                               streams and handle lists; more: -ENOSPC)
+ * @VTPU_PARAM_IN_FENCE_TIMEOUT_MS: longest a job waits for its in-fence
+ *                                  by default (0: no limit)
  */
 enum vtpu_param {
 	VTPU_PARAM_API_VERSION = 0,
@@ -80,6 +89,9 @@ enum vtpu_param {
 	VTPU_PARAM_MAX_CMDS_SIZE = 10,
 	VTPU_PARAM_MAX_HANDLES = 11,
 	VTPU_PARAM_MAX_REPEAT = 12,
+	VTPU_PARAM_CLIENT_JOBS = 13,
+	VTPU_PARAM_CLIENT_JOB_BYTES = 14,
+	VTPU_PARAM_IN_FENCE_TIMEOUT_MS = 15,
 };
 
 /**
@@ -155,7 +167,13 @@ struct vtpu_bo_close {
  * @fd: out, a dma-buf fd sharing the buffer's pages (mmap-able)
  * @pad: must be zero
  *
- * Exporting the same buffer again gives another fd for the same dma-buf.
+ * Without O_RDWR the export is read-only: its fd refuses writable shared
+ * mappings, and a file that imports it gets a read-only handle (a job
+ * that writes it is refused with VTPU_ERR_READ_ONLY, and it cannot be
+ * exported writable again). A read-only handle exports only read-only
+ * (-EACCES otherwise). A buffer has one dma-buf per mode: exporting it
+ * again, in the same mode, gives another fd for the same dma-buf, while
+ * one is open.
  */
 struct vtpu_bo_export {
 	__u32 handle;
@@ -170,6 +188,7 @@ struct vtpu_bo_export {
  * @flags: in, must be zero
  * @handle: out, a handle in this file for the same pages; importing a
  *          buffer this file already has returns its existing handle
+ *          (writable from then on if this export is)
  * @pad: must be zero
  * @size: out, bytes
  * @mmap_offset: out, for mmap() on this device fd
@@ -189,7 +208,9 @@ struct vtpu_bo_import {
  * enum vtpu_queue_priority - scheduling class of a queue
  *
  * Higher classes are picked first; within a class the device round-robins
- * between queues, so one client cannot starve another.
+ * between queues, so one client cannot starve another. HIGH, which can
+ * hold up every other client, needs CAP_SYS_NICE (-EACCES otherwise), as
+ * DRM drivers ask for a high-priority context.
  */
 enum vtpu_queue_priority {
 	VTPU_QUEUE_PRIORITY_LOW = 0,
@@ -202,14 +223,24 @@ enum vtpu_queue_priority {
  * @priority: in, an enum vtpu_queue_priority
  * @flags: in, must be zero
  * @queue_id: out, the queue's id in this open file
- * @timeout_ms: in, the watchdog for this queue's jobs; 0 takes the
- *              device's job_timeout_ms
+ * @timeout_ms: in, the watchdog for this queue's jobs, from when a job
+ *              starts to run; 0 takes the device's job_timeout_ms, which
+ *              is also the most a queue may ask. Out: the one in force.
+ * @in_fence_timeout_ms: in, how long a job may wait for its in-fence
+ *                       before it ends VTPU_JOB_TIMEDOUT without running;
+ *                       0 takes the device's in_fence_timeout_ms (whose
+ *                       own 0 means no limit). Out: the one in force. This
+ *                       field and @pad came after the first version of
+ *                       the struct, which ended at @timeout_ms.
+ * @pad: must be zero
  */
 struct vtpu_queue_create {
 	__u32 priority;
 	__u32 flags;
 	__u32 queue_id;
 	__u32 timeout_ms;
+	__u32 in_fence_timeout_ms;
+	__u32 pad;
 };
 
 /**
@@ -280,6 +311,7 @@ enum vtpu_error_reason {
 	VTPU_ERR_MISALIGNED = 11,    /* offset not aligned to the dtype */
 	VTPU_ERR_OVERLAP = 12,	     /* output overlaps an input */
 	VTPU_ERR_BAD_STRIDE_REPEAT = 13, /* a repeat stride walks off its buffer */
+	VTPU_ERR_READ_ONLY = 14,     /* writes a read-only (imported) buffer */
 };
 
 /* SUBMIT's limits (GET_PARAM reports the handle limit as MAX_HANDLES) */
@@ -316,6 +348,16 @@ enum vtpu_error_reason {
  *               job can walk a dataset resident in a buffer and the next
  *               job can go on where it stopped. The stream is validated
  *               against every iteration before anything runs.
+ *
+ * Returns 0 with the job queued, or an error with nothing queued and no
+ * fd installed: -EINVAL (a bad field, or a bad stream: @error_* say where
+ * and why), -EACCES (the stream writes a read-only buffer:
+ * VTPU_ERR_READ_ONLY), -ENOENT (no such queue or handle), -ENOSPC (the
+ * client's VTPU_PARAM_CLIENT_JOBS or _JOB_BYTES are in use: wait for a
+ * job), -EFAULT, -ENOMEM. Before queueing, SUBMIT waits for the job
+ * VTPU_QUEUE_HISTORY submissions earlier on the queue to end (so that WAIT
+ * never forgets a job still running); a signal interrupts that wait
+ * (-ERESTARTSYS).
  */
 struct vtpu_submit {
 	__u64 cmds_ptr;
@@ -343,9 +385,12 @@ struct vtpu_submit {
  * @VTPU_JOB_ERROR: failed while running (see vtpu_wait.error)
  * @VTPU_JOB_CANCELLED: its queue or client went away first, or its
  *                      in-fence signalled an error (it did not run)
- * @VTPU_JOB_TIMEDOUT: stopped by the watchdog (job_timeout_ms)
+ * @VTPU_JOB_TIMEDOUT: stopped by the watchdog (job_timeout_ms), or its
+ *                     in-fence did not come within in_fence_timeout_ms
  * @VTPU_JOB_RETIRED: finished so long ago that its status is forgotten
- *                    (a queue remembers its last VTPU_QUEUE_HISTORY jobs)
+ *                    (a queue remembers its last VTPU_QUEUE_HISTORY jobs;
+ *                    SUBMIT waits for the job VTPU_QUEUE_HISTORY before
+ *                    it to end, so a job reported retired has ended)
  */
 enum vtpu_job_status {
 	VTPU_JOB_PENDING = 0,

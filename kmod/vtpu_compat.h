@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What differs between the kernels vtpu builds on, in one place: each
+ * helper is named for what it does, with the version that changed it.
+ */
+#ifndef VTPU_COMPAT_H
+#define VTPU_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/version.h>
+
+/* 6.3 made vma->vm_flags read-only: vm_flags_set()/vm_flags_clear() */
+static inline void vtpu_vma_flags_set(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+static inline void vtpu_vma_flags_clear(struct vm_area_struct *vma,
+					unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
+#endif /* VTPU_COMPAT_H */
