@@ -23,9 +23,14 @@ BIN := $(BUILD)/bin
 OBJ := $(BUILD)/obj
 
 # The kernel to build against: the running one when its build tree exists,
-# else Debian's headers for the kernel tools/vtpu-vm boots.
-KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
-	  $(lastword $(sort $(wildcard /usr/src/linux-headers-*-amd64))))
+# else Debian's headers for the kernel tools/vtpu-vm boots by default,
+# Debian 12's own series, 6.1 (not whichever is newest: the 6.12 headers
+# may be installed beside them, for KDIR=... and the second selftest run).
+ifeq ($(origin KDIR),undefined)
+KDIR := $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
+	  $(shell ls -d /usr/src/linux-headers-6.1.*-amd64 2>/dev/null | \
+		  sort -V | tail -n 1))
+endif
 
 # Quiet by default: $(call say,CC,$@) before a command prints "  CC  path"
 # instead of the command line; V=1 prints the command lines.
