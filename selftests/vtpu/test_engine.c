@@ -464,6 +464,16 @@ FIXTURE_SETUP(gemm)
 	ASSERT_NE(NULL, self->cpu);
 }
 
+/*
+ * 6.1's harness runs the body after a SKIP in FIXTURE_SETUP: every gemm
+ * test starts with this, so a level the CPU lacks is skipped, not run.
+ */
+#define NEED_CPU()                                                             \
+	do {                                                                   \
+		if (!self->cpu)                                                \
+			return;                                                \
+	} while (0)
+
 FIXTURE_TEARDOWN(gemm)
 {
 	vtpu_cpu_destroy(self->cpu);
@@ -516,12 +526,14 @@ TEST_F(gemm, shapes)
 		{ 301, 803, 270, .alpha = 1 },
 	};
 
+	NEED_CPU();
 	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
 				 sizeof(cases) / sizeof(cases[0])));
 }
 
 TEST_F(gemm, strides_alpha_beta_bias_relu)
 {
+	NEED_CPU();
 #define C(m_, n_, k_, fl, pa, pb, pc, al, be)                                  \
 	{ .m = m_, .n = n_, .k = k_, .flags = fl, .lda_pad = pa,               \
 	  .ldb_pad = pb, .ldc_pad = pc, .alpha = al, .beta = be }
@@ -551,6 +563,7 @@ TEST_F(gemm, beta0_nan_c_vanishes)
 		{ 9, 64, 600, .alpha = 1, .nan_c = 1 },	/* _tn with A^T */
 	};
 
+	NEED_CPU();
 	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
 				 sizeof(cases) / sizeof(cases[0])));
 }
@@ -563,6 +576,7 @@ TEST_F(gemm, nan_inf_propagate)
 		  .beta = 1, .poison_a = 1 },
 	};
 
+	NEED_CPU();
 	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
 				 sizeof(cases) / sizeof(cases[0])));
 }
@@ -574,6 +588,7 @@ TEST_F(gemm, nan_inf_propagate)
  */
 TEST_F(gemm, bf16)
 {
+	NEED_CPU();
 #define C(m_, n_, k_, fl, pa, pb, pc, al, be)                                  \
 	{ .m = m_, .n = n_, .k = k_, .flags = fl, .lda_pad = pa,               \
 	  .ldb_pad = pb, .ldc_pad = pc, .alpha = al, .beta = be, .bf16 = 1 }
@@ -609,6 +624,7 @@ TEST_F(gemm, bf16)
  */
 TEST_F(gemm, narrow_and_edges_at_page_end)
 {
+	NEED_CPU();
 #define C(m_, n_, k_, fl, al, be, h)                                            \
 	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = al, .beta = be,     \
 	  .bf16 = h, .guard = 1 }
@@ -652,6 +668,7 @@ TEST_F(gemm, narrow_and_edges_at_page_end)
  */
 TEST_F(gemm, panels_match_row_major)
 {
+	NEED_CPU();
 #define C(m_, n_, k_, fl, al, be)                                              \
 	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = al, .beta = be,     \
 	  .guard = 1 }
@@ -740,6 +757,7 @@ TEST_F(gemm, panels_match_row_major)
  */
 TEST_F(gemm, trans_a_keeps_bits)
 {
+	NEED_CPU();
 #define C(m_, n_, k_, fl, be)                                                  \
 	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = 1.0f, .beta = be,   \
 	  .guard = 1, .a_as_rows = 1 }
@@ -784,6 +802,7 @@ TEST_F(gemm, trans_a_keeps_bits)
 /* Engine and OpenBLAS agree on a chain of GEMMs in one stream. */
 TEST_F(gemm, chain_matches_openblas)
 {
+	NEED_CPU();
 	enum { M = 130, K1 = 200, N1 = 150, N2 = 70 };
 	struct vtpu_bo x, w1, h, w2, y, bias;
 	struct vtpu_cpu *ref;
