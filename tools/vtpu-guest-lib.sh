@@ -53,7 +53,7 @@ check_dmesg() {
 	fi
 }
 
-# ---- messages and usage -------------------------------------------------------
+# ---- messages, usage, version -------------------------------------------------
 
 die() {
 	echo "$prog: $*" >&2
@@ -80,6 +80,17 @@ find_checkout() {
 	done
 }
 
+# print_version: "PROG X.Y.Z", from the checkout's VERSION file, the one
+# place the release number is kept. Reads prog, here.
+print_version() {
+	local top
+	top=$(find_checkout "$here")
+	if [ -z "$top" ] || ! [ -f "$top/VERSION" ]; then
+		die "no VERSION file in a checkout around $here"
+	fi
+	echo "$prog $(cat "$top/VERSION")"
+}
+
 # ---- options -----------------------------------------------------------------
 
 # guest_defaults: the defaults of the options both runners take.
@@ -94,7 +105,7 @@ need_arg() {
 }
 
 # guest_option ARGS...: takes the option in $1 when it is one both
-# runners know (setting its variable; --help exits here),
+# runners know (setting its variable; --help and --version exit here),
 # and sets opt_words to the number of words it took. Returns 1 for
 # another option, which the runner's own parser saw first.
 guest_option() {
@@ -117,6 +128,7 @@ guest_option() {
 	--no-splat-check) splat_check=0 ;;
 	-v | --verbose) verbose=1 ;;
 	-h | --help) usage; exit 0 ;;
+	--version) print_version; exit 0 ;;
 	*) return 1 ;;
 	esac
 }
