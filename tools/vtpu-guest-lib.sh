@@ -7,9 +7,10 @@
 #
 # Not a program: a runner sources it from the directory it lives in (the
 # build installs a copy beside build/bin/vtpu-vm, see tools/tools.mk),
-# after setting prog (its name, which prefixes its messages) and defining
-# usage() (its --help text, on stdout). The functions below read and set
-# the runner's globals, named where each is defined.
+# after setting prog (its name, which prefixes its messages) and here (its
+# directory, where the checkout is looked for); it defines usage() (its
+# --help text, on stdout). The functions below read and set the runner's
+# globals, named where each is defined.
 #
 # Exit status of both runners: CMD's; 124 on timeout; 125 when the guest,
 # the module or the runner itself fails (a usage error included, as with
