@@ -1,10 +1,16 @@
 # build/bin/vtpu-vm (a script), vtpu-smi, vtpu-bench.
-TOOLS := $(BIN)/vtpu-vm
+TOOLS := $(BIN)/vtpu-vm $(BIN)/vtpu-guest-lib.sh
 TOOLS += $(BIN)/vtpu-bench
 
-$(BIN)/vtpu-vm: $(SRCTOP)/tools/vtpu-vm
+# vtpu-vm sources vtpu-guest-lib.sh (what it shares with tools/vtpu-uml)
+# from its own directory: the copy goes with its library.
+$(BIN)/vtpu-vm: $(SRCTOP)/tools/vtpu-vm $(BIN)/vtpu-guest-lib.sh
 	@mkdir -p $(@D)
 	$(call say,INSTALL,$@)install -m 755 $< $@
+
+$(BIN)/vtpu-guest-lib.sh: $(SRCTOP)/tools/vtpu-guest-lib.sh
+	@mkdir -p $(@D)
+	install -m 644 $< $@
 
 # vtpu-bench: main and shared helpers in bench.c, one bench_<name>.c per
 # subcommand (listed in bench.h's BENCH_SUBCOMMANDS).
