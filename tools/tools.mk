@@ -10,7 +10,7 @@ $(BIN)/vtpu-vm: $(SRCTOP)/tools/vtpu-vm $(BIN)/vtpu-guest-lib.sh
 
 $(BIN)/vtpu-guest-lib.sh: $(SRCTOP)/tools/vtpu-guest-lib.sh
 	@mkdir -p $(@D)
-	install -m 644 $< $@
+	$(call say,INSTALL,$@)install -m 644 $< $@
 
 # vtpu-bench: main and shared helpers in bench.c, one bench_<name>.c per
 # subcommand (listed in bench.h's BENCH_SUBCOMMANDS).
