@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * vtpu-bench train: training steps per second of the three example models
- * on the cpu backend with the engine's GEMM (the exact code the kernel
- * runs), with OpenBLAS's GEMM, and in PyTorch, on the same threads.
+ * vtpu-bench train: training steps per second of the example models, and
+ * of three held-out ones the engine was not tuned for (a LeNet-5 style
+ * CNN, a wide MLP, a VGG-style CNN on 64x64 images), on the cpu backend
+ * with the engine's GEMM (the exact code the kernel runs), with OpenBLAS's
+ * GEMM, and in PyTorch, on the same threads.
  *
  *   vtpu-bench train [--threads N] [--json] [--reps R] [--device PATH]
  *                    [--models LIST] [--batches LIST] [--no-pytorch]
@@ -17,7 +19,10 @@
  * the pixels.
  *
  * PyTorch is Debian's python3-torch, driven through
- * tools/bench_train_pytorch.py over a pipe so that it too takes turns.
+ * tools/bench_train_pytorch.py over a pipe so that it too takes turns,
+ * in two configurations: "pytorch", the best one found on these machines
+ * (that script's docstring says what and why; the ratios are against it),
+ * and "pytorch-default", as installed, labelled.
  * Without it (not installed, or an interpreter that cannot import it or
  * does not answer), the bench runs the other backends, says why on
  * stderr and "pytorch":false in its JSON header. $VTPU_BENCH_PYTHON
@@ -27,6 +32,7 @@
  * With --device, the models also train through that device ("device").
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,11 +45,13 @@
 #include "vtpu_model.h"
 
 #define TARGET_S 1.0
-#define MAX_BACKENDS 4
+#define MAX_BACKENDS 3		/* engine, openblas, device */
+#define TORCH_CONFIGS 2		/* pytorch (the best), pytorch-default */
 
 struct model_def {
 	const char *name;
 	uint32_t h, w, c;
+	uint32_t classes;
 	uint32_t epoch_images;
 	void (*build)(struct vtpu_model *m);
 };
@@ -78,11 +86,54 @@ static void build_cifar(struct vtpu_model *m)
 	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
 }
 
-/* The same models as examples/ (and tools/bench_train_pytorch.py). */
+/* Held out: built as their users would, never tuned for. */
+static void build_lenet5(struct vtpu_model *m)
+{
+	vtpu_model_add_conv2d(m, 6, 5, 5, VTPU_PAD_VALID, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_conv2d(m, 16, 5, 5, VTPU_PAD_VALID, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 120, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 84, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+}
+
+static void build_mlp_wide(struct vtpu_model *m)
+{
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 2048, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 2048, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+}
+
+static void build_vgg64(struct vtpu_model *m)
+{
+	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_conv2d(m, 128, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_conv2d(m, 128, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_conv2d(m, 256, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	vtpu_model_add_maxpool(m, 2, 2);
+	vtpu_model_add_flatten(m);
+	vtpu_model_add_dense(m, 256, VTPU_ACT_RELU);
+	vtpu_model_add_dense(m, 5, VTPU_ACT_SOFTMAX);
+}
+
+/*
+ * The examples' models, then the held-out ones; the same networks as
+ * tools/bench_train_pytorch.py's MODELS. s/epoch counts 60000 images
+ * (50000 for cifar10, 3670 for vgg64: tf_flowers' size).
+ */
 static const struct model_def models[] = {
-	{ "mnist", 28, 28, 1, 60000, build_mnist },
-	{ "fashion_mnist", 28, 28, 1, 60000, build_fashion },
-	{ "cifar10", 32, 32, 3, 50000, build_cifar },
+	{ "mnist", 28, 28, 1, 10, 60000, build_mnist },
+	{ "fashion_mnist", 28, 28, 1, 10, 60000, build_fashion },
+	{ "cifar10", 32, 32, 3, 10, 50000, build_cifar },
+	{ "lenet5", 28, 28, 1, 10, 60000, build_lenet5 },
+	{ "mlp_wide", 28, 28, 1, 10, 60000, build_mlp_wide },
+	{ "vgg64", 64, 64, 3, 5, 3670, build_vgg64 },
 };
 
 /* A vtpu backend: a compiled model and a few batches of data. */
@@ -116,7 +167,7 @@ static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 	r->ds.height = md->h;
 	r->ds.width = md->w;
 	r->ds.channels = md->c;
-	r->ds.classes = 10;
+	r->ds.classes = md->classes;
 	r->ds.images = malloc(r->ds.n * isz);
 	r->ds.labels = malloc(r->ds.n);
 	r->m = vtpu_model_create(md->h, md->w, md->c);
@@ -126,7 +177,7 @@ static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 	for (i = 0; i < r->ds.n * isz; i++)
 		r->ds.images[i] = (uint8_t)vtpu_rng_next(&rng);
 	for (i = 0; i < r->ds.n; i++)
-		r->ds.labels[i] = (uint8_t)vtpu_rng_below(&rng, 10);
+		r->ds.labels[i] = (uint8_t)vtpu_rng_below(&rng, md->classes);
 	md->build(r->m);
 	r->fo.sz = sizeof(r->fo);
 	r->fo.epochs = 1;
@@ -144,14 +195,50 @@ static void vtpu_runner_fini(struct vtpu_runner *r)
 	vtpu_dataset_free(&r->ds);
 }
 
+/*
+ * A PyTorch configuration: its row's name, the script's --config, and the
+ * environment its process starts with (NAME=VALUE; an empty VALUE
+ * unsets NAME).
+ */
+struct torch_config {
+	const char *name;
+	const char *config;
+	const char *const *env;
+};
+
+/*
+ * The best: glibc's malloc keeps what it frees (PyTorch frees and mallocs
+ * a step's large gradient and activation blocks every step, and each one
+ * glibc gives back to the kernel is page-faulted in again); OpenBLAS's
+ * OpenMP build, in PyTorch's one OpenMP pool, spinning between calls. The
+ * script does the rest (flush denormals, channels-last, set_to_none).
+ */
+static const char *const torch_best_env[] = {
+	"MALLOC_MMAP_MAX_=0", "MALLOC_TRIM_THRESHOLD_=17179869184",
+	"OMP_WAIT_POLICY=ACTIVE",
+	"LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp", NULL,
+};
+/* As installed: whatever the caller's environment left out of it. */
+static const char *const torch_default_env[] = {
+	"MALLOC_MMAP_MAX_=", "MALLOC_TRIM_THRESHOLD_=", "OMP_WAIT_POLICY=",
+	NULL,
+};
+
+static const struct torch_config torch_configs[TORCH_CONFIGS] = {
+	{ "pytorch", "best", torch_best_env },
+	{ "pytorch-default", "default", torch_default_env },
+};
+
 /* PyTorch, in a child process fed one request per timed call. */
 struct torch_runner {
+	const struct torch_config *cfg;
 	pid_t pid;
 	FILE *to, *from;
 	const char *model;
 	uint32_t batch;
 	const char *python;	/* the interpreter */
 	char version[32];	/* torch.__version__ */
+	char settings[160];	/* what the script reports in force */
 	char why[160];		/* torch_start(): why there is no PyTorch */
 };
 
@@ -205,7 +292,13 @@ static int torch_handshake(struct torch_runner *t, int fd, int timeout_s)
 	}
 	line[len] = '\0';
 	if (!strncmp(line, "ready ", 6)) {
+		char *sp = strchr(line + 6, ' ');
+
+		if (sp)
+			*sp++ = '\0';
 		snprintf(t->version, sizeof(t->version), "%.31s", line + 6);
+		snprintf(t->settings, sizeof(t->settings), "%.159s",
+			 sp ? sp : "");
 		return 0;
 	}
 	snprintf(t->why, sizeof(t->why), "%s", !strncmp(line, "error: ", 7) ?
@@ -221,13 +314,16 @@ static void torch_stop(struct torch_runner *t);
  * waits for it to report torch imported ($VTPU_BENCH_PYTORCH_TIMEOUT
  * seconds at most). Returns 0, or -errno with t->why saying why not.
  */
-static int torch_start(struct torch_runner *t, int threads)
+static int torch_start(struct torch_runner *t,
+		       const struct torch_config *cfg, int threads)
 {
 	char script[4096], nthreads[16];
 	const char *timeout = getenv("VTPU_BENCH_PYTORCH_TIMEOUT");
 	int in[2], out[2], ret;
+	const char *const *e;
 	ssize_t len;
 
+	t->cfg = cfg;
 	t->python = getenv("VTPU_BENCH_PYTHON") ?: "/usr/bin/python3";
 	len = readlink("/proc/self/exe", script, sizeof(script) - 64);
 	if (len < 0)
@@ -244,9 +340,13 @@ static int torch_start(struct torch_runner *t, int threads)
 		snprintf(t->why, sizeof(t->why), "no %s", t->python);
 		return -ENOENT;
 	}
-	if (pipe(in))
+	/*
+	 * CLOEXEC: a second child must not inherit our ends of the first
+	 * one's pipes, or closing its stdin would never give it EOF.
+	 */
+	if (pipe2(in, O_CLOEXEC))
 		return -errno;
-	if (pipe(out)) {
+	if (pipe2(out, O_CLOEXEC)) {
 		ret = -errno;
 		close(in[0]);
 		close(in[1]);
@@ -261,8 +361,18 @@ static int torch_start(struct torch_runner *t, int threads)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
+		for (e = cfg->env; *e; e++) {
+			char name[64];
+			const char *eq = strchr(*e, '=');
+
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+			if (eq[1])
+				setenv(name, eq + 1, 1);
+			else
+				unsetenv(name);
+		}
 		execl(t->python, "python3", script, "--threads", nthreads,
-		      (char *)NULL);
+		      "--config", cfg->config, (char *)NULL);
 		_exit(127);
 	}
 	ret = t->pid < 0 ? -errno : 0;
@@ -300,8 +410,11 @@ static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 		"usage: vtpu-bench train %s [--models LIST] [--batches LIST] [--no-pytorch]\n"
-		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10;\n"
-		"  batches: default 32,128,256,512,1024)\n"
+		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10,\n"
+		"  lenet5,mlp_wide,vgg64, default all; batches: default\n"
+		"  32,128,256,512,1024)\n"
+		"  PyTorch runs twice, as \"pytorch\" (its best configuration here,\n"
+		"  the one ratios are against) and \"pytorch-default\" (as installed)\n"
 		"  PyTorch (python3-torch) is left out, with a note, when it is\n"
 		"  missing; environment: VTPU_BENCH_PYTHON (default /usr/bin/python3),\n"
 		"  VTPU_BENCH_PYTORCH_TIMEOUT (seconds to import torch, default 120)\n",
@@ -344,9 +457,9 @@ static void rep_ratios(const double *rates, int reps, int i, int t,
 }
 
 /*
- * One row. With PyTorch measured (@torch_steps_per_s > 0): the ratio of
- * the medians, and for the other backends the range of the reps' own
- * ratios, @lo to @hi.
+ * One row. With PyTorch measured (@torch_steps_per_s > 0, its best
+ * configuration's): the ratio of the medians, and for the other backends
+ * the range of the reps' own ratios, @lo to @hi.
  */
 static void report(const struct bench_opts *o, const struct model_def *md,
 		   uint32_t batch, const char *backend, double steps_per_s,
@@ -369,7 +482,7 @@ static void report(const struct bench_opts *o, const struct model_def *md,
 		printf("}\n");
 		return;
 	}
-	printf("%-14s %6u %-9s %10.2f %10.2f", md->name, batch, backend, ms,
+	printf("%-14s %6u %-15s %10.2f %10.2f", md->name, batch, backend, ms,
 	       epoch);
 	if (torch_steps_per_s > 0)
 		printf(" %9.2fx", steps_per_s / torch_steps_per_s);
@@ -378,16 +491,69 @@ static void report(const struct bench_opts *o, const struct model_def *md,
 	printf("\n");
 }
 
+/* Start the PyTorch configurations; Return: how many run (0: none). */
+static int torch_start_all(struct torch_runner *torch, int threads)
+{
+	int i;
+
+	for (i = 0; i < TORCH_CONFIGS; i++) {
+		if (!torch_start(&torch[i], &torch_configs[i], threads))
+			continue;
+		if (!i) {
+			fprintf(stderr, "vtpu-bench: no PyTorch (%s): its rows are left out; `make bench` installs it (python3-torch)\n",
+				torch[i].why);
+			return 0;
+		}
+		fprintf(stderr, "vtpu-bench: no %s (%s): its row is left out\n",
+			torch_configs[i].name, torch[i].why);
+		break;
+	}
+	return i;
+}
+
+static void header(const struct bench_opts *o, const struct torch_runner *torch,
+		   int ntorch)
+{
+	if (o->json) {
+		printf("{\"header\":true,\"threads\":%d,\"openblas_core\":\"%s\","
+		       "\"openblas_detected\":\"%s\",\"pytorch\":%s",
+		       o->threads, openblas_get_corename(),
+		       bench_openblas_detected(), ntorch ? "true" : "false");
+		if (ntorch)
+			printf(",\"pytorch_version\":\"%s\",\"pytorch_settings\":\"%s\"",
+			       torch[0].version, torch[0].settings);
+		if (ntorch > 1)
+			printf(",\"pytorch_default_settings\":\"%s\"",
+			       torch[1].settings);
+		printf("}\n");
+		return;
+	}
+	printf("# vtpu-bench train: %d thread(s), OpenBLAS core %s, median of %d, synthetic data, %s%s\n",
+	       o->threads, bench_openblas_core(), o->reps,
+	       ntorch ? "PyTorch " : "no PyTorch",
+	       ntorch ? torch[0].version : "");
+	if (ntorch)
+		printf("# pytorch: its best configuration here (%s); ratios are against it\n",
+		       torch[0].settings);
+	if (ntorch > 1)
+		printf("# pytorch-default: as installed (%s)\n",
+		       torch[1].settings);
+	printf("%-14s %6s %-15s %10s %10s %10s%s\n", "model", "batch",
+	       "backend", "ms/step", "s/epoch", "vs torch",
+	       ntorch ? "  reps' range" : "");
+}
+
 int bench_train(int argc, char **argv)
 {
-	const char *model_list = "mnist,fashion_mnist,cifar10";
+	const char *model_list =
+		"mnist,fashion_mnist,cifar10,lenet5,mlp_wide,vgg64";
 	const char *batch_list = "32,128,256,512,1024";
 	struct vtpu_runner vr[MAX_BACKENDS];
-	struct bench_runner r[MAX_BACKENDS + 1];
-	struct torch_runner torch = { 0 };
-	const char *names[MAX_BACKENDS + 1];
+	struct bench_runner r[MAX_BACKENDS + TORCH_CONFIGS];
+	struct torch_runner torch[TORCH_CONFIGS] = { 0 };
+	const char *names[MAX_BACKENDS];
 	struct bench_opts o;
-	int use_torch = 1, i, n, ret = 0;
+	int use_torch = 1, ntorch = 0, i, n, ret = 0;
 	size_t mi;
 	char *list, *tok, *save;
 	double *rates;
@@ -410,28 +576,13 @@ int bench_train(int argc, char **argv)
 			usage(strcmp(argv[i], "--help") ? 2 : 0);
 	}
 	bench_opts_done(&o);
-	rates = calloc((size_t)(MAX_BACKENDS + 1) * o.reps, sizeof(*rates));
+	rates = calloc((size_t)(MAX_BACKENDS + TORCH_CONFIGS) * o.reps,
+		       sizeof(*rates));
 	if (!rates)
 		return 1;
-	if (use_torch && torch_start(&torch, o.threads)) {
-		fprintf(stderr, "vtpu-bench: no PyTorch (%s): its rows are left out; `make bench` installs it (python3-torch)\n",
-			torch.why);
-		use_torch = 0;
-	}
-	if (o.json)
-		printf("{\"header\":true,\"threads\":%d,\"openblas_core\":\"%s\","
-		       "\"openblas_detected\":\"%s\",\"pytorch\":%s}\n",
-		       o.threads, openblas_get_corename(),
-		       bench_openblas_detected(), use_torch ? "true" : "false");
-	else
-		printf("# vtpu-bench train: %d thread(s), OpenBLAS core %s, "
-		       "median of %d, synthetic data, %s%s\n"
-		       "%-14s %6s %-9s %10s %10s %10s%s\n", o.threads,
-		       bench_openblas_core(), o.reps,
-		       use_torch ? "PyTorch " : "no PyTorch",
-		       use_torch ? torch.version : "", "model", "batch",
-		       "backend", "ms/step", "s/epoch", "vs torch",
-		       use_torch ? "  reps' range" : "");
+	if (use_torch)
+		ntorch = torch_start_all(torch, o.threads);
+	header(&o, torch, ntorch);
 
 	for (mi = 0; mi < sizeof(models) / sizeof(models[0]) && !ret; mi++) {
 		const struct model_def *md = &models[mi];
@@ -461,32 +612,33 @@ int bench_train(int argc, char **argv)
 					.name = names[i], .run = run_vtpu,
 					.ctx = &vr[i], .work = STEPS_PER_CALL,
 				};
-			torch.model = md->name;
-			torch.batch = batch;
-			if (use_torch)
-				r[n] = (struct bench_runner){
-					.name = "pytorch", .run = run_torch,
-					.ctx = &torch, .work = STEPS_PER_CALL,
+			for (i = 0; i < ntorch; i++) {
+				torch[i].model = md->name;
+				torch[i].batch = batch;
+				r[n + i] = (struct bench_runner){
+					.name = torch[i].cfg->name,
+					.run = run_torch, .ctx = &torch[i],
+					.work = STEPS_PER_CALL,
 				};
+			}
 			if (!ret) {
-				ret = bench_compare(r, n + use_torch, o.reps,
+				ret = bench_compare(r, n + ntorch, o.reps,
 						    TARGET_S, rates);
-				for (i = 0; ret && i < n + use_torch; i++)
+				for (i = 0; ret && i < n + ntorch; i++)
 					if (r[i].err)
 						fprintf(stderr, "vtpu-bench: %s %u on %s failed: %s%s\n",
 							md->name, batch,
 							r[i].name,
 							strerror(-r[i].err),
-							i == n ? " (PyTorch's process died)" : "");
+							i >= n ? " (PyTorch's process died)" : "");
 			}
-			for (i = 0; !ret && i < n + use_torch; i++) {
+			for (i = 0; !ret && i < n + ntorch; i++) {
 				double lo = 0, hi = 0;
 
-				if (use_torch)
+				if (ntorch)
 					rep_ratios(rates, o.reps, i, n, &lo, &hi);
-				report(&o, md, batch,
-				       i < n ? names[i] : "pytorch", r[i].rate,
-				       use_torch ? r[n].rate : 0, lo, hi);
+				report(&o, md, batch, r[i].name, r[i].rate,
+				       ntorch ? r[n].rate : 0, lo, hi);
 			}
 			for (i = 0; i < n; i++)
 				vtpu_runner_fini(&vr[i]);
@@ -494,7 +646,8 @@ int bench_train(int argc, char **argv)
 		}
 		free(list);
 	}
-	torch_stop(&torch);
+	for (i = 0; i < ntorch; i++)
+		torch_stop(&torch[i]);
 	free(rates);
 	return ret ? 1 : 0;
 }
