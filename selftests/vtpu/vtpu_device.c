@@ -1963,14 +1963,22 @@ TEST_F_TIMEOUT(dev, client_job_limits, 240)
 	NEED_DEV();
 	ASSERT_GE(VTPU_MAX_QUEUES_TEST * VTPU_QUEUE_HISTORY, max_jobs + 1);
 	ASSERT_GE(VTPU_MAX_QUEUES_TEST * VTPU_QUEUE_HISTORY, max_bytes / big + 1);
-	/* the gate: a long job of another client, so that ours never run */
+	/*
+	 * The gate, so that ours never run: another client's queue of long
+	 * jobs, each well inside the watchdog, ~200 s in all (the debug
+	 * kernel is slow); ours wait for the last one's fence.
+	 */
 	gate_dev = vtpu_open(DEV0);
 	ASSERT_NE(NULL, gate_dev);
 	ASSERT_EQ(0, vtpu_queue_create(gate_dev, VTPU_QUEUE_PRIORITY_LOW, &bq));
 	long_job_init(_metadata, gate_dev, &lj);
 	one = long_job_ms(_metadata, gate_dev, &lj, bq);
-	long_job_submit(_metadata, gate_dev, &lj, bq, reps_for(one, 100000),
-			&blk);
+	for (n = 0; n < 20; n++) {
+		if (n)
+			close(blk.out_fence);
+		long_job_submit(_metadata, gate_dev, &lj, bq,
+				reps_for(one, 10000), &blk);
+	}
 
 	/* 1 MiB streams of NOPs: ENOSPC past the byte limit */
 	bo_new(_metadata, self->dev, 4096, &y);
