@@ -14,8 +14,10 @@
  *
  * The fences of one queue signal in order, cancellation included: a
  * queue's kill lets its running job end first, then cancels the rest in
- * order, under the queue's lock, which a submit racing with the kill
- * takes before it cancels its own job.
+ * order, under the queue's lock. A job joins its queue under that lock
+ * when it is armed (held until its submitter lets it run), so a submit
+ * racing with a kill either finds the queue dead (-ENOENT) or has its
+ * job cancelled in its place.
  */
 #include <linux/capability.h>
 #include <linux/fcntl.h>
