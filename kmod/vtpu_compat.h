@@ -6,7 +6,9 @@
 #ifndef VTPU_COMPAT_H
 #define VTPU_COMPAT_H
 
+#include <linux/device.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/version.h>
 
 /* 6.3 made vma->vm_flags read-only: vm_flags_set()/vm_flags_clear() */
@@ -29,5 +31,19 @@ static inline void vtpu_vma_flags_clear(struct vm_area_struct *vma,
 	vma->vm_flags &= ~flags;
 #endif
 }
+
+/* 6.4 dropped class_create()'s owner argument */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#define vtpu_class_create(name) class_create(name)
+#else
+#define vtpu_class_create(name) class_create(THIS_MODULE, name)
+#endif
+
+/* 6.13 made MODULE_IMPORT_NS() take a string */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#define VTPU_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS("DMA_BUF")
+#else
+#define VTPU_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS(DMA_BUF)
+#endif
 
 #endif /* VTPU_COMPAT_H */

@@ -17,6 +17,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "vtpu_compat.h"
 #include "vtpu_drv.h"
 
 static unsigned int vtpu_param_devices = 1;
@@ -531,7 +532,7 @@ static int __init vtpu_init(void)
 	ret = alloc_chrdev_region(&vtpu_devt, 0, vtpu_param_devices, "vtpu");
 	if (ret)
 		return ret;
-	vtpu_class = class_create(THIS_MODULE, "vtpu");
+	vtpu_class = vtpu_class_create("vtpu");
 	if (IS_ERR(vtpu_class)) {
 		ret = PTR_ERR(vtpu_class);
 		goto err_unregister;
@@ -574,4 +575,4 @@ MODULE_DESCRIPTION("vtpu: a virtual TPU with in-kernel SIMD matrix workers");
 MODULE_AUTHOR("The vtpu developers");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(VTPU_DRIVER_VERSION);
-MODULE_IMPORT_NS(DMA_BUF);
+VTPU_IMPORT_NS_DMA_BUF();

@@ -765,6 +765,7 @@ TEST_F(vtpu, mmap_fault_back)
 {
 	struct vtpu_bo_create bc = { .size = 3 * 4096 };
 	uint32_t *p, *q;
+	void *dst;
 	size_t n = 3 * 4096 / 4, i;
 	int bad = 0, status;
 	pid_t pid;
@@ -788,9 +789,11 @@ TEST_F(vtpu, mmap_fault_back)
 	ASSERT_NE(MAP_FAILED, q);
 	EXPECT_EQ(7, q[1024]);
 
-	p = mremap(p, bc.size, bc.size, MREMAP_MAYMOVE | MREMAP_FIXED,
-		   (char *)q + 64 * 4096);
-	ASSERT_NE(MAP_FAILED, p);
+	/* to an address of our own, reserved first: FIXED unmaps what is there */
+	dst = mmap(NULL, bc.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, dst);
+	p = mremap(p, bc.size, bc.size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	ASSERT_EQ(dst, p);
 	EXPECT_EQ(0x5a000000u + 5, p[5]);
 	EXPECT_EQ(7, p[1024]);
 
