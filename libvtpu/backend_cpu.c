@@ -287,56 +287,13 @@ static struct cpu_prof_stream *prof_stream(struct vtpu_cpu *cpu,
 static void prof_describe(struct cpu_prof_cmd *pc,
 			  const struct vtpu_engine_op *op)
 {
-	const struct vtpu_engine_window *w = &op->conv.win;
+	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(op->opcode);
 
 	pc->opcode = op->opcode;
-	switch (op->opcode) {
-	case VTPU_OP_GEMM:
-		/* Bp, Cp: B or C in panels */
-		snprintf(pc->what, sizeof(pc->what), "%ux%ux%u%s%s%s%s",
-			 op->gemm.m, op->gemm.n, op->gemm.k,
-			 op->gemm.flags & VTPU_GEMM_TRANS_A ? " At" : "",
-			 op->gemm.flags & VTPU_GEMM_TRANS_B ? " Bt" : "",
-			 op->gemm.flags & VTPU_GEMM_B_PANELS ? " Bp" : "",
-			 op->gemm.flags & VTPU_GEMM_C_PANELS ? " Cp" : "");
-		break;
-	case VTPU_OP_IM2COL:
-	case VTPU_OP_COL2IM:
-	case VTPU_OP_MAXPOOL:
-	case VTPU_OP_MAXPOOL_GRAD:
-		snprintf(pc->what, sizeof(pc->what), "%ux%ux%ux%u k%ux%u",
-			 w->n, w->h, w->w, w->c, w->kh, w->kw);
-		break;
-	case VTPU_OP_CONV_POOL:
-	case VTPU_OP_CONV_POOL_WGRAD: {
-		const struct vtpu_engine_convpool *cp = &op->convpool;
-
-		snprintf(pc->what, sizeof(pc->what),
-			 "%ux%ux%ux%u k%ux%u->%u p%ux%u", cp->win.n, cp->win.h,
-			 cp->win.w, cp->win.c, cp->win.kh, cp->win.kw, cp->oc,
-			 cp->pkh, cp->pkw);
-		break;
-	}
-	case VTPU_OP_CONV:
-	case VTPU_OP_CONV_DGRAD:
-	case VTPU_OP_CONV_WGRAD:
-		/* the GEMM it runs; DGRAD's window is over dy */
-		snprintf(pc->what, sizeof(pc->what), "%ux%ux%u k%ux%u",
-			 op->gemm.m, op->gemm.n, op->gemm.k, op->gemm.win.kh,
-			 op->gemm.win.kw);
-		break;
-	case VTPU_OP_ELEMENTWISE:
-		snprintf(pc->what, sizeof(pc->what), "op %u, %llu", op->ew.op,
-			 (unsigned long long)op->ew.count);
-		break;
-	case VTPU_OP_REDUCE:
-		snprintf(pc->what, sizeof(pc->what), "op %u, %ux%u",
-			 op->reduce.op, op->reduce.m, op->reduce.n);
-		break;
-	default:
+	if (d && d->describe)
+		d->describe(op, pc->what, sizeof(pc->what));
+	else
 		snprintf(pc->what, sizeof(pc->what), "%u tiles", op->ntiles);
-		break;
-	}
 }
 
 static int prof_cmp(const void *a, const void *b)

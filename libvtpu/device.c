@@ -27,6 +27,7 @@
 #include <xf86drm.h>
 
 #include "vtpu.h"
+#include "vtpu_engine.h"
 
 struct vtpu_dev {
 	int fd;
@@ -394,35 +395,7 @@ int vtpu_fence_wait(int fence_fd, int timeout_ms)
 
 const char *vtpu_opcode_name(uint32_t opcode)
 {
-	static const char *const names[] = {
-		[VTPU_OP_NOP] = "NOP",
-		[VTPU_OP_GEMM] = "GEMM",
-		[VTPU_OP_FILL] = "FILL",
-		[VTPU_OP_COPY] = "COPY",
-		[VTPU_OP_IM2COL] = "IM2COL",
-		[VTPU_OP_COL2IM] = "COL2IM",
-		[VTPU_OP_MAXPOOL] = "MAXPOOL",
-		[VTPU_OP_MAXPOOL_GRAD] = "MAXPOOL_GRAD",
-		[VTPU_OP_ELEMENTWISE] = "ELEMENTWISE",
-		[VTPU_OP_REDUCE] = "REDUCE",
-		[VTPU_OP_SOFTMAX_XENT] = "SOFTMAX_XENT",
-		[VTPU_OP_SGD] = "SGD",
-		[VTPU_OP_ADAM_STEP] = "ADAM_STEP",
-		[VTPU_OP_ADAM] = "ADAM",
-		[VTPU_OP_CAST] = "CAST",
-		[VTPU_OP_DROPOUT] = "DROPOUT",
-		[VTPU_OP_CONV_POOL] = "CONV_POOL",
-		[VTPU_OP_CONV_POOL_WGRAD] = "CONV_POOL_WGRAD",
-		[VTPU_OP_CONV] = "CONV",
-		[VTPU_OP_CONV_DGRAD] = "CONV_DGRAD",
-		[VTPU_OP_CONV_WGRAD] = "CONV_WGRAD",
-	};
-	_Static_assert(sizeof(names) / sizeof(names[0]) == VTPU_OP_COUNT,
-		       "every opcode has a name");
-
-	if (opcode < sizeof(names) / sizeof(names[0]) && names[opcode])
-		return names[opcode];
-	return "?";
+	return vtpu_engine_op_name(opcode);
 }
 
 const char *vtpu_status_name(uint32_t status)

@@ -2,9 +2,12 @@
 # Makefile (user space), so that both builds compile the same files the
 # same way.
 ENGINE_SRCS := \
+	cmd.c \
 	validate.c \
 	iterate.c \
 	exec.c \
+	ops_gemm.c \
+	ops_memory.c \
 	gemm.c \
 	gemm_avx2.c \
 	gemm_avx512.c \
@@ -19,7 +22,7 @@ ENGINE_SRCS := \
 	ops_optim.c
 
 # Integer-only objects, callable outside kernel_fpu_begin()/end().
-ENGINE_NOFPU_SRCS := validate.c iterate.c
+ENGINE_NOFPU_SRCS := cmd.c validate.c iterate.c
 
 # Kernel only: turn floating point back on for the other engine objects.
 # The stack keeps the kernel's 8-byte boundary: x86-64 kernel stacks are

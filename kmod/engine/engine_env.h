@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
- * The engine's whole view of its environment: fixed-width types, memcpy and
- * memset, an errno value, and a counter (ENGINE_SEQ_*) that hands out
- * numbers once each, to any thread. The engine is built twice, into
+ * The engine's whole view of its environment: fixed-width types, memcpy,
+ * memset and snprintf, an errno value, and a counter (ENGINE_SEQ_*) that
+ * hands out numbers once each, to any thread. The engine is built twice, into
  * vtpu.ko and into libvtpu's cpu backend, and includes nothing else.
  */
 #ifndef VTPU_ENGINE_ENV_H
@@ -11,6 +11,8 @@
 #ifdef __KERNEL__
 #include <linux/types.h>
 #include <linux/string.h>
+/* the kernel's, declared here: <linux/kernel.h> brings macros (round_up) */
+int snprintf(char *buf, size_t size, const char *fmt, ...);
 #include <linux/errno.h>
 #include <linux/stddef.h>
 #include <linux/atomic.h>
@@ -23,6 +25,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <string.h>
+#include <stdio.h>
 #include <errno.h>
 #include <linux/types.h>
 typedef uint8_t u8;

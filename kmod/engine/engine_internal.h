@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
- * Between the engine's dispatcher (exec.c) and its op implementations.
- * Each op family provides prepare (fill in ntiles/nsteps/flops and any
- * tiling state from the decoded fields) and run (one tile step).
+ * Between the op table (cmd.c), the validator (validate.c), the executors'
+ * side (exec.c) and the op implementations (ops_*.c, gemm*.c). Each
+ * opcode's functions are declared here and named in its table entry.
  */
 #ifndef VTPU_ENGINE_INTERNAL_H
 #define VTPU_ENGINE_INTERNAL_H
@@ -11,30 +11,55 @@
 
 /* gemm.c: op->gemm and op->simd are set; fills the rest. */
 void vtpu_gemm_prepare(struct vtpu_engine_op *op);
-void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
-		   void *scratch);
 size_t vtpu_gemm_scratch_size(void);
 
 /*
- * validate.c (integer code): decode a window; false if its geometry is
- * invalid (then *g holds zeros). Fills everything but total and chunk.
+ * cmd.c (integer code): decode a window; false if its geometry is invalid
+ * (then *g holds zeros). Fills everything but total and chunk.
  */
 bool vtpu_window_decode(const struct vtpu_window *w,
 			struct vtpu_engine_window *g);
 
 /*
- * validate.c: decode a CONV_POOL command's geometry; false if it is
- * invalid (then *cp holds zeros). Fills all but the pointers and tiling.
+ * cmd.c: a window op's rows = n * oh * ow (windows) and cols = rows * kdim
+ * (im2col elements); false past VTPU_MAX_ELEMS.
+ */
+bool vtpu_window_counts(const struct vtpu_engine_window *g, u64 *rows,
+			u64 *cols);
+
+/*
+ * cmd.c: decode a CONV_POOL command's geometry; false if it is invalid
+ * (then *cp holds zeros). Fills all but the pointers and tiling.
  */
 bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 			  struct vtpu_engine_convpool *cp);
 
 /*
- * validate.c: decode a CONV, CONV_DGRAD or CONV_WGRAD command's geometry
- * into *g, with *rows = n * oh * ow; false if it is invalid.
+ * cmd.c: decode a CONV, CONV_DGRAD or CONV_WGRAD command's geometry into
+ * *g, with *rows = n * oh * ow; false if it is invalid.
  */
 bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
 		      struct vtpu_engine_window *g, u64 *rows);
+
+/* cmd.c: bytes per element of a GEMM's dtype (0: unknown), of a cast's. */
+u32 vtpu_dtype_size(u32 dtype);
+u32 vtpu_cast_size(u32 mode, bool dst);
+
+/* Where a (validated) operand is in the job's buffers. */
+static inline void *vtpu_operand_ptr(const struct vtpu_engine_buf *bufs,
+				     const struct vtpu_operand *o)
+{
+	return (u8 *)bufs[o->buf].base + o->offset;
+}
+
+/* A binary32 the uAPI carries as its bits. */
+static inline float vtpu_f32_from_bits(u32 bits)
+{
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
 
 /*
  * *p, loaded into a register: a scalar multiply-add may not take it as a
@@ -111,37 +136,81 @@ static inline u32 vtpu_first_tap(u64 i, u32 pad, u32 s, u32 k, u32 on)
 /*
  * Tiles of an element-wise op (ELEMENTWISE, CAST, DROPOUT, SGD, ADAM) of
  * @count elements: sets op->chunk, elements per tile, and op->ntiles, for
- * op->workers (exec.c).
+ * op->workers (ops_elementwise.c).
  */
 void vtpu_ops_tile(struct vtpu_engine_op *op, u64 count);
 
 /*
- * Each op family: prepare sets ntiles, nsteps, flops and its tiling from
- * the decoded fields (op->conv, op->ew, ...); run does one (tile, step).
+ * The op table's functions (struct vtpu_engine_op_desc): each opcode's
+ * check (validate.c, integer code), prepare (decode the command, tile the
+ * work), run (one tile step) and describe, in the file of its family.
  */
-void vtpu_conv_prepare(struct vtpu_engine_op *op);		/* ops_conv.c */
-void vtpu_conv_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
+#define VTPU_PREPARE(name)                                                     \
+	void name(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,   \
+		  const struct vtpu_engine_buf *bufs)
+#define VTPU_RUN(name)                                                         \
+	void name(const struct vtpu_engine_op *op, u32 tile, u32 step,         \
+		  void *scratch)
+#define VTPU_CHECK(name)                                                       \
+	int name(struct vtpu_engine_check *v, const struct vtpu_cmd_hdr *cmd)
+#define VTPU_DESCRIBE(name)                                                    \
+	int name(const struct vtpu_engine_op *op, char *buf, size_t len)
+
+VTPU_CHECK(vtpu_gemm_check);
+VTPU_CHECK(vtpu_fill_check);
+VTPU_CHECK(vtpu_copy_check);
+VTPU_CHECK(vtpu_im2col_check);
+VTPU_CHECK(vtpu_pool_check);
+VTPU_CHECK(vtpu_ew_check);
+VTPU_CHECK(vtpu_reduce_check);
+VTPU_CHECK(vtpu_xent_check);
+VTPU_CHECK(vtpu_sgd_check);
+VTPU_CHECK(vtpu_adam_step_check);
+VTPU_CHECK(vtpu_adam_check);
+VTPU_CHECK(vtpu_cast_check);
+VTPU_CHECK(vtpu_dropout_check);
+VTPU_CHECK(vtpu_conv_pool_check);
+VTPU_CHECK(vtpu_conv_check);
+
+VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
+VTPU_PREPARE(vtpu_conv_gemm_prepare);
+VTPU_DESCRIBE(vtpu_gemm_describe);
+VTPU_DESCRIBE(vtpu_conv_gemm_describe);
+VTPU_RUN(vtpu_gemm_run);			/* gemm.c */
+VTPU_PREPARE(vtpu_fill_prepare);		/* ops_memory.c */
+VTPU_RUN(vtpu_fill_run);
+VTPU_PREPARE(vtpu_copy_prepare);
+VTPU_RUN(vtpu_copy_run);
+VTPU_PREPARE(vtpu_im2col_prepare);		/* ops_conv.c */
+VTPU_RUN(vtpu_im2col_run);
+VTPU_DESCRIBE(vtpu_window_describe);
+VTPU_PREPARE(vtpu_pool_prepare);		/* ops_pool.c */
+VTPU_RUN(vtpu_pool_run);
+VTPU_PREPARE(vtpu_convpool_prepare);		/* ops_convpool.c */
+VTPU_RUN(vtpu_convpool_run);
+VTPU_DESCRIBE(vtpu_convpool_describe);
+VTPU_PREPARE(vtpu_ew_prepare);			/* ops_elementwise.c */
+VTPU_RUN(vtpu_ew_run);
+VTPU_DESCRIBE(vtpu_ew_describe);
+VTPU_PREPARE(vtpu_cast_prepare);
+VTPU_RUN(vtpu_cast_run);
+VTPU_PREPARE(vtpu_dropout_prepare);
+VTPU_RUN(vtpu_dropout_run);
+VTPU_PREPARE(vtpu_reduce_prepare);		/* ops_reduce.c */
+VTPU_RUN(vtpu_reduce_run);
+VTPU_DESCRIBE(vtpu_reduce_describe);
+size_t vtpu_reduce_scratch_size(void);
+VTPU_PREPARE(vtpu_xent_prepare);		/* ops_loss.c */
+VTPU_RUN(vtpu_xent_run);
+VTPU_PREPARE(vtpu_sgd_prepare);			/* ops_optim.c */
+VTPU_PREPARE(vtpu_adam_step_prepare);
+VTPU_PREPARE(vtpu_adam_prepare);
+VTPU_RUN(vtpu_optim_run);
+
+/* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
 		      u64 n, u64 oy, u64 ox, u32 ky, u64 q, u64 len,
 		      float *dst);
-void vtpu_pool_prepare(struct vtpu_engine_op *op);		/* ops_pool.c */
-void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
-void vtpu_convpool_prepare(struct vtpu_engine_op *op);	/* ops_convpool.c */
-void vtpu_convpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
-void vtpu_ew_prepare(struct vtpu_engine_op *op);	/* ops_elementwise.c */
-void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
-void vtpu_cast_prepare(struct vtpu_engine_op *op);
-void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
-void vtpu_dropout_prepare(struct vtpu_engine_op *op);
-void vtpu_dropout_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
-void vtpu_reduce_prepare(struct vtpu_engine_op *op);		/* ops_reduce.c */
-void vtpu_reduce_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
-		     void *scratch);
-size_t vtpu_reduce_scratch_size(void);
-void vtpu_xent_prepare(struct vtpu_engine_op *op);		/* ops_loss.c */
-void vtpu_xent_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
-void vtpu_optim_prepare(struct vtpu_engine_op *op);		/* ops_optim.c */
-void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step);
 
 /*
  * CONV_POOL's kernels, once per SIMD level (convpool_tmpl.h): fwd computes

@@ -12,7 +12,7 @@
  */
 #include "engine_internal.h"
 
-void vtpu_conv_prepare(struct vtpu_engine_op *op)
+static void im2col_tile(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_window *g = &op->conv.win;
 	u64 rows = (u64)g->n * g->oh * g->ow;
@@ -31,6 +31,17 @@ void vtpu_conv_prepare(struct vtpu_engine_op *op)
 		op->flops = rows * g->kdim;
 	}
 	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
+}
+
+void vtpu_im2col_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+			 const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_im2col *ic = (const void *)cmd;
+
+	vtpu_window_decode(&ic->win, &op->conv.win);
+	op->conv.image = vtpu_operand_ptr(bufs, &ic->image);
+	op->conv.cols = vtpu_operand_ptr(bufs, &ic->cols);
+	im2col_tile(op);
 }
 
 /* Runs of at most this many floats are copied by a loop, not memcpy(). */
@@ -236,7 +247,8 @@ static void col2im_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 	}
 }
 
-void vtpu_conv_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_im2col_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		     void *scratch)
 {
 	const struct vtpu_engine_window *g = &op->conv.win;
 	u64 e = (u64)tile * g->chunk;
@@ -246,4 +258,13 @@ void vtpu_conv_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 		im2col_range(&op->conv, e, end);
 	else
 		col2im_range(&op->conv, e, end);
+}
+
+int vtpu_window_describe(const struct vtpu_engine_op *op, char *buf,
+			 size_t len)
+{
+	const struct vtpu_engine_window *w = &op->conv.win;
+
+	return snprintf(buf, len, "%ux%ux%ux%u k%ux%u", w->n, w->h, w->w,
+			w->c, w->kh, w->kw);
 }

@@ -26,7 +26,7 @@
 /* Keep tile and step counts far below 2^32. */
 #define CP_MAX_PIECES (1u << 24)
 
-void vtpu_convpool_prepare(struct vtpu_engine_op *op)
+static void convpool_tile(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_convpool *cp = &op->convpool;
 	u64 per_px = (u64)cp->pkh * cp->pkw * cp->win.kdim * cp->oc;
@@ -55,6 +55,27 @@ void vtpu_convpool_prepare(struct vtpu_engine_op *op)
 	}
 }
 
+void vtpu_convpool_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+			   const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_conv_pool *c = (const void *)cmd;
+	struct vtpu_engine_convpool *cp = &op->convpool;
+
+	vtpu_convpool_decode(c, cp);
+	cp->x = vtpu_operand_ptr(bufs, &c->x);
+	cp->index = vtpu_operand_ptr(bufs, &c->index);
+	if (c->hdr.opcode == VTPU_OP_CONV_POOL) {
+		cp->w = vtpu_operand_ptr(bufs, &c->w);
+		cp->bias = vtpu_operand_ptr(bufs, &c->bias);
+		cp->y = vtpu_operand_ptr(bufs, &c->y);
+	} else {
+		cp->dw = vtpu_operand_ptr(bufs, &c->w);
+		cp->dbias = vtpu_operand_ptr(bufs, &c->bias);
+		cp->dy = vtpu_operand_ptr(bufs, &c->dy);
+	}
+	convpool_tile(op);
+}
+
 static const struct {
 	void (*fwd)(const struct vtpu_engine_convpool *cp, u64 p0, u64 p1);
 	void (*wgrad)(const struct vtpu_engine_convpool *cp, u32 o0, u32 len,
@@ -67,7 +88,8 @@ static const struct {
 			       vtpu_convpool_wgrad_avx512 },
 };
 
-void vtpu_convpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_convpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		       void *scratch)
 {
 	const struct vtpu_engine_convpool *cp = &op->convpool;
 	u32 simd = op->simd <= VTPU_SIMD_AVX512 ? op->simd : VTPU_SIMD_SCALAR;
@@ -83,4 +105,14 @@ void vtpu_convpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 				      (u32)vtpu_min_u64(cp->tile_oc,
 							cp->oc - o0),
 				      p0, p1, !step);
+}
+
+int vtpu_convpool_describe(const struct vtpu_engine_op *op, char *buf,
+			   size_t len)
+{
+	const struct vtpu_engine_convpool *cp = &op->convpool;
+
+	return snprintf(buf, len, "%ux%ux%ux%u k%ux%u->%u p%ux%u", cp->win.n,
+			cp->win.h, cp->win.w, cp->win.c, cp->win.kh,
+			cp->win.kw, cp->oc, cp->pkh, cp->pkw);
 }

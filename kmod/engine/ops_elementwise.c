@@ -8,13 +8,56 @@
  */
 #include "engine_internal.h"
 
-void vtpu_ew_prepare(struct vtpu_engine_op *op)
+/*
+ * At most VTPU_OPS_CHUNK elements per tile. An op with enough work (at
+ * least VTPU_OPS_MIN_CHUNK a tile) is cut into at least one tile per
+ * worker, and into a number of tiles the workers divide evenly, so that
+ * none idles while another runs a last tile: a dense layer's 128 x 512
+ * ReLU gradient ran as one tile on one of two workers, and mnist's Adam
+ * as 11 tiles (six on one worker, five on the other). Tiles are whole
+ * vectors (16 floats); each element's result does not depend on its tile.
+ */
+void vtpu_ops_tile(struct vtpu_engine_op *op, u64 count)
+{
+	u64 w = vtpu_min_u64(op->workers, 1u << 16);
+	u64 tiles = (count + VTPU_OPS_CHUNK - 1) / VTPU_OPS_CHUNK;
+	u64 fit = count / VTPU_OPS_MIN_CHUNK;	/* tiles of at least MIN */
+	u64 even = (tiles + w - 1) / w * w;
+
+	if (even <= fit)
+		tiles = even;
+	else if (tiles < vtpu_min_u64(w, fit))
+		tiles = vtpu_min_u64(w, fit);
+	if (!tiles)
+		tiles = 1;
+	op->chunk = ((count + tiles - 1) / tiles + 15) / 16 * 16;
+	op->ntiles = (u32)((count + op->chunk - 1) / op->chunk);
+}
+
+static void ew_tile(struct vtpu_engine_op *op)
 {
 	vtpu_ops_tile(op, op->ew.count);
 	op->flops = op->ew.count;
 }
 
-void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_ew_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+		     const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_elementwise *e = (const void *)cmd;
+
+	op->ew.op = e->op;
+	op->ew.count = e->count;
+	op->ew.alpha = vtpu_f32_from_bits(e->alpha);
+	op->ew.beta = vtpu_f32_from_bits(e->beta);
+	op->ew.x = vtpu_operand_ptr(bufs, &e->x);
+	/* an unused y is all zero: buffer 0 exists (x uses one); not read */
+	op->ew.y = vtpu_operand_ptr(bufs, &e->y);
+	op->ew.z = vtpu_operand_ptr(bufs, &e->z);
+	ew_tile(op);
+}
+
+void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		 void *scratch)
 {
 	const struct vtpu_engine_ew *e = &op->ew;
 	u64 i0 = (u64)tile * op->chunk;
@@ -67,10 +110,24 @@ void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 	}
 }
 
-void vtpu_cast_prepare(struct vtpu_engine_op *op)
+static void cast_tile(struct vtpu_engine_op *op)
 {
 	vtpu_ops_tile(op, op->cast.count);
 	op->flops = op->cast.count;
+}
+
+void vtpu_cast_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+		       const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_cast *c = (const void *)cmd;
+
+	op->cast.mode = c->mode;
+	op->cast.count = c->count;
+	op->cast.scale = vtpu_f32_from_bits(c->scale);
+	op->cast.shift = vtpu_f32_from_bits(c->shift);
+	op->cast.src = vtpu_operand_ptr(bufs, &c->src);
+	op->cast.dst = vtpu_operand_ptr(bufs, &c->dst);
+	cast_tile(op);
 }
 
 /* Round to nearest even; a NaN stays a NaN (quietened, sign kept). */
@@ -81,7 +138,8 @@ static u16 f32_to_bf16(u32 bits)
 	return (u16)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
 }
 
-void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		   void *scratch)
 {
 	const struct vtpu_engine_cast *c = &op->cast;
 	u64 i0 = (u64)tile * op->chunk;
@@ -115,10 +173,28 @@ void vtpu_cast_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 	}
 }
 
-void vtpu_dropout_prepare(struct vtpu_engine_op *op)
+static void dropout_tile(struct vtpu_engine_op *op)
 {
 	vtpu_ops_tile(op, op->dropout.count);
 	op->flops = op->dropout.count;
+}
+
+void vtpu_dropout_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+			  const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_dropout *d = (const void *)cmd;
+	float rate = vtpu_f32_from_bits(d->rate);
+
+	op->dropout.count = d->count;
+	op->dropout.seed = d->seed;
+	/* rate < 1: the product is below 2^32 */
+	op->dropout.threshold = (u32)(rate * 4294967296.0);
+	op->dropout.scale = 1.0f / (1.0f - rate);
+	op->dropout.x = vtpu_operand_ptr(bufs, &d->x);
+	op->dropout.z = vtpu_operand_ptr(bufs, &d->z);
+	op->dropout.mask = vtpu_operand_ptr(bufs, &d->mask);
+	op->dropout.step = vtpu_operand_ptr(bufs, &d->step);
+	dropout_tile(op);
 }
 
 /* splitmix64's finaliser: every bit of the input reaches every bit out */
@@ -129,7 +205,8 @@ static u64 mix64(u64 z)
 	return z ^ (z >> 31);
 }
 
-void vtpu_dropout_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_dropout_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		      void *scratch)
 {
 	const struct vtpu_engine_dropout *d = &op->dropout;
 	u64 i0 = (u64)tile * op->chunk;
@@ -147,4 +224,10 @@ void vtpu_dropout_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
 		d->mask[i0 + i] = m;
 		d->z[i0 + i] = d->x[i0 + i] * m;
 	}
+}
+
+int vtpu_ew_describe(const struct vtpu_engine_op *op, char *buf, size_t len)
+{
+	return snprintf(buf, len, "op %u, %llu", op->ew.op,
+			(unsigned long long)op->ew.count);
 }

@@ -21,7 +21,7 @@
 
 #define XENT_MAX_GRAD_TILES 64u
 
-void vtpu_xent_prepare(struct vtpu_engine_op *op)
+static void xent_tile(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_xent *x = &op->xent;
 
@@ -36,6 +36,26 @@ void vtpu_xent_prepare(struct vtpu_engine_op *op)
 	op->ntiles = 1 + x->ngrad;
 	op->nsteps = x->nchunks;
 	op->flops = 10ull * x->m * x->n * (x->ngrad ? 2 : 1);
+}
+
+void vtpu_xent_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+		       const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_softmax_xent *x = (const void *)cmd;
+
+	op->xent.m = x->m;
+	op->xent.n = x->n;
+	op->xent.flags = x->flags;
+	op->xent.scale = vtpu_f32_from_bits(x->scale);
+	op->xent.logits = vtpu_operand_ptr(bufs, &x->logits);
+	op->xent.labels = vtpu_operand_ptr(bufs, &x->labels);
+	op->xent.loss = vtpu_operand_ptr(bufs, &x->loss);
+	op->xent.correct = vtpu_operand_ptr(bufs, &x->correct);
+	if (x->flags & VTPU_XENT_DLOGITS)
+		op->xent.dlogits = vtpu_operand_ptr(bufs, &x->dlogits);
+	if (x->flags & VTPU_XENT_PROBS)
+		op->xent.probs = vtpu_operand_ptr(bufs, &x->probs);
+	xent_tile(op);
 }
 
 /* e^x for x <= 0 (or NaN), in double: softmax only ever needs those. */
@@ -189,7 +209,8 @@ static void xent_grad_chunk(const struct vtpu_engine_xent *x, u32 c)
 	}
 }
 
-void vtpu_xent_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_xent_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		   void *scratch)
 {
 	const struct vtpu_engine_xent *x = &op->xent;
 	u64 c;

@@ -11,12 +11,64 @@
  */
 #include "engine_internal.h"
 
-void vtpu_optim_prepare(struct vtpu_engine_op *op)
+static void optim_tile(struct vtpu_engine_op *op)
 {
 	u64 n = op->optim.count;
 
 	vtpu_ops_tile(op, n);
 	op->flops = n * (op->opcode == VTPU_OP_ADAM ? 16 : 4);
+}
+
+void vtpu_sgd_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+		      const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_sgd *s = (const void *)cmd;
+	struct vtpu_engine_optim *o = &op->optim;
+
+	o->count = s->count;
+	o->lr = vtpu_f32_from_bits(s->lr);
+	o->momentum = vtpu_f32_from_bits(s->momentum);
+	o->weight_decay = vtpu_f32_from_bits(s->weight_decay);
+	o->flags = s->flags;
+	o->param = vtpu_operand_ptr(bufs, &s->param);
+	o->grad = vtpu_operand_ptr(bufs, &s->grad);
+	if (s->momentum)
+		o->mom = vtpu_operand_ptr(bufs, &s->mom);
+	optim_tile(op);
+}
+
+void vtpu_adam_step_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+			    const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_adam_step *as = (const void *)cmd;
+	struct vtpu_engine_optim *o = &op->optim;
+
+	o->count = 1;
+	o->beta1 = vtpu_f32_from_bits(as->beta1);
+	o->beta2 = vtpu_f32_from_bits(as->beta2);
+	o->state = vtpu_operand_ptr(bufs, &as->state);
+	optim_tile(op);
+}
+
+void vtpu_adam_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+		       const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_adam *a = (const void *)cmd;
+	struct vtpu_engine_optim *o = &op->optim;
+
+	o->count = a->count;
+	o->lr = vtpu_f32_from_bits(a->lr);
+	o->beta1 = vtpu_f32_from_bits(a->beta1);
+	o->beta2 = vtpu_f32_from_bits(a->beta2);
+	o->eps = vtpu_f32_from_bits(a->eps);
+	o->weight_decay = vtpu_f32_from_bits(a->weight_decay);
+	o->flags = a->flags;
+	o->param = vtpu_operand_ptr(bufs, &a->param);
+	o->grad = vtpu_operand_ptr(bufs, &a->grad);
+	o->mom = vtpu_operand_ptr(bufs, &a->m);
+	o->vel = vtpu_operand_ptr(bufs, &a->v);
+	o->state = vtpu_operand_ptr(bufs, &a->state);
+	optim_tile(op);
 }
 
 /*
@@ -105,7 +157,8 @@ static void adam_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
 	}
 }
 
-void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		    void *scratch)
 {
 	const struct vtpu_engine_optim *o = &op->optim;
 	u64 i0 = (u64)tile * op->chunk;

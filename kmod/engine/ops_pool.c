@@ -12,7 +12,7 @@
  */
 #include "engine_internal.h"
 
-void vtpu_pool_prepare(struct vtpu_engine_op *op)
+static void pool_tile(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_window *g = &op->conv.win;
 	u64 work;
@@ -29,6 +29,18 @@ void vtpu_pool_prepare(struct vtpu_engine_op *op)
 		g->chunk = 256;
 	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
 	op->flops = (u64)g->n * g->oh * g->ow * g->c * g->kh * g->kw;
+}
+
+void vtpu_pool_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+		       const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_pool *pl = (const void *)cmd;
+
+	vtpu_window_decode(&pl->win, &op->conv.win);
+	op->conv.x = vtpu_operand_ptr(bufs, &pl->x);
+	op->conv.y = vtpu_operand_ptr(bufs, &pl->y);
+	op->conv.index = vtpu_operand_ptr(bufs, &pl->index);
+	pool_tile(op);
 }
 
 /* y, index [0..len) of window (n, oy, ox), channels c0.. */
@@ -138,7 +150,8 @@ static void maxpool_grad_range(const struct vtpu_engine_conv *cv, u64 e,
 	}
 }
 
-void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step)
+void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		   void *scratch)
 {
 	const struct vtpu_engine_window *g = &op->conv.win;
 	u64 e = (u64)tile * g->chunk;

@@ -23,7 +23,7 @@ static u32 div_up(u32 a, u32 b)
 	return a / b + (a % b != 0);
 }
 
-void vtpu_reduce_prepare(struct vtpu_engine_op *op)
+static void reduce_tile(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_reduce *r = &op->reduce;
 	u32 width;
@@ -50,6 +50,22 @@ void vtpu_reduce_prepare(struct vtpu_engine_op *op)
 		op->nsteps = div_up(r->n, r->sblock);
 	}
 	op->flops = 2ull * r->m * r->n;
+}
+
+void vtpu_reduce_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd,
+			 const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_reduce *r = (const void *)cmd;
+
+	op->reduce.op = r->op;
+	op->reduce.m = r->m;
+	op->reduce.n = r->n;
+	op->reduce.ldx = r->ldx;
+	op->reduce.alpha = vtpu_f32_from_bits(r->alpha);
+	op->reduce.beta = vtpu_f32_from_bits(r->beta);
+	op->reduce.x = vtpu_operand_ptr(bufs, &r->x);
+	op->reduce.y = vtpu_operand_ptr(bufs, &r->y);
+	reduce_tile(op);
 }
 
 /* y[j] = beta * y[j] (or 0), the start of a sum. */
@@ -119,4 +135,11 @@ void vtpu_reduce_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		reduce_cols(&op->reduce, tile, step, scratch);
 	else
 		reduce_rows(&op->reduce, tile, step);
+}
+
+int vtpu_reduce_describe(const struct vtpu_engine_op *op, char *buf,
+			 size_t len)
+{
+	return snprintf(buf, len, "op %u, %ux%u", op->reduce.op, op->reduce.m,
+			op->reduce.n);
 }

@@ -14,535 +14,24 @@
  */
 #include "engine_internal.h"
 
-static const u32 cmd_sizes[VTPU_OP_COUNT] = {
-	[VTPU_OP_NOP] = sizeof(struct vtpu_cmd_hdr),
-	[VTPU_OP_GEMM] = sizeof(struct vtpu_cmd_gemm),
-	[VTPU_OP_FILL] = sizeof(struct vtpu_cmd_fill),
-	[VTPU_OP_COPY] = sizeof(struct vtpu_cmd_copy),
-	[VTPU_OP_IM2COL] = sizeof(struct vtpu_cmd_im2col),
-	[VTPU_OP_COL2IM] = sizeof(struct vtpu_cmd_im2col),
-	[VTPU_OP_MAXPOOL] = sizeof(struct vtpu_cmd_pool),
-	[VTPU_OP_MAXPOOL_GRAD] = sizeof(struct vtpu_cmd_pool),
-	[VTPU_OP_ELEMENTWISE] = sizeof(struct vtpu_cmd_elementwise),
-	[VTPU_OP_REDUCE] = sizeof(struct vtpu_cmd_reduce),
-	[VTPU_OP_SOFTMAX_XENT] = sizeof(struct vtpu_cmd_softmax_xent),
-	[VTPU_OP_SGD] = sizeof(struct vtpu_cmd_sgd),
-	[VTPU_OP_ADAM_STEP] = sizeof(struct vtpu_cmd_adam_step),
-	[VTPU_OP_ADAM] = sizeof(struct vtpu_cmd_adam),
-	[VTPU_OP_CAST] = sizeof(struct vtpu_cmd_cast),
-	[VTPU_OP_DROPOUT] = sizeof(struct vtpu_cmd_dropout),
-	[VTPU_OP_CONV_POOL] = sizeof(struct vtpu_cmd_conv_pool),
-	[VTPU_OP_CONV_POOL_WGRAD] = sizeof(struct vtpu_cmd_conv_pool),
-	[VTPU_OP_CONV] = sizeof(struct vtpu_cmd_conv),
-	[VTPU_OP_CONV_DGRAD] = sizeof(struct vtpu_cmd_conv),
-	[VTPU_OP_CONV_WGRAD] = sizeof(struct vtpu_cmd_conv),
-};
-
-u32 vtpu_engine_cmd_size(u32 opcode)
-{
-	return opcode < VTPU_OP_COUNT ? cmd_sizes[opcode] : 0;
-}
-
-/* *r = a * b if it is at most VTPU_MAX_ELEMS (a, b < 2^64, no overflow). */
-static bool mul_elems(u64 a, u64 b, u64 *r)
-{
-	if (a && b > VTPU_MAX_ELEMS / a)
-		return false;
-	*r = a * b;
-	return *r <= VTPU_MAX_ELEMS;
-}
-
-static bool window_dim_ok(u32 d)
-{
-	return d >= 1 && d <= VTPU_MAX_DIM;
-}
-
-bool vtpu_window_decode(const struct vtpu_window *w,
-			struct vtpu_engine_window *g)
-{
-	u64 hh, ww, img, k;
-
-	memset(g, 0, sizeof(*g));
-	if (!window_dim_ok(w->n) || !window_dim_ok(w->h) ||
-	    !window_dim_ok(w->w) || !window_dim_ok(w->c) ||
-	    !window_dim_ok(w->kh) || !window_dim_ok(w->kw) ||
-	    !window_dim_ok(w->stride_h) || !window_dim_ok(w->stride_w) ||
-	    w->pad_h >= w->kh || w->pad_w >= w->kw)
-		return false;
-	/* all terms below 2^26: no overflow */
-	hh = (u64)w->h + 2 * (u64)w->pad_h;
-	ww = (u64)w->w + 2 * (u64)w->pad_w;
-	if (hh < w->kh || ww < w->kw)
-		return false;
-	if (!mul_elems(w->n, w->h, &img) || !mul_elems(img, w->w, &img) ||
-	    !mul_elems(img, w->c, &img) || !mul_elems(w->kh, w->kw, &k) ||
-	    !mul_elems(k, w->c, &k))
-		return false;
-	g->n = w->n;
-	g->h = w->h;
-	g->w = w->w;
-	g->c = w->c;
-	g->kh = w->kh;
-	g->kw = w->kw;
-	g->sh = w->stride_h;
-	g->sw = w->stride_w;
-	g->ph = w->pad_h;
-	g->pw = w->pad_w;
-	g->oh = (u32)((hh - w->kh) / w->stride_h + 1);
-	g->ow = (u32)((ww - w->kw) / w->stride_w + 1);
-	g->kdim = k;
-	return true;
-}
-
-/*
- * Elements of a window op's outputs: rows = n*oh*ow (windows) and
- * rows * kdim (im2col columns); false past VTPU_MAX_ELEMS.
- */
-static bool window_counts(const struct vtpu_engine_window *g, u64 *rows,
-			  u64 *cols)
-{
-	return mul_elems(g->n, g->oh, rows) && mul_elems(*rows, g->ow, rows) &&
-	       mul_elems(*rows, g->kdim, cols);
-}
-
-/* Extents of the window ops' operands (0 when the geometry is invalid). */
-static void window_extents(const struct vtpu_window *w, u64 *image,
-			   u64 *out, u64 *cols)
-{
-	struct vtpu_engine_window g;
-	u64 rows = 0, c = 0;
-
-	*image = *out = *cols = 0;
-	if (!vtpu_window_decode(w, &g) || !window_counts(&g, &rows, &c))
-		return;
-	*image = (u64)g.n * g.h * g.w * g.c * 4;
-	*out = rows * g.c * 4;
-	*cols = c * 4;
-}
-
-bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
-			  struct vtpu_engine_convpool *cp)
-{
-	struct vtpu_engine_window *g = &cp->win;
-	u64 rows, cols, wn, yn;
-
-	memset(cp, 0, sizeof(*cp));
-	if (!vtpu_window_decode(&c->win, g) || !window_counts(g, &rows, &cols))
-		goto bad;
-	if (!window_dim_ok(c->oc) || !window_dim_ok(c->pool_stride_h) ||
-	    !window_dim_ok(c->pool_stride_w) || c->pool_h < 1 ||
-	    c->pool_h > g->oh || c->pool_w < 1 || c->pool_w > g->ow)
-		goto bad;
-	/* a route is a window position, below VTPU_CONV_NO_ROUTE */
-	if ((u64)c->pool_h * c->pool_w >= VTPU_CONV_NO_ROUTE)
-		goto bad;
-	cp->oc = c->oc;
-	cp->flags = c->flags;
-	cp->pkh = c->pool_h;
-	cp->pkw = c->pool_w;
-	cp->psh = c->pool_stride_h;
-	cp->psw = c->pool_stride_w;
-	cp->ph = (g->oh - c->pool_h) / c->pool_stride_h + 1;
-	cp->pw = (g->ow - c->pool_w) / c->pool_stride_w + 1;
-	if (!mul_elems(g->kdim, c->oc, &wn) || !mul_elems(g->n, cp->ph, &yn) ||
-	    !mul_elems(yn, cp->pw, &yn) || !mul_elems(yn, c->oc, &yn))
-		goto bad;
-	return true;
-bad:
-	memset(cp, 0, sizeof(*cp));
-	return false;
-}
-
-/*
- * The convolution GEMMs' dimensions are GEMM dimensions: windows (n * oh
- * * ow), pixels (n * h * w), kh * kw * c and, for CONV_DGRAD, kh * kw *
- * oc are at most VTPU_MAX_DIM; CONV_DGRAD wants stride 1.
- */
-bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
-		      struct vtpu_engine_window *g, u64 *rows)
-{
-	u64 cols, pixels, n;
-
-	*rows = 0;
-	if (!vtpu_window_decode(&c->win, g) || !window_counts(g, rows, &cols) ||
-	    !window_dim_ok(c->oc))
-		goto bad;
-	pixels = (u64)g->n * g->h * g->w;	/* < 2^36: the image's check */
-	if (*rows > VTPU_MAX_DIM || pixels > VTPU_MAX_DIM ||
-	    g->kdim > VTPU_MAX_DIM || !mul_elems(*rows, c->oc, &n) ||
-	    !mul_elems(g->kdim, c->oc, &n))
-		goto bad;
-	if (c->hdr.opcode == VTPU_OP_CONV_DGRAD &&
-	    (g->sh != 1 || g->sw != 1 ||
-	     (u64)g->kh * g->kw * c->oc > VTPU_MAX_DIM))
-		goto bad;
-	return true;
-bad:
-	memset(g, 0, sizeof(*g));
-	*rows = 0;
-	return false;
-}
-
-static u32 dtype_size(u32 dtype)
-{
-	switch (dtype) {
-	case VTPU_DTYPE_F32:
-		return 4;
-	case VTPU_DTYPE_BF16:
-		return 2;
-	default:
-		return 0;
-	}
-}
-
-/* Bytes a rows x cols matrix with leading dimension ld spans. */
-static u64 matrix_bytes(u64 rows, u64 cols, u64 ld, u32 esize)
-{
-	return ((rows - 1) * ld + cols) * esize;
-}
-
-/* Element size of a cast's source or destination. */
-static u32 cast_size(u32 mode, bool dst)
-{
-	switch (mode) {
-	case VTPU_CAST_F32_TO_BF16:
-		return dst ? 2 : 4;
-	case VTPU_CAST_BF16_TO_F32:
-		return dst ? 4 : 2;
-	default:
-		return dst ? 4 : 1;
-	}
-}
-
-/* The training ops' operands: which field, and how many bytes. */
-static int train_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
-			 const struct vtpu_operand **opnd, u64 *bytes)
-{
-	const struct vtpu_cmd_im2col *ic = (const void *)cmd;
-	const struct vtpu_cmd_pool *pl = (const void *)cmd;
-	const struct vtpu_cmd_elementwise *ew = (const void *)cmd;
-	const struct vtpu_cmd_reduce *rd = (const void *)cmd;
-	const struct vtpu_cmd_softmax_xent *xe = (const void *)cmd;
-	const struct vtpu_cmd_sgd *sg = (const void *)cmd;
-	const struct vtpu_cmd_adam_step *as = (const void *)cmd;
-	const struct vtpu_cmd_adam *ad = (const void *)cmd;
-	const struct vtpu_cmd_cast *ca = (const void *)cmd;
-	const struct vtpu_cmd_dropout *dr = (const void *)cmd;
-	const struct vtpu_cmd_conv_pool *cv = (const void *)cmd;
-	const struct vtpu_cmd_conv *cg = (const void *)cmd;
-	bool wgrad = cmd->opcode == VTPU_OP_CONV_POOL_WGRAD;
-	bool dgrad = cmd->opcode == VTPU_OP_CONV_DGRAD;
-	struct vtpu_engine_convpool cp;
-	struct vtpu_engine_window cw;
-	u64 image, out, cols, mn = 0;
-	bool col2im = cmd->opcode == VTPU_OP_COL2IM;
-	bool grad = cmd->opcode == VTPU_OP_MAXPOOL_GRAD;
-
-	*opnd = NULL;
-	switch (cmd->opcode) {
-	case VTPU_OP_IM2COL:
-	case VTPU_OP_COL2IM:
-		window_extents(&ic->win, &image, &out, &cols);
-		if (id == (col2im ? VTPU_OPERAND_DST : VTPU_OPERAND_SRC)) {
-			*opnd = &ic->image;
-			*bytes = image;
-		} else if (id == (col2im ? VTPU_OPERAND_SRC :
-				  VTPU_OPERAND_DST)) {
-			*opnd = &ic->cols;
-			*bytes = cols;
-		}
-		break;
-	case VTPU_OP_MAXPOOL:
-	case VTPU_OP_MAXPOOL_GRAD:
-		window_extents(&pl->win, &image, &out, &cols);
-		if (id == (grad ? VTPU_OPERAND_DX : VTPU_OPERAND_X)) {
-			*opnd = &pl->x;
-			*bytes = image;
-		} else if (id == (grad ? VTPU_OPERAND_DY : VTPU_OPERAND_Y)) {
-			*opnd = &pl->y;
-			*bytes = out;
-		} else if (id == VTPU_OPERAND_INDEX) {
-			*opnd = &pl->index;
-			*bytes = out;
-		}
-		break;
-	case VTPU_OP_ELEMENTWISE:
-		*bytes = ew->count * 4;
-		if (id == VTPU_OPERAND_X)
-			*opnd = &ew->x;
-		else if (id == VTPU_OPERAND_Y)
-			*opnd = &ew->y;
-		else if (id == VTPU_OPERAND_Z)
-			*opnd = &ew->z;
-		break;
-	case VTPU_OP_REDUCE:
-		if (id == VTPU_OPERAND_X) {
-			*opnd = &rd->x;
-			*bytes = rd->m ? matrix_bytes(rd->m, rd->n, rd->ldx, 4) : 0;
-		} else if (id == VTPU_OPERAND_Y) {
-			*opnd = &rd->y;
-			*bytes = (u64)(rd->op == VTPU_REDUCE_ROWS ? rd->m :
-				       rd->n) * 4;
-		}
-		break;
-	case VTPU_OP_SOFTMAX_XENT:
-		mn = (u64)xe->m * xe->n * 4;
-		if (id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX ||
-		    id == VTPU_OPERAND_PROBS) {
-			*opnd = id == VTPU_OPERAND_X ? &xe->logits :
-				id == VTPU_OPERAND_DX ? &xe->dlogits :
-							&xe->probs;
-			*bytes = mn;
-		} else if (id == VTPU_OPERAND_LABELS) {
-			*opnd = &xe->labels;
-			*bytes = (u64)xe->m * 4;
-		} else if (id == VTPU_OPERAND_LOSS ||
-			   id == VTPU_OPERAND_CORRECT) {
-			*opnd = id == VTPU_OPERAND_LOSS ? &xe->loss :
-							  &xe->correct;
-			*bytes = 4;
-		}
-		break;
-	case VTPU_OP_SGD:
-		*bytes = sg->count * 4;
-		if (id == VTPU_OPERAND_PARAM)
-			*opnd = &sg->param;
-		else if (id == VTPU_OPERAND_GRAD)
-			*opnd = &sg->grad;
-		else if (id == VTPU_OPERAND_MOM)
-			*opnd = &sg->mom;
-		break;
-	case VTPU_OP_ADAM_STEP:
-		*bytes = 8;
-		if (id == VTPU_OPERAND_STATE)
-			*opnd = &as->state;
-		break;
-	case VTPU_OP_ADAM:
-		*bytes = ad->count * 4;
-		if (id == VTPU_OPERAND_PARAM) {
-			*opnd = &ad->param;
-		} else if (id == VTPU_OPERAND_GRAD) {
-			*opnd = &ad->grad;
-		} else if (id == VTPU_OPERAND_MOM) {
-			*opnd = &ad->m;
-		} else if (id == VTPU_OPERAND_VEL) {
-			*opnd = &ad->v;
-		} else if (id == VTPU_OPERAND_STATE) {
-			*opnd = &ad->state;
-			*bytes = 8;
-		}
-		break;
-	case VTPU_OP_CAST:
-		if (id == VTPU_OPERAND_SRC) {
-			*opnd = &ca->src;
-			*bytes = ca->count * cast_size(ca->mode, false);
-		} else if (id == VTPU_OPERAND_DST) {
-			*opnd = &ca->dst;
-			*bytes = ca->count * cast_size(ca->mode, true);
-		}
-		break;
-	case VTPU_OP_DROPOUT:
-		*bytes = dr->count * 4;
-		if (id == VTPU_OPERAND_X) {
-			*opnd = &dr->x;
-		} else if (id == VTPU_OPERAND_Z) {
-			*opnd = &dr->z;
-		} else if (id == VTPU_OPERAND_MASK) {
-			*opnd = &dr->mask;
-		} else if (id == VTPU_OPERAND_STEP) {
-			*opnd = &dr->step;
-			*bytes = 4;
-		}
-		break;
-	case VTPU_OP_CONV_POOL:
-	case VTPU_OP_CONV_POOL_WGRAD:
-		/* all zero when the geometry is invalid */
-		vtpu_convpool_decode(cv, &cp);
-		out = (u64)cp.win.n * cp.ph * cp.pw * cp.oc * 4;
-		if (id == VTPU_OPERAND_X) {
-			*opnd = &cv->x;
-			*bytes = (u64)cp.win.n * cp.win.h * cp.win.w *
-				 cp.win.c * 4;
-		} else if (id == (wgrad ? VTPU_OPERAND_DW : VTPU_OPERAND_W)) {
-			*opnd = &cv->w;
-			*bytes = cp.win.kdim * cp.oc * 4;
-		} else if (id == (wgrad ? VTPU_OPERAND_DBIAS :
-				  VTPU_OPERAND_BIAS)) {
-			*opnd = &cv->bias;
-			*bytes = (u64)cp.oc * 4;
-		} else if (id == VTPU_OPERAND_Y || id == VTPU_OPERAND_DY) {
-			*opnd = id == VTPU_OPERAND_Y ? &cv->y : &cv->dy;
-			*bytes = out;
-		} else if (id == VTPU_OPERAND_INDEX) {
-			*opnd = &cv->index;	/* u8 routes */
-			*bytes = out / 4;
-		}
-		break;
-	case VTPU_OP_CONV:
-	case VTPU_OP_CONV_DGRAD:
-	case VTPU_OP_CONV_WGRAD:
-		/* all zero when the geometry is invalid */
-		vtpu_conv_decode(cg, &cw, &mn);
-		wgrad = cmd->opcode == VTPU_OP_CONV_WGRAD;
-		if (id == (dgrad ? VTPU_OPERAND_DX : VTPU_OPERAND_X)) {
-			*opnd = &cg->x;
-			*bytes = (u64)cw.n * cw.h * cw.w * cw.c * 4;
-		} else if (id == (wgrad ? VTPU_OPERAND_DW : VTPU_OPERAND_W)) {
-			*opnd = &cg->w;
-			*bytes = cw.kdim * cg->oc * 4;
-		} else if (id == VTPU_OPERAND_BIAS) {
-			*opnd = &cg->bias;
-			*bytes = (u64)cg->oc * 4;
-		} else if (id == (cmd->opcode == VTPU_OP_CONV ?
-				  VTPU_OPERAND_Y : VTPU_OPERAND_DY)) {
-			*opnd = &cg->y;
-			*bytes = mn * cg->oc * 4;
-		}
-		break;
-	}
-	return *opnd ? 0 : -ENOENT;
-}
-
-int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
-			const struct vtpu_operand **opnd, u64 *bytes)
-{
-	const struct vtpu_cmd_gemm *g = (const void *)cmd;
-	const struct vtpu_cmd_fill *f = (const void *)cmd;
-	const struct vtpu_cmd_copy *c = (const void *)cmd;
-	bool ta, tb;
-	u32 es;
-
-	switch (cmd->opcode) {
-	case VTPU_OP_GEMM:
-		ta = g->flags & VTPU_GEMM_TRANS_A;
-		tb = g->flags & VTPU_GEMM_TRANS_B;
-		es = dtype_size(g->dtype);
-		switch (id) {
-		case VTPU_OPERAND_A:
-			*opnd = &g->a;
-			*bytes = matrix_bytes(ta ? g->k : g->m, ta ? g->m : g->k,
-					      g->lda, es);
-			return 0;
-		case VTPU_OPERAND_B:
-			*opnd = &g->b;
-			*bytes = matrix_bytes(tb ? g->n : g->k, tb ? g->k : g->n,
-					      g->ldb, es);
-			return 0;
-		case VTPU_OPERAND_C:
-			*opnd = &g->c;
-			*bytes = matrix_bytes(g->m, g->n, g->ldc, 4);
-			return 0;
-		case VTPU_OPERAND_BIAS:
-			*opnd = &g->bias;
-			*bytes = (u64)g->n * 4;
-			return 0;
-		}
-		break;
-	case VTPU_OP_FILL:
-		if (id == VTPU_OPERAND_DST) {
-			*opnd = &f->dst;
-			*bytes = (u64)f->count * 4;
-			return 0;
-		}
-		break;
-	case VTPU_OP_COPY:
-		if (id == VTPU_OPERAND_DST || id == VTPU_OPERAND_SRC) {
-			*opnd = id == VTPU_OPERAND_DST ? &c->dst : &c->src;
-			*bytes = c->bytes;
-			return 0;
-		}
-		break;
-	default:
-		return train_operand(cmd, id, opnd, bytes);
-	}
-	return -ENOENT;
-}
-
-/*
- * What each opcode only reads (in) and what it writes (out), by operand
- * id. Every operand a command has is in one of the two (test_engine's
- * spans_cover_every_operand checks this against vtpu_engine_operand(),
- * and spans_hold_every_write runs commands to check that writes fall
- * only in the out operands). An operand a command has but does not use
- * (a GEMM's bias without VTPU_GEMM_BIAS) is all zero and still counted:
- * that can only make commands look dependent, never independent.
- */
-#define OPND(id) (1u << VTPU_OPERAND_##id)
-
-static const struct {
-	u32 in, out;
-} cmd_access[VTPU_OP_COUNT] = {
-	[VTPU_OP_GEMM] = { OPND(A) | OPND(B) | OPND(BIAS), OPND(C) },
-	[VTPU_OP_FILL] = { 0, OPND(DST) },
-	[VTPU_OP_COPY] = { OPND(SRC), OPND(DST) },
-	[VTPU_OP_IM2COL] = { OPND(SRC), OPND(DST) },
-	[VTPU_OP_COL2IM] = { OPND(SRC), OPND(DST) },
-	[VTPU_OP_MAXPOOL] = { OPND(X), OPND(Y) | OPND(INDEX) },
-	[VTPU_OP_MAXPOOL_GRAD] = { OPND(DY) | OPND(INDEX), OPND(DX) },
-	[VTPU_OP_ELEMENTWISE] = { OPND(X) | OPND(Y), OPND(Z) },
-	[VTPU_OP_REDUCE] = { OPND(X), OPND(Y) },
-	[VTPU_OP_SOFTMAX_XENT] = { OPND(X) | OPND(LABELS),
-				   OPND(DX) | OPND(PROBS) | OPND(LOSS) |
-					   OPND(CORRECT) },
-	[VTPU_OP_SGD] = { OPND(GRAD), OPND(PARAM) | OPND(MOM) },
-	[VTPU_OP_ADAM_STEP] = { 0, OPND(STATE) },
-	[VTPU_OP_ADAM] = { OPND(GRAD) | OPND(STATE),
-			   OPND(PARAM) | OPND(MOM) | OPND(VEL) },
-	[VTPU_OP_CAST] = { OPND(SRC), OPND(DST) },
-	[VTPU_OP_DROPOUT] = { OPND(X) | OPND(STEP), OPND(Z) | OPND(MASK) },
-	[VTPU_OP_CONV_POOL] = { OPND(X) | OPND(W) | OPND(BIAS) | OPND(DY),
-				OPND(Y) | OPND(INDEX) },
-	[VTPU_OP_CONV_POOL_WGRAD] = { OPND(X) | OPND(DY) | OPND(INDEX) |
-					      OPND(Y),
-				      OPND(DW) | OPND(DBIAS) },
-	[VTPU_OP_CONV] = { OPND(X) | OPND(W) | OPND(BIAS), OPND(Y) },
-	[VTPU_OP_CONV_DGRAD] = { OPND(DY) | OPND(W) | OPND(BIAS), OPND(DX) },
-	[VTPU_OP_CONV_WGRAD] = { OPND(X) | OPND(DY) | OPND(BIAS), OPND(DW) },
-};
-
-u32 vtpu_engine_spans(const struct vtpu_cmd_hdr *cmd,
-		      const struct vtpu_engine_buf *bufs,
-		      struct vtpu_engine_span *spans)
-{
-	const struct vtpu_operand *o;
-	u32 in, out, id, n = 0;
-	u64 bytes;
-
-	if (cmd->opcode >= VTPU_OP_COUNT)
-		return 0;
-	in = cmd_access[cmd->opcode].in;
-	out = cmd_access[cmd->opcode].out;
-	for (id = 0; id < 32; id++) {
-		if (!((in | out) & (1u << id)) ||
-		    vtpu_engine_operand(cmd, id, &o, &bytes))
-			continue;
-		if (n < VTPU_ENGINE_SPANS_MAX) {
-			spans[n].lo = (const u8 *)bufs[o->buf].base + o->offset;
-			spans[n].hi = spans[n].lo + bytes;
-			spans[n].write = out & (1u << id);
-		}
-		n++;
-	}
-	return n;
-}
-
-struct vctx {
+struct vtpu_engine_check {
 	const u64 *buf_sizes;
 	u32 nbufs;
 	struct vtpu_engine_error *err;
 };
 
-static int reject(struct vctx *v, u32 operand, u32 reason)
+static int reject(struct vtpu_engine_check *v, u32 operand, u32 reason)
 {
 	v->err->operand = operand;
 	v->err->reason = reason;
 	return -EINVAL;
 }
 
-/* An operand the command uses: index, alignment, bounds. */
-static int check_operand(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
-			 u32 id, u32 align)
+/* An operand the command uses: index, alignment (the table's), bounds. */
+static int check_operand(struct vtpu_engine_check *v,
+			 const struct vtpu_cmd_hdr *cmd, u32 id)
 {
+	u32 align = vtpu_engine_operand_align(cmd, id);
 	const struct vtpu_operand *o;
 	u64 bytes, size;
 
@@ -581,7 +70,7 @@ static bool dim_ok(u32 d)
  * elements exactly when the leading dimension is cols: the bounds checked
  * for a packed row-major matrix are then the panels' too.
  */
-static int check_panels(struct vctx *v, const struct vtpu_cmd_gemm *g)
+static int check_panels(struct vtpu_engine_check *v, const struct vtpu_cmd_gemm *g)
 {
 	u32 bcols = (g->flags & VTPU_GEMM_TRANS_B) ? g->k : g->n;
 
@@ -602,12 +91,14 @@ static int check_panels(struct vctx *v, const struct vtpu_cmd_gemm *g)
 	return 0;
 }
 
-static int check_gemm(struct vctx *v, const struct vtpu_cmd_gemm *g)
+int vtpu_gemm_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_gemm *g = (const void *)hdr;
 	const struct vtpu_cmd_hdr *cmd = &g->hdr;
 	bool ta = g->flags & VTPU_GEMM_TRANS_A;
 	bool tb = g->flags & VTPU_GEMM_TRANS_B;
-	u32 es = dtype_size(g->dtype);
+	u32 es = vtpu_dtype_size(g->dtype);
 	int ret;
 
 	if (g->flags & ~VTPU_GEMM_FLAGS)
@@ -627,15 +118,15 @@ static int check_gemm(struct vctx *v, const struct vtpu_cmd_gemm *g)
 	if (ret)
 		return ret;
 
-	ret = check_operand(v, cmd, VTPU_OPERAND_A, es);
+	ret = check_operand(v, cmd, VTPU_OPERAND_A);
 	if (!ret)
-		ret = check_operand(v, cmd, VTPU_OPERAND_B, es);
+		ret = check_operand(v, cmd, VTPU_OPERAND_B);
 	if (!ret)
-		ret = check_operand(v, cmd, VTPU_OPERAND_C, 4);
+		ret = check_operand(v, cmd, VTPU_OPERAND_C);
 	if (ret)
 		return ret;
 	if (g->flags & VTPU_GEMM_BIAS) {
-		ret = check_operand(v, cmd, VTPU_OPERAND_BIAS, 4);
+		ret = check_operand(v, cmd, VTPU_OPERAND_BIAS);
 		if (ret)
 			return ret;
 		if (overlap(cmd, VTPU_OPERAND_C, VTPU_OPERAND_BIAS))
@@ -651,22 +142,27 @@ static int check_gemm(struct vctx *v, const struct vtpu_cmd_gemm *g)
 	return 0;
 }
 
-static int check_fill(struct vctx *v, const struct vtpu_cmd_fill *f)
+int vtpu_fill_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_fill *f = (const void *)hdr;
+
 	if (!f->count)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	return check_operand(v, &f->hdr, VTPU_OPERAND_DST, 4);
+	return check_operand(v, &f->hdr, VTPU_OPERAND_DST);
 }
 
-static int check_copy(struct vctx *v, const struct vtpu_cmd_copy *c)
+int vtpu_copy_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_copy *c = (const void *)hdr;
 	int ret;
 
 	if (!c->bytes || c->bytes > (u64)VTPU_MAX_DIM * VTPU_MAX_DIM)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operand(v, &c->hdr, VTPU_OPERAND_DST, 1);
+	ret = check_operand(v, &c->hdr, VTPU_OPERAND_DST);
 	if (!ret)
-		ret = check_operand(v, &c->hdr, VTPU_OPERAND_SRC, 1);
+		ret = check_operand(v, &c->hdr, VTPU_OPERAND_SRC);
 	if (ret)
 		return ret;
 	if (overlap(&c->hdr, VTPU_OPERAND_DST, VTPU_OPERAND_SRC))
@@ -677,7 +173,7 @@ static int check_copy(struct vctx *v, const struct vtpu_cmd_copy *c)
 /* ---- the training ops ---- */
 
 /* Operands a command does not use must be all zero. */
-static int check_unused(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
+static int check_unused(struct vtpu_engine_check *v, const struct vtpu_cmd_hdr *cmd,
 			u32 id)
 {
 	const struct vtpu_operand *o;
@@ -689,15 +185,15 @@ static int check_unused(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
 	return 0;
 }
 
-/* Check @n operands @ids, all aligned to @align. */
-static int check_operands(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
-			  const u32 *ids, u32 n, u32 align)
+/* Check @n operands @ids. */
+static int check_operands(struct vtpu_engine_check *v,
+			  const struct vtpu_cmd_hdr *cmd, const u32 *ids, u32 n)
 {
 	u32 i;
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		ret = check_operand(v, cmd, ids[i], align);
+		ret = check_operand(v, cmd, ids[i]);
 		if (ret)
 			return ret;
 	}
@@ -708,7 +204,7 @@ static int check_operands(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
  * Outputs @outs may overlap nothing: neither each other nor inputs @ins
  * (inputs may overlap each other). Names the output.
  */
-static int check_outputs(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
+static int check_outputs(struct vtpu_engine_check *v, const struct vtpu_cmd_hdr *cmd,
 			 const u32 *outs, u32 nout, const u32 *ins, u32 nin)
 {
 	u32 i, j;
@@ -725,7 +221,7 @@ static int check_outputs(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
 }
 
 /* Reject unless the window geometry is valid and its counts fit. */
-static int check_window(struct vctx *v, const struct vtpu_window *w)
+static int check_window(struct vtpu_engine_check *v, const struct vtpu_window *w)
 {
 	struct vtpu_engine_window g;
 	u64 rows, cols;
@@ -733,13 +229,16 @@ static int check_window(struct vctx *v, const struct vtpu_window *w)
 	if (!w->stride_h || !w->stride_w || w->stride_h > VTPU_MAX_DIM ||
 	    w->stride_w > VTPU_MAX_DIM)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
-	if (!vtpu_window_decode(w, &g) || !window_counts(&g, &rows, &cols))
+	if (!vtpu_window_decode(w, &g) ||
+	    !vtpu_window_counts(&g, &rows, &cols))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	return 0;
 }
 
-static int check_im2col(struct vctx *v, const struct vtpu_cmd_im2col *c)
+int vtpu_im2col_check(struct vtpu_engine_check *v,
+		      const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_im2col *c = (const void *)hdr;
 	static const u32 out = VTPU_OPERAND_DST, in = VTPU_OPERAND_SRC;
 	int ret;
 
@@ -749,16 +248,18 @@ static int check_im2col(struct vctx *v, const struct vtpu_cmd_im2col *c)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
 	ret = check_window(v, &c->win);
 	if (!ret)
-		ret = check_operand(v, &c->hdr, in, 4);
+		ret = check_operand(v, &c->hdr, in);
 	if (!ret)
-		ret = check_operand(v, &c->hdr, out, 4);
+		ret = check_operand(v, &c->hdr, out);
 	if (!ret)
 		ret = check_outputs(v, &c->hdr, &out, 1, &in, 1);
 	return ret;
 }
 
-static int check_pool(struct vctx *v, const struct vtpu_cmd_pool *p)
+int vtpu_pool_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_pool *p = (const void *)hdr;
 	/* outputs first */
 	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_INDEX,
 				   VTPU_OPERAND_X };
@@ -779,7 +280,7 @@ static int check_pool(struct vctx *v, const struct vtpu_cmd_pool *p)
 	/* index holds a pixel number y * w + x */
 	if ((u64)p->win.h * p->win.w > 0xffffffffull)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operands(v, &p->hdr, ids, 3, 4);
+	ret = check_operands(v, &p->hdr, ids, 3);
 	if (!ret)
 		ret = check_outputs(v, &p->hdr, ids, nout, ids + nout,
 				    3 - nout);
@@ -804,7 +305,7 @@ static const u8 ew_uses[VTPU_EW_COUNT] = {
 };
 
 /* z may be exactly @in (element i read before element i is written). */
-static int check_alias(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
+static int check_alias(struct vtpu_engine_check *v, const struct vtpu_cmd_hdr *cmd,
 		       const struct vtpu_operand *z,
 		       const struct vtpu_operand *in, u32 in_id)
 {
@@ -815,8 +316,10 @@ static int check_alias(struct vctx *v, const struct vtpu_cmd_hdr *cmd,
 	return 0;
 }
 
-static int check_ew(struct vctx *v, const struct vtpu_cmd_elementwise *e)
+int vtpu_ew_check(struct vtpu_engine_check *v,
+		  const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_elementwise *e = (const void *)hdr;
 	const struct vtpu_cmd_hdr *cmd = &e->hdr;
 	u32 uses;
 	int ret;
@@ -829,12 +332,12 @@ static int check_ew(struct vctx *v, const struct vtpu_cmd_elementwise *e)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
 	if (!e->count || e->count > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operand(v, cmd, VTPU_OPERAND_X, 4);
+	ret = check_operand(v, cmd, VTPU_OPERAND_X);
 	if (!ret)
-		ret = (uses & EW_Y) ? check_operand(v, cmd, VTPU_OPERAND_Y, 4) :
+		ret = (uses & EW_Y) ? check_operand(v, cmd, VTPU_OPERAND_Y) :
 				      check_unused(v, cmd, VTPU_OPERAND_Y);
 	if (!ret)
-		ret = check_operand(v, cmd, VTPU_OPERAND_Z, 4);
+		ret = check_operand(v, cmd, VTPU_OPERAND_Z);
 	if (!ret)
 		ret = check_alias(v, cmd, &e->z, &e->x, VTPU_OPERAND_X);
 	if (!ret && (uses & EW_Y))
@@ -842,8 +345,10 @@ static int check_ew(struct vctx *v, const struct vtpu_cmd_elementwise *e)
 	return ret;
 }
 
-static int check_reduce(struct vctx *v, const struct vtpu_cmd_reduce *r)
+int vtpu_reduce_check(struct vtpu_engine_check *v,
+		      const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_reduce *r = (const void *)hdr;
 	static const u32 out = VTPU_OPERAND_Y, in = VTPU_OPERAND_X;
 	int ret;
 
@@ -853,16 +358,18 @@ static int check_reduce(struct vctx *v, const struct vtpu_cmd_reduce *r)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	if (r->ldx < r->n)
 		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_STRIDE);
-	ret = check_operand(v, &r->hdr, in, 4);
+	ret = check_operand(v, &r->hdr, in);
 	if (!ret)
-		ret = check_operand(v, &r->hdr, out, 4);
+		ret = check_operand(v, &r->hdr, out);
 	if (!ret)
 		ret = check_outputs(v, &r->hdr, &out, 1, &in, 1);
 	return ret;
 }
 
-static int check_xent(struct vctx *v, const struct vtpu_cmd_softmax_xent *x)
+int vtpu_xent_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_softmax_xent *x = (const void *)hdr;
 	static const u32 ins[] = { VTPU_OPERAND_X, VTPU_OPERAND_LABELS };
 	const struct vtpu_cmd_hdr *cmd = &x->hdr;
 	u32 outs[4] = { VTPU_OPERAND_LOSS, VTPU_OPERAND_CORRECT };
@@ -882,16 +389,18 @@ static int check_xent(struct vctx *v, const struct vtpu_cmd_softmax_xent *x)
 		outs[nout++] = VTPU_OPERAND_PROBS;
 	else if (check_unused(v, cmd, VTPU_OPERAND_PROBS))
 		return -EINVAL;
-	ret = check_operands(v, cmd, ins, 2, 4);
+	ret = check_operands(v, cmd, ins, 2);
 	if (!ret)
-		ret = check_operands(v, cmd, outs, nout, 4);
+		ret = check_operands(v, cmd, outs, nout);
 	if (!ret)
 		ret = check_outputs(v, cmd, outs, nout, ins, 2);
 	return ret;
 }
 
-static int check_sgd(struct vctx *v, const struct vtpu_cmd_sgd *s)
+int vtpu_sgd_check(struct vtpu_engine_check *v,
+		   const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_sgd *s = (const void *)hdr;
 	static const u32 outs[] = { VTPU_OPERAND_PARAM, VTPU_OPERAND_MOM };
 	static const u32 in = VTPU_OPERAND_GRAD;
 	u32 nout = s->momentum ? 2 : 1;
@@ -904,21 +413,24 @@ static int check_sgd(struct vctx *v, const struct vtpu_cmd_sgd *s)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	if (!s->momentum && check_unused(v, &s->hdr, VTPU_OPERAND_MOM))
 		return -EINVAL;
-	ret = check_operand(v, &s->hdr, in, 4);
+	ret = check_operand(v, &s->hdr, in);
 	if (!ret)
-		ret = check_operands(v, &s->hdr, outs, nout, 4);
+		ret = check_operands(v, &s->hdr, outs, nout);
 	if (!ret)
 		ret = check_outputs(v, &s->hdr, outs, nout, &in, 1);
 	return ret;
 }
 
-static int check_adam_step(struct vctx *v, const struct vtpu_cmd_adam_step *a)
+int vtpu_adam_step_check(struct vtpu_engine_check *v,
+			 const struct vtpu_cmd_hdr *hdr)
 {
-	return check_operand(v, &a->hdr, VTPU_OPERAND_STATE, 4);
+	return check_operand(v, hdr, VTPU_OPERAND_STATE);
 }
 
-static int check_adam(struct vctx *v, const struct vtpu_cmd_adam *a)
+int vtpu_adam_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_adam *a = (const void *)hdr;
 	static const u32 outs[] = { VTPU_OPERAND_PARAM, VTPU_OPERAND_MOM,
 				    VTPU_OPERAND_VEL };
 	static const u32 ins[] = { VTPU_OPERAND_GRAD, VTPU_OPERAND_STATE };
@@ -928,16 +440,18 @@ static int check_adam(struct vctx *v, const struct vtpu_cmd_adam *a)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
 	if (!a->count || a->count > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operands(v, &a->hdr, ins, 2, 4);
+	ret = check_operands(v, &a->hdr, ins, 2);
 	if (!ret)
-		ret = check_operands(v, &a->hdr, outs, 3, 4);
+		ret = check_operands(v, &a->hdr, outs, 3);
 	if (!ret)
 		ret = check_outputs(v, &a->hdr, outs, 3, ins, 2);
 	return ret;
 }
 
-static int check_cast(struct vctx *v, const struct vtpu_cmd_cast *c)
+int vtpu_cast_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_cast *c = (const void *)hdr;
 	static const u32 out = VTPU_OPERAND_DST, in = VTPU_OPERAND_SRC;
 	int ret;
 
@@ -948,9 +462,9 @@ static int check_cast(struct vctx *v, const struct vtpu_cmd_cast *c)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
 	if (!c->count || c->count > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operand(v, &c->hdr, in, cast_size(c->mode, false));
+	ret = check_operand(v, &c->hdr, in);
 	if (!ret)
-		ret = check_operand(v, &c->hdr, out, cast_size(c->mode, true));
+		ret = check_operand(v, &c->hdr, out);
 	if (!ret)
 		ret = check_outputs(v, &c->hdr, &out, 1, &in, 1);
 	return ret;
@@ -959,8 +473,10 @@ static int check_cast(struct vctx *v, const struct vtpu_cmd_cast *c)
 /* 0 <= rate < 1, as binary32 bits: the positive numbers below 1.0f */
 #define F32_ONE_BITS 0x3f800000u
 
-static int check_dropout(struct vctx *v, const struct vtpu_cmd_dropout *d)
+int vtpu_dropout_check(struct vtpu_engine_check *v,
+		       const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_dropout *d = (const void *)hdr;
 	static const u32 outs[2] = { VTPU_OPERAND_Z, VTPU_OPERAND_MASK };
 	static const u32 ins[2] = { VTPU_OPERAND_X, VTPU_OPERAND_STEP };
 	const struct vtpu_cmd_hdr *cmd = &d->hdr;
@@ -972,9 +488,9 @@ static int check_dropout(struct vctx *v, const struct vtpu_cmd_dropout *d)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
 	if (!d->count || d->count > VTPU_MAX_ELEMS || d->rate >= F32_ONE_BITS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operands(v, cmd, ins, 2, 4);
+	ret = check_operands(v, cmd, ins, 2);
 	if (!ret)
-		ret = check_operands(v, cmd, outs, 2, 4);
+		ret = check_operands(v, cmd, outs, 2);
 	/* z may be exactly x; the mask and z overlap nothing else */
 	if (!ret)
 		ret = check_alias(v, cmd, &d->z, &d->x, VTPU_OPERAND_X);
@@ -987,8 +503,10 @@ static int check_dropout(struct vctx *v, const struct vtpu_cmd_dropout *d)
 	return ret;
 }
 
-static int check_conv_pool(struct vctx *v, const struct vtpu_cmd_conv_pool *c)
+int vtpu_conv_pool_check(struct vtpu_engine_check *v,
+			 const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_conv_pool *c = (const void *)hdr;
 	/* outputs first; the routes (INDEX) last: bytes, any alignment */
 	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_INDEX,
 				   VTPU_OPERAND_X, VTPU_OPERAND_W,
@@ -1016,15 +534,16 @@ static int check_conv_pool(struct vctx *v, const struct vtpu_cmd_conv_pool *c)
 	/* the forward command has no dy, the gradient no y */
 	ret = check_unused(v, cmd, wgrad ? VTPU_OPERAND_Y : VTPU_OPERAND_DY);
 	for (i = 0; i < 5 && !ret; i++)
-		ret = check_operand(v, cmd, ids[i],
-				    ids[i] == VTPU_OPERAND_INDEX ? 1 : 4);
+		ret = check_operand(v, cmd, ids[i]);
 	if (!ret)
 		ret = check_outputs(v, cmd, ids, 2, ids + 2, 3);
 	return ret;
 }
 
-static int check_conv(struct vctx *v, const struct vtpu_cmd_conv *c)
+int vtpu_conv_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
 {
+	const struct vtpu_cmd_conv *c = (const void *)hdr;
 	/* outputs first */
 	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
 				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
@@ -1057,7 +576,7 @@ static int check_conv(struct vctx *v, const struct vtpu_cmd_conv *c)
 	if (!bias)
 		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
 	if (!ret)
-		ret = check_operands(v, cmd, ids, bias ? 4 : 3, 4);
+		ret = check_operands(v, cmd, ids, bias ? 4 : 3);
 	if (!ret)
 		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
 	return ret;
@@ -1066,7 +585,8 @@ static int check_conv(struct vctx *v, const struct vtpu_cmd_conv *c)
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err)
 {
-	struct vctx v = { .buf_sizes = buf_sizes, .nbufs = nbufs, .err = err };
+	struct vtpu_engine_check v = { .buf_sizes = buf_sizes, .nbufs = nbufs, .err = err };
+	const struct vtpu_engine_op_desc *desc;
 	const struct vtpu_cmd_hdr *cmd;
 	u32 pos = 0, index = 0;
 	int ret;
@@ -1084,69 +604,16 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 		if (size - pos < sizeof(*cmd))
 			return reject(&v, VTPU_OPERAND_NONE, VTPU_ERR_TRUNCATED);
 		cmd = (const void *)((const u8 *)cmds + pos);
-		if (cmd->opcode >= VTPU_OP_COUNT)
+		desc = vtpu_engine_op_desc(cmd->opcode);
+		if (!desc)
 			return reject(&v, VTPU_OPERAND_NONE,
 				      VTPU_ERR_BAD_OPCODE);
 		if (cmd->size > size - pos)
 			return reject(&v, VTPU_OPERAND_NONE, VTPU_ERR_TRUNCATED);
-		if (cmd->size != cmd_sizes[cmd->opcode])
+		if (cmd->size != desc->size)
 			return reject(&v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SIZE);
 
-		switch (cmd->opcode) {
-		case VTPU_OP_GEMM:
-			ret = check_gemm(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_FILL:
-			ret = check_fill(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_COPY:
-			ret = check_copy(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_IM2COL:
-		case VTPU_OP_COL2IM:
-			ret = check_im2col(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_MAXPOOL:
-		case VTPU_OP_MAXPOOL_GRAD:
-			ret = check_pool(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_ELEMENTWISE:
-			ret = check_ew(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_REDUCE:
-			ret = check_reduce(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_SOFTMAX_XENT:
-			ret = check_xent(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_SGD:
-			ret = check_sgd(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_ADAM_STEP:
-			ret = check_adam_step(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_ADAM:
-			ret = check_adam(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_CAST:
-			ret = check_cast(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_DROPOUT:
-			ret = check_dropout(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_CONV_POOL:
-		case VTPU_OP_CONV_POOL_WGRAD:
-			ret = check_conv_pool(&v, (const void *)cmd);
-			break;
-		case VTPU_OP_CONV:
-		case VTPU_OP_CONV_DGRAD:
-		case VTPU_OP_CONV_WGRAD:
-			ret = check_conv(&v, (const void *)cmd);
-			break;
-		default:
-			ret = 0;
-			break;
-		}
+		ret = desc->check ? desc->check(&v, cmd) : 0;
 		if (ret)
 			return ret;
 		pos += cmd->size;
@@ -1154,30 +621,4 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 	err->cmd = 0;
 	err->offset = 0;
 	return 0;
-}
-
-const struct vtpu_cmd_hdr *vtpu_engine_next(const void *cmds, u32 size,
-					    u32 *pos)
-{
-	const struct vtpu_cmd_hdr *cmd;
-
-	if (*pos >= size)
-		return NULL;
-	cmd = (const void *)((const u8 *)cmds + *pos);
-	*pos += cmd->size;
-	return cmd;
-}
-
-const char *vtpu_engine_simd_name(u32 simd)
-{
-	switch (simd) {
-	case VTPU_SIMD_SCALAR:
-		return "scalar";
-	case VTPU_SIMD_AVX2:
-		return "avx2";
-	case VTPU_SIMD_AVX512:
-		return "avx512";
-	default:
-		return "?";
-	}
 }

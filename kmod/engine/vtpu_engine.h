@@ -231,6 +231,110 @@ struct vtpu_engine_op {
 	};
 };
 
+/*
+ * The op table: one struct vtpu_engine_op_desc per opcode (cmd.c) says
+ * everything the engine knows about it, and every part of the engine and
+ * of libvtpu that handles commands looks it up there: the validator
+ * (size, check), the executors (prepare, run), the dependency tracking
+ * (operands: which it reads and which it writes), the names, the
+ * profiler's descriptions and the explainer's limits. How to add an op:
+ * docs/engine.md.
+ */
+struct vtpu_engine_check;
+
+#define VTPU_ENGINE_SPANS_MAX 8	/* operands of one command, at most */
+
+/**
+ * struct vtpu_engine_opnd - one operand of a command
+ * @id: enum vtpu_operand_id
+ * @write: the command writes it (else only reads it)
+ * @align: byte alignment its offset needs; 0 when the command's dtype or
+ *	mode decides (the op's @extent says)
+ * @offset: where its struct vtpu_operand is in the command
+ */
+struct vtpu_engine_opnd {
+	u8 id;
+	u8 write;
+	u8 align;
+	u16 offset;
+};
+
+/**
+ * struct vtpu_engine_field - a scalar field of a command, and its range
+ * @name: as the uAPI names it
+ * @offset: where it is in the command
+ * @bytes: 4 or 8
+ * @min: least valid value
+ * @max: largest valid value (alone: fields together have rules, @rules)
+ */
+struct vtpu_engine_field {
+	const char *name;
+	u16 offset;
+	u16 bytes;
+	u64 min, max;
+};
+
+#define VTPU_ENGINE_FIELDS_MAX 4
+
+/**
+ * struct vtpu_engine_op_desc - what the engine knows about one opcode
+ * @name: "GEMM", "CONV_POOL", ...
+ * @size: bytes a command has, header included
+ * @flags: the flag bits it knows (the explainer's "known" mask)
+ * @window: it has a struct vtpu_window right after its header
+ * @noperands: entries of @operands
+ * @operands: its operands
+ * @fields: its scalar dimensions (count, m, n, ...) with their ranges
+ * @rules: its shape rules beyond @fields and the window's, in a phrase
+ * @extent: bytes operand @id spans from its offset, 0 when the command's
+ *	geometry is invalid; sets *@align where the operand's entry says 0
+ * @check: the validator's checks (validate.c): 0, or reject() the reason
+ * @prepare: decode a validated command into @op (and its tiling)
+ * @run: one step of one tile
+ * @describe: the decoded op in a few words, for the profiler; NULL: its
+ *	tile count
+ *
+ * @extent and @check are integer code, callable outside an FPU section;
+ * @prepare, @run and @describe are not (the objects that hold them are
+ * built with SIMD flags).
+ */
+struct vtpu_engine_op_desc {
+	const char *name;
+	u32 size;
+	u32 flags;
+	bool window;
+	u8 noperands;
+	struct vtpu_engine_opnd operands[VTPU_ENGINE_SPANS_MAX];
+	struct vtpu_engine_field fields[VTPU_ENGINE_FIELDS_MAX];
+	const char *rules;
+	u64 (*extent)(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align);
+	int (*check)(struct vtpu_engine_check *v,
+		     const struct vtpu_cmd_hdr *cmd);
+	void (*prepare)(struct vtpu_engine_op *op,
+			const struct vtpu_cmd_hdr *cmd,
+			const struct vtpu_engine_buf *bufs);
+	void (*run)(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		    void *scratch);
+	int (*describe)(const struct vtpu_engine_op *op, char *buf,
+			size_t len);
+};
+
+/**
+ * vtpu_engine_op_desc() - the table entry of @opcode
+ * @opcode: enum vtpu_opcode
+ *
+ * Return: the entry, or NULL for an opcode the engine does not know.
+ */
+const struct vtpu_engine_op_desc *vtpu_engine_op_desc(u32 opcode);
+
+/**
+ * vtpu_engine_op_name() - "GEMM", "FILL", ...
+ * @opcode: enum vtpu_opcode
+ *
+ * Return: a static string, "?" for an unknown opcode.
+ */
+const char *vtpu_engine_op_name(u32 opcode);
+
 /**
  * vtpu_engine_validate() - check a whole command stream before it runs
  * @cmds: the stream (8-byte aligned)
@@ -281,6 +385,15 @@ int vtpu_engine_validate_iters(const void *cmds, u32 size, u64 *sizes,
  */
 int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 			const struct vtpu_operand **opnd, u64 *bytes);
+
+/**
+ * vtpu_engine_operand_align() - the alignment an operand's offset needs
+ * @cmd: a command whose opcode and size are valid
+ * @id: enum vtpu_operand_id
+ *
+ * Return: bytes (1, 2 or 4), or 0 if the command has no such operand.
+ */
+u32 vtpu_engine_operand_align(const struct vtpu_cmd_hdr *cmd, u32 id);
 
 /**
  * vtpu_engine_cmd_size() - the size a command of @opcode must have
@@ -339,7 +452,6 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
  * numbers the tiles op after op, in command order.
  */
 #define VTPU_ENGINE_GROUP_MAX 4
-#define VTPU_ENGINE_SPANS_MAX 8	/* operands of one command, at most */
 
 /**
  * struct vtpu_engine_span - the bytes one operand of a command covers

@@ -1,0 +1,809 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * The command schema: the op table, one struct vtpu_engine_op_desc per
+ * opcode, and what it needs to say where a command's operands are and
+ * how many bytes each spans (the decoders of the window geometries among
+ * them). The validator (validate.c) checks commands against it, the
+ * executors prepare and run them through it, and libvtpu explains a
+ * rejected command with its numbers.
+ *
+ * Integer code, built without floating point in the kernel like
+ * validate.c: everything here may run outside kernel_fpu_begin()/end().
+ * The table only points at the op functions that need the FPU.
+ *
+ * Overflow: see validate.c. Every extent below is of a command whose
+ * dimensions the decoders bound, or 0 when they are invalid.
+ */
+#include "engine_internal.h"
+
+/* *r = a * b if it is at most VTPU_MAX_ELEMS (a, b < 2^64, no overflow). */
+static bool mul_elems(u64 a, u64 b, u64 *r)
+{
+	if (a && b > VTPU_MAX_ELEMS / a)
+		return false;
+	*r = a * b;
+	return *r <= VTPU_MAX_ELEMS;
+}
+
+static bool window_dim_ok(u32 d)
+{
+	return d >= 1 && d <= VTPU_MAX_DIM;
+}
+
+bool vtpu_window_decode(const struct vtpu_window *w,
+			struct vtpu_engine_window *g)
+{
+	u64 hh, ww, img, k;
+
+	memset(g, 0, sizeof(*g));
+	if (!window_dim_ok(w->n) || !window_dim_ok(w->h) ||
+	    !window_dim_ok(w->w) || !window_dim_ok(w->c) ||
+	    !window_dim_ok(w->kh) || !window_dim_ok(w->kw) ||
+	    !window_dim_ok(w->stride_h) || !window_dim_ok(w->stride_w) ||
+	    w->pad_h >= w->kh || w->pad_w >= w->kw)
+		return false;
+	/* all terms below 2^26: no overflow */
+	hh = (u64)w->h + 2 * (u64)w->pad_h;
+	ww = (u64)w->w + 2 * (u64)w->pad_w;
+	if (hh < w->kh || ww < w->kw)
+		return false;
+	if (!mul_elems(w->n, w->h, &img) || !mul_elems(img, w->w, &img) ||
+	    !mul_elems(img, w->c, &img) || !mul_elems(w->kh, w->kw, &k) ||
+	    !mul_elems(k, w->c, &k))
+		return false;
+	g->n = w->n;
+	g->h = w->h;
+	g->w = w->w;
+	g->c = w->c;
+	g->kh = w->kh;
+	g->kw = w->kw;
+	g->sh = w->stride_h;
+	g->sw = w->stride_w;
+	g->ph = w->pad_h;
+	g->pw = w->pad_w;
+	g->oh = (u32)((hh - w->kh) / w->stride_h + 1);
+	g->ow = (u32)((ww - w->kw) / w->stride_w + 1);
+	g->kdim = k;
+	return true;
+}
+
+bool vtpu_window_counts(const struct vtpu_engine_window *g, u64 *rows,
+			u64 *cols)
+{
+	return mul_elems(g->n, g->oh, rows) && mul_elems(*rows, g->ow, rows) &&
+	       mul_elems(*rows, g->kdim, cols);
+}
+
+/* Extents of the window ops' operands (0 when the geometry is invalid). */
+static void window_extents(const struct vtpu_window *w, u64 *image,
+			   u64 *out, u64 *cols)
+{
+	struct vtpu_engine_window g;
+	u64 rows = 0, c = 0;
+
+	*image = *out = *cols = 0;
+	if (!vtpu_window_decode(w, &g) || !vtpu_window_counts(&g, &rows, &c))
+		return;
+	*image = (u64)g.n * g.h * g.w * g.c * 4;
+	*out = rows * g.c * 4;
+	*cols = c * 4;
+}
+
+bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
+			  struct vtpu_engine_convpool *cp)
+{
+	struct vtpu_engine_window *g = &cp->win;
+	u64 rows, cols, wn, yn;
+
+	memset(cp, 0, sizeof(*cp));
+	if (!vtpu_window_decode(&c->win, g) ||
+	    !vtpu_window_counts(g, &rows, &cols))
+		goto bad;
+	if (!window_dim_ok(c->oc) || !window_dim_ok(c->pool_stride_h) ||
+	    !window_dim_ok(c->pool_stride_w) || c->pool_h < 1 ||
+	    c->pool_h > g->oh || c->pool_w < 1 || c->pool_w > g->ow)
+		goto bad;
+	/* a route is a window position, below VTPU_CONV_NO_ROUTE */
+	if ((u64)c->pool_h * c->pool_w >= VTPU_CONV_NO_ROUTE)
+		goto bad;
+	cp->oc = c->oc;
+	cp->flags = c->flags;
+	cp->pkh = c->pool_h;
+	cp->pkw = c->pool_w;
+	cp->psh = c->pool_stride_h;
+	cp->psw = c->pool_stride_w;
+	cp->ph = (g->oh - c->pool_h) / c->pool_stride_h + 1;
+	cp->pw = (g->ow - c->pool_w) / c->pool_stride_w + 1;
+	if (!mul_elems(g->kdim, c->oc, &wn) || !mul_elems(g->n, cp->ph, &yn) ||
+	    !mul_elems(yn, cp->pw, &yn) || !mul_elems(yn, c->oc, &yn))
+		goto bad;
+	return true;
+bad:
+	memset(cp, 0, sizeof(*cp));
+	return false;
+}
+
+/*
+ * The convolution GEMMs' dimensions are GEMM dimensions: windows (n * oh
+ * * ow), pixels (n * h * w), kh * kw * c and, for CONV_DGRAD, kh * kw *
+ * oc are at most VTPU_MAX_DIM; CONV_DGRAD wants stride 1.
+ */
+bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
+		      struct vtpu_engine_window *g, u64 *rows)
+{
+	u64 cols, pixels, n;
+
+	*rows = 0;
+	if (!vtpu_window_decode(&c->win, g) ||
+	    !vtpu_window_counts(g, rows, &cols) || !window_dim_ok(c->oc))
+		goto bad;
+	pixels = (u64)g->n * g->h * g->w;	/* < 2^36: the image's check */
+	if (*rows > VTPU_MAX_DIM || pixels > VTPU_MAX_DIM ||
+	    g->kdim > VTPU_MAX_DIM || !mul_elems(*rows, c->oc, &n) ||
+	    !mul_elems(g->kdim, c->oc, &n))
+		goto bad;
+	if (c->hdr.opcode == VTPU_OP_CONV_DGRAD &&
+	    (g->sh != 1 || g->sw != 1 ||
+	     (u64)g->kh * g->kw * c->oc > VTPU_MAX_DIM))
+		goto bad;
+	return true;
+bad:
+	memset(g, 0, sizeof(*g));
+	*rows = 0;
+	return false;
+}
+
+u32 vtpu_dtype_size(u32 dtype)
+{
+	switch (dtype) {
+	case VTPU_DTYPE_F32:
+		return 4;
+	case VTPU_DTYPE_BF16:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/* Bytes a rows x cols matrix with leading dimension ld spans. */
+static u64 matrix_bytes(u64 rows, u64 cols, u64 ld, u32 esize)
+{
+	return ((rows - 1) * ld + cols) * esize;
+}
+
+u32 vtpu_cast_size(u32 mode, bool dst)
+{
+	switch (mode) {
+	case VTPU_CAST_F32_TO_BF16:
+		return dst ? 2 : 4;
+	case VTPU_CAST_BF16_TO_F32:
+		return dst ? 4 : 2;
+	default:
+		return dst ? 4 : 1;
+	}
+}
+
+/* ---- the extents: bytes each operand spans, as the validator checks ---- */
+
+static u64 gemm_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_gemm *g = (const void *)cmd;
+	bool ta = g->flags & VTPU_GEMM_TRANS_A;
+	bool tb = g->flags & VTPU_GEMM_TRANS_B;
+	u32 es = vtpu_dtype_size(g->dtype);
+
+	switch (id) {
+	case VTPU_OPERAND_A:
+		*align = es;
+		return matrix_bytes(ta ? g->k : g->m, ta ? g->m : g->k, g->lda,
+				    es);
+	case VTPU_OPERAND_B:
+		*align = es;
+		return matrix_bytes(tb ? g->n : g->k, tb ? g->k : g->n, g->ldb,
+				    es);
+	case VTPU_OPERAND_C:
+		return matrix_bytes(g->m, g->n, g->ldc, 4);
+	default:	/* BIAS */
+		return (u64)g->n * 4;
+	}
+}
+
+static u64 fill_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	return (u64)((const struct vtpu_cmd_fill *)cmd)->count * 4;
+}
+
+static u64 copy_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	return ((const struct vtpu_cmd_copy *)cmd)->bytes;
+}
+
+/* IM2COL reads the image and writes cols; COL2IM the other way round. */
+static u64 im2col_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_im2col *ic = (const void *)cmd;
+	bool col2im = cmd->opcode == VTPU_OP_COL2IM;
+	u64 image, out, cols;
+
+	window_extents(&ic->win, &image, &out, &cols);
+	return id == (col2im ? VTPU_OPERAND_DST : VTPU_OPERAND_SRC) ? image :
+								      cols;
+}
+
+static u64 pool_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_pool *pl = (const void *)cmd;
+	u64 image, out, cols;
+
+	window_extents(&pl->win, &image, &out, &cols);
+	return id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX ? image : out;
+}
+
+/* ELEMENTWISE, SGD, ADAM, DROPOUT: count f32s; Adam's state, dropout's step */
+static u64 count_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	u64 count;
+
+	switch (cmd->opcode) {
+	case VTPU_OP_ELEMENTWISE:
+		count = ((const struct vtpu_cmd_elementwise *)cmd)->count;
+		break;
+	case VTPU_OP_SGD:
+		count = ((const struct vtpu_cmd_sgd *)cmd)->count;
+		break;
+	case VTPU_OP_ADAM:
+		count = ((const struct vtpu_cmd_adam *)cmd)->count;
+		break;
+	default:
+		count = ((const struct vtpu_cmd_dropout *)cmd)->count;
+		break;
+	}
+	if (id == VTPU_OPERAND_STATE)
+		return 8;
+	if (id == VTPU_OPERAND_STEP)
+		return 4;
+	return count * 4;
+}
+
+static u64 reduce_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_reduce *rd = (const void *)cmd;
+
+	if (id == VTPU_OPERAND_X)
+		return rd->m ? matrix_bytes(rd->m, rd->n, rd->ldx, 4) : 0;
+	return (u64)(rd->op == VTPU_REDUCE_ROWS ? rd->m : rd->n) * 4;
+}
+
+static u64 xent_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_softmax_xent *xe = (const void *)cmd;
+
+	switch (id) {
+	case VTPU_OPERAND_LABELS:
+		return (u64)xe->m * 4;
+	case VTPU_OPERAND_LOSS:
+	case VTPU_OPERAND_CORRECT:
+		return 4;
+	default:	/* X, DX, PROBS */
+		return (u64)xe->m * xe->n * 4;
+	}
+}
+
+static u64 adam_step_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
+			    u32 *align)
+{
+	return 8;
+}
+
+static u64 cast_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_cast *ca = (const void *)cmd;
+
+	*align = vtpu_cast_size(ca->mode, id == VTPU_OPERAND_DST);
+	return ca->count * *align;
+}
+
+static u64 conv_pool_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
+			    u32 *align)
+{
+	struct vtpu_engine_convpool cp;
+	u64 out;
+
+	/* all zero when the geometry is invalid */
+	vtpu_convpool_decode((const void *)cmd, &cp);
+	out = (u64)cp.win.n * cp.ph * cp.pw * cp.oc * 4;
+	switch (id) {
+	case VTPU_OPERAND_X:
+		return (u64)cp.win.n * cp.win.h * cp.win.w * cp.win.c * 4;
+	case VTPU_OPERAND_W:
+	case VTPU_OPERAND_DW:
+		return cp.win.kdim * cp.oc * 4;
+	case VTPU_OPERAND_BIAS:
+	case VTPU_OPERAND_DBIAS:
+		return (u64)cp.oc * 4;
+	case VTPU_OPERAND_INDEX:
+		return out / 4;		/* u8 routes */
+	default:	/* Y, DY */
+		return out;
+	}
+}
+
+static u64 conv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_conv *cg = (const void *)cmd;
+	struct vtpu_engine_window cw;
+	u64 rows;
+
+	/* all zero when the geometry is invalid */
+	vtpu_conv_decode(cg, &cw, &rows);
+	switch (id) {
+	case VTPU_OPERAND_X:
+	case VTPU_OPERAND_DX:
+		return (u64)cw.n * cw.h * cw.w * cw.c * 4;
+	case VTPU_OPERAND_W:
+	case VTPU_OPERAND_DW:
+		return cw.kdim * cg->oc * 4;
+	case VTPU_OPERAND_BIAS:
+		return (u64)cg->oc * 4;
+	default:	/* Y, DY */
+		return rows * cg->oc * 4;
+	}
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+/* An operand: id, read (IN) or written (OUT), alignment, field. */
+#define IN(id, cmd, field, align)                                              \
+	{ VTPU_OPERAND_##id, 0, align, offsetof(struct cmd, field) }
+#define OUT(id, cmd, field, align)                                             \
+	{ VTPU_OPERAND_##id, 1, align, offsetof(struct cmd, field) }
+/* A scalar field and its range. */
+#define FIELD(cmd, field, lo, hi)                                              \
+	{ #field, offsetof(struct cmd, field),                                 \
+	  sizeof(((struct cmd *)0)->field), lo, hi }
+
+#define WINDOW_RULES "pad < k and h + 2 pad >= k"
+#define POOL_RULES WINDOW_RULES ", the pool in the conv output, < 255 taps"
+#define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
+
+/*
+ * Operands are listed in the order the validator checks them and names
+ * the first bad one. An operand a command has but does not use (a GEMM's
+ * bias without VTPU_GEMM_BIAS) must be all zero, and is still listed:
+ * that can only make commands look dependent, never independent.
+ */
+static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
+	[VTPU_OP_NOP] = {
+		.name = "NOP",
+		.size = sizeof(struct vtpu_cmd_hdr),
+	},
+	[VTPU_OP_GEMM] = {
+		.name = "GEMM",
+		.size = sizeof(struct vtpu_cmd_gemm),
+		.flags = VTPU_GEMM_FLAGS,
+		.noperands = 4,
+		.operands = { IN(A, vtpu_cmd_gemm, a, 0),
+			      IN(B, vtpu_cmd_gemm, b, 0),
+			      OUT(C, vtpu_cmd_gemm, c, 4),
+			      IN(BIAS, vtpu_cmd_gemm, bias, 4) },
+		.fields = { FIELD(vtpu_cmd_gemm, m, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_gemm, n, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_gemm, k, 1, VTPU_MAX_DIM) },
+		.rules = "lda, ldb and ldc at least the rows they stride",
+		.extent = gemm_extent,
+		.check = vtpu_gemm_check,
+		.prepare = vtpu_gemm_cmd_prepare,
+		.run = vtpu_gemm_run,
+		.describe = vtpu_gemm_describe,
+	},
+	[VTPU_OP_FILL] = {
+		.name = "FILL",
+		.size = sizeof(struct vtpu_cmd_fill),
+		.noperands = 1,
+		.operands = { OUT(DST, vtpu_cmd_fill, dst, 4) },
+		.fields = { FIELD(vtpu_cmd_fill, count, 1, 0xffffffffu) },
+		.extent = fill_extent,
+		.check = vtpu_fill_check,
+		.prepare = vtpu_fill_prepare,
+		.run = vtpu_fill_run,
+	},
+	[VTPU_OP_COPY] = {
+		.name = "COPY",
+		.size = sizeof(struct vtpu_cmd_copy),
+		.noperands = 2,
+		.operands = { OUT(DST, vtpu_cmd_copy, dst, 1),
+			      IN(SRC, vtpu_cmd_copy, src, 1) },
+		.fields = { FIELD(vtpu_cmd_copy, bytes, 1,
+				  (u64)VTPU_MAX_DIM * VTPU_MAX_DIM) },
+		.extent = copy_extent,
+		.check = vtpu_copy_check,
+		.prepare = vtpu_copy_prepare,
+		.run = vtpu_copy_run,
+	},
+	[VTPU_OP_IM2COL] = {
+		.name = "IM2COL",
+		.size = sizeof(struct vtpu_cmd_im2col),
+		.window = true,
+		.noperands = 2,
+		.operands = { IN(SRC, vtpu_cmd_im2col, image, 4),
+			      OUT(DST, vtpu_cmd_im2col, cols, 4) },
+		.rules = WINDOW_RULES,
+		.extent = im2col_extent,
+		.check = vtpu_im2col_check,
+		.prepare = vtpu_im2col_prepare,
+		.run = vtpu_im2col_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_COL2IM] = {
+		.name = "COL2IM",
+		.size = sizeof(struct vtpu_cmd_im2col),
+		.window = true,
+		.noperands = 2,
+		.operands = { OUT(DST, vtpu_cmd_im2col, image, 4),
+			      IN(SRC, vtpu_cmd_im2col, cols, 4) },
+		.rules = WINDOW_RULES,
+		.extent = im2col_extent,
+		.check = vtpu_im2col_check,
+		.prepare = vtpu_im2col_prepare,
+		.run = vtpu_im2col_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_MAXPOOL] = {
+		.name = "MAXPOOL",
+		.size = sizeof(struct vtpu_cmd_pool),
+		.window = true,
+		.noperands = 3,
+		.operands = { OUT(Y, vtpu_cmd_pool, y, 4),
+			      OUT(INDEX, vtpu_cmd_pool, index, 4),
+			      IN(X, vtpu_cmd_pool, x, 4) },
+		.rules = WINDOW_RULES ", h * w < 2^32",
+		.extent = pool_extent,
+		.check = vtpu_pool_check,
+		.prepare = vtpu_pool_prepare,
+		.run = vtpu_pool_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_MAXPOOL_GRAD] = {
+		.name = "MAXPOOL_GRAD",
+		.size = sizeof(struct vtpu_cmd_pool),
+		.window = true,
+		.noperands = 3,
+		.operands = { OUT(DX, vtpu_cmd_pool, x, 4),
+			      IN(DY, vtpu_cmd_pool, y, 4),
+			      IN(INDEX, vtpu_cmd_pool, index, 4) },
+		.rules = WINDOW_RULES ", h * w < 2^32",
+		.extent = pool_extent,
+		.check = vtpu_pool_check,
+		.prepare = vtpu_pool_prepare,
+		.run = vtpu_pool_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_ELEMENTWISE] = {
+		.name = "ELEMENTWISE",
+		.size = sizeof(struct vtpu_cmd_elementwise),
+		.noperands = 3,
+		.operands = { IN(X, vtpu_cmd_elementwise, x, 4),
+			      IN(Y, vtpu_cmd_elementwise, y, 4),
+			      OUT(Z, vtpu_cmd_elementwise, z, 4) },
+		.fields = { FIELD(vtpu_cmd_elementwise, op, 0,
+				  VTPU_EW_COUNT - 1),
+			    FIELD(vtpu_cmd_elementwise, count, 1,
+				  VTPU_MAX_ELEMS) },
+		.extent = count_extent,
+		.check = vtpu_ew_check,
+		.prepare = vtpu_ew_prepare,
+		.run = vtpu_ew_run,
+		.describe = vtpu_ew_describe,
+	},
+	[VTPU_OP_REDUCE] = {
+		.name = "REDUCE",
+		.size = sizeof(struct vtpu_cmd_reduce),
+		.noperands = 2,
+		.operands = { IN(X, vtpu_cmd_reduce, x, 4),
+			      OUT(Y, vtpu_cmd_reduce, y, 4) },
+		.fields = { FIELD(vtpu_cmd_reduce, op, VTPU_REDUCE_COLS,
+				  VTPU_REDUCE_ROWS),
+			    FIELD(vtpu_cmd_reduce, m, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_reduce, n, 1, VTPU_MAX_DIM) },
+		.rules = "ldx at least n",
+		.extent = reduce_extent,
+		.check = vtpu_reduce_check,
+		.prepare = vtpu_reduce_prepare,
+		.run = vtpu_reduce_run,
+		.describe = vtpu_reduce_describe,
+	},
+	[VTPU_OP_SOFTMAX_XENT] = {
+		.name = "SOFTMAX_XENT",
+		.size = sizeof(struct vtpu_cmd_softmax_xent),
+		.flags = VTPU_XENT_FLAGS,
+		.noperands = 6,
+		.operands = { IN(X, vtpu_cmd_softmax_xent, logits, 4),
+			      IN(LABELS, vtpu_cmd_softmax_xent, labels, 4),
+			      OUT(LOSS, vtpu_cmd_softmax_xent, loss, 4),
+			      OUT(CORRECT, vtpu_cmd_softmax_xent, correct, 4),
+			      OUT(DX, vtpu_cmd_softmax_xent, dlogits, 4),
+			      OUT(PROBS, vtpu_cmd_softmax_xent, probs, 4) },
+		.fields = { FIELD(vtpu_cmd_softmax_xent, m, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_softmax_xent, n, 1,
+				  VTPU_XENT_MAX_CLASSES) },
+		.rules = "m * n at most the element limit",
+		.extent = xent_extent,
+		.check = vtpu_xent_check,
+		.prepare = vtpu_xent_prepare,
+		.run = vtpu_xent_run,
+	},
+	[VTPU_OP_SGD] = {
+		.name = "SGD",
+		.size = sizeof(struct vtpu_cmd_sgd),
+		.flags = VTPU_SGD_FLAGS,
+		.noperands = 3,
+		.operands = { OUT(PARAM, vtpu_cmd_sgd, param, 4),
+			      IN(GRAD, vtpu_cmd_sgd, grad, 4),
+			      OUT(MOM, vtpu_cmd_sgd, mom, 4) },
+		.fields = { FIELD(vtpu_cmd_sgd, count, 1, VTPU_MAX_ELEMS) },
+		.rules = "NESTEROV needs momentum",
+		.extent = count_extent,
+		.check = vtpu_sgd_check,
+		.prepare = vtpu_sgd_prepare,
+		.run = vtpu_optim_run,
+	},
+	[VTPU_OP_ADAM_STEP] = {
+		.name = "ADAM_STEP",
+		.size = sizeof(struct vtpu_cmd_adam_step),
+		.noperands = 1,
+		.operands = { OUT(STATE, vtpu_cmd_adam_step, state, 4) },
+		.extent = adam_step_extent,
+		.check = vtpu_adam_step_check,
+		.prepare = vtpu_adam_step_prepare,
+		.run = vtpu_optim_run,
+	},
+	[VTPU_OP_ADAM] = {
+		.name = "ADAM",
+		.size = sizeof(struct vtpu_cmd_adam),
+		.flags = VTPU_ADAM_FLAGS,
+		.noperands = 5,
+		.operands = { OUT(PARAM, vtpu_cmd_adam, param, 4),
+			      IN(GRAD, vtpu_cmd_adam, grad, 4),
+			      OUT(MOM, vtpu_cmd_adam, m, 4),
+			      OUT(VEL, vtpu_cmd_adam, v, 4),
+			      IN(STATE, vtpu_cmd_adam, state, 4) },
+		.fields = { FIELD(vtpu_cmd_adam, count, 1, VTPU_MAX_ELEMS) },
+		.extent = count_extent,
+		.check = vtpu_adam_check,
+		.prepare = vtpu_adam_prepare,
+		.run = vtpu_optim_run,
+	},
+	[VTPU_OP_CAST] = {
+		.name = "CAST",
+		.size = sizeof(struct vtpu_cmd_cast),
+		.noperands = 2,
+		.operands = { IN(SRC, vtpu_cmd_cast, src, 0),
+			      OUT(DST, vtpu_cmd_cast, dst, 0) },
+		.fields = { FIELD(vtpu_cmd_cast, mode, 0, VTPU_CAST_U8_TO_F32),
+			    FIELD(vtpu_cmd_cast, count, 1, VTPU_MAX_ELEMS) },
+		.extent = cast_extent,
+		.check = vtpu_cast_check,
+		.prepare = vtpu_cast_prepare,
+		.run = vtpu_cast_run,
+	},
+	[VTPU_OP_DROPOUT] = {
+		.name = "DROPOUT",
+		.size = sizeof(struct vtpu_cmd_dropout),
+		.noperands = 4,
+		.operands = { IN(X, vtpu_cmd_dropout, x, 4),
+			      OUT(Z, vtpu_cmd_dropout, z, 4),
+			      OUT(MASK, vtpu_cmd_dropout, mask, 4),
+			      IN(STEP, vtpu_cmd_dropout, step, 4) },
+		.fields = { FIELD(vtpu_cmd_dropout, count, 1, VTPU_MAX_ELEMS) },
+		.rules = "rate in [0, 1)",
+		.extent = count_extent,
+		.check = vtpu_dropout_check,
+		.prepare = vtpu_dropout_prepare,
+		.run = vtpu_dropout_run,
+	},
+	[VTPU_OP_CONV_POOL] = {
+		.name = "CONV_POOL",
+		.size = sizeof(struct vtpu_cmd_conv_pool),
+		.flags = VTPU_CONV_FLAGS,
+		.window = true,
+		.noperands = 6,
+		.operands = { OUT(Y, vtpu_cmd_conv_pool, y, 4),
+			      OUT(INDEX, vtpu_cmd_conv_pool, index, 1),
+			      IN(X, vtpu_cmd_conv_pool, x, 4),
+			      IN(W, vtpu_cmd_conv_pool, w, 4),
+			      IN(BIAS, vtpu_cmd_conv_pool, bias, 4),
+			      IN(DY, vtpu_cmd_conv_pool, dy, 4) },
+		.fields = { FIELD(vtpu_cmd_conv_pool, oc, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_conv_pool, pool_stride_h, 1,
+				  VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_conv_pool, pool_stride_w, 1,
+				  VTPU_MAX_DIM) },
+		.rules = POOL_RULES,
+		.extent = conv_pool_extent,
+		.check = vtpu_conv_pool_check,
+		.prepare = vtpu_convpool_prepare,
+		.run = vtpu_convpool_run,
+		.describe = vtpu_convpool_describe,
+	},
+	[VTPU_OP_CONV_POOL_WGRAD] = {
+		.name = "CONV_POOL_WGRAD",
+		.size = sizeof(struct vtpu_cmd_conv_pool),
+		.window = true,
+		.noperands = 6,
+		.operands = { OUT(DW, vtpu_cmd_conv_pool, w, 4),
+			      OUT(DBIAS, vtpu_cmd_conv_pool, bias, 4),
+			      IN(X, vtpu_cmd_conv_pool, x, 4),
+			      IN(DY, vtpu_cmd_conv_pool, dy, 4),
+			      IN(INDEX, vtpu_cmd_conv_pool, index, 1),
+			      IN(Y, vtpu_cmd_conv_pool, y, 4) },
+		.fields = { FIELD(vtpu_cmd_conv_pool, oc, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_conv_pool, pool_stride_h, 1,
+				  VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_conv_pool, pool_stride_w, 1,
+				  VTPU_MAX_DIM) },
+		.rules = POOL_RULES,
+		.extent = conv_pool_extent,
+		.check = vtpu_conv_pool_check,
+		.prepare = vtpu_convpool_prepare,
+		.run = vtpu_convpool_run,
+		.describe = vtpu_convpool_describe,
+	},
+	[VTPU_OP_CONV] = {
+		.name = "CONV",
+		.size = sizeof(struct vtpu_cmd_conv),
+		.flags = VTPU_CONV_BIAS | VTPU_CONV_RELU,
+		.window = true,
+		.noperands = 4,
+		.operands = { OUT(Y, vtpu_cmd_conv, y, 4),
+			      IN(X, vtpu_cmd_conv, x, 4),
+			      IN(W, vtpu_cmd_conv, w, 4),
+			      IN(BIAS, vtpu_cmd_conv, bias, 4) },
+		.fields = { FIELD(vtpu_cmd_conv, oc, 1, VTPU_MAX_DIM) },
+		.rules = CONV_RULES,
+		.extent = conv_extent,
+		.check = vtpu_conv_check,
+		.prepare = vtpu_conv_gemm_prepare,
+		.run = vtpu_gemm_run,
+		.describe = vtpu_conv_gemm_describe,
+	},
+	[VTPU_OP_CONV_DGRAD] = {
+		.name = "CONV_DGRAD",
+		.size = sizeof(struct vtpu_cmd_conv),
+		.flags = VTPU_CONV_ACCUMULATE,
+		.window = true,
+		.noperands = 4,
+		.operands = { OUT(DX, vtpu_cmd_conv, x, 4),
+			      IN(DY, vtpu_cmd_conv, y, 4),
+			      IN(W, vtpu_cmd_conv, w, 4),
+			      IN(BIAS, vtpu_cmd_conv, bias, 4) },
+		.fields = { FIELD(vtpu_cmd_conv, oc, 1, VTPU_MAX_DIM) },
+		.rules = CONV_RULES ", stride 1, kh*kw*oc too",
+		.extent = conv_extent,
+		.check = vtpu_conv_check,
+		.prepare = vtpu_conv_gemm_prepare,
+		.run = vtpu_gemm_run,
+		.describe = vtpu_conv_gemm_describe,
+	},
+	[VTPU_OP_CONV_WGRAD] = {
+		.name = "CONV_WGRAD",
+		.size = sizeof(struct vtpu_cmd_conv),
+		.flags = VTPU_CONV_ACCUMULATE,
+		.window = true,
+		.noperands = 4,
+		.operands = { OUT(DW, vtpu_cmd_conv, w, 4),
+			      IN(X, vtpu_cmd_conv, x, 4),
+			      IN(DY, vtpu_cmd_conv, y, 4),
+			      IN(BIAS, vtpu_cmd_conv, bias, 4) },
+		.fields = { FIELD(vtpu_cmd_conv, oc, 1, VTPU_MAX_DIM) },
+		.rules = CONV_RULES,
+		.extent = conv_extent,
+		.check = vtpu_conv_check,
+		.prepare = vtpu_conv_gemm_prepare,
+		.run = vtpu_gemm_run,
+		.describe = vtpu_conv_gemm_describe,
+	},
+};
+
+const struct vtpu_engine_op_desc *vtpu_engine_op_desc(u32 opcode)
+{
+	return opcode < VTPU_OP_COUNT && op_table[opcode].size ?
+		       &op_table[opcode] : NULL;
+}
+
+const char *vtpu_engine_op_name(u32 opcode)
+{
+	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(opcode);
+
+	return d ? d->name : "?";
+}
+
+u32 vtpu_engine_cmd_size(u32 opcode)
+{
+	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(opcode);
+
+	return d ? d->size : 0;
+}
+
+/* The table's entry for operand @id of @cmd, or NULL. */
+static const struct vtpu_engine_opnd *
+find_operand(const struct vtpu_engine_op_desc *d, u32 id)
+{
+	u32 i;
+
+	for (i = 0; d && i < d->noperands; i++)
+		if (d->operands[i].id == id)
+			return &d->operands[i];
+	return NULL;
+}
+
+int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
+			const struct vtpu_operand **opnd, u64 *bytes)
+{
+	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(cmd->opcode);
+	const struct vtpu_engine_opnd *o = find_operand(d, id);
+	u32 align;
+
+	*opnd = NULL;
+	if (!o)
+		return -ENOENT;
+	*opnd = (const void *)((const u8 *)cmd + o->offset);
+	*bytes = d->extent(cmd, id, &align);
+	return 0;
+}
+
+u32 vtpu_engine_operand_align(const struct vtpu_cmd_hdr *cmd, u32 id)
+{
+	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(cmd->opcode);
+	const struct vtpu_engine_opnd *o = find_operand(d, id);
+	u32 align;
+
+	if (!o)
+		return 0;
+	align = o->align;
+	d->extent(cmd, id, &align);
+	return align;
+}
+
+u32 vtpu_engine_spans(const struct vtpu_cmd_hdr *cmd,
+		      const struct vtpu_engine_buf *bufs,
+		      struct vtpu_engine_span *spans)
+{
+	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(cmd->opcode);
+	const struct vtpu_operand *o;
+	u32 i, align;
+
+	for (i = 0; d && i < d->noperands; i++) {
+		o = (const void *)((const u8 *)cmd + d->operands[i].offset);
+		spans[i].lo = (const u8 *)bufs[o->buf].base + o->offset;
+		spans[i].hi = spans[i].lo +
+			      d->extent(cmd, d->operands[i].id, &align);
+		spans[i].write = d->operands[i].write;
+	}
+	return d ? d->noperands : 0;
+}
+
+const struct vtpu_cmd_hdr *vtpu_engine_next(const void *cmds, u32 size,
+					    u32 *pos)
+{
+	const struct vtpu_cmd_hdr *cmd;
+
+	if (*pos >= size)
+		return NULL;
+	cmd = (const void *)((const u8 *)cmds + *pos);
+	*pos += cmd->size;
+	return cmd;
+}
+
+const char *vtpu_engine_simd_name(u32 simd)
+{
+	switch (simd) {
+	case VTPU_SIMD_SCALAR:
+		return "scalar";
+	case VTPU_SIMD_AVX2:
+		return "avx2";
+	case VTPU_SIMD_AVX512:
+		return "avx512";
+	default:
+		return "?";
+	}
+}
