@@ -23,16 +23,16 @@
 #include "vtpu_compat.h"
 #include "vtpu_drv.h"
 
-static void vtpu_bo_free_pages(struct vtpu_bo *bo, unsigned long n)
+static void vtpu_bo_free_pages(struct vtpu_kbo *bo, unsigned long n)
 {
 	while (n--)
 		__free_page(bo->pages[n]);
 	kvfree(bo->pages);
 }
 
-static struct vtpu_bo *vtpu_bo_alloc(struct vtpu_device *vdev, u64 size)
+static struct vtpu_kbo *vtpu_bo_alloc(struct vtpu_device *vdev, u64 size)
 {
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	unsigned long i;
 	u64 used;
 
@@ -86,7 +86,7 @@ err_unaccount:
 
 static void vtpu_bo_release(struct kref *ref)
 {
-	struct vtpu_bo *bo = container_of(ref, struct vtpu_bo, ref);
+	struct vtpu_kbo *bo = container_of(ref, struct vtpu_kbo, ref);
 
 	vunmap(bo->vaddr);
 	vtpu_bo_free_pages(bo, bo->npages);
@@ -95,7 +95,7 @@ static void vtpu_bo_release(struct kref *ref)
 	kfree(bo);
 }
 
-void vtpu_bo_put(struct vtpu_bo *bo)
+void vtpu_bo_put(struct vtpu_kbo *bo)
 {
 	kref_put(&bo->ref, vtpu_bo_release);
 }
@@ -104,10 +104,10 @@ void vtpu_bo_put(struct vtpu_bo *bo)
  * Return: the buffer with a reference taken, or NULL; *@ro tells whether
  * the handle is read-only (it came from a read-only export).
  */
-struct vtpu_bo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
-				  bool *ro)
+struct vtpu_kbo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
+				   bool *ro)
 {
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 
 	xa_lock(&vfile->bos);
 	bo = xa_load(&vfile->bos, handle);
@@ -120,7 +120,7 @@ struct vtpu_bo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
 }
 
 /* Return: the buffer with a reference taken, or NULL. */
-struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle)
+struct vtpu_kbo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle)
 {
 	bool ro;
 
@@ -137,7 +137,7 @@ int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data,
 {
 	struct vtpu_device *vdev = vfile->vdev;
 	struct vtpu_bo_create *args = data;
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	u64 size;
 	u32 handle;
 	int ret;
@@ -192,7 +192,7 @@ int vtpu_bo_info_ioctl(struct vtpu_file *vfile, void *data,
 		       struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_bo_info *args = data;
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 
 	if (args->pad)
 		return -EINVAL;
@@ -209,7 +209,7 @@ int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data,
 			struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_bo_close *args = data;
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 
 	if (args->pad)
 		return -EINVAL;
@@ -223,7 +223,7 @@ int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data,
 /* Drop every handle of a closing file; jobs and mappings keep their refs. */
 void vtpu_file_bos_fini(struct vtpu_file *vfile)
 {
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	unsigned long handle;
 
 	xa_for_each(&vfile->bos, handle, bo) {
@@ -236,7 +236,7 @@ void vtpu_file_bos_fini(struct vtpu_file *vfile)
 /* A mapping holds a reference, so the pages outlive the handle. */
 static void vtpu_bo_vm_open(struct vm_area_struct *vma)
 {
-	struct vtpu_bo *bo = vma->vm_private_data;
+	struct vtpu_kbo *bo = vma->vm_private_data;
 
 	kref_get(&bo->ref);
 }
@@ -254,7 +254,7 @@ static void vtpu_bo_vm_close(struct vm_area_struct *vma)
 static vm_fault_t vtpu_bo_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	struct vtpu_bo *bo = vma->vm_private_data;
+	struct vtpu_kbo *bo = vma->vm_private_data;
 	/* vm_pgoff: the mapping's first page within the buffer */
 	pgoff_t page = vmf->pgoff;
 
@@ -275,7 +275,7 @@ static const struct vm_operations_struct vtpu_bo_vm_ops = {
  * Map @bo's pages from vma->vm_pgoff on; the mapping takes a reference.
  * @ro: the caller may only read the buffer.
  */
-static int vtpu_bo_map_user(struct vtpu_bo *bo, struct vm_area_struct *vma,
+static int vtpu_bo_map_user(struct vtpu_kbo *bo, struct vm_area_struct *vma,
 			    bool ro)
 {
 	unsigned long first = vma->vm_pgoff;
@@ -306,7 +306,7 @@ static int vtpu_bo_map_user(struct vtpu_bo *bo, struct vm_area_struct *vma,
 int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
 {
 	const unsigned long shift = VTPU_MMAP_SHIFT - PAGE_SHIFT;
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	bool ro;
 	int ret;
 
@@ -325,7 +325,7 @@ int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
 static struct sg_table *vtpu_dmabuf_map(struct dma_buf_attachment *attach,
 					enum dma_data_direction dir)
 {
-	struct vtpu_bo *bo = attach->dmabuf->priv;
+	struct vtpu_kbo *bo = attach->dmabuf->priv;
 	struct sg_table *sgt;
 	int ret;
 
@@ -369,7 +369,7 @@ static bool vtpu_dmabuf_writable(struct dma_buf *dmabuf)
  */
 static void vtpu_dmabuf_release(struct dma_buf *dmabuf)
 {
-	struct vtpu_bo *bo = dmabuf->priv;
+	struct vtpu_kbo *bo = dmabuf->priv;
 	unsigned int i;
 
 	mutex_lock(&bo->dmabuf_lock);
@@ -388,7 +388,7 @@ static int vtpu_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 
 static int vtpu_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
 {
-	struct vtpu_bo *bo = dmabuf->priv;
+	struct vtpu_kbo *bo = dmabuf->priv;
 
 	iosys_map_set_vaddr(map, bo->vaddr);
 	return 0;
@@ -406,7 +406,7 @@ static const struct dma_buf_ops vtpu_dmabuf_ops = {
  * Return: @bo's dma-buf in mode @rw, with a reference for the caller: the
  * one it has while that is open, else a new one; or an ERR_PTR.
  */
-static struct dma_buf *vtpu_bo_get_dmabuf(struct vtpu_bo *bo, bool rw)
+static struct dma_buf *vtpu_bo_get_dmabuf(struct vtpu_kbo *bo, bool rw)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(info);
 	struct dma_buf *dmabuf;
@@ -441,7 +441,7 @@ int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data,
 	struct vtpu_bo_export *args = data;
 	bool rw = args->flags & O_RDWR;
 	struct dma_buf *dmabuf;
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	bool ro;
 	int fd;
 
@@ -471,9 +471,9 @@ int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data,
 }
 
 /* Return: the handle @bo already has in this file, or 0. */
-static u32 vtpu_bo_find_handle(struct vtpu_file *vfile, struct vtpu_bo *bo)
+static u32 vtpu_bo_find_handle(struct vtpu_file *vfile, struct vtpu_kbo *bo)
 {
-	struct vtpu_bo *entry;
+	struct vtpu_kbo *entry;
 	unsigned long handle;
 
 	xa_for_each(&vfile->bos, handle, entry)
@@ -487,7 +487,7 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
 {
 	struct vtpu_bo_import *args = data;
 	struct dma_buf *dmabuf;
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	u32 handle;
 	bool ro;
 	int ret;

@@ -16,8 +16,8 @@ static void vtpu_debugfs_show_file(struct seq_file *m, struct vtpu_file *vfile)
 	struct vtpu_device *vdev = vfile->vdev;
 	unsigned long id, nbos = 0;
 	struct vtpu_queue *q;
-	struct vtpu_job *job;
-	struct vtpu_bo *bo;
+	struct vtpu_kjob *job;
+	struct vtpu_kbo *bo;
 	u64 bytes = 0;
 	u32 pending;
 

@@ -15,6 +15,9 @@
  * queues are reference-counted; a job holds a reference to its queue and
  * to every buffer it names, so closing handles or the whole fd while a job
  * runs is safe. A fence holds a module reference until it is freed.
+ *
+ * Names: kernel objects carry a k (struct vtpu_kbo, struct vtpu_kjob) so
+ * they never share a name with libvtpu's struct vtpu_bo and vtpu_job.
  */
 #ifndef VTPU_DRV_H
 #define VTPU_DRV_H
@@ -62,7 +65,7 @@ extern unsigned int vtpu_param_dbg_mask;
 			dev_info_ratelimited((vdev)->dev, fmt, ##__VA_ARGS__); \
 	} while (0)
 
-struct vtpu_job;
+struct vtpu_kjob;
 
 /**
  * struct vtpu_worker - one matrix worker thread and its scratch memory
@@ -85,7 +88,7 @@ struct vtpu_worker {
 struct vtpu_exec {
 	spinlock_t lock;		/* protects all fields below */
 	const struct vtpu_engine_group *grp; /* NULL when idle */
-	struct vtpu_job *job;
+	struct vtpu_kjob *job;
 	u32 next_tile;
 	u32 tiles_left;
 	struct completion done;
@@ -153,7 +156,7 @@ struct vtpu_file {
 	struct list_head node;		/* in vdev->files */
 	pid_t pid;			/* of the opener, for debugfs */
 	char comm[TASK_COMM_LEN];
-	struct xarray bos;		/* handle -> struct vtpu_bo */
+	struct xarray bos;		/* handle -> struct vtpu_kbo */
 	struct mutex import_lock;	/* one handle per imported buffer */
 	struct xarray queues;		/* id -> struct vtpu_queue */
 };
@@ -162,9 +165,9 @@ struct vtpu_file {
 #define VTPU_BO_MARK_RO XA_MARK_1
 
 /**
- * struct vtpu_bo - a buffer: zeroed pages, mapped in the kernel with vmap
+ * struct vtpu_kbo - a buffer: zeroed pages, mapped in the kernel with vmap
  */
-struct vtpu_bo {
+struct vtpu_kbo {
 	struct kref ref;
 	struct vtpu_device *vdev;
 	size_t size;			/* bytes, page multiple */
@@ -198,7 +201,7 @@ struct vtpu_queue {
 	u64 fence_context;
 	struct list_head node;		/* in vdev->queues (sched_lock) */
 	struct list_head pending;	/* jobs not yet started (sched_lock) */
-	struct vtpu_job *running;	/* (sched_lock) */
+	struct vtpu_kjob *running;	/* (sched_lock) */
 	bool dead;			/* destroyed: set under lock and sched_lock */
 
 	/*
@@ -211,9 +214,9 @@ struct vtpu_queue {
 };
 
 /**
- * struct vtpu_job - one submission
+ * struct vtpu_kjob - one submission
  */
-struct vtpu_job {
+struct vtpu_kjob {
 	struct kref ref;
 	struct vtpu_queue *queue;	/* holds a reference */
 	u64 pinned;			/* charged to queue->usage */
@@ -225,7 +228,7 @@ struct vtpu_job {
 	void *cmds;
 	u32 cmds_size;
 	u32 nbufs;
-	struct vtpu_bo **bos;		/* each holds a reference */
+	struct vtpu_kbo **bos;		/* each holds a reference */
 	struct vtpu_engine_buf *bufs;	/* what the engine sees this iteration */
 	u32 repeat;			/* iterations, >= 1 */
 	u32 first_iter;			/* number of the first iteration */
@@ -262,12 +265,12 @@ struct vtpu_job {
 struct vtpu_ioctl_undo {
 	struct file *file;
 	int fd;
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	u32 handle;
 	bool ro_cleared;
 	struct vtpu_queue *queue;
 	u32 queue_id;
-	struct vtpu_job *job;
+	struct vtpu_kjob *job;
 };
 
 /* vtpu_drv.c */
@@ -286,10 +289,10 @@ int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data,
 int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
 			 struct vtpu_ioctl_undo *undo);
 void vtpu_bo_undo(struct vtpu_file *vfile, struct vtpu_ioctl_undo *undo);
-struct vtpu_bo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle);
-struct vtpu_bo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
-				  bool *ro);
-void vtpu_bo_put(struct vtpu_bo *bo);
+struct vtpu_kbo *vtpu_bo_lookup(struct vtpu_file *vfile, u32 handle);
+struct vtpu_kbo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
+				   bool *ro);
+void vtpu_bo_put(struct vtpu_kbo *bo);
 int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma);
 void vtpu_file_bos_fini(struct vtpu_file *vfile);
 
@@ -307,8 +310,8 @@ void vtpu_job_finish(struct vtpu_file *vfile, struct vtpu_ioctl_undo *undo,
 struct vtpu_usage *vtpu_usage_create(void);
 void vtpu_usage_put(struct vtpu_usage *usage);
 void vtpu_file_queues_fini(struct vtpu_file *vfile);
-void vtpu_job_complete(struct vtpu_job *job, int error);
-void vtpu_job_put(struct vtpu_job *job);
+void vtpu_job_complete(struct vtpu_kjob *job, int error);
+void vtpu_job_put(struct vtpu_kjob *job);
 
 /* vtpu_sched.c */
 int vtpu_sched_init(struct vtpu_device *vdev);

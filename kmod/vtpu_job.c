@@ -193,7 +193,7 @@ int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data,
 /* Complete every job of @jobs (off any queue) -ECANCELED, in order. */
 static void vtpu_job_cancel_list(struct list_head *jobs)
 {
-	struct vtpu_job *job, *tmp;
+	struct vtpu_kjob *job, *tmp;
 
 	list_for_each_entry_safe(job, tmp, jobs, node) {
 		list_del_init(&job->node);
@@ -275,7 +275,7 @@ void vtpu_file_queues_fini(struct vtpu_file *vfile)
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-static void vtpu_job_put_bos(struct vtpu_job *job)
+static void vtpu_job_put_bos(struct vtpu_kjob *job)
 {
 	while (job->nbufs)
 		vtpu_bo_put(job->bos[--job->nbufs]);
@@ -283,7 +283,7 @@ static void vtpu_job_put_bos(struct vtpu_job *job)
 
 static void vtpu_job_release(struct kref *ref)
 {
-	struct vtpu_job *job = container_of(ref, struct vtpu_job, ref);
+	struct vtpu_kjob *job = container_of(ref, struct vtpu_kjob, ref);
 
 	vtpu_job_put_bos(job);
 	if (job->in_fence)
@@ -300,7 +300,7 @@ static void vtpu_job_release(struct kref *ref)
 	kfree(job);
 }
 
-void vtpu_job_put(struct vtpu_job *job)
+void vtpu_job_put(struct vtpu_kjob *job)
 {
 	kref_put(&job->ref, vtpu_job_release);
 }
@@ -311,7 +311,7 @@ void vtpu_job_put(struct vtpu_job *job)
  * are released here rather than at the last put, so memory returns as
  * soon as the job is over.
  */
-void vtpu_job_complete(struct vtpu_job *job, int error)
+void vtpu_job_complete(struct vtpu_kjob *job, int error)
 {
 	struct vtpu_stats *st = &job->queue->vdev->stats;
 
@@ -343,7 +343,7 @@ void vtpu_job_complete(struct vtpu_job *job, int error)
 static void vtpu_job_in_fence_cb(struct dma_fence *fence,
 				 struct dma_fence_cb *cb)
 {
-	struct vtpu_job *job = container_of(cb, struct vtpu_job, in_cb);
+	struct vtpu_kjob *job = container_of(cb, struct vtpu_kjob, in_cb);
 
 	job->in_fence_error = fence->error;
 	/* pairs with smp_load_acquire() in the dispatcher */
@@ -356,11 +356,11 @@ static void vtpu_job_in_fence_cb(struct dma_fence *fence,
  * Return: 0 with @ro[i] set for each read-only handle and *@any_ro when
  * there is one, or -errno.
  */
-static int vtpu_job_get_bos(struct vtpu_file *vfile, struct vtpu_job *job,
+static int vtpu_job_get_bos(struct vtpu_file *vfile, struct vtpu_kjob *job,
 			    const u32 *handles, u32 count, u64 *sizes,
 			    bool *ro, bool *any_ro)
 {
-	struct vtpu_bo *bo;
+	struct vtpu_kbo *bo;
 	u32 i, j;
 
 	*any_ro = false;
@@ -380,7 +380,7 @@ static int vtpu_job_get_bos(struct vtpu_file *vfile, struct vtpu_job *job,
 	return 0;
 }
 
-static int vtpu_job_get_strides(struct vtpu_job *job, struct vtpu_submit *args)
+static int vtpu_job_get_strides(struct vtpu_kjob *job, struct vtpu_submit *args)
 {
 	job->strides = kvmalloc_array(job->nbufs, sizeof(*job->strides),
 				      GFP_KERNEL_ACCOUNT);
@@ -393,7 +393,7 @@ static int vtpu_job_get_strides(struct vtpu_job *job, struct vtpu_submit *args)
 }
 
 /* Is @p inside a buffer of @job whose handle is read-only (@ro)? */
-static bool vtpu_job_addr_ro(const struct vtpu_job *job, const bool *ro,
+static bool vtpu_job_addr_ro(const struct vtpu_kjob *job, const bool *ro,
 			     const u8 *p)
 {
 	u32 i;
@@ -412,7 +412,7 @@ static bool vtpu_job_addr_ro(const struct vtpu_job *job, const bool *ro,
  * (from a read-only export) is refused as any operand a command writes.
  * Return: 0, or -EACCES with the command named in @args.
  */
-static int vtpu_job_check_writes(const struct vtpu_job *job, const bool *ro,
+static int vtpu_job_check_writes(const struct vtpu_kjob *job, const bool *ro,
 				 struct vtpu_submit *args)
 {
 	struct vtpu_engine_span spans[VTPU_ENGINE_SPANS_MAX];
@@ -438,7 +438,7 @@ static int vtpu_job_check_writes(const struct vtpu_job *job, const bool *ro,
 	return 0;
 }
 
-static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_job *job,
+static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_kjob *job,
 			     struct vtpu_submit *args)
 {
 	struct vtpu_engine_error err;
@@ -498,18 +498,18 @@ static u64 vtpu_job_size(const struct vtpu_submit *args)
 {
 	u64 n = (u64)args->handle_count + 1;
 
-	return sizeof(struct vtpu_job) + sizeof(struct vtpu_fence) +
+	return sizeof(struct vtpu_kjob) + sizeof(struct vtpu_fence) +
 	       args->cmds_size +
-	       n * (sizeof(struct vtpu_bo *) + sizeof(struct vtpu_engine_buf) +
+	       n * (sizeof(struct vtpu_kbo *) + sizeof(struct vtpu_engine_buf) +
 		    (args->strides_ptr ? sizeof(u64) : 0));
 }
 
-static struct vtpu_job *vtpu_job_create(struct vtpu_file *vfile,
-					struct vtpu_queue *q,
-					struct vtpu_submit *args)
+static struct vtpu_kjob *vtpu_job_create(struct vtpu_file *vfile,
+					 struct vtpu_queue *q,
+					 struct vtpu_submit *args)
 {
 	u32 n = args->handle_count;
-	struct vtpu_job *job;
+	struct vtpu_kjob *job;
 	u64 pinned = vtpu_job_size(args);
 	int ret;
 
@@ -577,7 +577,7 @@ err:
  * end, so that WAIT never reports a running job retired.
  * Return: 0, -ENOENT when the queue was destroyed, or -ERESTARTSYS.
  */
-static int vtpu_job_arm(struct vtpu_job *job)
+static int vtpu_job_arm(struct vtpu_kjob *job)
 {
 	struct vtpu_queue *q = job->queue;
 	struct vtpu_device *vdev = q->vdev;
@@ -637,7 +637,7 @@ static int vtpu_job_arm(struct vtpu_job *job)
  * it where it stands in its queue (so that its fence still signals in
  * order); a job a kill has cancelled meanwhile is over already.
  */
-static void vtpu_job_release_held(struct vtpu_job *job, int error)
+static void vtpu_job_release_held(struct vtpu_kjob *job, int error)
 {
 	struct vtpu_device *vdev = job->queue->vdev;
 
@@ -670,7 +670,7 @@ int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data,
 	struct vtpu_submit *args = data;
 	struct sync_file *sync_file;
 	struct vtpu_queue *q;
-	struct vtpu_job *job;
+	struct vtpu_kjob *job;
 	int fd = -1;
 	int ret;
 

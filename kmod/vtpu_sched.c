@@ -28,7 +28,7 @@ void vtpu_sched_kick(struct vtpu_device *vdev)
 }
 
 /* Has the job's in-fence signalled? */
-static bool vtpu_job_ready(struct vtpu_job *job)
+static bool vtpu_job_ready(struct vtpu_kjob *job)
 {
 	/* pairs with smp_store_release() in vtpu_job_in_fence_cb() */
 	return smp_load_acquire(&job->in_fence_done);
@@ -41,11 +41,11 @@ static bool vtpu_job_ready(struct vtpu_job *job)
  * (vtpu_job_arm()) holds its queue up until it is released; an aborted
  * one need not wait for its in-fence.
  */
-static struct vtpu_job *vtpu_sched_pick(struct vtpu_device *vdev,
-					bool *waiting)
+static struct vtpu_kjob *vtpu_sched_pick(struct vtpu_device *vdev,
+					 bool *waiting)
 {
 	struct vtpu_queue *q;
-	struct vtpu_job *job;
+	struct vtpu_kjob *job;
 	int prio;
 
 	spin_lock(&vdev->sched_lock);
@@ -54,7 +54,7 @@ static struct vtpu_job *vtpu_sched_pick(struct vtpu_device *vdev,
 			if (q->priority != prio || q->running ||
 			    list_empty(&q->pending))
 				continue;
-			job = list_first_entry(&q->pending, struct vtpu_job,
+			job = list_first_entry(&q->pending, struct vtpu_kjob,
 					       node);
 			if (job->held)
 				continue;
@@ -79,7 +79,7 @@ static struct vtpu_job *vtpu_sched_pick(struct vtpu_device *vdev,
 
 static bool vtpu_exec_take(struct vtpu_exec *ex,
 			   const struct vtpu_engine_op **op,
-			   struct vtpu_job **job, u32 *tile)
+			   struct vtpu_kjob **job, u32 *tile)
 {
 	bool ok = false;
 
@@ -108,7 +108,7 @@ static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 {
 	struct vtpu_exec *ex = &vdev->exec;
 	const struct vtpu_engine_op *op;
-	struct vtpu_job *job;
+	struct vtpu_kjob *job;
 	u32 tile, step, fp;
 
 	while (vtpu_exec_take(ex, &op, &job, &tile)) {
@@ -135,7 +135,7 @@ static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 }
 
 /* Publish @grp to the workers, help run it, and wait until it is done. */
-static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_job *job,
+static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
 			    const struct vtpu_engine_group *grp)
 {
 	struct vtpu_exec *ex = &vdev->exec;
@@ -157,7 +157,7 @@ static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_job *job,
 }
 
 /* Run the gathered group; Return: 0, or the -errno that stops the job. */
-static int vtpu_sched_run_group(struct vtpu_device *vdev, struct vtpu_job *job,
+static int vtpu_sched_run_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
 				u64 *flops)
 {
 	int err;
@@ -174,7 +174,7 @@ static int vtpu_sched_run_group(struct vtpu_device *vdev, struct vtpu_job *job,
 }
 
 /* Point the engine at iteration @iter's view of every buffer. */
-static void vtpu_job_set_iteration(struct vtpu_job *job, u64 iter)
+static void vtpu_job_set_iteration(struct vtpu_kjob *job, u64 iter)
 {
 	u32 j;
 
@@ -185,7 +185,7 @@ static void vtpu_job_set_iteration(struct vtpu_job *job, u64 iter)
 
 /* Return: 0, or the -errno that stopped the job. */
 static int vtpu_sched_run_stream(struct vtpu_device *vdev,
-				 struct vtpu_job *job, u64 *flops)
+				 struct vtpu_kjob *job, u64 *flops)
 {
 	struct vtpu_engine_group *grp = vdev->group;
 	const struct vtpu_cmd_hdr *cmd;
@@ -217,7 +217,7 @@ out:
 	return err;
 }
 
-static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
+static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_kjob *job)
 {
 	u64 start = ktime_get_ns();
 	u64 flops = 0;
@@ -252,7 +252,7 @@ static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_job *job)
 static int vtpu_dispatcher_fn(void *data)
 {
 	struct vtpu_device *vdev = data;
-	struct vtpu_job *job;
+	struct vtpu_kjob *job;
 	bool waiting;
 	int kicks;
 

@@ -18,6 +18,7 @@
 
 #include "vtpu.h"
 #include "vtpu_engine.h"
+#include "util_priv.h"
 
 #define CMDBUF_MIN_CAP 256
 #define CMDBUF_MIN_HANDLES 8
@@ -120,14 +121,6 @@ int vtpu_cmdbuf_append(struct vtpu_cmdbuf *cb, const void *cmd)
 	memcpy(cb->data + cb->size, cmd, hdr.size);
 	cb->size = need;
 	return 0;
-}
-
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
 }
 
 int vtpu_cmdbuf_gemm(struct vtpu_cmdbuf *cb, const struct vtpu_gemm_desc *g)

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "graph_priv.h"
+#include "util_priv.h"
 #include "vtpu_engine.h"
 
 #define ALIGN 64
@@ -65,14 +66,6 @@ struct cx {
 	uint32_t lr_at; /* where the optimizer command's lr is in cb */
 	int err;
 };
-
-static uint32_t fbits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
 
 static int new_store(struct cx *cx, enum vg_buf buf, uint64_t bytes)
 {
@@ -143,7 +136,7 @@ static void gemm(struct cx *cx, uint32_t m, uint32_t n, uint32_t k,
 		.lda = flags & VTPU_GEMM_TRANS_A ? m : k,
 		.ldb = flags & VTPU_GEMM_TRANS_B ? k : n,
 		.ldc = n, .dtype = VTPU_DTYPE_F32,
-		.alpha = fbits(1.0f), .beta = fbits(beta),
+		.alpha = f32_bits(1.0f), .beta = f32_bits(beta),
 		.a = opnd(a), .b = opnd(b), .c = opnd(c),
 	};
 
@@ -170,7 +163,7 @@ static void reduce_cols(struct cx *cx, uint32_t m, uint32_t n, struct tref x,
 	struct vtpu_cmd_reduce cmd = {
 		.hdr = { VTPU_OP_REDUCE, sizeof(cmd) },
 		.op = VTPU_REDUCE_COLS, .m = m, .n = n, .ldx = n,
-		.alpha = fbits(1.0f), .beta = fbits(beta),
+		.alpha = f32_bits(1.0f), .beta = f32_bits(beta),
 		.x = opnd(x), .y = opnd(y),
 	};
 
@@ -748,8 +741,8 @@ static void input_fwd(struct cx *cx, int i)
 	struct vtpu_cmd_cast cmd = {
 		.hdr = { VTPU_OP_CAST, sizeof(cmd) },
 		.mode = VTPU_CAST_U8_TO_F32, .count = count,
-		.scale = fbits(cx->g->input_scale),
-		.shift = fbits(cx->g->input_shift),
+		.scale = f32_bits(cx->g->input_scale),
+		.shift = f32_bits(cx->g->input_shift),
 		.src = opnd(at(cx->images, 0)),
 	};
 
@@ -765,7 +758,7 @@ static void loss_fwd(struct cx *cx, int i)
 	uint32_t classes = cx->g->nodes[i].c;
 	struct vtpu_cmd_softmax_xent cmd = {
 		.hdr = { VTPU_OP_SOFTMAX_XENT, sizeof(cmd) },
-		.m = cx->B, .n = classes, .scale = fbits(1.0f / cx->B),
+		.m = cx->B, .n = classes, .scale = f32_bits(1.0f / cx->B),
 		.logits = opnd(cx->val[x]),
 		.labels = opnd(at(cx->labels, 0)),
 		.loss = opnd(at(cx->metrics, VG_METRIC_LOSS)),
@@ -790,7 +783,7 @@ static void dropout_fwd(struct cx *cx, int i)
 	uint64_t count = cx->B * vg_node_size(n);
 	struct vtpu_cmd_dropout cmd = {
 		.hdr = { VTPU_OP_DROPOUT, sizeof(cmd) },
-		.count = count, .rate = fbits(n->rate),
+		.count = count, .rate = f32_bits(n->rate),
 		.seed = cx->g->seed * 0x9e3779b9u + (uint32_t)i,
 		.x = opnd(cx->val[n->in[0]]),
 		.step = opnd(at(cx->state, cx->sl.step)),
@@ -862,14 +855,16 @@ static void optimizer(struct cx *cx)
 	if (o->kind == VTPU_OPT_ADAM) {
 		struct vtpu_cmd_adam_step step = {
 			.hdr = { VTPU_OP_ADAM_STEP, sizeof(step) },
-			.beta1 = fbits(o->beta1), .beta2 = fbits(o->beta2),
+			.beta1 = f32_bits(o->beta1),
+			.beta2 = f32_bits(o->beta2),
 			.state = opnd(at(cx->state, cx->sl.adam_state)),
 		};
 		struct vtpu_cmd_adam adam = {
 			.hdr = { VTPU_OP_ADAM, sizeof(adam) },
-			.count = count, .lr = fbits(o->lr),
-			.beta1 = fbits(o->beta1), .beta2 = fbits(o->beta2),
-			.eps = fbits(o->eps),
+			.count = count, .lr = f32_bits(o->lr),
+			.beta1 = f32_bits(o->beta1),
+			.beta2 = f32_bits(o->beta2),
+			.eps = f32_bits(o->eps),
 			.param = opnd(p), .grad = opnd(at(cx->grads, 0)),
 			.m = opnd(m), .v = opnd(at(cx->state, cx->sl.vel)),
 			.state = opnd(at(cx->state, cx->sl.adam_state)),
@@ -881,8 +876,8 @@ static void optimizer(struct cx *cx)
 	} else {
 		struct vtpu_cmd_sgd sgd = {
 			.hdr = { VTPU_OP_SGD, sizeof(sgd) },
-			.count = count, .lr = fbits(o->lr),
-			.momentum = fbits(o->momentum),
+			.count = count, .lr = f32_bits(o->lr),
+			.momentum = f32_bits(o->momentum),
 			.param = opnd(p), .grad = opnd(at(cx->grads, 0)),
 		};
 
@@ -1129,7 +1124,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 		struct vtpu_cmd_elementwise bump = {
 			.hdr = { VTPU_OP_ELEMENTWISE, sizeof(bump) },
 			.op = VTPU_EW_ADD_SCALAR, .count = 1,
-			.alpha = fbits(1.0f),
+			.alpha = f32_bits(1.0f),
 			.x = opnd(at(cx.state, cx.sl.step)),
 			.z = opnd(at(cx.state, cx.sl.step)),
 		};
@@ -1186,7 +1181,7 @@ out:
 
 void vg_program_set_lr(struct vg_program *prog, float lr)
 {
-	uint32_t bits = fbits(lr);
+	uint32_t bits = f32_bits(lr);
 
 	if (prog->lr_at)
 		memcpy(prog->cb.data + prog->lr_at, &bits, sizeof(bits));

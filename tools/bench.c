@@ -215,14 +215,15 @@ static void reexec(char **argv, const char *mark)
  * OpenBLAS picks its kernels in a library constructor, before main():
  * from OPENBLAS_CORETYPE if set, else from the CPU's family and model.
  * Both can leave it slow. A forced core type (the shell on our build
- * machines sets Haswell) halves it on AVX-512 hardware; and the models
- * it does not know fall back to old cores: Debian 12's OpenBLAS 0.3.21
- * takes an Emerald Rapids (family 6, model 0xcf) for a Prescott, SSE3
- * only, at a quarter of its speed, and PyTorch's GEMMs (through the same
- * libblas) with it. So the bench runs itself again, first without a
- * forced core, then, if OpenBLAS picked a core narrower than the CPU's
- * SIMD, with the core OpenBLAS picks for such a CPU on the models it
- * knows; PyTorch's process inherits it. The headers say so.
+ * machines sets Haswell) leaves AVX-512 hardware half unused; and the
+ * models it does not know fall back to old cores: Debian 12's OpenBLAS
+ * 0.3.21 takes an Emerald Rapids (family 6, model 0xcf) for a Prescott,
+ * SSE3 only, and PyTorch's GEMMs (through the same libblas) with it. So
+ * the bench runs itself again, first without a forced core, then, if
+ * OpenBLAS picked a core narrower than the CPU's SIMD, with the core
+ * OpenBLAS picks for such a CPU on the models it knows; PyTorch's
+ * process inherits it. The headers say so; docs/performance.md says what
+ * the fallback costs.
  */
 static void bench_openblas_setup(char **argv)
 {
