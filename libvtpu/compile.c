@@ -498,6 +498,7 @@ static void convpool_pool(struct cx *cx, uint32_t opcode, int i, int j,
  * direct CONV_POOL, and its gradient as one CONV_POOL_WGRAD: with K =
  * kh * kw * c as small as 9, IM2COL + GEMM would move far more memory
  * than they compute, and the conv output is never written out at all.
+ * (Up to the device's limit on one pooled pixel's work.)
  */
 #define DIRECT_KDIM_MAX 32
 
@@ -507,7 +508,9 @@ static bool convpool_direct(const struct cx *cx, int i, int j)
 	const struct vg_node *in = &cx->g->nodes[n->in[0]];
 
 	return !cx->needs_grad[n->in[0]] && !p->pad_h && !p->pad_w &&
-	       (uint64_t)n->kh * n->kw * in->c <= DIRECT_KDIM_MAX;
+	       (uint64_t)n->kh * n->kw * in->c <= DIRECT_KDIM_MAX &&
+	       (uint64_t)p->kh * p->kw * n->kh * n->kw * in->c * n->c <=
+		       VTPU_CONV_POOL_MAX_WORK;
 }
 
 static struct vtpu_conv_pool_desc convpool_desc(struct cx *cx, int i, int j)

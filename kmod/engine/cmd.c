@@ -117,6 +117,9 @@ bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 	if (!mul_elems(g->kdim, c->oc, &wn) || !mul_elems(g->n, cp->ph, &yn) ||
 	    !mul_elems(yn, cp->pw, &yn) || !mul_elems(yn, c->oc, &yn))
 		goto bad;
+	/* a pooled pixel's work (wn < 2^37, the taps below 2^8) */
+	if ((u64)c->pool_h * c->pool_w * wn > VTPU_CONV_POOL_MAX_WORK)
+		goto bad;
 	return true;
 bad:
 	memset(cp, 0, sizeof(*cp));
@@ -363,7 +366,8 @@ static u64 conv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	  sizeof(((struct cmd *)0)->field), lo, hi }
 
 #define WINDOW_RULES "pad < k and h + 2 pad >= k"
-#define POOL_RULES WINDOW_RULES ", the pool in the conv output, < 255 taps"
+#define POOL_RULES \
+	WINDOW_RULES ", pool in conv output, < 255 taps, taps*kh*kw*c*oc <= 2^22"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 
 /*

@@ -134,6 +134,38 @@ static inline u32 vtpu_first_tap(u64 i, u32 pad, u32 s, u32 k, u32 on)
 #define VTPU_OPS_MIN_CHUNK (16u * 1024)
 
 /*
+ * Tiles and steps of a window op (MAXPOOL, MAXPOOL_GRAD, COL2IM) whose
+ * g->total elements each take @work window positions or taps: sets
+ * g->chunk, elements per tile, g->span, positions per step, op->ntiles and
+ * op->nsteps, so that no call does much more than VTPU_OPS_CHUNK of them
+ * whatever the window (ops_pool.c).
+ */
+void vtpu_window_tile(struct vtpu_engine_op *op, u64 work);
+
+/*
+ * The window positions (MAXPOOL: ky * kw + kx) or taps (the gathers,
+ * MAXPOOL_GRAD and COL2IM: ty * vtpu_taps(kw, sw) + tx) that step @step
+ * takes, [step * span, (step + 1) * span) of @count, as rows of @ncols:
+ * row r0 from column c0 to row r1, whose columns end at c1 (exclusive).
+ */
+struct vtpu_tap_range {
+	u64 r0, c0, r1, c1;
+};
+
+static inline void vtpu_tap_range(const struct vtpu_engine_window *g,
+				  u32 step, u64 count, u64 ncols,
+				  struct vtpu_tap_range *r)
+{
+	u64 t0 = (u64)step * g->span;
+	u64 t1 = vtpu_min_u64(t0 + g->span, count);
+
+	r->r0 = t0 / ncols;
+	r->c0 = t0 % ncols;
+	r->r1 = (t1 - 1) / ncols;
+	r->c1 = (t1 - 1) % ncols + 1;
+}
+
+/*
  * Tiles of an element-wise op (ELEMENTWISE, CAST, DROPOUT, SGD, ADAM) of
  * @count elements: sets op->chunk, elements per tile, and op->ntiles, for
  * op->workers (ops_elementwise.c).

@@ -12,22 +12,43 @@
  */
 #include "engine_internal.h"
 
+/*
+ * Elements a tile keeps however long their windows: a run of channels
+ * long enough to vectorise. Longer windows are cut into steps instead.
+ */
+#define WINDOW_MIN_CHUNK 256u
+
+void vtpu_window_tile(struct vtpu_engine_op *op, u64 work)
+{
+	struct vtpu_engine_window *g = &op->conv.win;
+
+	g->chunk = VTPU_OPS_CHUNK / work;
+	g->span = work;
+	if (g->chunk < WINDOW_MIN_CHUNK) {
+		/*
+		 * A window too long for one call (past 16 x 16): each step
+		 * takes the next VTPU_OPS_CHUNK / WINDOW_MIN_CHUNK positions
+		 * of every element's window, in the order one pass would.
+		 */
+		g->chunk = WINDOW_MIN_CHUNK;
+		g->span = VTPU_OPS_CHUNK / WINDOW_MIN_CHUNK;
+		op->nsteps = (u32)((work + g->span - 1) / g->span);
+	}
+	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
+}
+
 static void pool_tile(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_window *g = &op->conv.win;
-	u64 work;
 
 	if (op->opcode == VTPU_OP_MAXPOOL) {
 		g->total = (u64)g->n * g->oh * g->ow * g->c;
-		work = (u64)g->kh * g->kw;
+		vtpu_window_tile(op, (u64)g->kh * g->kw);
 	} else {
 		g->total = (u64)g->n * g->h * g->w * g->c;
-		work = vtpu_taps(g->kh, g->sh) * vtpu_taps(g->kw, g->sw);
+		vtpu_window_tile(op, vtpu_taps(g->kh, g->sh) *
+				     vtpu_taps(g->kw, g->sw));
 	}
-	g->chunk = VTPU_OPS_CHUNK / work;
-	if (g->chunk < 256)
-		g->chunk = 256;
-	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
 	op->flops = (u64)g->n * g->oh * g->ow * g->c * g->kh * g->kw;
 }
 
@@ -43,8 +64,13 @@ void vtpu_pool_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd
 	pool_tile(op);
 }
 
-/* y, index [0..len) of window (n, oy, ox), channels c0.. */
-static void maxpool_window(const struct vtpu_engine_conv *cv, u64 out,
+/*
+ * y, index [0..len) of window (n, oy, ox), channels c0.., over the window
+ * positions of @r. The step that holds the window's first pixel starts
+ * y and index from it; the later ones go on from what they hold.
+ */
+static void maxpool_window(const struct vtpu_engine_conv *cv,
+			   const struct vtpu_tap_range *r, u64 out,
 			   u64 n, u64 oy, u64 ox, u64 c0, u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
@@ -54,13 +80,17 @@ static void maxpool_window(const struct vtpu_engine_conv *cv, u64 out,
 	s64 kx1 = x0 + g->kw > g->w ? g->w - x0 : g->kw;
 	float *y = cv->y + out;
 	u32 *idx = cv->index + out;
-	bool first = true;
-	s64 ky, kx;
+	bool first = (u64)ky0 * g->kw + (u64)kx0 >=
+		     r->r0 * g->kw + r->c0;
+	s64 ky, kx, kx_lo, kx_hi;
 	u64 i;
 
 	/* pad < k: the window always holds a pixel */
-	for (ky = ky0; ky < ky1; ky++) {
-		for (kx = kx0; kx < kx1; kx++) {
+	for (ky = ky0 > (s64)r->r0 ? ky0 : (s64)r->r0;
+	     ky < ky1 && ky <= (s64)r->r1; ky++) {
+		kx_lo = ky == (s64)r->r0 && (s64)r->c0 > kx0 ? (s64)r->c0 : kx0;
+		kx_hi = ky == (s64)r->r1 && (s64)r->c1 < kx1 ? (s64)r->c1 : kx1;
+		for (kx = kx_lo; kx < kx_hi; kx++) {
 			u64 pix = (u64)(y0 + ky) * g->w + (u64)(x0 + kx);
 			const float *src = cv->x +
 				(n * g->h * g->w + pix) * g->c + c0;
@@ -84,24 +114,29 @@ static void maxpool_window(const struct vtpu_engine_conv *cv, u64 out,
 	}
 }
 
-static void maxpool_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
+static void maxpool_range(const struct vtpu_engine_conv *cv, u32 step,
+			  u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
 	u64 c0 = e % g->c, ox, oy, n;
+	struct vtpu_tap_range r;
 
+	vtpu_tap_range(g, step, (u64)g->kh * g->kw, g->kw, &r);
 	vtpu_xy_of(e / g->c, g->ow, g->oh, &ox, &oy, &n);
 
 	while (e < end) {
 		u64 len = vtpu_min_u64(g->c - c0, end - e);
 
-		maxpool_window(cv, e, n, oy, ox, c0, len);
+		maxpool_window(cv, &r, e, n, oy, ox, c0, len);
 		e += len;
 		c0 = 0;
 		vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
 	}
 }
 
-static void maxpool_grad_pixel(const struct vtpu_engine_conv *cv, u64 e,
+/* dx [0..len) of pixel (n, iy, ix), channels c0.., over the taps of @r */
+static void maxpool_grad_pixel(const struct vtpu_engine_conv *cv,
+			       const struct vtpu_tap_range *r, u64 e,
 			       u64 n, u64 iy, u64 ix, u64 c0, u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
@@ -109,14 +144,21 @@ static void maxpool_grad_pixel(const struct vtpu_engine_conv *cv, u64 e,
 	u32 kx0 = vtpu_first_tap(ix, g->pw, g->sw, g->kw, g->ow);
 	u32 p = (u32)(iy * g->w + ix);
 	float *dx = cv->x + e;
-	u32 ky, kx;
+	u64 ky, kx, ty, tx, tx_hi;
 	u64 i;
 
-	memset(dx, 0, len * 4);
-	for (ky = ky0; ky < g->kh && ky <= iy + g->ph; ky += g->sh) {
+	if (!r->r0 && !r->c0)
+		memset(dx, 0, len * 4);
+	for (ty = r->r0, ky = ky0 + ty * g->sh;
+	     ky < g->kh && ky <= iy + g->ph && ty <= r->r1;
+	     ty++, ky += g->sh) {
 		u64 oy = (iy + g->ph - ky) / g->sh;
 
-		for (kx = kx0; kx < g->kw && kx <= ix + g->pw; kx += g->sw) {
+		tx = ty == r->r0 ? r->c0 : 0;
+		tx_hi = ty == r->r1 ? r->c1 : ~0ull;
+		for (kx = kx0 + tx * g->sw;
+		     kx < g->kw && kx <= ix + g->pw && tx < tx_hi;
+		     tx++, kx += g->sw) {
 			u64 ox = (ix + g->pw - kx) / g->sw;
 			u64 o = ((n * g->oh + oy) * g->ow + ox) * g->c + c0;
 			const float *dy = cv->y + o;
@@ -132,18 +174,21 @@ static void maxpool_grad_pixel(const struct vtpu_engine_conv *cv, u64 e,
 	}
 }
 
-static void maxpool_grad_range(const struct vtpu_engine_conv *cv, u64 e,
-			       u64 end)
+static void maxpool_grad_range(const struct vtpu_engine_conv *cv, u32 step,
+			       u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &cv->win;
+	u64 ntx = vtpu_taps(g->kw, g->sw);
 	u64 c0 = e % g->c, ix, iy, n;
+	struct vtpu_tap_range r;
 
+	vtpu_tap_range(g, step, vtpu_taps(g->kh, g->sh) * ntx, ntx, &r);
 	vtpu_xy_of(e / g->c, g->w, g->h, &ix, &iy, &n);
 
 	while (e < end) {
 		u64 len = vtpu_min_u64(g->c - c0, end - e);
 
-		maxpool_grad_pixel(cv, e, n, iy, ix, c0, len);
+		maxpool_grad_pixel(cv, &r, e, n, iy, ix, c0, len);
 		e += len;
 		c0 = 0;
 		vtpu_next_xy(&ix, &iy, &n, g->w, g->h);
@@ -158,7 +203,7 @@ void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	u64 end = vtpu_min_u64(e + g->chunk, g->total);
 
 	if (op->opcode == VTPU_OP_MAXPOOL)
-		maxpool_range(&op->conv, e, end);
+		maxpool_range(&op->conv, step, e, end);
 	else
-		maxpool_grad_range(&op->conv, e, end);
+		maxpool_grad_range(&op->conv, step, e, end);
 }

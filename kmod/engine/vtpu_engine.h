@@ -78,6 +78,7 @@ struct vtpu_engine_window {
 	u64 kdim;		/* kh * kw * c: one row of im2col */
 	u64 total;		/* elements the op writes */
 	u64 chunk;		/* of them per tile */
+	u64 span;		/* window positions (taps) each step takes */
 };
 
 /* Decoded GEMM: C = act(alpha * op(A) * op(B) + beta * C + bias) */

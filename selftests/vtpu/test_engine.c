@@ -1464,6 +1464,38 @@ TEST(calls_bounded)
 		ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &d));
 		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &d));
 	}
+	/*
+	 * Windows far past 16 x 16: every output scans millions of positions
+	 * (MAXPOOL), every pixel gathers from a million windows
+	 * (MAXPOOL_GRAD) or from 16384 (COL2IM); they run in steps.
+	 */
+	ASSERT_EQ(0, vtpu_cmdbuf_maxpool(&cb, &(struct vtpu_window){
+		.n = 1, .h = 2048, .w = 2048, .c = 256, .kh = 2048, .kw = 2048,
+		.stride_h = 1, .stride_w = 1 },
+		VTPU_REF(0, 0), VTPU_REF(1, 0), VTPU_REF(2, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_maxpool_grad(&cb, &(struct vtpu_window){
+		.n = 1, .h = 1024, .w = 1024, .c = 16, .kh = 1024, .kw = 1024,
+		.stride_h = 1, .stride_w = 1, .pad_h = 1023, .pad_w = 1023 },
+		VTPU_REF(0, 0), VTPU_REF(1, 0), VTPU_REF(2, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_col2im(&cb, &(struct vtpu_window){
+		.n = 1, .h = 128, .w = 128, .c = 1, .kh = 128, .kw = 128,
+		.stride_h = 1, .stride_w = 1, .pad_h = 127, .pad_w = 127 },
+		VTPU_REF(0, 0), VTPU_REF(1, 0)));
+	/* CONV_POOL at its limit: one pooled pixel's work is the call's */
+	for (i = 0; i < 2; i++) {
+		struct vtpu_conv_pool_desc d = {
+			.win = { .n = 2, .h = 64, .w = 64, .c = 1, .kh = 64,
+				 .kw = 64, .stride_h = 1, .stride_w = 1 },
+			.oc = VTPU_CONV_POOL_MAX_WORK / 4096, .pool_h = 1,
+			.pool_w = 1, .pool_stride_h = 1, .pool_stride_w = 1,
+			.x = VTPU_REF(0, 0), .w = VTPU_REF(1, 0),
+			.bias = VTPU_REF(2, 0), .y = VTPU_REF(3, 0),
+			.dy = VTPU_REF(3, 0), .index = VTPU_REF(0, 0),
+		};
+
+		ASSERT_EQ(0, i ? vtpu_cmdbuf_conv_pool_wgrad(&cb, &d) :
+				 vtpu_cmdbuf_conv_pool(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1485,9 +1517,55 @@ TEST(calls_bounded)
 	}
 	TH_LOG("%u commands on %d levels: %ld calls over %llu MFLOP", cmds,
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
-	EXPECT_EQ(20, cmds);
+	EXPECT_EQ(25, cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
+}
+
+/*
+ * CONV_POOL's least unit of work, one pooled pixel, is bounded in the
+ * uAPI: one more output channel past VTPU_CONV_POOL_MAX_WORK is rejected.
+ */
+TEST(conv_pool_work_limit)
+{
+	const uint64_t sizes[4] = { 1ull << 40, 1ull << 40, 1ull << 40,
+				    1ull << 40 };
+	uint32_t extra, op;
+
+	for (op = VTPU_OP_CONV_POOL; op <= VTPU_OP_CONV_POOL_WGRAD; op++) {
+		for (extra = 0; extra < 2; extra++) {
+			struct vtpu_conv_pool_desc d = {
+				.win = { .n = 1, .h = 64, .w = 64, .c = 1,
+					 .kh = 32, .kw = 32, .stride_h = 1,
+					 .stride_w = 1 },
+				.oc = VTPU_CONV_POOL_MAX_WORK / 4096 + extra,
+				.pool_h = 2, .pool_w = 2, .pool_stride_h = 2,
+				.pool_stride_w = 2, .x = VTPU_REF(0, 0),
+				.w = VTPU_REF(1, 0), .bias = VTPU_REF(2, 0),
+				.y = VTPU_REF(3, 0), .dy = VTPU_REF(3, 0),
+				.index = VTPU_REF(3, 1ull << 36),
+			};
+			struct vtpu_engine_error err;
+			struct vtpu_cmdbuf cb;
+			int ret;
+
+			vtpu_cmdbuf_init(&cb);
+			ASSERT_EQ(0, op == VTPU_OP_CONV_POOL ?
+				  vtpu_cmdbuf_conv_pool(&cb, &d) :
+				  vtpu_cmdbuf_conv_pool_wgrad(&cb, &d));
+			ret = vtpu_engine_validate(cb.data, cb.size, sizes, 4,
+						   &err);
+			if (extra) {
+				EXPECT_EQ(-EINVAL, ret);
+				EXPECT_EQ(VTPU_ERR_BAD_SHAPE, err.reason);
+			} else {
+				EXPECT_EQ(0, ret)
+				TH_LOG("opcode %u: reason %u, operand %u", op,
+				       err.reason, err.operand);
+			}
+			vtpu_cmdbuf_fini(&cb);
+		}
+	}
 }
 
 /* ---- commands that run together (vtpu_engine_group_add()) --------------- */

@@ -183,6 +183,7 @@ static const uint32_t conv_shapes[][10] = {
 	{ 2, 3, 17, 3, 3, 5, 1, 4, 0, 4 },	/* pad_w = k - 1 */
 	{ 4, 32, 32, 16, 3, 3, 1, 1, 1, 1 },	/* many tiles */
 	{ 1, 11, 5, 1, 11, 5, 1, 1, 0, 0 },	/* one window */
+	{ 1, 20, 19, 2, 17, 18, 1, 1, 8, 9 },	/* 306 taps: COL2IM steps */
 };
 #define NCONV (sizeof(conv_shapes) / sizeof(conv_shapes[0]))
 
@@ -301,6 +302,8 @@ static const uint32_t pool_shapes[][10] = {
 	{ 1, 13, 7, 3, 4, 2, 3, 1, 2, 1 },
 	{ 8, 32, 32, 16, 2, 2, 2, 2, 0, 0 },	/* many tiles */
 	{ 2, 30, 30, 9, 3, 3, 2, 2, 1, 1 },
+	{ 1, 40, 37, 3, 20, 17, 3, 2, 10, 8 },	/* 340 positions: steps */
+	{ 2, 19, 23, 2, 17, 19, 1, 1, 8, 9 },	/* 323 taps: the gradient's */
 };
 #define NPOOL (sizeof(pool_shapes) / sizeof(pool_shapes[0]))
 

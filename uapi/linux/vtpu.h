@@ -757,6 +757,11 @@ struct vtpu_cmd_pool {
  *         no position of the window passes nothing. One byte per output,
  *         a quarter of what MAXPOOL's index costs in memory traffic.
  *
+ * One pooled pixel, every channel, is the device's least unit of work:
+ * pool_h * pool_w * kh * kw * c * oc is at most VTPU_CONV_POOL_MAX_WORK
+ * multiply-adds (a first layer is far below it; larger convolutions are
+ * CONV's), so that no instruction holds a CPU for long.
+ *
  * conv[n, oy, ox, o] = sum over (ky, kx, ci), in that order, of
  * x[n, oy*stride_h - pad_h + ky, ox*stride_w - pad_w + kx, ci] *
  * w[(ky*kw + kx)*c + ci, o], x being 0 outside the image (as IM2COL's
@@ -767,6 +772,8 @@ struct vtpu_cmd_pool {
  * convolution (whose input is data) is the case this command is for;
  * others use CONV and its gradients. Outputs overlap nothing.
  */
+#define VTPU_CONV_POOL_MAX_WORK (1u << 22)
+
 struct vtpu_cmd_conv_pool {
 	struct vtpu_cmd_hdr hdr;
 	struct vtpu_window win;
