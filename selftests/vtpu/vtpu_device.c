@@ -1025,69 +1025,71 @@ TEST_F_TIMEOUT(dev, watchdog_other_client_completes, 120)
 }
 
 /*
- * One instruction of absurd length on a 200 ms queue: a max-pool whose
- * every output scans up to a million window positions, and its gradient,
- * whose every pixel gathers from up to a million windows. The engine runs
- * such windows in bounded steps (at most VTPU_OPS_CHUNK positions a call),
- * and the watchdog checks between steps, so the job ends TIMEDOUT soon
- * after its deadline. Before, one call took every position of 256 outputs
- * and held the CPU for seconds in this guest (a soft lockup with the
- * window of a 2048 x 2048 image).
+ * One instruction of absurd length on a 200 ms queue: a max-pool of 256
+ * outputs whose every window scans 16M pixels of a 4111 x 4111 image, and
+ * a gradient whose every pixel gathers from up to 65536 windows. The
+ * engine runs such windows in bounded steps (VTPU_OPS_CHUNK / 256
+ * positions a call), and the watchdog checks between steps, so the job
+ * ends TIMEDOUT soon after its deadline. Before, the max-pool was one
+ * call of 4G compares, minutes in this guest: a soft lockup.
  */
 #define WATCHDOG_SLACK_MS 2000
 
-TEST_F_TIMEOUT(dev, huge_window_times_out_promptly, 120)
+TEST_F_TIMEOUT(dev, huge_window_times_out_promptly, 300)
 {
 	VTPU_QUEUE_OPTS(o, .priority = VTPU_QUEUE_PRIORITY_NORMAL,
 			.timeout_ms = 200);
-	const struct vtpu_window w = {
-		.n = 1, .h = 1024, .w = 1024, .c = 1, .kh = 1024, .kw = 1024,
-		.stride_h = 1, .stride_w = 1, .pad_h = 1023, .pad_w = 1023,
+	const struct vtpu_window wins[2] = {
+		{ .n = 1, .h = 4111, .w = 4111, .c = 1, .kh = 4096,
+		  .kw = 4096, .stride_h = 1, .stride_w = 1 },
+		{ .n = 1, .h = 256, .w = 256, .c = 1, .kh = 256, .kw = 256,
+		  .stride_h = 1, .stride_w = 1, .pad_h = 255, .pad_w = 255 },
 	};
-	const uint64_t nout = 2047ull * 2047;	/* windows per axis: 2047 */
-	struct vtpu_bo x, y, idx;
+	const char *const names[2] = { "MAXPOOL", "MAXPOOL_GRAD" };
 	uint32_t tq, status, grad;
 	int32_t jerr;
 
 	NEED_DEV();
 	ASSERT_EQ(0, vtpu_queue_create_opts(self->dev, &o, &tq));
-	bo_new(_metadata, self->dev, 1024ull * 1024 * 4, &x);
-	bo_new(_metadata, self->dev, nout * 4, &y);
-	bo_new(_metadata, self->dev, nout * 4, &idx);
 	for (grad = 0; grad < 2; grad++) {
+		const struct vtpu_window *w = &wins[grad];
+		uint64_t oh = w->h + 2 * w->pad_h - w->kh + 1;
+		uint64_t nout = oh * oh;
 		struct vtpu_job job = { .queue = tq };
+		struct vtpu_bo x, y, idx;
 		struct vtpu_cmdbuf cb;
 		struct vtpu_ref rx, ry, ri;
 		double t0, dt;
 
+		bo_new(_metadata, self->dev, (uint64_t)w->h * w->w * 4, &x);
+		bo_new(_metadata, self->dev, nout * 4, &y);
+		bo_new(_metadata, self->dev, nout * 4, &idx);
 		vtpu_cmdbuf_init(&cb);
 		rx = VTPU_REF(vtpu_cmdbuf_use(&cb, &x), 0);
 		ry = VTPU_REF(vtpu_cmdbuf_use(&cb, &y), 0);
 		ri = VTPU_REF(vtpu_cmdbuf_use(&cb, &idx), 0);
 		if (grad)
-			vtpu_cmdbuf_maxpool_grad(&cb, &w, ry, ri, rx);
+			vtpu_cmdbuf_maxpool_grad(&cb, w, ry, ri, rx);
 		else
-			vtpu_cmdbuf_maxpool(&cb, &w, rx, ry, ri);
+			vtpu_cmdbuf_maxpool(&cb, w, rx, ry, ri);
 		t0 = now_ms();
 		submit(_metadata, self->dev, &cb, &job);
 		status = wait_status(_metadata, self->dev, tq, job.seqno,
-				     60000, &jerr);
+				     200000, &jerr);
 		dt = now_ms() - t0;
 		EXPECT_EQ(VTPU_JOB_TIMEDOUT, status)
-		TH_LOG("%s ended %s", grad ? "MAXPOOL_GRAD" : "MAXPOOL",
-		       vtpu_status_name(status));
+		TH_LOG("%s ended %s", names[grad], vtpu_status_name(status));
 		EXPECT_GT(200 + WATCHDOG_SLACK_MS, dt)
 		TH_LOG("%s on a 200 ms queue ended after %.0f ms",
-		       grad ? "MAXPOOL_GRAD" : "MAXPOOL", dt);
-		TH_LOG("%s, 1024 x 1024 window on a 1024 x 1024 image: "
-		       "TIMEDOUT %.0f ms after submit (queue timeout 200 ms)",
-		       grad ? "MAXPOOL_GRAD" : "MAXPOOL", dt);
+		       names[grad], dt);
+		TH_LOG("%s, a %ux%u window: TIMEDOUT %.0f ms after submit on a "
+		       "200 ms queue", names[grad], w->kh, w->kw, dt);
 		vtpu_cmdbuf_fini(&cb);
+		vtpu_bo_destroy(self->dev, &x);
+		vtpu_bo_destroy(self->dev, &y);
+		vtpu_bo_destroy(self->dev, &idx);
 	}
 	check_alive(_metadata, self->dev, tq, 8.0f);
-	vtpu_bo_destroy(self->dev, &x);
-	vtpu_bo_destroy(self->dev, &y);
-	vtpu_bo_destroy(self->dev, &idx);
 }
 
 /* ---- in-fences --------------------------------------------------------------- */
