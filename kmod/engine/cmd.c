@@ -728,6 +728,43 @@ u32 vtpu_engine_cmd_size(u32 opcode)
 	return d ? d->size : 0;
 }
 
+const char *vtpu_engine_operand_name(u32 id)
+{
+	static const char *const names[] = {
+		[VTPU_OPERAND_NONE] = "-",
+		[VTPU_OPERAND_A] = "A",
+		[VTPU_OPERAND_B] = "B",
+		[VTPU_OPERAND_C] = "C",
+		[VTPU_OPERAND_BIAS] = "bias",
+		[VTPU_OPERAND_DST] = "dst",
+		[VTPU_OPERAND_SRC] = "src",
+		[VTPU_OPERAND_X] = "x",
+		[VTPU_OPERAND_Y] = "y",
+		[VTPU_OPERAND_Z] = "z",
+		[VTPU_OPERAND_DX] = "dx",
+		[VTPU_OPERAND_DY] = "dy",
+		[VTPU_OPERAND_INDEX] = "index",
+		[VTPU_OPERAND_LABELS] = "labels",
+		[VTPU_OPERAND_LOSS] = "loss",
+		[VTPU_OPERAND_CORRECT] = "correct",
+		[VTPU_OPERAND_PROBS] = "probs",
+		[VTPU_OPERAND_PARAM] = "param",
+		[VTPU_OPERAND_GRAD] = "grad",
+		[VTPU_OPERAND_MOM] = "mom",
+		[VTPU_OPERAND_VEL] = "vel",
+		[VTPU_OPERAND_STATE] = "state",
+		[VTPU_OPERAND_MASK] = "mask",
+		[VTPU_OPERAND_STEP] = "step",
+		[VTPU_OPERAND_W] = "w",
+		[VTPU_OPERAND_DW] = "dw",
+		[VTPU_OPERAND_DBIAS] = "dbias",
+	};
+
+	if (id >= sizeof(names) / sizeof(names[0]) || !names[id])
+		return "?";
+	return names[id];
+}
+
 /* The table's entry for operand @id of @cmd, or NULL. */
 static const struct vtpu_engine_opnd *
 find_operand(const struct vtpu_engine_op_desc *d, u32 id)

@@ -388,6 +388,14 @@ int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
 			const struct vtpu_operand **opnd, u64 *bytes);
 
 /**
+ * vtpu_engine_operand_name() - "A", "bias", "dx", ...
+ * @id: enum vtpu_operand_id
+ *
+ * Return: a static string, "?" for an unknown id.
+ */
+const char *vtpu_engine_operand_name(u32 id);
+
+/**
  * vtpu_engine_operand_align() - the alignment an operand's offset needs
  * @cmd: a command whose opcode and size are valid
  * @id: enum vtpu_operand_id
