@@ -65,14 +65,9 @@ static const struct gemm_level *gemm_level(u32 simd, u32 n)
 	return &gemm_levels[simd];
 }
 
-static u32 div_up(u32 a, u32 b)
-{
-	return a / b + (a % b != 0);
-}
-
 static u32 round_up(u32 a, u32 b)
 {
-	return div_up(a, b) * b;
+	return vtpu_div_up(a, b) * b;
 }
 
 /* Microtile rows computed for a tile of @rows rows at level @lv. */
@@ -93,15 +88,15 @@ static u32 gemm_rows_cost(const struct gemm_level *lv, u32 rows)
  */
 static u32 gemm_tile_rows(const struct gemm_level *lv, u32 m, u32 mtiles)
 {
-	u32 even = div_up(m, mtiles), mt = round_up(even, lv->mr), t;
+	u32 even = vtpu_div_up(m, mtiles), mt = round_up(even, lv->mr), t;
 	u64 cost_even, cost_mt;
 
 	if (!lv->mr_short)
 		return mt;
-	t = div_up(m, even);
+	t = vtpu_div_up(m, even);
 	cost_even = (u64)(t - 1) * gemm_rows_cost(lv, even) +
 		    gemm_rows_cost(lv, m - (t - 1) * even);
-	t = div_up(m, mt);
+	t = vtpu_div_up(m, mt);
 	cost_mt = (u64)(t - 1) * gemm_rows_cost(lv, mt) +
 		  gemm_rows_cost(lv, m - (t - 1) * mt);
 	return cost_even < cost_mt ? even : mt;
@@ -244,27 +239,27 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 /* Winograd tiles (2 x 2 outputs each) of a convolution's output */
 static u32 wino_tiles(const struct vtpu_engine_window *w)
 {
-	return w->n * div_up(w->oh, 2) * div_up(w->ow, 2);
+	return w->n * vtpu_div_up(w->oh, 2) * vtpu_div_up(w->ow, 2);
 }
 
 static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 c = g->win.c, groups = div_up(g->n, WINO_WG_NT), splits = 1, ct;
-	u32 wt = wino_tiles(&g->win);
+	u32 c = g->win.c, groups = vtpu_div_up(g->n, WINO_WG_NT), ct;
+	u32 wt = wino_tiles(&g->win), splits = 1;
 
 	while (groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16)
 		splits++;
 	/* whole 8-row microtiles of channels */
-	ct = round_up(div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
+	ct = round_up(vtpu_div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
 	g->wino = wt;
 	g->kc = WINO_KC;
 	g->mt = ct;
-	g->nt = div_up(g->n, groups);
-	g->mtiles = div_up(c, ct);
+	g->nt = vtpu_div_up(g->n, groups);
+	g->mtiles = vtpu_div_up(c, ct);
 	g->ntiles_n = groups;
 	op->ntiles = g->mtiles * groups;
-	op->nsteps = div_up(wt, WINO_KC);
+	op->nsteps = vtpu_div_up(wt, WINO_KC);
 	op->flops = 2ull * g->m * g->n * g->k;
 }
 
@@ -278,19 +273,19 @@ static void gemm_prepare_wino(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
 	u32 wt = wino_tiles(&g->win);
-	u32 groups = div_up(g->n, VTPU_WINO_NT), mtiles, mt;
+	u32 groups = vtpu_div_up(g->n, VTPU_WINO_NT), mtiles, mt;
 	u64 work = 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) * g->k;
 
-	mtiles = div_up(GEMM_TILES_WANTED, groups);
+	mtiles = vtpu_div_up(GEMM_TILES_WANTED, groups);
 	while (mtiles > 1 && work / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
 		mtiles--;
 	mtiles = gemm_tiles_bounded(work, mtiles);
-	mt = div_up(wt, mtiles);
+	mt = vtpu_div_up(wt, mtiles);
 	g->wino = wt;
 	g->kc = g->k;
 	g->mt = mt;
-	g->nt = div_up(g->n, groups);
-	g->mtiles = div_up(wt, mt);
+	g->nt = vtpu_div_up(g->n, groups);
+	g->mtiles = vtpu_div_up(wt, mt);
 	g->ntiles_n = groups;
 	op->ntiles = g->mtiles * groups;
 	op->nsteps = 1;
@@ -301,22 +296,22 @@ static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
 	u32 run = g->win.kw * g->win.c, k = g->k ? g->k : 1;
-	u32 nt = VTPU_WG_NT, nb = div_up(run, VTPU_WG_RMAX);
+	u32 nt = VTPU_WG_NT, nb = vtpu_div_up(run, VTPU_WG_RMAX);
 	u32 groups, blocks, rtiles, nsteps;
 	u64 work;
 
 	if (g->m <= WG_FEW_ROWS) {
 		/* few rows (a first layer's): read dy once, a vector a tile */
 		nt = 16;
-		groups = div_up(g->n, nt);
+		groups = vtpu_div_up(g->n, nt);
 		rtiles = 1;
 	} else {
-		groups = div_up(g->n, nt);
+		groups = vtpu_div_up(g->n, nt);
 		while ((u64)g->win.kh * nb * groups < WG_TILES_WANTED &&
 		       run / (nb + 1) >= WG_ROWS_MIN)
 			nb++;
 		blocks = g->win.kh * nb;
-		rtiles = gemm_min(div_up(WG_TILES_WANTED, groups), blocks);
+		rtiles = gemm_min(vtpu_div_up(WG_TILES_WANTED, groups), blocks);
 		work = 2ull * g->m * gemm_min(g->n, nt) * g->k;
 		while (rtiles > 1 && work / rtiles < GEMM_TILE_FLOPS_MIN)
 			rtiles--;
@@ -325,9 +320,9 @@ static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 		       gemm_min(k, VTPU_GEMM_KC);
 		rtiles = gemm_min(gemm_tiles_bounded(work, rtiles), blocks);
 	}
-	nsteps = div_up(k, VTPU_GEMM_KC);
+	nsteps = vtpu_div_up(k, VTPU_GEMM_KC);
 	g->wg_nb = nb;
-	g->kc = div_up(k, nsteps);
+	g->kc = vtpu_div_up(k, nsteps);
 	g->mt = 0;	/* tiles differ: vtpu_gemm_run() */
 	g->nt = nt;
 	g->mtiles = rtiles;
@@ -369,9 +364,9 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		g->mt = m;
 		g->nt = GEMM_TN_NT;
 		g->mtiles = 1;
-		g->ntiles_n = div_up(n, GEMM_TN_NT);
-		nsteps = div_up(k, VTPU_GEMM_KC);
-		g->kc = div_up(k, nsteps);
+		g->ntiles_n = vtpu_div_up(n, GEMM_TN_NT);
+		nsteps = vtpu_div_up(k, VTPU_GEMM_KC);
+		g->kc = vtpu_div_up(k, nsteps);
 		op->ntiles = g->ntiles_n;
 		op->nsteps = nsteps;
 		op->flops = 2ull * m * n * g->k;
@@ -383,8 +378,8 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		wanted = gemm_min(op->workers, 1u << 16) * GEMM_TILES_PER_WORKER;
 
 	/* Even split under the largest tile. */
-	ntiles = div_up(n, VTPU_GEMM_NT_MAX);
-	mtiles = div_up(m, lv->mt_max);
+	ntiles = vtpu_div_up(n, VTPU_GEMM_NT_MAX);
+	mtiles = vtpu_div_up(m, lv->mt_max);
 
 	/*
 	 * Split further, while the tile stays above the minimum, along the
@@ -397,7 +392,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	 */
 	for (;;) {
 		u32 cm = gemm_min(gemm_tile_rows(lv, m, mtiles), m);
-		u32 cn = gemm_min(round_up(div_up(n, ntiles), lv->nr), n);
+		u32 cn = gemm_min(round_up(vtpu_div_up(n, ntiles), lv->nr), n);
 		int big = 2ull * cm * cn * k >= 2 * GEMM_TILE_FLOPS_MIN;
 		int can_m = big && cm >= 2 * GEMM_MT_MIN;
 		/*
@@ -409,7 +404,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 				    (cm <= GEMM_MT_MIN && cn >= 2 * lv->nr) ||
 				    (ain && cn >= 2 * AIN_NT_MIN));
 
-		if ((u64)div_up(m, cm) * div_up(n, cn) >= wanted)
+		if ((u64)vtpu_div_up(m, cm) * vtpu_div_up(n, cn) >= wanted)
 			break;
 		if (ain && can_n)
 			ntiles++;
@@ -422,16 +417,16 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 			break;
 	}
 	mt = gemm_tile_rows(lv, m, mtiles);
-	nt = round_up(div_up(n, ntiles), lv->nr);
-	mtiles = div_up(m, mt);
-	ntiles = div_up(n, nt);
+	nt = round_up(vtpu_div_up(n, ntiles), lv->nr);
+	mtiles = vtpu_div_up(m, mt);
+	ntiles = vtpu_div_up(n, nt);
 
 	/*
 	 * mtiles * ntiles fits: C (m x n floats) lies in one buffer, and
 	 * tiles are at least MR x NR (or the whole of m or n).
 	 */
-	nsteps = div_up(k, VTPU_GEMM_KC);
-	g->kc = div_up(k, nsteps);
+	nsteps = vtpu_div_up(k, VTPU_GEMM_KC);
+	g->kc = vtpu_div_up(k, nsteps);
 	g->mt = mt;
 	g->nt = nt;
 	g->mtiles = mtiles;
