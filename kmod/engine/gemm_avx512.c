@@ -65,34 +65,10 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
 #define GEMM_VW 16
 #define GEMM_STEP_FN vtpu_gemm_step_avx512
 
-#define V16F float __attribute__((vector_size(64)))
-#define V16I int __attribute__((vector_size(64)))
-#define V16U unsigned int __attribute__((vector_size(64)))
-#define V16H unsigned short __attribute__((vector_size(32)))
+#include "gemm_tmpl.h"
 
-#define GEMM_VEC V16F
-
-static inline V16F gemm_loadu(const float *p)
-{
-	V16F v;
-
-	__builtin_memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* 16 bf16 widened to f32 (exact: the bits go to the top half) */
-static inline V16F gemm_loadu_bf16(const u16 *p)
-{
-	V16H h;
-
-	__builtin_memcpy(&h, p, sizeof(h));
-	return (V16F)(__builtin_convertvector(h, V16U) << 16);
-}
-
-static inline void gemm_storeu(float *p, V16F v)
-{
-	__builtin_memcpy(p, &v, sizeof(v));
-}
+#define V16F GEMM_VEC
+#define V16I GEMM_VEC_I
 
 /* @m selects lanes; the others read as 0 and never fault. */
 static inline V16F gemm_maskload(const float *p, u16 m)
@@ -111,95 +87,10 @@ static inline u16 gemm_mask(u32 n)
 	return (u16)((1u << n) - 1);
 }
 
-/*
- * Transpose 16 x 16 in place: one bit of row and column index swapped
- * per stage, each a pair of two-source shuffles per row pair.
- */
-static inline void gemm_tr(V16F *v)
-{
-	const V16I lo1 = { 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30 };
-	const V16I hi1 = { 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31 };
-	const V16I lo2 = { 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29 };
-	const V16I hi2 = { 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31 };
-	const V16I lo4 = { 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27 };
-	const V16I hi4 = { 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31 };
-	const V16I lo8 = { 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23 };
-	const V16I hi8 = { 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31 };
-	u32 r;
-
-#pragma GCC unroll 16
-	for (r = 0; r < 16; r++) {
-		if (!(r & 1)) {
-			V16F x = v[r], y = v[r + 1];
-
-			v[r] = __builtin_shuffle(x, y, lo1);
-			v[r + 1] = __builtin_shuffle(x, y, hi1);
-		}
-	}
-#pragma GCC unroll 16
-	for (r = 0; r < 16; r++) {
-		if (!(r & 2)) {
-			V16F x = v[r], y = v[r + 2];
-
-			v[r] = __builtin_shuffle(x, y, lo2);
-			v[r + 2] = __builtin_shuffle(x, y, hi2);
-		}
-	}
-#pragma GCC unroll 16
-	for (r = 0; r < 16; r++) {
-		if (!(r & 4)) {
-			V16F x = v[r], y = v[r + 4];
-
-			v[r] = __builtin_shuffle(x, y, lo4);
-			v[r + 4] = __builtin_shuffle(x, y, hi4);
-		}
-	}
-#pragma GCC unroll 16
-	for (r = 0; r < 16; r++) {
-		if (!(r & 8)) {
-			V16F x = v[r], y = v[r + 8];
-
-			v[r] = __builtin_shuffle(x, y, lo8);
-			v[r + 8] = __builtin_shuffle(x, y, hi8);
-		}
-	}
-}
-
-#include "gemm_tmpl.h"
-
-/* max(x, 0) that keeps NaN (and -0) */
-static inline V16F gemm_relu(V16F x)
-{
-	V16F zero = { 0 };
-
-	return (V16F)((V16I)x & ~(V16I)(x < zero));
-}
-
-static inline void store_row(float *c, V16F x0, V16F x1, float alpha,
-			     float beta, const float *bias, u32 relu)
-{
-	x0 *= alpha;
-	x1 *= alpha;
-	if (beta != 0.0f) {
-		x0 += beta * gemm_loadu(c);
-		x1 += beta * gemm_loadu(c + 16);
-	}
-	if (bias) {
-		x0 += gemm_loadu(bias);
-		x1 += gemm_loadu(bias + 16);
-	}
-	if (relu) {
-		x0 = gemm_relu(x0);
-		x1 = gemm_relu(x1);
-	}
-	gemm_storeu(c, x0);
-	gemm_storeu(c + 16, x1);
-}
-
-/* store_row() of the columns under masks @m0 (0-15) and @m1 (16-31) */
-static inline void store_row_mask(float *c, V16F x0, V16F x1, u16 m0, u16 m1,
-				  float alpha, float beta, const float *bias,
-				  u32 relu)
+/* gemm_store_row() of the columns under masks @m0 (0-15) and @m1 (16-31) */
+static inline void gemm_store_row_mask(float *c, V16F x0, V16F x1, u16 m0,
+				       u16 m1, float alpha, float beta,
+				       const float *bias, u32 relu)
 {
 	x0 *= alpha;
 	x1 *= alpha;
@@ -270,8 +161,8 @@ static __always_inline void ukr_store(V16F acc[GEMM_MR][2], float *c, u64 ldc,
 	if (ENGINE_LIKELY(mr == rows && nr == GEMM_NR)) {
 #pragma GCC unroll 14
 		for (r = 0; r < rows; r++)
-			store_row(c + r * ldc, acc[r][0], acc[r][1], alpha,
-				  beta, bias, relu);
+			gemm_store_row(c + r * ldc, acc[r][0], acc[r][1],
+				       alpha, beta, bias, relu);
 	} else {
 		u16 m0 = gemm_mask(gemm_min(nr, 16));
 		u16 m1 = gemm_mask(nr > 16 ? nr - 16 : 0);
@@ -279,9 +170,9 @@ static __always_inline void ukr_store(V16F acc[GEMM_MR][2], float *c, u64 ldc,
 #pragma GCC unroll 14
 		for (r = 0; r < rows; r++)
 			if (r < mr)
-				store_row_mask(c + r * ldc, acc[r][0],
-					       acc[r][1], m0, m1, alpha, beta,
-					       bias, relu);
+				gemm_store_row_mask(c + r * ldc, acc[r][0],
+						    acc[r][1], m0, m1, alpha,
+						    beta, bias, relu);
 	}
 }
 
@@ -726,12 +617,13 @@ static void wino_out(const struct vtpu_gemm_step *st, const float *mb, u32 t,
 			u64 oy = 2 * ty + x / 2, ox = 2 * tx + x % 2;
 
 			if (oy < w->oh && ox < w->ow)
-				store_row_mask(g->c + ((n * w->oh + oy) *
-						       w->ow + ox) * g->ldc +
-						       st->j0 + j,
-					       y[x], y[x], m, 0, g->alpha,
-					       st->beta,
-					       bias ? bias + j : NULL, relu);
+				gemm_store_row_mask(g->c + ((n * w->oh + oy) *
+							    w->ow + ox) *
+							    g->ldc + st->j0 + j,
+						    y[x], y[x], m, 0, g->alpha,
+						    st->beta,
+						    bias ? bias + j : NULL,
+						    relu);
 		}
 	}
 }
@@ -895,8 +787,8 @@ static void wino_dw(const struct vtpu_gemm_step *st, const float *du)
 				u32 k;
 
 				for (k = 0; k < 3; k++)
-					store_row_mask(g->c + ((u64)(3 * x +
-						k) * c + st->i0 + ci) *
+					gemm_store_row_mask(g->c + ((u64)(3 *
+						x + k) * c + st->i0 + ci) *
 						g->ldc + st->j0 + j, r[k],
 						r[k], m, 0, 1.0f, st->beta,
 						NULL, 0);
