@@ -129,18 +129,20 @@ static inline void gemm_storeu(float *p, GEMM_VEC v)
 	__builtin_memcpy(p, &v, sizeof(v));
 }
 
-/* f(lane, b) for each of a vector's lanes: a vector initializer */
+/* The integer vector of f(lane, b), lane by lane */
 #define GEMM_LANES8(f, b)                                                      \
-	f(0, b), f(1, b), f(2, b), f(3, b), f(4, b), f(5, b), f(6, b), f(7, b)
+	((GEMM_VEC_I){ f(0, b), f(1, b), f(2, b), f(3, b), f(4, b), f(5, b),   \
+		       f(6, b), f(7, b) })
 #define GEMM_LANES16(f, b)                                                     \
-	GEMM_LANES8(f, b), f(8, b), f(9, b), f(10, b), f(11, b), f(12, b),     \
-		f(13, b), f(14, b), f(15, b)
+	((GEMM_VEC_I){ f(0, b), f(1, b), f(2, b), f(3, b), f(4, b), f(5, b),   \
+		       f(6, b), f(7, b), f(8, b), f(9, b), f(10, b), f(11, b), \
+		       f(12, b), f(13, b), f(14, b), f(15, b) })
 #define GEMM_LANES(f, b) GEMM_CAT(GEMM_LANES, GEMM_VW)(f, b)
 
 /*
- * The transpose's stage that swaps bit @b of the row and column index:
- * rows r and r + b (r without bit b) become, lane by lane, the pairs of
- * their lanes without bit b (lo) and with it (hi).
+ * Stage @b of the transpose swaps bit @b of the row and the column index:
+ * rows r and r + b (r without bit b) become the two shuffles of the pair,
+ * @lo and @hi, whose lane indices GEMM_TR_LO() and GEMM_TR_HI() give.
  */
 #define GEMM_TR_LO(i, b) ((i) & (b) ? (i) - (b) + GEMM_VW : (i))
 #define GEMM_TR_HI(i, b) ((i) & (b) ? (i) + GEMM_VW : (i) + (b))
@@ -162,8 +164,8 @@ static __always_inline void gemm_tr_stage(GEMM_VEC *v, u32 b, GEMM_VEC_I lo,
 }
 
 #define GEMM_TR_STAGE(v, b)                                                    \
-	gemm_tr_stage(v, b, (GEMM_VEC_I){ GEMM_LANES(GEMM_TR_LO, b) },         \
-		      (GEMM_VEC_I){ GEMM_LANES(GEMM_TR_HI, b) })
+	gemm_tr_stage(v, b, GEMM_LANES(GEMM_TR_LO, b),                         \
+		      GEMM_LANES(GEMM_TR_HI, b))
 
 /*
  * Transpose GEMM_VW x GEMM_VW in place: one bit of row and column index
