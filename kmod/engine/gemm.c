@@ -30,39 +30,38 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 	gemm_store_edge(t, c, ldc, mr, nr, alpha, beta, bias, relu);
 }
 
+const struct vtpu_gemm_level vtpu_gemm_level_scalar = {
+	.mr = VTPU_GEMM_SCALAR_MR,
+	.nr = VTPU_GEMM_SCALAR_NR,
+	.mt_max = VTPU_GEMM_MT_MAX,
+	.step = vtpu_gemm_step_scalar,
+};
+
 /* ---- the driver ------------------------------------------------------------ */
 
-struct gemm_level {
-	u32 mr, nr;
-	u32 mr_short;	/* rows of the short last microtile (0: none) */
-	u32 mt_max;	/* rows of the largest tile */
-	void (*step)(const struct vtpu_gemm_step *st, void *scratch);
+static const struct vtpu_gemm_level *const gemm_levels[] = {
+	[VTPU_SIMD_SCALAR] = &vtpu_gemm_level_scalar,
+	[VTPU_SIMD_AVX2] = &vtpu_gemm_level_avx2,
+	[VTPU_SIMD_AVX512] = &vtpu_gemm_level_avx512,
 };
 
-static const struct gemm_level gemm_levels[] = {
-	[VTPU_SIMD_SCALAR] = { VTPU_GEMM_SCALAR_MR, VTPU_GEMM_SCALAR_NR, 0,
-			       VTPU_GEMM_MT_MAX, vtpu_gemm_step_scalar },
-	[VTPU_SIMD_AVX2] = { VTPU_GEMM_AVX2_MR, VTPU_GEMM_AVX2_NR, 0,
-			     VTPU_GEMM_MT_MAX, vtpu_gemm_step_avx2 },
-	[VTPU_SIMD_AVX512] = { VTPU_GEMM_AVX512_MR, VTPU_GEMM_AVX512_NR,
-			       VTPU_GEMM_AVX512_MR_SHORT, VTPU_GEMM_MT_MAX,
-			       vtpu_gemm_step_avx512 },
-};
-
-static const struct gemm_level gemm_narrow_avx512 = {
-	VTPU_GEMM_NARROW_MR, VTPU_GEMM_NARROW_NR, 0, VTPU_GEMM_NARROW_MT_MAX,
-	vtpu_gemm_step_avx512_narrow
-};
-
-/* The kernel for a GEMM with @n columns at level @simd. */
-static const struct gemm_level *gemm_level(u32 simd, u32 n)
+/* The kernels of level @simd. */
+static const struct vtpu_gemm_level *gemm_simd(u32 simd)
 {
 	if (simd > VTPU_SIMD_AVX512)
 		simd = VTPU_SIMD_SCALAR;
-	/* 14 x 32 microtiles would be mostly padding */
-	if (simd == VTPU_SIMD_AVX512 && n <= VTPU_GEMM_NARROW_NR)
-		return &gemm_narrow_avx512;
-	return &gemm_levels[simd];
+	return gemm_levels[simd];
+}
+
+/* The kernel for a GEMM with @n columns at level @simd. */
+static const struct vtpu_gemm_level *gemm_level(u32 simd, u32 n)
+{
+	const struct vtpu_gemm_level *lv = gemm_simd(simd);
+
+	/* the level's wide microtiles would be mostly padding */
+	if (lv->narrow && n <= VTPU_GEMM_NARROW_NR)
+		return lv->narrow;
+	return lv;
 }
 
 static u32 round_up(u32 a, u32 b)
@@ -71,7 +70,7 @@ static u32 round_up(u32 a, u32 b)
 }
 
 /* Microtile rows computed for a tile of @rows rows at level @lv. */
-static u32 gemm_rows_cost(const struct gemm_level *lv, u32 rows)
+static u32 gemm_rows_cost(const struct vtpu_gemm_level *lv, u32 rows)
 {
 	u32 rest = rows % lv->mr;
 
@@ -86,7 +85,7 @@ static u32 gemm_rows_cost(const struct gemm_level *lv, u32 rows)
  * split itself when that computes fewer rows in all (128 rows in two
  * tiles: 64 = 4 * 14 + 8 each, 128 rows computed, not 70 + 70).
  */
-static u32 gemm_tile_rows(const struct gemm_level *lv, u32 m, u32 mtiles)
+static u32 gemm_tile_rows(const struct vtpu_gemm_level *lv, u32 m, u32 mtiles)
 {
 	u32 even = vtpu_div_up(m, mtiles), mt = round_up(even, lv->mr), t;
 	u64 cost_even, cost_mt;
@@ -147,7 +146,7 @@ static bool gemm_is_tn(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->dtype == VTPU_DTYPE_F32 &&
+	return gemm_simd(op->simd)->tn && g->dtype == VTPU_DTYPE_F32 &&
 	       g->flags == VTPU_GEMM_TRANS_A && g->k && !g->implicit &&
 	       g->m <= VTPU_GEMM_NARROW_NR && g->n > VTPU_GEMM_NARROW_NR;
 }
@@ -173,7 +172,7 @@ static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
+	return gemm_simd(op->simd)->wgrad && g->implicit &&
 	       (g->flags & VTPU_GEMM_TRANS_A);
 }
 
@@ -188,7 +187,7 @@ static bool gemm_is_ain(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->dtype == VTPU_DTYPE_F32 &&
+	return gemm_simd(op->simd)->ain && g->dtype == VTPU_DTYPE_F32 &&
 	       !g->implicit && !(g->flags & VTPU_GEMM_TRANS_A) &&
 	       g->n > VTPU_GEMM_NARROW_NR;
 }
@@ -201,7 +200,7 @@ static bool gemm_is_rows(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
+	return gemm_simd(op->simd)->rows && g->implicit &&
 	       !(g->flags & VTPU_GEMM_TRANS_A) &&
 	       g->n > VTPU_GEMM_NARROW_NR;
 }
@@ -218,10 +217,13 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 	const struct vtpu_engine_window *w = &g->win;
+	const struct vtpu_gemm_level *lv = gemm_simd(op->simd);
 
-	return op->simd == VTPU_SIMD_AVX512 && g->implicit && w->kh == 3 &&
-	       w->kw == 3 && w->sh == 1 && w->sw == 1 && w->c >= WINO_CMIN &&
-	       w->c <= VTPU_WINO_CMAX &&
+	/* the level's Winograd kernel for the product at all? */
+	if ((g->flags & VTPU_GEMM_TRANS_A) ? !lv->wino_wgrad : !lv->wino)
+		return false;
+	return g->implicit && w->kh == 3 && w->kw == 3 && w->sh == 1 &&
+	       w->sw == 1 && w->c >= WINO_CMIN && w->c <= VTPU_WINO_CMAX &&
 	       ((g->flags & VTPU_GEMM_TRANS_A) || g->n > VTPU_GEMM_NARROW_NR);
 }
 
@@ -343,7 +345,7 @@ static u32 wgrad_row(const struct vtpu_engine_gemm *g, u32 b)
 void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	const struct gemm_level *lv = gemm_level(op->simd, g->n);
+	const struct vtpu_gemm_level *lv = gemm_level(op->simd, g->n);
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps, wanted = GEMM_TILES_WANTED;
 	bool ain = gemm_is_ain(op);
@@ -440,6 +442,7 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		   void *scratch)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
+	const struct vtpu_gemm_level *lv = gemm_simd(op->simd);
 	u32 ti = tile / g->ntiles_n, tj = tile - ti * g->ntiles_n;
 	u32 rows = g->m, k = g->k;
 	struct vtpu_gemm_step st;
@@ -473,18 +476,19 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.beta = step == 0 ? g->beta : 1.0f;
 	st.last = step == op->nsteps - 1;
 	st.seq = op->seq;
+	/* the kernel vtpu_gemm_prepare() tiled for, from the level's table */
 	if (g->wg_nb)
-		vtpu_gemm_step_avx512_wgrad(&st, scratch);
+		lv->wgrad(&st, scratch);
 	else if (g->wino && (g->flags & VTPU_GEMM_TRANS_A))
-		vtpu_gemm_step_avx512_wino_wgrad(&st, scratch);
+		lv->wino_wgrad(&st, scratch);
 	else if (g->wino)
-		vtpu_gemm_step_avx512_wino(&st, scratch);
+		lv->wino(&st, scratch);
 	else if (gemm_is_rows(op))
-		vtpu_gemm_step_avx512_rows(&st, scratch);
+		lv->rows(&st, scratch);
 	else if (gemm_is_ain(op))
-		vtpu_gemm_step_avx512_ain(&st, scratch);
+		lv->ain(&st, scratch);
 	else if (g->tn)
-		vtpu_gemm_step_avx512_tn(&st, scratch);
+		lv->tn(&st, scratch);
 	else
 		gemm_level(op->simd, g->n)->step(&st, scratch);
 }

@@ -72,3 +72,10 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 }
 
 #endif /* __CHECKER__ */
+
+const struct vtpu_gemm_level vtpu_gemm_level_avx2 = {
+	.mr = VTPU_GEMM_AVX2_MR,
+	.nr = VTPU_GEMM_AVX2_NR,
+	.mt_max = VTPU_GEMM_MT_MAX,
+	.step = vtpu_gemm_step_avx2,
+};

@@ -264,3 +264,18 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 }
 
 #endif /* __CHECKER__ */
+
+const struct vtpu_gemm_level vtpu_gemm_level_avx512 = {
+	.mr = VTPU_GEMM_AVX512_MR,
+	.nr = VTPU_GEMM_AVX512_NR,
+	.mr_short = VTPU_GEMM_AVX512_MR_SHORT,
+	.mt_max = VTPU_GEMM_MT_MAX,
+	.step = vtpu_gemm_step_avx512,
+	.narrow = &vtpu_gemm_level_avx512_narrow,
+	.tn = vtpu_gemm_step_avx512_tn,
+	.rows = vtpu_gemm_step_avx512_rows,
+	.ain = vtpu_gemm_step_avx512_ain,
+	.wgrad = vtpu_gemm_step_avx512_wgrad,
+	.wino = vtpu_gemm_step_avx512_wino,
+	.wino_wgrad = vtpu_gemm_step_avx512_wino_wgrad,
+};

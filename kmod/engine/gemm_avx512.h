@@ -14,7 +14,11 @@
 
 #include "gemm.h"
 
-/* The kernels of the AVX-512 level (struct vtpu_gemm_level), by file. */
+/*
+ * The AVX-512 level's kernels (struct vtpu_gemm_level, whose table is
+ * gemm_avx512.c's), and its narrow level's table.
+ */
+extern const struct vtpu_gemm_level vtpu_gemm_level_avx512_narrow;
 void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				void *scratch);
 void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,

@@ -267,3 +267,11 @@ void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch)
 }
 
 #endif /* __CHECKER__ */
+
+/* For n <= VTPU_GEMM_NARROW_NR: AVX-512's narrow kernel and its tiling */
+const struct vtpu_gemm_level vtpu_gemm_level_avx512_narrow = {
+	.mr = VTPU_GEMM_NARROW_MR,
+	.nr = VTPU_GEMM_NARROW_NR,
+	.mt_max = VTPU_GEMM_NARROW_MT_MAX,
+	.step = vtpu_gemm_step_avx512_narrow,
+};
