@@ -106,13 +106,13 @@ static u32 gemm_tile_rows(const struct vtpu_gemm_level *lv, u32 m, u32 mtiles)
  * dense layer's) wants GEMM_TILES_PER_WORKER per worker: every tile packs
  * its own block of B and reads or packs its rows of A, so fewer, larger
  * tiles pack less, and two per worker still even out a worker that falls
- * behind. On two workers that made mnist's step 7% faster than eight
- * tiles did. A convolution's GEMM wants GEMM_TILES_WANTED whatever the
- * workers: its tiles gather their own rows of A, and four of them ran
- * slower (cifar10's step by 3-8%). Smaller tiles than the minimums below
- * would spend too much on packing (B is packed once per tile and step, A
- * once per MR rows), and a tile of less than FLOPS_MIN (~20 us) is not
- * worth waking a worker for (OpenBLAS runs such GEMMs on one thread too).
+ * behind (a training step ran faster so than on more tiles). A
+ * convolution's GEMM wants GEMM_TILES_WANTED whatever the workers: its
+ * tiles gather their own rows of A, and fewer of them ran slower. Smaller
+ * tiles than the minimums below would spend too much on packing (B is
+ * packed once per tile and step, A once per MR rows), and a tile of less
+ * than FLOPS_MIN (~20 us) is not worth waking a worker for (OpenBLAS runs
+ * such GEMMs on one thread too).
  */
 #define GEMM_TILES_PER_WORKER 2
 #define GEMM_TILES_WANTED 8
