@@ -86,7 +86,7 @@ struct vtpu_cpu {
 static int cpu_best_simd(void)
 {
 	__builtin_cpu_init();
-	/* gemm_avx512.c is built with -mavx512f -mfma only (engine.mk) */
+	/* the engine's *_avx512.c are built with -mavx512f -mfma (engine.mk) */
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
 		return VTPU_SIMD_AVX512;
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))

@@ -11,6 +11,9 @@ ENGINE_SRCS := \
 	gemm.c \
 	gemm_avx2.c \
 	gemm_avx512.c \
+	gemm_narrow_avx512.c \
+	gemm_winograd_avx512.c \
+	gemm_wgrad_avx512.c \
 	ops_conv.c \
 	ops_convpool.c \
 	ops_convpool_avx2.c \
@@ -54,3 +57,6 @@ ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno
 # Per-file SIMD flags (both builds).
 ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma
 ENGINE_CFLAGS_gemm_avx512 := -mavx512f -mfma
+ENGINE_CFLAGS_gemm_narrow_avx512 := -mavx512f -mfma
+ENGINE_CFLAGS_gemm_winograd_avx512 := -mavx512f -mfma
+ENGINE_CFLAGS_gemm_wgrad_avx512 := -mavx512f -mfma

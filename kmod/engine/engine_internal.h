@@ -80,6 +80,12 @@ static inline u64 vtpu_min_u64(u64 a, u64 b)
 	return a < b ? a : b;
 }
 
+/* ceil(a / b), without the overflow of (a + b - 1) / b */
+static inline u32 vtpu_div_up(u32 a, u32 b)
+{
+	return a / b + (a % b != 0);
+}
+
 /* ceil(k / s): the most windows along one axis that cover a pixel. */
 static inline u64 vtpu_taps(u32 k, u32 s)
 {

@@ -30,53 +30,47 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 	gemm_store_edge(t, c, ldc, mr, nr, alpha, beta, bias, relu);
 }
 
+const struct vtpu_gemm_level vtpu_gemm_level_scalar = {
+	.mr = VTPU_GEMM_SCALAR_MR,
+	.nr = VTPU_GEMM_SCALAR_NR,
+	.mt_max = VTPU_GEMM_MT_MAX,
+	.step = vtpu_gemm_step_scalar,
+};
+
 /* ---- the driver ------------------------------------------------------------ */
 
-struct gemm_level {
-	u32 mr, nr;
-	u32 mr_short;	/* rows of the short last microtile (0: none) */
-	u32 mt_max;	/* rows of the largest tile */
-	void (*step)(const struct vtpu_gemm_step *st, void *scratch);
+static const struct vtpu_gemm_level *const gemm_levels[] = {
+	[VTPU_SIMD_SCALAR] = &vtpu_gemm_level_scalar,
+	[VTPU_SIMD_AVX2] = &vtpu_gemm_level_avx2,
+	[VTPU_SIMD_AVX512] = &vtpu_gemm_level_avx512,
 };
 
-static const struct gemm_level gemm_levels[] = {
-	[VTPU_SIMD_SCALAR] = { VTPU_GEMM_SCALAR_MR, VTPU_GEMM_SCALAR_NR, 0,
-			       VTPU_GEMM_MT_MAX, vtpu_gemm_step_scalar },
-	[VTPU_SIMD_AVX2] = { VTPU_GEMM_AVX2_MR, VTPU_GEMM_AVX2_NR, 0,
-			     VTPU_GEMM_MT_MAX, vtpu_gemm_step_avx2 },
-	[VTPU_SIMD_AVX512] = { VTPU_GEMM_AVX512_MR, VTPU_GEMM_AVX512_NR,
-			       VTPU_GEMM_AVX512_MR_SHORT, VTPU_GEMM_MT_MAX,
-			       vtpu_gemm_step_avx512 },
-};
-
-static const struct gemm_level gemm_narrow_avx512 = {
-	VTPU_GEMM_NARROW_MR, VTPU_GEMM_NARROW_NR, 0, VTPU_GEMM_NARROW_MT_MAX,
-	vtpu_gemm_step_avx512_narrow
-};
-
-/* The kernel for a GEMM with @n columns at level @simd. */
-static const struct gemm_level *gemm_level(u32 simd, u32 n)
+/* The kernels of level @simd. */
+static const struct vtpu_gemm_level *gemm_simd(u32 simd)
 {
 	if (simd > VTPU_SIMD_AVX512)
 		simd = VTPU_SIMD_SCALAR;
-	/* 14 x 32 microtiles would be mostly padding */
-	if (simd == VTPU_SIMD_AVX512 && n <= VTPU_GEMM_NARROW_NR)
-		return &gemm_narrow_avx512;
-	return &gemm_levels[simd];
+	return gemm_levels[simd];
 }
 
-static u32 div_up(u32 a, u32 b)
+/* The kernel for a GEMM with @n columns at level @simd. */
+static const struct vtpu_gemm_level *gemm_level(u32 simd, u32 n)
 {
-	return a / b + (a % b != 0);
+	const struct vtpu_gemm_level *lv = gemm_simd(simd);
+
+	/* the level's wide microtiles would be mostly padding */
+	if (lv->narrow && n <= VTPU_GEMM_NARROW_NR)
+		return lv->narrow;
+	return lv;
 }
 
 static u32 round_up(u32 a, u32 b)
 {
-	return div_up(a, b) * b;
+	return vtpu_div_up(a, b) * b;
 }
 
 /* Microtile rows computed for a tile of @rows rows at level @lv. */
-static u32 gemm_rows_cost(const struct gemm_level *lv, u32 rows)
+static u32 gemm_rows_cost(const struct vtpu_gemm_level *lv, u32 rows)
 {
 	u32 rest = rows % lv->mr;
 
@@ -91,17 +85,17 @@ static u32 gemm_rows_cost(const struct gemm_level *lv, u32 rows)
  * split itself when that computes fewer rows in all (128 rows in two
  * tiles: 64 = 4 * 14 + 8 each, 128 rows computed, not 70 + 70).
  */
-static u32 gemm_tile_rows(const struct gemm_level *lv, u32 m, u32 mtiles)
+static u32 gemm_tile_rows(const struct vtpu_gemm_level *lv, u32 m, u32 mtiles)
 {
-	u32 even = div_up(m, mtiles), mt = round_up(even, lv->mr), t;
+	u32 even = vtpu_div_up(m, mtiles), mt = round_up(even, lv->mr), t;
 	u64 cost_even, cost_mt;
 
 	if (!lv->mr_short)
 		return mt;
-	t = div_up(m, even);
+	t = vtpu_div_up(m, even);
 	cost_even = (u64)(t - 1) * gemm_rows_cost(lv, even) +
 		    gemm_rows_cost(lv, m - (t - 1) * even);
-	t = div_up(m, mt);
+	t = vtpu_div_up(m, mt);
 	cost_mt = (u64)(t - 1) * gemm_rows_cost(lv, mt) +
 		  gemm_rows_cost(lv, m - (t - 1) * mt);
 	return cost_even < cost_mt ? even : mt;
@@ -112,13 +106,13 @@ static u32 gemm_tile_rows(const struct gemm_level *lv, u32 m, u32 mtiles)
  * dense layer's) wants GEMM_TILES_PER_WORKER per worker: every tile packs
  * its own block of B and reads or packs its rows of A, so fewer, larger
  * tiles pack less, and two per worker still even out a worker that falls
- * behind. On two workers that made mnist's step 7% faster than eight
- * tiles did. A convolution's GEMM wants GEMM_TILES_WANTED whatever the
- * workers: its tiles gather their own rows of A, and four of them ran
- * slower (cifar10's step by 3-8%). Smaller tiles than the minimums below
- * would spend too much on packing (B is packed once per tile and step, A
- * once per MR rows), and a tile of less than FLOPS_MIN (~20 us) is not
- * worth waking a worker for (OpenBLAS runs such GEMMs on one thread too).
+ * behind (a training step ran faster so than on more tiles). A
+ * convolution's GEMM wants GEMM_TILES_WANTED whatever the workers: its
+ * tiles gather their own rows of A, and fewer of them ran slower. Smaller
+ * tiles than the minimums below would spend too much on packing (B is
+ * packed once per tile and step, A once per MR rows), and a tile of less
+ * than FLOPS_MIN (~20 us) is not worth waking a worker for (OpenBLAS runs
+ * such GEMMs on one thread too).
  */
 #define GEMM_TILES_PER_WORKER 2
 #define GEMM_TILES_WANTED 8
@@ -152,7 +146,7 @@ static bool gemm_is_tn(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->dtype == VTPU_DTYPE_F32 &&
+	return gemm_simd(op->simd)->tn && g->dtype == VTPU_DTYPE_F32 &&
 	       g->flags == VTPU_GEMM_TRANS_A && g->k && !g->implicit &&
 	       g->m <= VTPU_GEMM_NARROW_NR && g->n > VTPU_GEMM_NARROW_NR;
 }
@@ -178,7 +172,7 @@ static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
+	return gemm_simd(op->simd)->wgrad && g->implicit &&
 	       (g->flags & VTPU_GEMM_TRANS_A);
 }
 
@@ -193,7 +187,7 @@ static bool gemm_is_ain(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->dtype == VTPU_DTYPE_F32 &&
+	return gemm_simd(op->simd)->ain && g->dtype == VTPU_DTYPE_F32 &&
 	       !g->implicit && !(g->flags & VTPU_GEMM_TRANS_A) &&
 	       g->n > VTPU_GEMM_NARROW_NR;
 }
@@ -206,7 +200,7 @@ static bool gemm_is_rows(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return op->simd == VTPU_SIMD_AVX512 && g->implicit &&
+	return gemm_simd(op->simd)->rows && g->implicit &&
 	       !(g->flags & VTPU_GEMM_TRANS_A) &&
 	       g->n > VTPU_GEMM_NARROW_NR;
 }
@@ -223,10 +217,13 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 	const struct vtpu_engine_window *w = &g->win;
+	const struct vtpu_gemm_level *lv = gemm_simd(op->simd);
 
-	return op->simd == VTPU_SIMD_AVX512 && g->implicit && w->kh == 3 &&
-	       w->kw == 3 && w->sh == 1 && w->sw == 1 && w->c >= WINO_CMIN &&
-	       w->c <= VTPU_WINO_CMAX &&
+	/* the level's Winograd kernel for the product at all? */
+	if ((g->flags & VTPU_GEMM_TRANS_A) ? !lv->wino_wgrad : !lv->wino)
+		return false;
+	return g->implicit && w->kh == 3 && w->kw == 3 && w->sh == 1 &&
+	       w->sw == 1 && w->c >= WINO_CMIN && w->c <= VTPU_WINO_CMAX &&
 	       ((g->flags & VTPU_GEMM_TRANS_A) || g->n > VTPU_GEMM_NARROW_NR);
 }
 
@@ -244,27 +241,27 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 /* Winograd tiles (2 x 2 outputs each) of a convolution's output */
 static u32 wino_tiles(const struct vtpu_engine_window *w)
 {
-	return w->n * div_up(w->oh, 2) * div_up(w->ow, 2);
+	return w->n * vtpu_div_up(w->oh, 2) * vtpu_div_up(w->ow, 2);
 }
 
 static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 c = g->win.c, groups = div_up(g->n, WINO_WG_NT), splits = 1, ct;
-	u32 wt = wino_tiles(&g->win);
+	u32 c = g->win.c, groups = vtpu_div_up(g->n, WINO_WG_NT), ct;
+	u32 wt = wino_tiles(&g->win), splits = 1;
 
 	while (groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16)
 		splits++;
 	/* whole 8-row microtiles of channels */
-	ct = round_up(div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
+	ct = round_up(vtpu_div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
 	g->wino = wt;
 	g->kc = WINO_KC;
 	g->mt = ct;
-	g->nt = div_up(g->n, groups);
-	g->mtiles = div_up(c, ct);
+	g->nt = vtpu_div_up(g->n, groups);
+	g->mtiles = vtpu_div_up(c, ct);
 	g->ntiles_n = groups;
 	op->ntiles = g->mtiles * groups;
-	op->nsteps = div_up(wt, WINO_KC);
+	op->nsteps = vtpu_div_up(wt, WINO_KC);
 	op->flops = 2ull * g->m * g->n * g->k;
 }
 
@@ -278,19 +275,19 @@ static void gemm_prepare_wino(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
 	u32 wt = wino_tiles(&g->win);
-	u32 groups = div_up(g->n, VTPU_WINO_NT), mtiles, mt;
+	u32 groups = vtpu_div_up(g->n, VTPU_WINO_NT), mtiles, mt;
 	u64 work = 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) * g->k;
 
-	mtiles = div_up(GEMM_TILES_WANTED, groups);
+	mtiles = vtpu_div_up(GEMM_TILES_WANTED, groups);
 	while (mtiles > 1 && work / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
 		mtiles--;
 	mtiles = gemm_tiles_bounded(work, mtiles);
-	mt = div_up(wt, mtiles);
+	mt = vtpu_div_up(wt, mtiles);
 	g->wino = wt;
 	g->kc = g->k;
 	g->mt = mt;
-	g->nt = div_up(g->n, groups);
-	g->mtiles = div_up(wt, mt);
+	g->nt = vtpu_div_up(g->n, groups);
+	g->mtiles = vtpu_div_up(wt, mt);
 	g->ntiles_n = groups;
 	op->ntiles = g->mtiles * groups;
 	op->nsteps = 1;
@@ -301,22 +298,22 @@ static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
 	u32 run = g->win.kw * g->win.c, k = g->k ? g->k : 1;
-	u32 nt = VTPU_WG_NT, nb = div_up(run, VTPU_WG_RMAX);
+	u32 nt = VTPU_WG_NT, nb = vtpu_div_up(run, VTPU_WG_RMAX);
 	u32 groups, blocks, rtiles, nsteps;
 	u64 work;
 
 	if (g->m <= WG_FEW_ROWS) {
 		/* few rows (a first layer's): read dy once, a vector a tile */
 		nt = 16;
-		groups = div_up(g->n, nt);
+		groups = vtpu_div_up(g->n, nt);
 		rtiles = 1;
 	} else {
-		groups = div_up(g->n, nt);
+		groups = vtpu_div_up(g->n, nt);
 		while ((u64)g->win.kh * nb * groups < WG_TILES_WANTED &&
 		       run / (nb + 1) >= WG_ROWS_MIN)
 			nb++;
 		blocks = g->win.kh * nb;
-		rtiles = gemm_min(div_up(WG_TILES_WANTED, groups), blocks);
+		rtiles = gemm_min(vtpu_div_up(WG_TILES_WANTED, groups), blocks);
 		work = 2ull * g->m * gemm_min(g->n, nt) * g->k;
 		while (rtiles > 1 && work / rtiles < GEMM_TILE_FLOPS_MIN)
 			rtiles--;
@@ -325,9 +322,9 @@ static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 		       gemm_min(k, VTPU_GEMM_KC);
 		rtiles = gemm_min(gemm_tiles_bounded(work, rtiles), blocks);
 	}
-	nsteps = div_up(k, VTPU_GEMM_KC);
+	nsteps = vtpu_div_up(k, VTPU_GEMM_KC);
 	g->wg_nb = nb;
-	g->kc = div_up(k, nsteps);
+	g->kc = vtpu_div_up(k, nsteps);
 	g->mt = 0;	/* tiles differ: vtpu_gemm_run() */
 	g->nt = nt;
 	g->mtiles = rtiles;
@@ -348,7 +345,7 @@ static u32 wgrad_row(const struct vtpu_engine_gemm *g, u32 b)
 void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	const struct gemm_level *lv = gemm_level(op->simd, g->n);
+	const struct vtpu_gemm_level *lv = gemm_level(op->simd, g->n);
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps, wanted = GEMM_TILES_WANTED;
 	bool ain = gemm_is_ain(op);
@@ -369,9 +366,9 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		g->mt = m;
 		g->nt = GEMM_TN_NT;
 		g->mtiles = 1;
-		g->ntiles_n = div_up(n, GEMM_TN_NT);
-		nsteps = div_up(k, VTPU_GEMM_KC);
-		g->kc = div_up(k, nsteps);
+		g->ntiles_n = vtpu_div_up(n, GEMM_TN_NT);
+		nsteps = vtpu_div_up(k, VTPU_GEMM_KC);
+		g->kc = vtpu_div_up(k, nsteps);
 		op->ntiles = g->ntiles_n;
 		op->nsteps = nsteps;
 		op->flops = 2ull * m * n * g->k;
@@ -383,8 +380,8 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		wanted = gemm_min(op->workers, 1u << 16) * GEMM_TILES_PER_WORKER;
 
 	/* Even split under the largest tile. */
-	ntiles = div_up(n, VTPU_GEMM_NT_MAX);
-	mtiles = div_up(m, lv->mt_max);
+	ntiles = vtpu_div_up(n, VTPU_GEMM_NT_MAX);
+	mtiles = vtpu_div_up(m, lv->mt_max);
 
 	/*
 	 * Split further, while the tile stays above the minimum, along the
@@ -397,7 +394,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	 */
 	for (;;) {
 		u32 cm = gemm_min(gemm_tile_rows(lv, m, mtiles), m);
-		u32 cn = gemm_min(round_up(div_up(n, ntiles), lv->nr), n);
+		u32 cn = gemm_min(round_up(vtpu_div_up(n, ntiles), lv->nr), n);
 		int big = 2ull * cm * cn * k >= 2 * GEMM_TILE_FLOPS_MIN;
 		int can_m = big && cm >= 2 * GEMM_MT_MIN;
 		/*
@@ -409,7 +406,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 				    (cm <= GEMM_MT_MIN && cn >= 2 * lv->nr) ||
 				    (ain && cn >= 2 * AIN_NT_MIN));
 
-		if ((u64)div_up(m, cm) * div_up(n, cn) >= wanted)
+		if ((u64)vtpu_div_up(m, cm) * vtpu_div_up(n, cn) >= wanted)
 			break;
 		if (ain && can_n)
 			ntiles++;
@@ -422,16 +419,16 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 			break;
 	}
 	mt = gemm_tile_rows(lv, m, mtiles);
-	nt = round_up(div_up(n, ntiles), lv->nr);
-	mtiles = div_up(m, mt);
-	ntiles = div_up(n, nt);
+	nt = round_up(vtpu_div_up(n, ntiles), lv->nr);
+	mtiles = vtpu_div_up(m, mt);
+	ntiles = vtpu_div_up(n, nt);
 
 	/*
 	 * mtiles * ntiles fits: C (m x n floats) lies in one buffer, and
 	 * tiles are at least MR x NR (or the whole of m or n).
 	 */
-	nsteps = div_up(k, VTPU_GEMM_KC);
-	g->kc = div_up(k, nsteps);
+	nsteps = vtpu_div_up(k, VTPU_GEMM_KC);
+	g->kc = vtpu_div_up(k, nsteps);
 	g->mt = mt;
 	g->nt = nt;
 	g->mtiles = mtiles;
@@ -445,6 +442,7 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		   void *scratch)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
+	const struct vtpu_gemm_level *lv = gemm_simd(op->simd);
 	u32 ti = tile / g->ntiles_n, tj = tile - ti * g->ntiles_n;
 	u32 rows = g->m, k = g->k;
 	struct vtpu_gemm_step st;
@@ -478,18 +476,19 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.beta = step == 0 ? g->beta : 1.0f;
 	st.last = step == op->nsteps - 1;
 	st.seq = op->seq;
+	/* the kernel vtpu_gemm_prepare() tiled for, from the level's table */
 	if (g->wg_nb)
-		vtpu_gemm_step_avx512_wgrad(&st, scratch);
+		lv->wgrad(&st, scratch);
 	else if (g->wino && (g->flags & VTPU_GEMM_TRANS_A))
-		vtpu_gemm_step_avx512_wino_wgrad(&st, scratch);
+		lv->wino_wgrad(&st, scratch);
 	else if (g->wino)
-		vtpu_gemm_step_avx512_wino(&st, scratch);
+		lv->wino(&st, scratch);
 	else if (gemm_is_rows(op))
-		vtpu_gemm_step_avx512_rows(&st, scratch);
+		lv->rows(&st, scratch);
 	else if (gemm_is_ain(op))
-		vtpu_gemm_step_avx512_ain(&st, scratch);
+		lv->ain(&st, scratch);
 	else if (g->tn)
-		vtpu_gemm_step_avx512_tn(&st, scratch);
+		lv->tn(&st, scratch);
 	else
 		gemm_level(op->simd, g->n)->step(&st, scratch);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
- * Between the GEMM driver (gemm.c) and its per-SIMD-level macro-kernels
- * (gemm.c's portable one, gemm_avx2.c, gemm_avx512.c).
+ * Between the GEMM driver (gemm.c) and its per-SIMD-level kernels
+ * (gemm.c's portable one, gemm_avx2.c, gemm_avx512.c and the other
+ * AVX-512 files that gemm_avx512.h names), which each level lists in its
+ * struct vtpu_gemm_level.
  *
  * BLIS structure, for row-major C:
  *
@@ -17,7 +19,7 @@
  * after the first use beta = 1. Vectors run along N (C's rows are
  * contiguous); A is broadcast. Edge tiles are zero-padded in the packed
  * panels and the microkernel stores only mr x nr. (AVX-512's narrow
- * kernel, for n <= 16, turns this around: see gemm_avx512.c.)
+ * kernel, for n <= 16, turns this around: see gemm_narrow_avx512.c.)
  *
  * A and B may be bf16: the packs widen them to f32, exactly, so products
  * are exact and accumulate in f32, whatever the level.
@@ -44,7 +46,7 @@
 #define VTPU_GEMM_NARROW_NR 16
 
 /*
- * AVX-512's direct CONV_WGRAD (gemm_avx512.c): blocks of at most RMAX
+ * AVX-512's direct CONV_WGRAD (gemm_wgrad_avx512.c): blocks of at most RMAX
  * rows of dw by one or two vectors of its columns (tiles of at most
  * WG_NT) in registers.
  */
@@ -52,9 +54,9 @@
 #define VTPU_WG_NT 32
 
 /*
- * AVX-512's Winograd CONV, CONV_DGRAD and CONV_WGRAD (gemm_avx512.c): at
- * most CMAX input channels; CONV's and CONV_DGRAD's tiles of at most NT
- * columns.
+ * AVX-512's Winograd CONV, CONV_DGRAD and CONV_WGRAD
+ * (gemm_winograd_avx512.c): at most CMAX input channels; CONV's and
+ * CONV_DGRAD's tiles of at most NT columns.
  */
 #define VTPU_WINO_CMAX 64
 #define VTPU_WINO_NT 64
@@ -166,22 +168,48 @@ static inline u64 vtpu_gemm_c_ld(const struct vtpu_engine_gemm *g)
 	return (g->flags & VTPU_GEMM_C_PANELS) ? VTPU_GEMM_PANEL : g->ldc;
 }
 
-/* One step of one tile, per level; @scratch is vtpu_gemm_scratch_size(). */
+/**
+ * struct vtpu_gemm_level - a SIMD level's GEMM kernels, for gemm.c to pick
+ * @mr: rows of the packed GEMM's microtile
+ * @nr: its columns
+ * @mr_short: rows of the short last microtile (0: none)
+ * @mt_max: rows of the largest tile
+ * @step: the packed GEMM's step (each kernel runs one step of one tile;
+ *	@scratch is vtpu_gemm_scratch_size())
+ * @narrow: the level's kernels for n <= VTPU_GEMM_NARROW_NR, whose
+ *	microtile is not @nr wide (NULL: these)
+ * @tn: A^T B, f32, with few rows, both read where they are stored
+ * @rows: CONV and CONV_DGRAD on A's rows as gathered, unpacked
+ * @ain: a plain f32 GEMM reading A (stored m x k) where it is stored
+ * @wgrad: CONV_WGRAD, direct (struct vtpu_engine_gemm's wg_nb)
+ * @wino: CONV and CONV_DGRAD, Winograd F(2 x 2, 3 x 3)
+ * @wino_wgrad: CONV_WGRAD, Winograd
+ *
+ * The kernels from @tn on are NULL where the level has none: gemm.c then
+ * runs the packed GEMM (@step) instead. Each level's file defines its
+ * table.
+ */
+struct vtpu_gemm_level {
+	u32 mr, nr;
+	u32 mr_short;
+	u32 mt_max;
+	void (*step)(const struct vtpu_gemm_step *st, void *scratch);
+	const struct vtpu_gemm_level *narrow;
+	void (*tn)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*rows)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*ain)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*wgrad)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*wino)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*wino_wgrad)(const struct vtpu_gemm_step *st, void *scratch);
+};
+
+extern const struct vtpu_gemm_level vtpu_gemm_level_scalar;
+extern const struct vtpu_gemm_level vtpu_gemm_level_avx2;
+extern const struct vtpu_gemm_level vtpu_gemm_level_avx512;
+
+/* The packed GEMM's step of each level (the template's GEMM_STEP_FN). */
 void vtpu_gemm_step_scalar(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx2(const struct vtpu_gemm_step *st, void *scratch);
 void vtpu_gemm_step_avx512(const struct vtpu_gemm_step *st, void *scratch);
-void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
-				  void *scratch);
-void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch);
-void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
-				 void *scratch);
-void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
-				void *scratch);
-void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
-			       void *scratch);
-void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
-				void *scratch);
-void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
-				      void *scratch);
 
 #endif /* VTPU_GEMM_H */

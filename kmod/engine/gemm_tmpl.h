@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * The GEMM macro-kernel, instantiated once per SIMD level and microtile:
- * gemm.c (portable), gemm_avx2.c and gemm_avx512.c (twice: the 14 x 32
- * kernel and the narrow one) each define
+ * gemm.c (portable), gemm_avx2.c, gemm_avx512.c (the 14 x 32 kernel) and
+ * gemm_narrow_avx512.c (the narrow one) each define
  *
  *   GEMM_MR, GEMM_NR   the microtile (rows x columns of the packed panels)
  *   GEMM_STEP_FN       the name of the exported step function (without
@@ -10,30 +10,35 @@
  *   GEMM_SUFFIX        optional: appended to the names of this
  *                      instantiation's functions (GEMM_FN()), so that a
  *                      file can include this more than once
- *   GEMM_VW            optional: floats per vector, with GEMM_VEC (the
- *                      type), gemm_loadu(), gemm_loadu_bf16() (GEMM_VW
- *                      bf16 widened), gemm_storeu() and gemm_tr() defined
- *                      (vector packing)
+ *   GEMM_VW            optional: floats per vector (8 or 16), for the
+ *                      width-generic vector helpers below (GEMM_VEC, the
+ *                      type, gemm_loadu(), gemm_loadu_bf16(), gemm_storeu(),
+ *                      gemm_tr(), gemm_relu(), gemm_store_row()) and vector
+ *                      packing
  *
  * then include this file, and then define GEMM_FN(gemm_ukr) (declared
  * here when GEMM_STEP_FN is defined), so that packing and the loops around
  * the microkernel are compiled with the level's instruction set and
  * constant panel sizes. Before including it again, undefine GEMM_MR,
- * GEMM_NR, GEMM_STEP_FN and GEMM_SUFFIX.
+ * GEMM_NR, GEMM_STEP_FN and GEMM_SUFFIX. A file whose kernels pack nothing
+ * may define GEMM_VW alone: it then gets only the width-generic helpers.
  *
  * Packed layouts (zero-padded past the matrix edge), always f32: bf16
  * operands are widened while packing, which is exact:
  *   A micro-panel: ap[p * MR + r] = op(A)[i0 + r][p0 + p]
  *   B micro-panel: bp[p * NR + c] = op(B)[p0 + p][j0 + c]
  */
-#ifndef GEMM_MR
-#error "define GEMM_MR and GEMM_NR before including this"
+#if !defined(GEMM_MR) && !defined(GEMM_VW)
+#error "define GEMM_MR and GEMM_NR, or GEMM_VW, before including this"
 #endif
 
 /* ---- once per file: what does not depend on the microtile ---------------- */
 
 #ifndef VTPU_GEMM_TMPL_COMMON
 #define VTPU_GEMM_TMPL_COMMON
+
+#define GEMM_CAT2(a, b) a##b
+#define GEMM_CAT(a, b) GEMM_CAT2(a, b)
 
 /*
  * Packing reads the operands once per tile, mostly from L3 or memory:
@@ -92,6 +97,124 @@ static __always_inline float gemm_elem(const void *base, u64 idx, bool h)
 #endif
 
 #ifdef GEMM_VW
+/*
+ * The level's vectors, GEMM_VW lanes, and what every vector level does
+ * with them the same way at its own width. GCC vector extensions instead
+ * of <immintrin.h>, which the kernel build cannot use.
+ */
+#define GEMM_VEC float __attribute__((vector_size(4 * GEMM_VW)))
+#define GEMM_VEC_I int __attribute__((vector_size(4 * GEMM_VW)))
+#define GEMM_VEC_U unsigned int __attribute__((vector_size(4 * GEMM_VW)))
+#define GEMM_VEC_H unsigned short __attribute__((vector_size(2 * GEMM_VW)))
+
+static inline GEMM_VEC gemm_loadu(const float *p)
+{
+	GEMM_VEC v;
+
+	__builtin_memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* GEMM_VW bf16 widened to f32 (exact: the bits go to the top half) */
+static inline GEMM_VEC gemm_loadu_bf16(const u16 *p)
+{
+	GEMM_VEC_H h;
+
+	__builtin_memcpy(&h, p, sizeof(h));
+	return (GEMM_VEC)(__builtin_convertvector(h, GEMM_VEC_U) << 16);
+}
+
+static inline void gemm_storeu(float *p, GEMM_VEC v)
+{
+	__builtin_memcpy(p, &v, sizeof(v));
+}
+
+/* The integer vector of f(lane, b), lane by lane */
+#define GEMM_LANES8(f, b)                                                      \
+	((GEMM_VEC_I){ f(0, b), f(1, b), f(2, b), f(3, b), f(4, b), f(5, b),   \
+		       f(6, b), f(7, b) })
+#define GEMM_LANES16(f, b)                                                     \
+	((GEMM_VEC_I){ f(0, b), f(1, b), f(2, b), f(3, b), f(4, b), f(5, b),   \
+		       f(6, b), f(7, b), f(8, b), f(9, b), f(10, b), f(11, b), \
+		       f(12, b), f(13, b), f(14, b), f(15, b) })
+#define GEMM_LANES(f, b) GEMM_CAT(GEMM_LANES, GEMM_VW)(f, b)
+
+/*
+ * Stage @b of the transpose swaps bit @b of the row and the column index:
+ * rows r and r + b (r without bit b) become the two shuffles of the pair,
+ * @lo and @hi, whose lane indices GEMM_TR_LO() and GEMM_TR_HI() give.
+ */
+#define GEMM_TR_LO(i, b) ((i) & (b) ? (i) - (b) + GEMM_VW : (i))
+#define GEMM_TR_HI(i, b) ((i) & (b) ? (i) + GEMM_VW : (i) + (b))
+
+static __always_inline void gemm_tr_stage(GEMM_VEC *v, u32 b, GEMM_VEC_I lo,
+					  GEMM_VEC_I hi)
+{
+	u32 r;
+
+#pragma GCC unroll 16
+	for (r = 0; r < GEMM_VW; r++) {
+		if (!(r & b)) {
+			GEMM_VEC x = v[r], y = v[r + b];
+
+			v[r] = __builtin_shuffle(x, y, lo);
+			v[r + b] = __builtin_shuffle(x, y, hi);
+		}
+	}
+}
+
+#define GEMM_TR_STAGE(v, b)                                                    \
+	gemm_tr_stage(v, b, GEMM_LANES(GEMM_TR_LO, b),                         \
+		      GEMM_LANES(GEMM_TR_HI, b))
+
+/*
+ * Transpose GEMM_VW x GEMM_VW in place: one bit of row and column index
+ * swapped per stage, each a pair of two-source shuffles per row pair.
+ */
+static inline void gemm_tr(GEMM_VEC *v)
+{
+	GEMM_TR_STAGE(v, 1);
+	GEMM_TR_STAGE(v, 2);
+	GEMM_TR_STAGE(v, 4);
+#if GEMM_VW > 8
+	GEMM_TR_STAGE(v, 8);
+#endif
+}
+
+/* max(x, 0) that keeps NaN (and -0) */
+static inline GEMM_VEC gemm_relu(GEMM_VEC x)
+{
+	GEMM_VEC zero = { 0 };
+
+	return (GEMM_VEC)((GEMM_VEC_I)x & ~(GEMM_VEC_I)(x < zero));
+}
+
+/*
+ * A row of two vectors of a microtile, @x0 and @x1, into C at @c with the
+ * epilogue: alpha, beta * C (C unread when beta == 0), bias, ReLU.
+ */
+static inline void gemm_store_row(float *c, GEMM_VEC x0, GEMM_VEC x1,
+				  float alpha, float beta, const float *bias,
+				  u32 relu)
+{
+	x0 *= alpha;
+	x1 *= alpha;
+	if (beta != 0.0f) {
+		x0 += beta * gemm_loadu(c);
+		x1 += beta * gemm_loadu(c + GEMM_VW);
+	}
+	if (bias) {
+		x0 += gemm_loadu(bias);
+		x1 += gemm_loadu(bias + GEMM_VW);
+	}
+	if (relu) {
+		x0 = gemm_relu(x0);
+		x1 = gemm_relu(x1);
+	}
+	gemm_storeu(c, x0);
+	gemm_storeu(c + GEMM_VW, x1);
+}
+
 /* GEMM_VW elements from @idx on, as floats. */
 static __always_inline GEMM_VEC gemm_ldv(const void *base, u64 idx, bool h)
 {
@@ -185,10 +308,9 @@ static __always_inline void gemm_copy_row(float *d, const void *base, u64 idx,
 #endif
 }
 
-#define GEMM_CAT2(a, b) a##b
-#define GEMM_CAT(a, b) GEMM_CAT2(a, b)
-
 #endif /* VTPU_GEMM_TMPL_COMMON */
+
+#ifdef GEMM_MR
 
 /* ---- per microtile -------------------------------------------------------- */
 
@@ -534,3 +656,5 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	}
 }
 #endif /* GEMM_STEP_FN */
+
+#endif /* GEMM_MR */

@@ -18,11 +18,6 @@ size_t vtpu_reduce_scratch_size(void)
 	return REDUCE_COLS_BLOCK * sizeof(float);
 }
 
-static u32 div_up(u32 a, u32 b)
-{
-	return a / b + (a % b != 0);
-}
-
 static void reduce_tile(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_reduce *r = &op->reduce;
@@ -38,16 +33,17 @@ static void reduce_tile(struct vtpu_engine_op *op)
 		 * vectors each. The steps stay as they were: a column's sum
 		 * does not depend on its tile.
 		 */
-		if (div_up(r->n, width) < op->workers &&
+		if (vtpu_div_up(r->n, width) < op->workers &&
 		    (u64)r->m * r->n >= 2ull * VTPU_OPS_MIN_CHUNK)
-			r->tblock = div_up(div_up(r->n, op->workers), 16) * 16;
-		op->ntiles = div_up(r->n, r->tblock);
-		op->nsteps = div_up(r->m, r->sblock);
+			r->tblock = vtpu_div_up(vtpu_div_up(r->n, op->workers),
+						16) * 16;
+		op->ntiles = vtpu_div_up(r->n, r->tblock);
+		op->nsteps = vtpu_div_up(r->m, r->sblock);
 	} else {
 		r->sblock = r->n < VTPU_OPS_CHUNK ? r->n : VTPU_OPS_CHUNK;
 		r->tblock = VTPU_OPS_CHUNK / r->sblock;
-		op->ntiles = div_up(r->m, r->tblock);
-		op->nsteps = div_up(r->n, r->sblock);
+		op->ntiles = vtpu_div_up(r->m, r->tblock);
+		op->nsteps = vtpu_div_up(r->n, r->sblock);
 	}
 	op->flops = 2ull * r->m * r->n;
 }

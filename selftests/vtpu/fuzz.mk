@@ -24,8 +24,7 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN)
 # a unit slower than this is a hang
 FUZZ_FLAGS := -timeout=20 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/
 
-FUZZ_GCC_SRCS := gemm_avx2.c gemm_avx512.c ops_convpool_avx2.c \
-	ops_convpool_avx512.c
+FUZZ_GCC_SRCS := $(filter %_avx2.c %_avx512.c,$(ENGINE_SRCS))
 FUZZ_CLANG_SRCS := $(filter-out $(FUZZ_GCC_SRCS),$(ENGINE_SRCS))
 FUZZ_OBJS := $(FUZZ_CLANG_SRCS:%.c=$(OBJ)/fuzz/%.o) \
 	$(FUZZ_GCC_SRCS:%.c=$(OBJ)/engine/%.o)

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * Winograd F(2 x 2, 3 x 3) for AVX-512F: CONV, CONV_DGRAD and CONV_WGRAD
+ * of a 3 x 3 window at stride 1, their GEMMs on the 14 x 32 microkernel's
+ * k loop (gemm_avx512.h). Compiled with -mavx512f.
+ */
+#include "gemm_avx512.h"
+
+#ifdef __CHECKER__	/* stand-ins for sparse: gemm_avx512.h */
+void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st, void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
+
+void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
+				      void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
+#else
+
+/*
+ * CONV and CONV_DGRAD with a 3 x 3 window at stride 1 and 16 to 64 input
+ * channels (gemm.c: gemm_is_wino()) take each 2 x 2 block of output
+ * pixels, a Winograd tile, from the 4 x 4 input patch d around it:
+ *
+ *   Y = A^T [ (G g G^T) (.) (B^T d B) ] A      per input channel, summed
+ *
+ * where g is a filter's 3 x 3 taps, (.) multiplies element-wise, and
+ * B^T, G and A^T hold only 0, +-1 and 1/2 (Lavin and Gray, "Fast
+ * Algorithms for Convolutional Neural Networks", 2015). The sum over
+ * input channels of each of the 16 products is a GEMM,
+ *
+ *   M[xi][t][o] = sum_c V[xi][t][c] U[xi][c][o],  V = B^T d B, U = G g G^T,
+ *
+ * 16 multiplies per tile, channel and filter where the direct convolution
+ * does 36: 2.25 times fewer. The transforms are adds, done a vector of
+ * channels at a time.
+ *
+ * A step is a tile's whole job (K in one step): it transforms its
+ * columns' filters into U, then takes its Winograd tiles WINO_TB at a time:
+ * their patches into V, the 16 GEMMs on the 14 x 32 microkernel into M,
+ * and M through A into C, with the epilogue (beta, bias, ReLU). The
+ * results differ from the direct kernel's in rounding only; on small
+ * integers, where every sum is exact, they are the same. CONV_WGRAD of
+ * the same convolutions follows the same way (further below).
+ */
+#define WINO_TB (UKR_MR * 4)	/* Winograd tiles per block */
+#define WINO_CP VTPU_WINO_CMAX	/* V's row pitch: channels at most */
+#define WINO_MP VTPU_WINO_NT	/* M's row pitch: a tile's columns at most */
+#define WINO_V_OFF (16 * VTPU_WINO_CMAX * VTPU_WINO_NT)
+#define WINO_M_OFF (WINO_V_OFF + 16 * WINO_TB * WINO_CP)
+_Static_assert(WINO_M_OFF + 16 * WINO_TB * WINO_MP <=
+		       VTPU_GEMM_SCRATCH_FLOATS,
+	       "Winograd's U, V and M fit in the GEMM scratch");
+
+/* B^T d B of one 4 x 4 patch (d[row * 4 + col]), in place */
+static __always_inline void wino_in(V16F *d)
+{
+	V16F t[16] GEMM_NOINIT;
+	u32 i;
+
+#pragma GCC unroll 4
+	for (i = 0; i < 4; i++) {
+		t[0 + i] = d[0 + i] - d[8 + i];
+		t[4 + i] = d[4 + i] + d[8 + i];
+		t[8 + i] = d[8 + i] - d[4 + i];
+		t[12 + i] = d[4 + i] - d[12 + i];
+	}
+#pragma GCC unroll 4
+	for (i = 0; i < 16; i += 4) {
+		d[i + 0] = t[i + 0] - t[i + 2];
+		d[i + 1] = t[i + 1] + t[i + 2];
+		d[i + 2] = t[i + 2] - t[i + 1];
+		d[i + 3] = t[i + 1] - t[i + 3];
+	}
+}
+
+/* G g G^T of a 3 x 3 filter (g[row * 3 + col]) into u[16] */
+static __always_inline void wino_filter(const V16F *g, V16F *u)
+{
+	V16F t[12] GEMM_NOINIT;
+	V16F h = { 0 };
+	u32 i;
+
+	h += 0.5f;
+#pragma GCC unroll 3
+	for (i = 0; i < 3; i++) {
+		t[0 + i] = g[0 + i];
+		t[3 + i] = h * (g[0 + i] + g[3 + i] + g[6 + i]);
+		t[6 + i] = h * (g[0 + i] - g[3 + i] + g[6 + i]);
+		t[9 + i] = g[6 + i];
+	}
+#pragma GCC unroll 4
+	for (i = 0; i < 4; i++) {
+		u[i * 4 + 0] = t[i * 3 + 0];
+		u[i * 4 + 1] = h * (t[i * 3 + 0] + t[i * 3 + 1] + t[i * 3 + 2]);
+		u[i * 4 + 2] = h * (t[i * 3 + 0] - t[i * 3 + 1] + t[i * 3 + 2]);
+		u[i * 4 + 3] = t[i * 3 + 2];
+	}
+}
+
+/*
+ * U for the step's columns: u[((xi * np + jp) * c + ci) * 32 + col], np
+ * panels of 32 columns (the microkernel's B panels). A filter's tap t of
+ * channel ci for column j is B's element (t * c + ci, j): in CONV's
+ * weights, stored [9 * c, ldb], a row of columns is consecutive; in
+ * CONV_DGRAD's (flip_oc), it is W[(8 - t) * n + j][ci], flip_oc apart.
+ */
+static void wino_u(const struct vtpu_gemm_step *st, float *u)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	const float *b = g->b;
+	u32 c = g->win.c, np = (st->nt + UKR_NR - 1) / UKR_NR, j, ci, t, x;
+	V16I idx = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+
+	idx *= (int)g->flip_oc;
+	for (j = 0; j < st->nt; j += 16) {
+		u16 m = gemm_mask(gemm_min(16, st->nt - j));
+		u32 col = st->j0 + j;
+
+		for (ci = 0; ci < c; ci++) {
+			V16F f[9] GEMM_NOINIT, w[16] GEMM_NOINIT;
+			float *d = u + ((u64)(j / UKR_NR) * c + ci) * UKR_NR +
+				   j % UKR_NR;
+
+#pragma GCC unroll 9
+			for (t = 0; t < 9; t++) {
+				if (!g->flip_oc) {
+					f[t] = gemm_maskload(b + ((u64)t * c + ci) *
+							     g->ldb + col, m);
+					continue;
+				}
+				f[t] = __builtin_ia32_gathersiv16sf(
+					(V16F){ 0 },
+					b + ((u64)(8 - t) * g->n + col) *
+					g->flip_oc + ci, idx, m, 4);
+			}
+			wino_filter(f, w);
+			for (x = 0; x < 16; x++)
+				gemm_storeu(d + (u64)x * np * c * UKR_NR, w[x]);
+		}
+	}
+}
+
+/*
+ * V of channels @c0..@c0+@ct for @nt Winograd tiles (at most WINO_TB), the
+ * first at (@tx, @ty) of image @n: v[(xi * WINO_TB + t) * WINO_CP + ci -
+ * c0].
+ */
+static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
+		   u32 nt, u32 c0, u32 ct, float *v)
+{
+	const struct vtpu_engine_window *w = &g->win;
+	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2;
+	u32 t, ci, r, s, x;
+
+	for (t = 0; t < nt; t++) {
+		s64 iy0 = (s64)(2 * ty) - w->ph, ix0 = (s64)(2 * tx) - w->pw;
+		s64 o0 = (((s64)n * w->h + iy0) * w->w + ix0) * w->c + c0;
+		bool ry[4], rx[4];
+
+		for (r = 0; r < 4; r++) {
+			ry[r] = iy0 + r >= 0 && iy0 + r < w->h;
+			rx[r] = ix0 + r >= 0 && ix0 + r < w->w;
+		}
+		for (ci = 0; ci < ct; ci += 16) {
+			u16 m = gemm_mask(gemm_min(16, ct - ci));
+			V16F d[16] GEMM_NOINIT;
+
+			/*
+			 * Pixels outside the image (the padding) load
+			 * nothing under an empty mask: no branches, so d
+			 * stays in registers
+			 */
+#pragma GCC unroll 16
+			for (x = 0; x < 16; x++) {
+				r = x / 4;
+				s = x % 4;
+				d[x] = gemm_maskload((const float *)g->a +
+						     (o0 + ((s64)r * w->w + s) *
+						      w->c + ci),
+						     ry[r] && rx[s] ? m : 0);
+			}
+			wino_in(d);
+			for (x = 0; x < 16; x++)
+				gemm_storeu(v + ((u64)x * WINO_TB + t) *
+					    WINO_CP + ci, d[x]);
+		}
+		vtpu_next_xy(&tx, &ty, &n, twx, twy);
+	}
+}
+
+/*
+ * A^T M A of Winograd tile @t of the block into C, the tile at (@tx, @ty)
+ * of image @n, with the GEMM's epilogue; outputs past the image's edge
+ * (odd sizes) are not stored.
+ */
+static void wino_out(const struct vtpu_gemm_step *st, const float *mb, u32 t,
+		     u64 tx, u64 ty, u64 n)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	const struct vtpu_engine_window *w = &g->win;
+	const float *bias = g->bias ? g->bias + st->j0 : NULL;
+	u32 relu = g->flags & VTPU_GEMM_RELU, j, x;
+
+	for (j = 0; j < st->nt; j += 16) {
+		u16 m = gemm_mask(gemm_min(16, st->nt - j));
+		V16F mm[16] GEMM_NOINIT, r[8] GEMM_NOINIT, y[4] GEMM_NOINIT;
+
+#pragma GCC unroll 16
+		for (x = 0; x < 16; x++)
+			mm[x] = gemm_loadu(mb + ((u64)x * WINO_TB + t) *
+					   WINO_MP + j);
+#pragma GCC unroll 4
+		for (x = 0; x < 4; x++) {
+			r[x] = mm[x] + mm[4 + x] + mm[8 + x];
+			r[4 + x] = mm[4 + x] - mm[8 + x] - mm[12 + x];
+		}
+#pragma GCC unroll 2
+		for (x = 0; x < 2; x++) {
+			y[2 * x] = r[4 * x] + r[4 * x + 1] + r[4 * x + 2];
+			y[2 * x + 1] = r[4 * x + 1] - r[4 * x + 2] -
+				       r[4 * x + 3];
+		}
+		for (x = 0; x < 4; x++) {
+			u64 oy = 2 * ty + x / 2, ox = 2 * tx + x % 2;
+
+			if (oy < w->oh && ox < w->ow)
+				gemm_store_row_mask(g->c + ((n * w->oh + oy) *
+							    w->ow + ox) *
+							    g->ldc + st->j0 + j,
+						    y[x], y[x], m, 0, g->alpha,
+						    st->beta,
+						    bias ? bias + j : NULL,
+						    relu);
+		}
+	}
+}
+
+void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
+				void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	const struct vtpu_engine_window *w = &g->win;
+	float *u = scratch, *v = u + WINO_V_OFF, *mb = u + WINO_M_OFF;
+	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2, tx, ty, n;
+	u32 c = w->c, np = (st->nt + UKR_NR - 1) / UKR_NR, i, t, x, jp, r;
+
+	wino_u(st, u);
+	vtpu_xy_of(st->i0, twx, twy, &tx, &ty, &n);
+	for (i = 0; i < st->mt; i += WINO_TB) {
+		u32 nt = gemm_min(WINO_TB, st->mt - i);
+
+		wino_v(g, tx, ty, n, nt, 0, c, v);
+		for (x = 0; x < 16; x++) {
+			for (jp = 0; jp < np; jp++) {
+				const float *bp = u + ((u64)x * np + jp) *
+						      c * UKR_NR;
+				u32 cols = gemm_min(UKR_NR,
+						    st->nt - jp * UKR_NR);
+
+				for (r = 0; r < nt; r += UKR_MR) {
+					V16F acc[UKR_MR][2];
+					u64 row = (u64)x * WINO_TB + r;
+
+					if (cols > 16)
+						ukr_acc(c, v + row * WINO_CP,
+							bp, acc, 2, WINO_CP,
+							1, UKR_MR);
+					else
+						ukr_acc(c, v + row * WINO_CP,
+							bp, acc, 1, WINO_CP,
+							1, UKR_MR);
+					ukr_store(acc, mb + row * WINO_MP +
+						  jp * UKR_NR, WINO_MP,
+						  UKR_MR, UKR_NR, 1.0f,
+						  0.0f, NULL, 0, UKR_MR);
+				}
+			}
+		}
+		for (t = 0; t < nt; t++) {
+			wino_out(st, mb, t, tx, ty, n);
+			vtpu_next_xy(&tx, &ty, &n, twx, twy);
+		}
+	}
+}
+
+/*
+ * CONV_WGRAD of the same convolutions: the forward's Y = A^T (U (.) V) A
+ * is linear in U, so the gradient of U is, per tile, V (.) Z with
+ *
+ *   Z = A dY A^T   (dY the tile's 2 x 2 outputs' gradient, 4 x 4)
+ *
+ * and dU[xi][c][o] = sum over tiles of V[xi][t][c] Z[xi][t][o]: 16 GEMMs
+ * with K the tiles, on 8-row microtiles of channels (no rows wasted for
+ * 8, 16, ... channels) by the 32 columns of Z's panel. Then dw = G^T dU G.
+ * A tile of the op is a range of channels by a column group, reading all
+ * pixels; a step is WINO_KC Winograd tiles, whose dU, transformed, it
+ * adds to dw (beta 1 after the first step).
+ */
+#define WINO_ROWS VTPU_GEMM_AVX512_MR_SHORT /* the short microtile's */
+#define WINO_Z_OFF (16 * WINO_TB * WINO_CP)
+#define WINO_DU_OFF (WINO_Z_OFF + 16 * WINO_TB * UKR_NR)
+_Static_assert(WINO_DU_OFF + 16 * VTPU_WINO_CMAX * UKR_NR <=
+		       VTPU_GEMM_SCRATCH_FLOATS,
+	       "Winograd's V, Z and dU fit in the GEMM scratch");
+
+/*
+ * Z of columns @o0..@o0+@ot (at most 32) for @nt Winograd tiles from
+ * (@tx, @ty) of image @n: z[(xi * WINO_TB + t) * 32 + o - o0]; outputs
+ * past the image's edge count as 0.
+ */
+static void wino_z(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
+		   u32 nt, u32 o0, u32 ot, float *z)
+{
+	const struct vtpu_engine_window *w = &g->win;
+	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2;
+	u32 t, j, x;
+
+	for (t = 0; t < nt; t++) {
+		for (j = 0; j < ot; j += 16) {
+			u16 m = gemm_mask(gemm_min(16, ot - j));
+			V16F y[4], q[8] GEMM_NOINIT;
+
+#pragma GCC unroll 4
+			for (x = 0; x < 4; x++) {
+				u64 oy = 2 * ty + x / 2, ox = 2 * tx + x % 2;
+
+				y[x] = gemm_maskload((const float *)g->b +
+						     ((n * w->oh + oy) * w->ow +
+						      ox) * g->ldb + o0 + j,
+						     oy < w->oh && ox < w->ow ?
+						     m : 0);
+			}
+			/* Q = A dY (4 x 2), then Z = Q A^T, row by row */
+#pragma GCC unroll 2
+			for (x = 0; x < 2; x++) {
+				q[0 + x] = y[x];
+				q[2 + x] = y[x] + y[2 + x];
+				q[4 + x] = y[x] - y[2 + x];
+				q[6 + x] = -y[2 + x];
+			}
+#pragma GCC unroll 4
+			for (x = 0; x < 4; x++) {
+				float *d = z + ((u64)(4 * x) * WINO_TB + t) *
+					       UKR_NR + j;
+
+				gemm_storeu(d, q[2 * x]);
+				gemm_storeu(d + WINO_TB * UKR_NR,
+					    q[2 * x] + q[2 * x + 1]);
+				gemm_storeu(d + 2 * WINO_TB * UKR_NR,
+					    q[2 * x] - q[2 * x + 1]);
+				gemm_storeu(d + 3 * WINO_TB * UKR_NR,
+					    -q[2 * x + 1]);
+			}
+		}
+		vtpu_next_xy(&tx, &ty, &n, twx, twy);
+	}
+}
+
+/* dw (rows t * c + c0.., columns o0..) += G^T dU G, with the step's beta */
+static void wino_dw(const struct vtpu_gemm_step *st, const float *du)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	u32 c = g->win.c, ci, j, x;
+
+	for (ci = 0; ci < st->mt; ci++) {
+		for (j = 0; j < st->nt; j += 16) {
+			u16 m = gemm_mask(gemm_min(16, st->nt - j));
+			V16F d[16] GEMM_NOINIT, t[12] GEMM_NOINIT;
+			V16F h = { 0 };
+
+			h += 0.5f;
+#pragma GCC unroll 16
+			for (x = 0; x < 16; x++)
+				d[x] = gemm_loadu(du + ((u64)x *
+							VTPU_WINO_CMAX + ci) *
+							UKR_NR + j);
+			/* T = G^T dU (3 x 4), then T G, row by row */
+#pragma GCC unroll 4
+			for (x = 0; x < 4; x++) {
+				V16F e = h * (d[4 + x] + d[8 + x]);
+
+				t[x] = d[x] + e;
+				t[4 + x] = h * (d[4 + x] - d[8 + x]);
+				t[8 + x] = e + d[12 + x];
+			}
+#pragma GCC unroll 3
+			for (x = 0; x < 3; x++) {
+				V16F e = h * (t[4 * x + 1] + t[4 * x + 2]);
+				V16F r[3] = {
+					t[4 * x] + e,
+					h * (t[4 * x + 1] - t[4 * x + 2]),
+					e + t[4 * x + 3],
+				};
+				u32 k;
+
+				for (k = 0; k < 3; k++)
+					gemm_store_row_mask(g->c + ((u64)(3 *
+						x + k) * c + st->i0 + ci) *
+						g->ldc + st->j0 + j, r[k],
+						r[k], m, 0, 1.0f, st->beta,
+						NULL, 0);
+			}
+		}
+	}
+}
+
+void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
+				      void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	const struct vtpu_engine_window *w = &g->win;
+	float *v = scratch, *z = v + WINO_Z_OFF, *du = v + WINO_DU_OFF;
+	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2, tx, ty, n;
+	u32 i, x, r, t;
+
+	vtpu_xy_of(st->p0, twx, twy, &tx, &ty, &n);
+	for (i = 0; i < st->kc; i += WINO_TB) {
+		u32 nt = gemm_min(WINO_TB, st->kc - i);
+		float beta = i ? 1.0f : 0.0f;
+
+		wino_v(g, tx, ty, n, nt, st->i0, st->mt, v);
+		wino_z(g, tx, ty, n, nt, st->j0, st->nt, z);
+		for (x = 0; x < 16; x++) {
+			for (r = 0; r < st->mt; r += WINO_ROWS) {
+				const float *a = v + (u64)x * WINO_TB *
+						     WINO_CP + r;
+				float *c = du + ((u64)x * VTPU_WINO_CMAX + r) *
+						UKR_NR;
+				u32 mr = gemm_min(WINO_ROWS, st->mt - r);
+				V16F acc[UKR_MR][2];
+
+				if (st->nt > 16)
+					ukr_acc(nt, a, z + (u64)x * WINO_TB *
+						UKR_NR, acc, 2, 1, WINO_CP,
+						WINO_ROWS);
+				else
+					ukr_acc(nt, a, z + (u64)x * WINO_TB *
+						UKR_NR, acc, 1, 1, WINO_CP,
+						WINO_ROWS);
+				ukr_store(acc, c, UKR_NR, mr, UKR_NR, 1.0f,
+					  beta, NULL, 0, WINO_ROWS);
+			}
+		}
+		for (t = 0; t < nt; t++)
+			vtpu_next_xy(&tx, &ty, &n, twx, twy);
+	}
+	wino_dw(st, du);
+}
+
+#endif /* __CHECKER__ */
