@@ -728,9 +728,12 @@ u32 vtpu_engine_cmd_size(u32 opcode)
 	return d ? d->size : 0;
 }
 
+/* Operand ids are below 32 (libvtpu's planner walks them as a bitmask). */
+#define OPERAND_IDS 32
+
 const char *vtpu_engine_operand_name(u32 id)
 {
-	static const char *const names[] = {
+	static const char *const names[OPERAND_IDS] = {
 		[VTPU_OPERAND_NONE] = "-",
 		[VTPU_OPERAND_A] = "A",
 		[VTPU_OPERAND_B] = "B",
@@ -760,7 +763,7 @@ const char *vtpu_engine_operand_name(u32 id)
 		[VTPU_OPERAND_DBIAS] = "dbias",
 	};
 
-	if (id >= sizeof(names) / sizeof(names[0]) || !names[id])
+	if (id >= OPERAND_IDS || !names[id])
 		return "?";
 	return names[id];
 }
