@@ -3,6 +3,8 @@
  * vtpu_gen.h: random valid command streams for the stress and fuzz
  * selftests, the cpu-executor oracle that checks their results, and small
  * helpers both tests share (sysfs counters, kernel reports in the log).
+ * The host test libvtpu/tests/test_engine includes it by path too, for
+ * its random streams.
  *
  * A stream is generated against cpu buffers (vtpu_cpu_bo_create), whose
  * contents are the job's inputs; gen_clone() copies the stream and the

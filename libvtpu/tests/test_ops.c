@@ -21,7 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
-#include "vtpu_denormals.h"
+#include "../../selftests/vtpu/vtpu_denormals.h"
 
 /* ---- executors: every SIMD level x {1, 2} threads ------------------------ */
 

@@ -19,7 +19,7 @@
 #include "kselftest_harness.h"
 #include "vtpu.h"
 #include "vtpu_engine.h"
-#include "vtpu_gen.h"
+#include "../../selftests/vtpu/vtpu_gen.h"
 
 #define EPS 5.96e-8 /* 2^-24 */
 
