@@ -27,8 +27,8 @@ $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
 # libvtpu/tests/test_engine checks what commands read and write on its
 # random streams).
 $(BIN)/selftests/vtpu_device: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
-# vtpu_submit runs vtpu_denormals.h's check on the device (test_ops on the
-# cpu backend).
+# vtpu_submit runs vtpu_denormals.h's check on the device
+# (test_ops_elementwise on the cpu backend).
 $(BIN)/selftests/vtpu_submit: $(SRCTOP)/selftests/vtpu/vtpu_denormals.h
 
 # Stress, fuzz and isolation (in the guest, like the others); the first two
