@@ -84,6 +84,7 @@ include $(SRCTOP)/libvtpu/libvtpu.mk
 include $(SRCTOP)/tools/tools.mk
 include $(SRCTOP)/examples/examples.mk
 include $(SRCTOP)/selftests/vtpu/selftests.mk
+include $(SRCTOP)/libvtpu/tests/tests.mk
 # make fuzz (the validator under libFuzzer) and make check-debug (KASAN,
 # lockdep, kmemleak, fault injection): optional tiers with their own deps
 -include $(SRCTOP)/selftests/vtpu/fuzz.mk

@@ -1,13 +1,12 @@
-# kselftest_harness tests (run in the guest against the real module) and
-# host unit tests (the engine and libvtpu in user space). Every test is one
-# C file: selftests/vtpu/NAME.c -> build/bin/selftests/NAME (guest) or
-# selftests/vtpu/test_NAME.c -> build/bin/test_NAME (host).
+# kselftest_harness tests, run in the guest against the real module. Every
+# test is one C file: selftests/vtpu/NAME.c -> build/bin/selftests/NAME.
+# (The host unit tests are in libvtpu/tests/, tests.mk there; they share
+# SELFTEST_DEPS and SELFTEST_WARN, and two headers, with these.)
 #
 # Prerequisites expand as make reads them: the top Makefile defines
 # $(LIBVTPU) before including this file but $(KSFT_HDRS) after, so the
 # harness headers are named by path here.
 SELFTESTS := $(addprefix $(BIN)/selftests/,vtpu_basic vtpu_submit vtpu_device vtpu_train)
-HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_ops test_model)
 
 SELFTEST_DEPS := $(LIBVTPU) $(BUILD)/kselftest/kselftest_harness.h \
 	$(BUILD)/kselftest/kselftest.h
@@ -15,9 +14,8 @@ SELFTEST_DEPS := $(LIBVTPU) $(BUILD)/kselftest/kselftest_harness.h \
 # The harness defines non-static functions and compares mixed signedness.
 SELFTEST_WARN = $(WARN) -Wno-missing-prototypes -Wno-sign-compare
 
-# Tests that read the real datasets look beside the checkout.
-$(BIN)/test_data $(BIN)/selftests/vtpu_train: \
-	CPPFLAGS += -DVTPU_SRCTOP='"$(SRCTOP)"'
+# vtpu_train reads the real datasets beside the checkout.
+$(BIN)/selftests/vtpu_train: CPPFLAGS += -DVTPU_SRCTOP='"$(SRCTOP)"'
 
 $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)
@@ -25,19 +23,13 @@ $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
 	  $(SELFTEST_WARN) -o $@ $< \
 	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
 
-$(BIN)/test_%: $(SRCTOP)/selftests/vtpu/test_%.c $(SELFTEST_DEPS)
-	@mkdir -p $(@D)
-	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(KSFT_CFLAGS) $(CFLAGS) \
-	  $(SELFTEST_WARN) -o $@ $< \
-	  $(LIBVTPU) $(LDLIBS_LIBVTPU)
-
-# vtpu_device reads the sysfs counters with vtpu_gen.h's helper; test_engine
-# checks what commands read and write on its random streams.
-$(BIN)/selftests/vtpu_device $(BIN)/test_engine: \
-	$(SRCTOP)/selftests/vtpu/vtpu_gen.h
-# Both run vtpu_denormals.h's check: on the cpu backend, on the device.
-$(BIN)/test_ops $(BIN)/selftests/vtpu_submit: \
-	$(SRCTOP)/selftests/vtpu/vtpu_denormals.h
+# vtpu_device reads the sysfs counters with vtpu_gen.h's helper (and
+# libvtpu/tests/test_engine checks what commands read and write on its
+# random streams).
+$(BIN)/selftests/vtpu_device: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
+# vtpu_submit runs vtpu_denormals.h's check on the device
+# (test_ops_elementwise on the cpu backend).
+$(BIN)/selftests/vtpu_submit: $(SRCTOP)/selftests/vtpu/vtpu_denormals.h
 
 # Stress, fuzz and isolation (in the guest, like the others); the first two
 # share vtpu_gen.h: random valid streams and the cpu-executor oracle.

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The check that denormals are flushed to zero, shared by test_ops (the
- * cpu backend, on every executor) and vtpu_submit (/dev/vtpu0): the
- * inputs, the stream (z = x * y and the GEMM c = a b) and the count of
+ * The check that denormals are flushed to zero, shared by
+ * libvtpu/tests/test_ops_elementwise (the cpu backend, on every executor;
+ * it includes this file by path) and vtpu_submit (/dev/vtpu0): the inputs,
+ * the stream (z = x * y and the GEMM c = a b) and the count of
  * results that kept a denormal. Each test makes the buffers its own way.
  */
 #ifndef VTPU_DENORMALS_H

@@ -3,6 +3,8 @@
  * vtpu_gen.h: random valid command streams for the stress and fuzz
  * selftests, the cpu-executor oracle that checks their results, and small
  * helpers both tests share (sysfs counters, kernel reports in the log).
+ * The host test libvtpu/tests/test_engine includes it by path too, for
+ * its random streams.
  *
  * A stream is generated against cpu buffers (vtpu_cpu_bo_create), whose
  * contents are the job's inputs; gen_clone() copies the stream and the
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "vtpu.h"
+#include "vtpu_engine.h"
 
 /* ---- random numbers: xorshift64* ------------------------------------------ */
 
@@ -95,17 +98,7 @@ static inline double gen_now_ms(void)
 /* ---- streams -------------------------------------------------------------- */
 
 #define GEN_MAXBUF 4
-/* the opcodes gen_cmd() knows: NOP .. CAST, CONV_POOL .. CONV_WGRAD */
-#define GEN_NOPS (VTPU_OP_CAST + 1 + VTPU_OP_CONV_WGRAD - VTPU_OP_CONV_POOL + 1)
 #define GEN_MAXREG 96
-
-/* A random opcode gen_cmd() knows. */
-static inline uint32_t gen_opcode(struct gen_rng *r)
-{
-	uint32_t i = gen_below(r, GEN_NOPS);
-
-	return i <= VTPU_OP_CAST ? i : VTPU_OP_CONV_POOL + (i - VTPU_OP_CAST - 1);
-}
 
 struct gen_region {
 	uint32_t buf;
@@ -265,369 +258,500 @@ static inline void gen_window(struct gen_ctx *g, struct vtpu_window *w,
 	*kdim = (uint64_t)w->kh * w->kw * w->c;
 }
 
-/* Return: 0 when appended, -1 when the buffers are full. */
-static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
+/*
+ * ---- one command ------------------------------------------------------------
+ *
+ * The engine's op table (vtpu_engine_op_desc()) says what a command of each
+ * opcode is: its size, its operands (which it reads and which it writes,
+ * where each is in the command, its alignment) and the bytes each spans
+ * for given fields (vtpu_engine_operand()). So an op's entry below only
+ * makes a random valid shape: it appends the command with every operand
+ * zero and says, in a struct gen_plan, which operands the shape leaves
+ * unused (they stay zero, as the validator wants); gen_cmd() then gives
+ * each used operand a region: a fresh one for what the command writes,
+ * an input (fresh or an earlier region) for what it reads. An op whose
+ * inputs need particular contents (labels, pool indices, routes, Adam's
+ * state) names them fresh and writes them in its fill().
+ */
+
+#define GEN_BIT(id) (1u << (id))
+
+/**
+ * struct gen_plan - what a shape leaves to gen_cmd()
+ * @unused: operand ids (GEN_BIT()) the command does not use: left zero
+ * @fresh: input ids that get a fresh region, for fill() to write
+ * @same, @as: in place: operand @same gets operand @as's region (0: none;
+ *	@as is made fresh)
+ */
+struct gen_plan {
+	uint32_t unused, fresh;
+	uint8_t same, as;
+};
+
+/**
+ * struct gen_op - how to make a random command of one opcode
+ * @shape: append it with its fields set and its operands zero; -1 when
+ *	it cannot
+ * @fill: write the contents of the inputs @plan made fresh, or NULL
+ */
+struct gen_op {
+	int (*shape)(struct gen_ctx *g, uint32_t op, struct gen_plan *p);
+	void (*fill)(struct gen_ctx *g, const struct vtpu_cmd_hdr *cmd);
+};
+
+/* Where operand @id of a placed command @cmd is, and its @bytes. */
+static inline void *gen_opnd(struct gen_ctx *g, const struct vtpu_cmd_hdr *cmd,
+			     uint32_t id, uint64_t *bytes)
+{
+	const struct vtpu_operand *o;
+	uint64_t n = 0;
+
+	if (vtpu_engine_operand(cmd, id, &o, &n))
+		return NULL;
+	if (bytes)
+		*bytes = n;
+	return (char *)g->bos[o->buf]->map + o->offset;
+}
+
+static inline int gen_shape_nop(struct gen_ctx *g, uint32_t op,
+				struct gen_plan *p)
+{
+	struct vtpu_cmd_hdr h = { VTPU_OP_NOP,
+				  vtpu_engine_cmd_size(VTPU_OP_NOP) };
+
+	return vtpu_cmdbuf_append(g->cb, &h);
+}
+
+static inline int gen_shape_gemm(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
 {
 	struct gen_rng *r = g->rng;
+	struct vtpu_gemm_desc gd = { 0 };
+	uint32_t ac, bc;
+
+	gd.m = gen_range(r, 1, 20);
+	gd.n = gen_range(r, 1, 20);
+	gd.k = gen_range(r, 1, 20);
+	gd.flags = gen_below(r, 16);
+	gd.dtype = gen_one_in(r, 4) ? VTPU_DTYPE_BF16 : VTPU_DTYPE_F32;
+	/* f32 in panels: B's, C's or both, on whole panels */
+	if (gd.dtype == VTPU_DTYPE_F32 && gen_one_in(r, 4)) {
+		uint32_t pick = gen_range(r, 1, 3);
+
+		if (pick & 1)
+			gd.flags |= VTPU_GEMM_B_PANELS;
+		if (pick & 2)
+			gd.flags |= VTPU_GEMM_C_PANELS;
+		if ((pick & 2) || !(gd.flags & VTPU_GEMM_TRANS_B))
+			gd.n = VTPU_GEMM_PANEL * gen_range(r, 1, 2);
+		if ((pick & 1) && (gd.flags & VTPU_GEMM_TRANS_B))
+			gd.k = VTPU_GEMM_PANEL * gen_range(r, 1, 2);
+	}
+	ac = gd.flags & VTPU_GEMM_TRANS_A ? gd.m : gd.k;
+	bc = gd.flags & VTPU_GEMM_TRANS_B ? gd.k : gd.n;
+	gd.lda = ac + gen_below(r, 3);
+	gd.ldb = bc + gen_below(r, 3);
+	gd.ldc = gd.n + gen_below(r, 3);
+	if (gd.flags & VTPU_GEMM_B_PANELS)
+		gd.ldb = bc;
+	if (gd.flags & VTPU_GEMM_C_PANELS)
+		gd.ldc = gd.n;
+	gd.alpha = gen_scalar(g);
+	gd.beta = gen_one_in(r, 3) ? 0.0f : gen_scalar(g);
+	if (!(gd.flags & VTPU_GEMM_BIAS))
+		p->unused = GEN_BIT(VTPU_OPERAND_BIAS);
+	return vtpu_cmdbuf_gemm(g->cb, &gd);
+}
+
+static inline int gen_shape_fill(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	return vtpu_cmdbuf_fill(g->cb, 0, 0, gen_range(g->rng, 1, 512),
+				gen_scalar(g));
+}
+
+static inline int gen_shape_copy(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	return vtpu_cmdbuf_copy(g->cb, 0, 0, 0, 0, gen_range(g->rng, 1, 2048));
+}
+
+static inline int gen_shape_im2col(struct gen_ctx *g, uint32_t op,
+				   struct gen_plan *p)
+{
+	struct vtpu_window w;
+	uint64_t img, out, kdim;
+
+	gen_window(g, &w, &img, &out, &kdim);
+	if (op == VTPU_OP_IM2COL)
+		return vtpu_cmdbuf_im2col(g->cb, &w, VTPU_REF_NONE,
+					  VTPU_REF_NONE);
+	return vtpu_cmdbuf_col2im(g->cb, &w, VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_pool(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	struct vtpu_window w;
+	uint64_t img, out, kdim;
+
+	gen_window(g, &w, &img, &out, &kdim);
+	if (op == VTPU_OP_MAXPOOL)
+		return vtpu_cmdbuf_maxpool(g->cb, &w, VTPU_REF_NONE,
+					   VTPU_REF_NONE, VTPU_REF_NONE);
+	/* dy, index in (index: window positions); dx out */
+	p->fresh = GEN_BIT(VTPU_OPERAND_INDEX);
+	return vtpu_cmdbuf_maxpool_grad(g->cb, &w, VTPU_REF_NONE,
+					VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline void gen_fill_pool(struct gen_ctx *g,
+				 const struct vtpu_cmd_hdr *cmd)
+{
+	const struct vtpu_cmd_pool *pl = (const void *)cmd;
+	uint32_t *ix;
+	uint64_t bytes = 0, i;
+
+	ix = gen_opnd(g, cmd, VTPU_OPERAND_INDEX, &bytes);
+	for (i = 0; i < bytes / 4; i++)
+		ix[i] = gen_below(g->rng, pl->win.h * pl->win.w + 1);
+}
+
+static inline int gen_shape_elementwise(struct gen_ctx *g, uint32_t op,
+					struct gen_plan *p)
+{
+	static const uint8_t uses[VTPU_EW_COUNT] = {
+		[VTPU_EW_ADD] = 1, [VTPU_EW_SUB] = 1, [VTPU_EW_MUL] = 1,
+		[VTPU_EW_SCALE] = 2, [VTPU_EW_AXPY] = 3,
+		[VTPU_EW_AXPBY] = 7, [VTPU_EW_RELU] = 0,
+		[VTPU_EW_RELU_GRAD] = 1, [VTPU_EW_ADD_SCALAR] = 2,
+	};
+	struct gen_rng *r = g->rng;
+	uint32_t ew = gen_below(r, VTPU_EW_COUNT), u = uses[ew];
+	uint64_t n = gen_range(r, 1, 1024);
+
+	if (gen_one_in(r, 4)) {		/* in place: z is x */
+		p->same = VTPU_OPERAND_Z;
+		p->as = VTPU_OPERAND_X;
+	}
+	if (!(u & 1))
+		p->unused = GEN_BIT(VTPU_OPERAND_Y);
+	return vtpu_cmdbuf_elementwise(g->cb, ew, n,
+				       u & 2 ? gen_scalar(g) : 0,
+				       u & 4 ? gen_scalar(g) : 0, VTPU_REF_NONE,
+				       VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_reduce(struct gen_ctx *g, uint32_t op,
+				   struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	uint32_t rop = gen_below(r, 2), m = gen_range(r, 1, 32);
+	uint32_t n = gen_range(r, 1, 32), ldx = n + gen_below(r, 3);
+
+	return vtpu_cmdbuf_reduce(g->cb, rop, m, n, ldx, gen_scalar(g),
+				  gen_one_in(r, 2) ? 0 : gen_scalar(g),
+				  VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_xent(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_xent_desc x = { 0 };
+
+	x.m = gen_range(r, 1, 8);
+	x.n = gen_range(r, 1, 10);
+	x.flags = gen_below(r, 4);
+	x.scale = 1.0f / x.m;
+	p->fresh = GEN_BIT(VTPU_OPERAND_LABELS);
+	if (!(x.flags & VTPU_XENT_DLOGITS))
+		p->unused |= GEN_BIT(VTPU_OPERAND_DX);
+	if (!(x.flags & VTPU_XENT_PROBS))
+		p->unused |= GEN_BIT(VTPU_OPERAND_PROBS);
+	return vtpu_cmdbuf_softmax_xent(g->cb, &x);
+}
+
+static inline void gen_fill_xent(struct gen_ctx *g,
+				 const struct vtpu_cmd_hdr *cmd)
+{
+	const struct vtpu_cmd_softmax_xent *xe = (const void *)cmd;
+	uint32_t *lab;
+	uint64_t bytes = 0, i;
+
+	lab = gen_opnd(g, cmd, VTPU_OPERAND_LABELS, &bytes);
+	for (i = 0; i < bytes / 4; i++)		/* some ignored rows */
+		lab[i] = gen_below(g->rng, xe->n + 1);
+}
+
+static inline int gen_shape_sgd(struct gen_ctx *g, uint32_t op,
+				struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	float mom = gen_one_in(r, 2) ? 0.0f : 0.5f + gen_below(r, 4) * 0.125f;
+	uint32_t fl = mom != 0.0f && gen_one_in(r, 2) ? VTPU_SGD_NESTEROV : 0;
+	uint64_t n = gen_range(r, 1, 512);
+
+	if (mom == 0.0f)
+		p->unused = GEN_BIT(VTPU_OPERAND_MOM);
+	return vtpu_cmdbuf_sgd(g->cb, n, 0.125f, mom,
+			       gen_one_in(r, 2) ? 0.0f : 0.25f, fl,
+			       VTPU_REF_NONE, VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_adam_step(struct gen_ctx *g, uint32_t op,
+				      struct gen_plan *p)
+{
+	return vtpu_cmdbuf_adam_step(g->cb, 0.9f, 0.999f, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_adam(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_adam_desc ad = { 0 };
+
+	ad.count = gen_range(r, 1, 512);
+	ad.lr = 0.01f;
+	ad.beta1 = 0.9f;
+	ad.beta2 = 0.999f;
+	ad.eps = 1e-3f;
+	ad.weight_decay = gen_one_in(r, 2) ? 0.0f : 0.01f;
+	ad.flags = gen_below(r, 2);
+	p->fresh = GEN_BIT(VTPU_OPERAND_STATE);
+	return vtpu_cmdbuf_adam(g->cb, &ad);
+}
+
+/* The state's step factors, and a second moment that is never negative. */
+static inline void gen_fill_adam(struct gen_ctx *g,
+				 const struct vtpu_cmd_hdr *cmd)
+{
+	float *st = gen_opnd(g, cmd, VTPU_OPERAND_STATE, NULL);
+	float *v;
+	uint64_t bytes = 0, i;
+
+	st[0] = 0.1f;
+	st[1] = 0.001f;
+	v = gen_opnd(g, cmd, VTPU_OPERAND_VEL, &bytes);
+	for (i = 0; i < bytes / 4; i++)
+		v[i] = fabsf(v[i]);
+}
+
+static inline int gen_shape_cast(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	uint32_t mode = gen_below(g->rng, 3);
+	int from_u8 = mode == VTPU_CAST_U8_TO_F32;
+
+	return vtpu_cmdbuf_cast(g->cb, mode, gen_range(g->rng, 1, 512),
+				from_u8 ? 0.5f : 0.0f, from_u8 ? -1.0f : 0.0f,
+				VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_conv_pool(struct gen_ctx *g, uint32_t op,
+				      struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_conv_pool_desc cd = { 0 };
+	uint64_t img, out, kdim;
+	uint32_t oh, ow;
+
+	gen_window(g, &cd.win, &img, &out, &kdim);
+	oh = (cd.win.h + 2 * cd.win.pad_h - cd.win.kh) / cd.win.stride_h + 1;
+	ow = (cd.win.w + 2 * cd.win.pad_w - cd.win.kw) / cd.win.stride_w + 1;
+	/* 16 and 32: whole blocks of channels, the kernels' fast path */
+	cd.oc = gen_one_in(r, 3) ? 16 * gen_range(r, 1, 2) :
+				  gen_range(r, 1, 20);
+	cd.pool_h = gen_range(r, 1, oh < 3 ? oh : 3);
+	cd.pool_w = gen_range(r, 1, ow < 3 ? ow : 3);
+	cd.pool_stride_h = gen_range(r, 1, 2);
+	cd.pool_stride_w = gen_range(r, 1, 2);
+	cd.flags = gen_below(r, 2) ? VTPU_CONV_RELU : 0;
+	if (op == VTPU_OP_CONV_POOL) {
+		p->unused = GEN_BIT(VTPU_OPERAND_DY);
+		return vtpu_cmdbuf_conv_pool(g->cb, &cd);
+	}
+	/* the routes: window positions, some naming none */
+	p->unused = GEN_BIT(VTPU_OPERAND_Y);
+	p->fresh = GEN_BIT(VTPU_OPERAND_INDEX);
+	return vtpu_cmdbuf_conv_pool_wgrad(g->cb, &cd);
+}
+
+static inline void gen_fill_conv_pool(struct gen_ctx *g,
+				      const struct vtpu_cmd_hdr *cmd)
+{
+	const struct vtpu_cmd_conv_pool *cp = (const void *)cmd;
+	uint8_t *rt;
+	uint64_t bytes = 0, i;
+
+	if (cmd->opcode != VTPU_OP_CONV_POOL_WGRAD)
+		return;
+	rt = gen_opnd(g, cmd, VTPU_OPERAND_INDEX, &bytes);
+	for (i = 0; i < bytes; i++)
+		rt[i] = gen_one_in(g->rng, 8) ? VTPU_CONV_NO_ROUTE :
+			(uint8_t)gen_below(g->rng,
+					   cp->pool_h * cp->pool_w + 1);
+}
+
+static inline int gen_shape_conv(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_conv_desc cd = { 0 };
+	uint64_t img, out, kdim;
+
+	gen_window(g, &cd.win, &img, &out, &kdim);
+	/*
+	 * one in four: AVX-512's Winograd case, a 3 x 3 window at stride 1
+	 * over 16 or 32 channels (any pad, h + 2 pad >= 3)
+	 */
+	if (gen_one_in(r, 4)) {
+		struct vtpu_window *w = &cd.win;
+
+		w->c = 16 * gen_range(r, 1, 2);
+		w->kh = w->kw = 3;
+		w->stride_h = w->stride_w = 1;
+		w->pad_h = gen_below(r, 3);
+		w->pad_w = gen_below(r, 3);
+		while (w->h + 2 * w->pad_h < 3)
+			w->pad_h++;
+		while (w->w + 2 * w->pad_w < 3)
+			w->pad_w++;
+	}
+	if (op == VTPU_OP_CONV_DGRAD)
+		cd.win.stride_h = cd.win.stride_w = 1;
+	/* either side of 16: AVX-512's narrow and wide GEMM kernels */
+	cd.oc = gen_one_in(r, 3) ? 16 * gen_range(r, 1, 2) :
+				  gen_range(r, 1, 20);
+	if (op == VTPU_OP_CONV) {
+		/* bits 0, 1: VTPU_CONV_RELU, VTPU_CONV_BIAS */
+		cd.flags = gen_below(r, 4) & (VTPU_CONV_RELU | VTPU_CONV_BIAS);
+		if (!(cd.flags & VTPU_CONV_BIAS))
+			p->unused = GEN_BIT(VTPU_OPERAND_BIAS);
+		return vtpu_cmdbuf_conv(g->cb, &cd);
+	}
+	/* DGRAD: w, dy in, dx out; WGRAD: x, dy in, dw out */
+	cd.flags = gen_below(r, 2) ? VTPU_CONV_ACCUMULATE : 0;
+	p->unused = GEN_BIT(VTPU_OPERAND_BIAS);
+	if (op == VTPU_OP_CONV_DGRAD)
+		return vtpu_cmdbuf_conv_dgrad(g->cb, &cd);
+	return vtpu_cmdbuf_conv_wgrad(g->cb, &cd);
+}
+
+/*
+ * The opcodes the streams use: those with an entry here and in the
+ * engine's table. DROPOUT has none yet (it came after the generator).
+ */
+static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
+	[VTPU_OP_NOP] = { gen_shape_nop },
+	[VTPU_OP_GEMM] = { gen_shape_gemm },
+	[VTPU_OP_FILL] = { gen_shape_fill },
+	[VTPU_OP_COPY] = { gen_shape_copy },
+	[VTPU_OP_IM2COL] = { gen_shape_im2col },
+	[VTPU_OP_COL2IM] = { gen_shape_im2col },
+	[VTPU_OP_MAXPOOL] = { gen_shape_pool },
+	[VTPU_OP_MAXPOOL_GRAD] = { gen_shape_pool, gen_fill_pool },
+	[VTPU_OP_ELEMENTWISE] = { gen_shape_elementwise },
+	[VTPU_OP_REDUCE] = { gen_shape_reduce },
+	[VTPU_OP_SOFTMAX_XENT] = { gen_shape_xent, gen_fill_xent },
+	[VTPU_OP_SGD] = { gen_shape_sgd },
+	[VTPU_OP_ADAM_STEP] = { gen_shape_adam_step },
+	[VTPU_OP_ADAM] = { gen_shape_adam, gen_fill_adam },
+	[VTPU_OP_CAST] = { gen_shape_cast },
+	[VTPU_OP_CONV_POOL] = { gen_shape_conv_pool, gen_fill_conv_pool },
+	[VTPU_OP_CONV_POOL_WGRAD] = { gen_shape_conv_pool,
+				      gen_fill_conv_pool },
+	[VTPU_OP_CONV] = { gen_shape_conv },
+	[VTPU_OP_CONV_DGRAD] = { gen_shape_conv },
+	[VTPU_OP_CONV_WGRAD] = { gen_shape_conv },
+};
+
+static inline int gen_known(uint32_t op)
+{
+	return op < VTPU_OP_COUNT && gen_ops[op].shape &&
+	       vtpu_engine_op_desc(op);
+}
+
+/* A random opcode gen_cmd() knows. */
+static inline uint32_t gen_opcode(struct gen_rng *r)
+{
+	uint32_t op, n = 0, i;
+
+	for (op = 0; op < VTPU_OP_COUNT; op++)
+		n += gen_known(op);
+	i = gen_below(r, n);
+	for (op = 0; op < VTPU_OP_COUNT; op++)
+		if (gen_known(op) && !i--)
+			break;
+	return op;
+}
+
+/*
+ * Append a random command of opcode @op: its shape, then a region for each
+ * operand it uses, as the engine's table describes them.
+ * Return: 0 when appended, -1 when the buffers are full.
+ */
+static inline int gen_cmd(struct gen_ctx *g, uint32_t op)
+{
+	const struct vtpu_engine_op_desc *d;
 	struct vtpu_cmdbuf *cb = g->cb;
-	struct vtpu_ref a, b, c, d = VTPU_REF_NONE;
-	uint64_t n1;
+	struct gen_plan p = { 0 };
+	struct vtpu_cmd_hdr *cmd;
+	struct vtpu_operand *o;
+	uint32_t pos = cb->size, i, id, align;
+	int pass;
+	uint64_t bytes;
 
-	switch (op) {
-	case VTPU_OP_NOP: {
-		struct vtpu_cmd_hdr h = { VTPU_OP_NOP, sizeof(h) };
-
-		vtpu_cmdbuf_append(cb, &h);
-		break;
-	}
-	case VTPU_OP_GEMM: {
-		struct vtpu_gemm_desc gd = { 0 };
-		uint32_t ar, ac, br, bc, es;
-
-		gd.m = gen_range(r, 1, 20);
-		gd.n = gen_range(r, 1, 20);
-		gd.k = gen_range(r, 1, 20);
-		gd.flags = gen_below(r, 16);
-		gd.dtype = gen_one_in(r, 4) ? VTPU_DTYPE_BF16 : VTPU_DTYPE_F32;
-		es = gd.dtype == VTPU_DTYPE_BF16 ? 2 : 4;
-		/* f32 in panels: B's, C's or both, on whole panels */
-		if (es == 4 && gen_one_in(r, 4)) {
-			uint32_t pick = gen_range(r, 1, 3);
-
-			if (pick & 1)
-				gd.flags |= VTPU_GEMM_B_PANELS;
-			if (pick & 2)
-				gd.flags |= VTPU_GEMM_C_PANELS;
-			if ((pick & 2) || !(gd.flags & VTPU_GEMM_TRANS_B))
-				gd.n = VTPU_GEMM_PANEL * gen_range(r, 1, 2);
-			if ((pick & 1) && (gd.flags & VTPU_GEMM_TRANS_B))
-				gd.k = VTPU_GEMM_PANEL * gen_range(r, 1, 2);
-		}
-		ar = gd.flags & VTPU_GEMM_TRANS_A ? gd.k : gd.m;
-		ac = gd.flags & VTPU_GEMM_TRANS_A ? gd.m : gd.k;
-		br = gd.flags & VTPU_GEMM_TRANS_B ? gd.n : gd.k;
-		bc = gd.flags & VTPU_GEMM_TRANS_B ? gd.k : gd.n;
-		gd.lda = ac + gen_below(r, 3);
-		gd.ldb = bc + gen_below(r, 3);
-		gd.ldc = gd.n + gen_below(r, 3);
-		if (gd.flags & VTPU_GEMM_B_PANELS)
-			gd.ldb = bc;
-		if (gd.flags & VTPU_GEMM_C_PANELS)
-			gd.ldc = gd.n;
-		gd.alpha = gen_scalar(g);
-		gd.beta = gen_one_in(r, 3) ? 0.0f : gen_scalar(g);
-		if (gen_input(g, (uint64_t)ar * gd.lda * es, es, &a) ||
-		    gen_input(g, (uint64_t)br * gd.ldb * es, es, &b))
-			return -1;
-		if ((gd.flags & VTPU_GEMM_BIAS) &&
-		    gen_input(g, (uint64_t)gd.n * 4, 4, &d))
-			return -1;
-		if (gen_fresh(g, (uint64_t)gd.m * gd.ldc * 4, 4, &c))
-			return -1;
-		gd.a_buf = a.buf, gd.a_off = a.off;
-		gd.b_buf = b.buf, gd.b_off = b.off;
-		gd.c_buf = c.buf, gd.c_off = c.off;
-		if (gd.flags & VTPU_GEMM_BIAS)
-			gd.bias_buf = d.buf, gd.bias_off = d.off;
-		vtpu_cmdbuf_gemm(cb, &gd);
-		break;
-	}
-	case VTPU_OP_FILL:
-		n1 = gen_range(r, 1, 512);
-		if (gen_fresh(g, n1 * 4, 4, &a))
-			return -1;
-		vtpu_cmdbuf_fill(cb, a.buf, a.off, n1, gen_scalar(g));
-		break;
-	case VTPU_OP_COPY:
-		n1 = gen_range(r, 1, 2048);
-		if (gen_input(g, n1, 1, &b) || gen_fresh(g, n1, 1, &a))
-			return -1;
-		vtpu_cmdbuf_copy(cb, a.buf, a.off, b.buf, b.off, n1);
-		break;
-	case VTPU_OP_IM2COL:
-	case VTPU_OP_COL2IM: {
-		struct vtpu_window w;
-		uint64_t img, out, kdim, cols;
-
-		gen_window(g, &w, &img, &out, &kdim);
-		cols = out / w.c * kdim;
-		if (op == VTPU_OP_IM2COL) {
-			if (gen_input(g, img * 4, 4, &a) ||
-			    gen_fresh(g, cols * 4, 4, &b))
-				return -1;
-			vtpu_cmdbuf_im2col(cb, &w, a, b);
-		} else {
-			if (gen_input(g, cols * 4, 4, &b) ||
-			    gen_fresh(g, img * 4, 4, &a))
-				return -1;
-			vtpu_cmdbuf_col2im(cb, &w, b, a);
-		}
-		break;
-	}
-	case VTPU_OP_MAXPOOL:
-	case VTPU_OP_MAXPOOL_GRAD: {
-		struct vtpu_window w;
-		uint64_t img, out, kdim;
-
-		gen_window(g, &w, &img, &out, &kdim);
-		if (op == VTPU_OP_MAXPOOL) {
-			if (gen_input(g, img * 4, 4, &a) ||
-			    gen_fresh(g, out * 4, 4, &b) ||
-			    gen_fresh(g, out * 4, 4, &c))
-				return -1;
-			vtpu_cmdbuf_maxpool(cb, &w, a, b, c);
-		} else {
-			/* dy, index in; dx out */
-			if (gen_input(g, out * 4, 4, &b) ||
-			    gen_fresh(g, out * 4, 4, &c) ||
-			    gen_fresh(g, img * 4, 4, &a))
-				return -1;
-			gen_u32s(g, c, out, w.h * w.w + 1);
-			vtpu_cmdbuf_maxpool_grad(cb, &w, b, c, a);
-		}
-		break;
-	}
-	case VTPU_OP_ELEMENTWISE: {
-		static const uint8_t uses[VTPU_EW_COUNT] = {
-			[VTPU_EW_ADD] = 1, [VTPU_EW_SUB] = 1, [VTPU_EW_MUL] = 1,
-			[VTPU_EW_SCALE] = 2, [VTPU_EW_AXPY] = 3,
-			[VTPU_EW_AXPBY] = 7, [VTPU_EW_RELU] = 0,
-			[VTPU_EW_RELU_GRAD] = 1, [VTPU_EW_ADD_SCALAR] = 2,
-		};
-		uint32_t ew = gen_below(r, VTPU_EW_COUNT), u = uses[ew];
-		int inplace = gen_one_in(r, 4);
-
-		n1 = gen_range(r, 1, 1024);
-		if (inplace) {
-			if (gen_fresh(g, n1 * 4, 4, &a))
-				return -1;
-			c = a;
-		} else if (gen_input(g, n1 * 4, 4, &a)) {
-			return -1;
-		}
-		b = VTPU_REF_NONE;
-		if ((u & 1) && gen_input(g, n1 * 4, 4, &b))
-			return -1;
-		if (!inplace && gen_fresh(g, n1 * 4, 4, &c))
-			return -1;
-		vtpu_cmdbuf_elementwise(cb, ew, n1, u & 2 ? gen_scalar(g) : 0,
-					u & 4 ? gen_scalar(g) : 0, a, b, c);
-		break;
-	}
-	case VTPU_OP_REDUCE: {
-		uint32_t rop = gen_below(r, 2), m = gen_range(r, 1, 32);
-		uint32_t n = gen_range(r, 1, 32), ldx = n + gen_below(r, 3);
-
-		if (gen_input(g, (uint64_t)m * ldx * 4, 4, &a) ||
-		    gen_fresh(g, (uint64_t)(rop == VTPU_REDUCE_ROWS ? m : n) * 4,
-			      4, &b))
-			return -1;
-		vtpu_cmdbuf_reduce(cb, rop, m, n, ldx, gen_scalar(g),
-				   gen_one_in(r, 2) ? 0 : gen_scalar(g), a, b);
-		break;
-	}
-	case VTPU_OP_SOFTMAX_XENT: {
-		struct vtpu_xent_desc x = { 0 };
-
-		x.m = gen_range(r, 1, 8);
-		x.n = gen_range(r, 1, 10);
-		x.flags = gen_below(r, 4);
-		x.scale = 1.0f / x.m;
-		n1 = (uint64_t)x.m * x.n;
-		if (gen_input(g, n1 * 4, 4, &x.logits) ||
-		    gen_fresh(g, (uint64_t)x.m * 4, 4, &x.labels) ||
-		    gen_fresh(g, 4, 4, &x.loss) ||
-		    gen_fresh(g, 4, 4, &x.correct))
-			return -1;
-		gen_u32s(g, x.labels, x.m, x.n + 1);	/* some ignored rows */
-		if ((x.flags & VTPU_XENT_DLOGITS) &&
-		    gen_fresh(g, n1 * 4, 4, &x.dlogits))
-			return -1;
-		if ((x.flags & VTPU_XENT_PROBS) &&
-		    gen_fresh(g, n1 * 4, 4, &x.probs))
-			return -1;
-		vtpu_cmdbuf_softmax_xent(cb, &x);
-		break;
-	}
-	case VTPU_OP_SGD: {
-		float mom = gen_one_in(r, 2) ? 0.0f : 0.5f + gen_below(r, 4) * 0.125f;
-		uint32_t fl = mom != 0.0f && gen_one_in(r, 2) ? VTPU_SGD_NESTEROV : 0;
-
-		n1 = gen_range(r, 1, 512);
-		c = VTPU_REF_NONE;
-		if (gen_input(g, n1 * 4, 4, &b) || gen_fresh(g, n1 * 4, 4, &a) ||
-		    (mom != 0.0f && gen_fresh(g, n1 * 4, 4, &c)))
-			return -1;
-		vtpu_cmdbuf_sgd(cb, n1, 0.125f, mom,
-				gen_one_in(r, 2) ? 0.0f : 0.25f, fl, a, b, c);
-		break;
-	}
-	case VTPU_OP_ADAM_STEP:
-		if (gen_fresh(g, 8, 4, &a))
-			return -1;
-		vtpu_cmdbuf_adam_step(cb, 0.9f, 0.999f, a);
-		break;
-	case VTPU_OP_ADAM: {
-		struct vtpu_adam_desc ad = { 0 };
-		float *st, *v;
-		uint64_t i;
-
-		ad.count = n1 = gen_range(r, 1, 512);
-		ad.lr = 0.01f;
-		ad.beta1 = 0.9f;
-		ad.beta2 = 0.999f;
-		ad.eps = 1e-3f;
-		ad.weight_decay = gen_one_in(r, 2) ? 0.0f : 0.01f;
-		ad.flags = gen_below(r, 2);
-		if (gen_input(g, n1 * 4, 4, &ad.grad) ||
-		    gen_fresh(g, 8, 4, &ad.state) ||
-		    gen_fresh(g, n1 * 4, 4, &ad.param) ||
-		    gen_fresh(g, n1 * 4, 4, &ad.m) ||
-		    gen_fresh(g, n1 * 4, 4, &ad.v))
-			return -1;
-		st = gen_ptr(g, ad.state);
-		st[0] = 0.1f;
-		st[1] = 0.001f;
-		v = gen_ptr(g, ad.v);
-		for (i = 0; i < n1; i++)
-			v[i] = fabsf(v[i]);
-		vtpu_cmdbuf_adam(cb, &ad);
-		break;
-	}
-	case VTPU_OP_CAST: {
-		uint32_t mode = gen_below(r, 3);
-		uint32_t ss = mode == VTPU_CAST_F32_TO_BF16 ? 4 :
-			      mode == VTPU_CAST_BF16_TO_F32 ? 2 : 1;
-		uint32_t ds = mode == VTPU_CAST_F32_TO_BF16 ? 2 : 4;
-
-		n1 = gen_range(r, 1, 512);
-		if (gen_input(g, n1 * ss, ss, &b) || gen_fresh(g, n1 * ds, ds, &a))
-			return -1;
-		vtpu_cmdbuf_cast(cb, mode, n1,
-				 mode == VTPU_CAST_U8_TO_F32 ? 0.5f : 0.0f,
-				 mode == VTPU_CAST_U8_TO_F32 ? -1.0f : 0.0f,
-				 b, a);
-		break;
-	}
-	case VTPU_OP_CONV_POOL:
-	case VTPU_OP_CONV_POOL_WGRAD: {
-		struct vtpu_conv_pool_desc cd = { 0 };
-		uint64_t img, out, kdim, nw, ny;
-		uint32_t oh, ow, ph, pw;
-
-		gen_window(g, &cd.win, &img, &out, &kdim);
-		oh = (cd.win.h + 2 * cd.win.pad_h - cd.win.kh) / cd.win.stride_h + 1;
-		ow = (cd.win.w + 2 * cd.win.pad_w - cd.win.kw) / cd.win.stride_w + 1;
-		/* 16 and 32: whole blocks of channels, the kernels' fast path */
-		cd.oc = gen_one_in(r, 3) ? 16 * gen_range(r, 1, 2) :
-					  gen_range(r, 1, 20);
-		cd.pool_h = gen_range(r, 1, oh < 3 ? oh : 3);
-		cd.pool_w = gen_range(r, 1, ow < 3 ? ow : 3);
-		cd.pool_stride_h = gen_range(r, 1, 2);
-		cd.pool_stride_w = gen_range(r, 1, 2);
-		cd.flags = gen_below(r, 2) ? VTPU_CONV_RELU : 0;
-		ph = (oh - cd.pool_h) / cd.pool_stride_h + 1;
-		pw = (ow - cd.pool_w) / cd.pool_stride_w + 1;
-		nw = kdim * cd.oc;
-		ny = (uint64_t)cd.win.n * ph * pw * cd.oc;
-		if (gen_input(g, img * 4, 4, &cd.x))
-			return -1;
-		if (op == VTPU_OP_CONV_POOL) {
-			if (gen_input(g, nw * 4, 4, &cd.w) ||
-			    gen_input(g, cd.oc * 4, 4, &cd.bias) ||
-			    gen_fresh(g, ny * 4, 4, &cd.y) ||
-			    gen_fresh(g, ny, 1, &cd.index))
-				return -1;
-			vtpu_cmdbuf_conv_pool(cb, &cd);
-		} else {
-			/* routes: window positions, some naming none */
-			uint8_t *rt;
-			uint64_t i;
-
-			if (gen_input(g, ny * 4, 4, &cd.dy) ||
-			    gen_fresh(g, ny, 1, &cd.index) ||
-			    gen_fresh(g, nw * 4, 4, &cd.w) ||
-			    gen_fresh(g, cd.oc * 4, 4, &cd.bias))
-				return -1;
-			rt = gen_ptr(g, cd.index);
-			for (i = 0; i < ny; i++)
-				rt[i] = gen_one_in(r, 8) ? VTPU_CONV_NO_ROUTE :
-					(uint8_t)gen_below(r, cd.pool_h *
-								 cd.pool_w + 1);
-			vtpu_cmdbuf_conv_pool_wgrad(cb, &cd);
-		}
-		break;
-	}
-	case VTPU_OP_CONV:
-	case VTPU_OP_CONV_DGRAD:
-	case VTPU_OP_CONV_WGRAD: {
-		struct vtpu_conv_desc cd = { 0 };
-		uint64_t img, out, kdim, nw, ny;
-		uint32_t oh, ow;
-
-		gen_window(g, &cd.win, &img, &out, &kdim);
-		/*
-		 * one in four: AVX-512's Winograd case, a 3 x 3 window at
-		 * stride 1 over 16 or 32 channels (any pad, h + 2 pad >= 3)
-		 */
-		if (gen_one_in(r, 4)) {
-			struct vtpu_window *w = &cd.win;
-
-			w->c = 16 * gen_range(r, 1, 2);
-			w->kh = w->kw = 3;
-			w->stride_h = w->stride_w = 1;
-			w->pad_h = gen_below(r, 3);
-			w->pad_w = gen_below(r, 3);
-			while (w->h + 2 * w->pad_h < 3)
-				w->pad_h++;
-			while (w->w + 2 * w->pad_w < 3)
-				w->pad_w++;
-			img = (uint64_t)w->n * w->h * w->w * w->c;
-			kdim = 9ull * w->c;
-		}
-		if (op == VTPU_OP_CONV_DGRAD)
-			cd.win.stride_h = cd.win.stride_w = 1;
-		oh = (cd.win.h + 2 * cd.win.pad_h - cd.win.kh) / cd.win.stride_h + 1;
-		ow = (cd.win.w + 2 * cd.win.pad_w - cd.win.kw) / cd.win.stride_w + 1;
-		/* either side of 16: AVX-512's narrow and wide GEMM kernels */
-		cd.oc = gen_one_in(r, 3) ? 16 * gen_range(r, 1, 2) :
-					  gen_range(r, 1, 20);
-		nw = kdim * cd.oc;
-		ny = (uint64_t)cd.win.n * oh * ow * cd.oc;
-		if (op == VTPU_OP_CONV) {
-			/* bits 0, 1: VTPU_CONV_RELU, VTPU_CONV_BIAS */
-			cd.flags = gen_below(r, 4) &
-				   (VTPU_CONV_RELU | VTPU_CONV_BIAS);
-			if (gen_input(g, img * 4, 4, &cd.x) ||
-			    gen_input(g, nw * 4, 4, &cd.w) ||
-			    ((cd.flags & VTPU_CONV_BIAS) &&
-			     gen_input(g, cd.oc * 4, 4, &cd.bias)) ||
-			    gen_fresh(g, ny * 4, 4, &cd.y))
-				return -1;
-			vtpu_cmdbuf_conv(cb, &cd);
-		} else {
-			/* DGRAD: w, dy in, dx out; WGRAD: x, dy in, dw out */
-			int dg = op == VTPU_OP_CONV_DGRAD;
-			struct vtpu_ref *src = dg ? &cd.w : &cd.x;
-			struct vtpu_ref *dst = dg ? &cd.x : &cd.w;
-
-			cd.flags = gen_below(r, 2) ? VTPU_CONV_ACCUMULATE : 0;
-			if (gen_input(g, ny * 4, 4, &cd.y) ||
-			    gen_input(g, (dg ? nw : img) * 4, 4, src) ||
-			    gen_fresh(g, (dg ? img : nw) * 4, 4, dst))
-				return -1;
-			if (dg)
-				vtpu_cmdbuf_conv_dgrad(cb, &cd);
-			else
-				vtpu_cmdbuf_conv_wgrad(cb, &cd);
-		}
-		break;
-	}
-	default:
+	if (!gen_known(op))
 		return -1;
-	}
+	d = vtpu_engine_op_desc(op);
+	if (gen_ops[op].shape(g, op, &p))
+		goto undo;
+	cmd = (void *)(cb->data + pos);
+	if (cmd->size != vtpu_engine_cmd_size(op))
+		goto undo;
+	if (p.same)
+		p.fresh |= GEN_BIT(p.as);
+	/*
+	 * the inputs first: one may reuse an earlier command's region, never
+	 * one of this command's fresh ones
+	 */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < d->noperands; i++) {
+			struct vtpu_ref ref;
+			const struct vtpu_operand *oc;
+			int fresh;
+
+			id = d->operands[i].id;
+			fresh = d->operands[i].write ||
+				(p.fresh & GEN_BIT(id));
+			if ((p.unused & GEN_BIT(id)) || id == p.same ||
+			    fresh != pass)
+				continue;
+			vtpu_engine_operand(cmd, id, &oc, &bytes);
+			align = vtpu_engine_operand_align(cmd, id);
+			if (fresh ? gen_fresh(g, bytes, align, &ref) :
+				    gen_input(g, bytes, align, &ref))
+				goto undo;
+			o = (void *)((uint8_t *)cmd + d->operands[i].offset);
+			o->buf = ref.buf;
+			o->offset = ref.off;
+		}
+	for (i = 0; p.same && i < d->noperands; i++)
+		if (d->operands[i].id == p.same) {
+			const struct vtpu_operand *as;
+
+			vtpu_engine_operand(cmd, p.as, &as, &bytes);
+			o = (void *)((uint8_t *)cmd + d->operands[i].offset);
+			*o = *as;
+		}
+	if (gen_ops[op].fill)
+		gen_ops[op].fill(g, cmd);
 	g->ncmds++;
 	return 0;
+undo:
+	cb->size = pos;		/* the command, half made, goes */
+	return -1;
 }
 
 /*

@@ -696,10 +696,10 @@ TEST_F(submit, fill_copy)
 /* ---- denormals ------------------------------------------------------------- */
 
 /*
- * The device flushes denormals, as the cpu backend does (test_ops): a
- * denormal operand reads as 0 and a denormal result is 0, in an
- * element-wise op and in a GEMM. The workers set the mode inside each
- * kernel_fpu_begin()/end() section.
+ * The device flushes denormals, as the cpu backend does
+ * (test_ops_elementwise): a denormal operand reads as 0 and a denormal
+ * result is 0, in an element-wise op and in a GEMM. The workers set the
+ * mode inside each kernel_fpu_begin()/end() section.
  */
 TEST_F(submit, denormals_flushed)
 {

@@ -19,7 +19,7 @@
 #include "kselftest_harness.h"
 #include "vtpu.h"
 #include "vtpu_engine.h"
-#include "vtpu_gen.h"
+#include "../../selftests/vtpu/vtpu_gen.h"
 
 #define EPS 5.96e-8 /* 2^-24 */
 
@@ -1666,6 +1666,70 @@ static void rand_bufs_fini(struct rand_bufs *r)
 		if (r->bos[b].map)
 			vtpu_cpu_bo_destroy(&r->bos[b]);
 	}
+}
+
+/*
+ * vtpu_gen.h's generator, alone: every opcode it makes (every one with an
+ * entry in the engine's table and a shape there) appears, and every
+ * stream it makes passes the validator, on one iteration and on two with
+ * its strides. The guest's stress and fuzz tests and the tests below
+ * build on it.
+ */
+TEST(gen_streams_valid)
+{
+	enum { NB = 4, SIZE = 32768, STREAMS = 2000 };
+	uint32_t seen[VTPU_OP_COUNT] = { 0 };
+	uint32_t i, b, op, pos, cmds = 0, kinds = 0, known = 0;
+	const struct vtpu_cmd_hdr *cmd;
+	struct vtpu_engine_error err;
+	uint64_t sizes[NB], strides[NB];
+	struct vtpu_cmdbuf cb;
+	struct rand_bufs r;
+	struct gen_rng rng;
+	struct gen_ctx g;
+	char msg[256];
+
+	ASSERT_EQ(0, rand_bufs_init(&r, NB, SIZE));
+	vtpu_cmdbuf_init(&cb);
+	gen_seed(&rng, 11);
+	for (i = 0; i < STREAMS; i++) {
+		gen_start(&g, &rng, &cb, r.bos, NB);
+		gen_stream(&g, 8);
+		ASSERT_EQ(0, cb.error);
+		for (pos = 0; (cmd = vtpu_engine_next(cb.data, cb.size, &pos));
+		     cmds++)
+			seen[cmd->opcode]++;
+		for (b = 0; b < NB; b++) {
+			sizes[b] = SIZE;
+			strides[b] = gen_stride(&g, b, SIZE);
+		}
+		memset(&err, 0, sizeof(err));
+		if (vtpu_engine_validate(cb.data, cb.size, sizes, NB, &err)) {
+			struct vtpu_job job = { 0 };
+
+			job.error.cmd = err.cmd;
+			job.error.operand = err.operand;
+			job.error.reason = err.reason;
+			vtpu_job_strerror(&cb, &job, msg, sizeof(msg));
+			ASSERT_TRUE(0) TH_LOG("stream %u: %s", i, msg);
+		}
+		ASSERT_EQ(0, vtpu_engine_validate_iters(cb.data, cb.size, sizes,
+							NB, strides, 0, 2,
+							&err))
+			TH_LOG("stream %u, twice: reason %u, cmd %u", i,
+			       err.reason, err.cmd);
+	}
+	for (op = 0; op < VTPU_OP_COUNT; op++) {
+		known += gen_known(op);
+		kinds += seen[op] != 0;
+		EXPECT_EQ(gen_known(op), seen[op] != 0)
+			TH_LOG("%s: %u commands", vtpu_engine_op_name(op),
+			       seen[op]);
+	}
+	TH_LOG("%u streams, %u commands of %u opcodes (of %u the generator "
+	       "knows), all valid", STREAMS, cmds, kinds, known);
+	vtpu_cmdbuf_fini(&cb);
+	rand_bufs_fini(&r);
 }
 
 /*

@@ -1,0 +1,876 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Host unit test of the convolution and pooling ops (IM2COL, COL2IM,
+ * MAXPOOL(_GRAD), CONV_POOL(_WGRAD), CONV(_DGRAD, _WGRAD)) through
+ * libvtpu's cpu backend, on every executor (test_ops.h), against plain C
+ * references in this file; and COL2IM is the adjoint of IM2COL.
+ */
+#include "test_ops.h"
+
+static struct vtpu_window win_of(const uint32_t g[10])
+{
+	struct vtpu_window w = {
+		.n = g[0], .h = g[1], .w = g[2], .c = g[3], .kh = g[4],
+		.kw = g[5], .stride_h = g[6], .stride_w = g[7],
+		.pad_h = g[8], .pad_w = g[9],
+	};
+
+	return w;
+}
+
+static uint32_t out_dim(uint32_t in, uint32_t k, uint32_t s, uint32_t p)
+{
+	return (in + 2 * p - k) / s + 1;
+}
+
+/* Shapes: n h w c kh kw sh sw ph pw. */
+static const uint32_t conv_shapes[][10] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0 },
+	{ 2, 5, 7, 3, 3, 3, 1, 1, 1, 1 },
+	{ 3, 8, 8, 4, 3, 3, 2, 2, 1, 1 },
+	{ 1, 13, 11, 5, 5, 3, 3, 2, 2, 1 },
+	{ 2, 6, 6, 1, 2, 2, 2, 2, 0, 0 },
+	{ 1, 7, 7, 17, 7, 7, 1, 1, 3, 3 },
+	{ 1, 9, 9, 2, 2, 2, 3, 3, 0, 0 },	/* stride > k: gaps */
+	{ 2, 3, 17, 3, 3, 5, 1, 4, 0, 4 },	/* pad_w = k - 1 */
+	{ 4, 32, 32, 16, 3, 3, 1, 1, 1, 1 },	/* many tiles */
+	{ 1, 11, 5, 1, 11, 5, 1, 1, 0, 0 },	/* one window */
+	{ 1, 20, 19, 2, 17, 18, 1, 1, 8, 9 },	/* 306 taps: COL2IM steps */
+};
+#define NCONV (sizeof(conv_shapes) / sizeof(conv_shapes[0]))
+
+/* ---- IM2COL / COL2IM ------------------------------------------------------ */
+
+static double im2col_ref_at(const float *x, const uint32_t *g, uint32_t oh,
+			    uint32_t ow, size_t row, size_t col)
+{
+	size_t K = (size_t)g[4] * g[5] * g[3];
+	size_t ox = row % ow, oy = (row / ow) % oh, n = row / ow / oh;
+	size_t ch = col % g[3], kx = (col / g[3]) % g[5], ky = col / g[3] / g[5];
+	long iy = (long)(oy * g[6] + ky) - g[8];
+	long ix = (long)(ox * g[7] + kx) - g[9];
+
+	(void)K;
+	if (iy < 0 || iy >= (long)g[1] || ix < 0 || ix >= (long)g[2])
+		return 0.0;
+	return x[(((size_t)n * g[1] + iy) * g[2] + ix) * g[3] + ch];
+}
+
+TEST(im2col_col2im)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	TH_LOG("%d executors (SIMD levels x 1, 2 threads)", ex.n);
+	for (s = 0; s < NCONV; s++) {
+		const uint32_t *g = conv_shapes[s];
+		struct vtpu_window w = win_of(g);
+		uint32_t oh = out_dim(g[1], g[4], g[6], g[8]);
+		uint32_t ow = out_dim(g[2], g[5], g[7], g[9]);
+		size_t rows = (size_t)g[0] * oh * ow;
+		size_t K = (size_t)g[4] * g[5] * g[3];
+		size_t nimg = (size_t)g[0] * g[1] * g[2] * g[3];
+		size_t ncol = rows * K, i, r;
+		struct vtpu_bo xb = bo_new(nimg * 4 + 64), cb_ = bo_new(ncol * 4);
+		struct vtpu_bo yb = bo_new(ncol * 4), db = bo_new(nimg * 4);
+		float *x = (float *)((char *)xb.map + 64), *cols = cb_.map;
+		float *y = yb.map, *dx = db.map;
+		float *keep1 = malloc(ncol * 4), *keep2 = malloc(nimg * 4);
+		double *ref = calloc(nimg, sizeof(double)), lhs = 0, rhs = 0;
+		struct vtpu_cmdbuf cb;
+		long bad = 0, bad2 = 0, diff = 0;
+		double md;
+		int e;
+
+		rng_seed(s);
+		fill_rand(x, nimg);
+		fill_rand(y, ncol);
+		vtpu_cmdbuf_init(&cb);
+		vtpu_cmdbuf_im2col(&cb, &w, VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 64),
+				   VTPU_REF(vtpu_cmdbuf_use(&cb, &cb_), 0));
+		vtpu_cmdbuf_col2im(&cb, &w, VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0),
+				   VTPU_REF(vtpu_cmdbuf_use(&cb, &db), 0));
+		for (e = 0; e < ex.n; e++) {
+			memset(cols, 0xff, ncol * 4);	/* NaN: all written? */
+			memset(dx, 0xff, nimg * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			diff += same_bits(cols, keep1, ncol * 4, e);
+			diff += same_bits(dx, keep2, nimg * 4, e);
+		}
+		/* IM2COL is a copy: exact */
+		for (r = 0; r < rows; r++)
+			for (i = 0; i < K; i++)
+				if (memcmp(&(float){ (float)im2col_ref_at(x, g, oh, ow, r, i) },
+					   &cols[r * K + i], 4))
+					bad++;
+		/* COL2IM: scatter-add reference in double */
+		for (r = 0; r < rows; r++) {
+			for (i = 0; i < K; i++) {
+				size_t ox = r % ow, oy = (r / ow) % oh, n = r / ow / oh;
+				size_t ch = i % g[3], kx = (i / g[3]) % g[5];
+				size_t ky = i / g[3] / g[5];
+				long iy = (long)(oy * g[6] + ky) - g[8];
+				long ix = (long)(ox * g[7] + kx) - g[9];
+
+				lhs += (double)cols[r * K + i] * y[r * K + i];
+				if (iy < 0 || iy >= (long)g[1] || ix < 0 ||
+				    ix >= (long)g[2])
+					continue;
+				ref[(((size_t)n * g[1] + iy) * g[2] + ix) * g[3] + ch] +=
+					y[r * K + i];
+			}
+		}
+		for (i = 0; i < nimg; i++)
+			rhs += (double)x[i] * dx[i];
+		md = maxdiff(dx, ref, nimg, 1e-5, &bad2);
+		TH_LOG("im2col %zux%zu exact (%ld bad); col2im maxdiff %.3g; "
+		       "<im2col x, y> = %.9g, <x, col2im y> = %.9g",
+		       rows, K, bad, md, lhs, rhs);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, bad2);
+		EXPECT_EQ(0, diff);
+		EXPECT_LE(fabs(lhs - rhs), 1e-5 * (1 + fabs(lhs)) * sqrt((double)ncol));
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&cb_);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&db);
+		free(keep1);
+		free(keep2);
+		free(ref);
+	}
+	execs_fini(&ex);
+}
+
+/* ---- MAXPOOL / MAXPOOL_GRAD ------------------------------------------------ */
+
+static const uint32_t pool_shapes[][10] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0 },
+	{ 2, 5, 5, 3, 2, 2, 2, 2, 0, 0 },
+	{ 1, 7, 9, 4, 3, 3, 2, 2, 1, 1 },
+	{ 3, 6, 6, 5, 3, 3, 1, 1, 1, 1 },	/* overlapping windows */
+	{ 1, 13, 7, 3, 4, 2, 3, 1, 2, 1 },
+	{ 8, 32, 32, 16, 2, 2, 2, 2, 0, 0 },	/* many tiles */
+	{ 2, 30, 30, 9, 3, 3, 2, 2, 1, 1 },
+	{ 1, 40, 37, 3, 20, 17, 3, 2, 10, 8 },	/* 340 positions: steps */
+	{ 2, 19, 23, 2, 17, 19, 1, 1, 8, 9 },	/* 323 taps: the gradient's */
+};
+#define NPOOL (sizeof(pool_shapes) / sizeof(pool_shapes[0]))
+
+/* reference forward: first maximum in window order, NaN wins */
+static void maxpool_ref(const float *x, const uint32_t *g, uint32_t oh,
+			uint32_t ow, float *y, uint32_t *idx)
+{
+	size_t n, oy, ox, c;
+	uint32_t ky, kx;
+
+	for (n = 0; n < g[0]; n++)
+	for (oy = 0; oy < oh; oy++)
+	for (ox = 0; ox < ow; ox++)
+	for (c = 0; c < g[3]; c++) {
+		size_t o = ((n * oh + oy) * ow + ox) * g[3] + c;
+		int first = 1;
+
+		for (ky = 0; ky < g[4]; ky++) {
+			for (kx = 0; kx < g[5]; kx++) {
+				long iy = (long)(oy * g[6] + ky) - g[8];
+				long ix = (long)(ox * g[7] + kx) - g[9];
+				float v;
+
+				if (iy < 0 || iy >= (long)g[1] || ix < 0 ||
+				    ix >= (long)g[2])
+					continue;
+				v = x[((n * g[1] + iy) * g[2] + ix) * g[3] + c];
+				if (first || v > y[o] ||
+				    (isnan(v) && !isnan(y[o]))) {
+					y[o] = v;
+					idx[o] = (uint32_t)(iy * g[2] + ix);
+				}
+				first = 0;
+			}
+		}
+	}
+}
+
+TEST(maxpool)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < NPOOL; s++) {
+		const uint32_t *g = pool_shapes[s];
+		struct vtpu_window w = win_of(g);
+		uint32_t oh = out_dim(g[1], g[4], g[6], g[8]);
+		uint32_t ow = out_dim(g[2], g[5], g[7], g[9]);
+		size_t nout = (size_t)g[0] * oh * ow * g[3];
+		size_t nimg = (size_t)g[0] * g[1] * g[2] * g[3], i;
+		struct vtpu_bo xb = bo_new(nimg * 4), yb = bo_new(nout * 4);
+		struct vtpu_bo ib = bo_new(nout * 4), dyb = bo_new(nout * 4);
+		struct vtpu_bo dxb = bo_new(nimg * 4), gib = bo_new(nout * 4);
+		struct vtpu_bo gdxb = bo_new(nimg * 4);
+		float *x = xb.map, *y = yb.map, *dy = dyb.map, *dx = dxb.map;
+		float *gdx = gdxb.map;
+		uint32_t *idx = ib.map, *gidx = gib.map;
+		float *ry = malloc(nout * 4);
+		uint32_t *ridx = malloc(nout * 4);
+		double *rdx = calloc(nimg, sizeof(double));
+		double *rgdx = calloc(nimg, sizeof(double));
+		void *k1 = malloc(nout * 4), *k2 = malloc(nout * 4);
+		void *k3 = malloc(nimg * 4), *k4 = malloc(nimg * 4);
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		double md1, md2;
+		int e;
+
+		rng_seed(100 + s);
+		/* coarse values: many ties, to check "first maximum" */
+		for (i = 0; i < nimg; i++)
+			x[i] = (float)(int)(frand() * 4) / 4;
+		if (nimg > 7) {
+			x[nimg / 3] = NAN;
+			x[nimg / 2] = INFINITY;
+			x[nimg / 5] = -INFINITY;
+		}
+		fill_rand(dy, nout);
+		/* garbage indices for the second backward: must not crash */
+		for (i = 0; i < nout; i++)
+			gidx[i] = urand() % 4 ? urand() % (g[1] * g[2]) : urand();
+		vtpu_cmdbuf_init(&cb);
+		{
+			struct vtpu_ref rx = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+			struct vtpu_ref ry_ = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
+			struct vtpu_ref ri = VTPU_REF(vtpu_cmdbuf_use(&cb, &ib), 0);
+			struct vtpu_ref rdy = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
+			struct vtpu_ref rdx_ = VTPU_REF(vtpu_cmdbuf_use(&cb, &dxb), 0);
+			struct vtpu_ref rgi = VTPU_REF(vtpu_cmdbuf_use(&cb, &gib), 0);
+			struct vtpu_ref rgd = VTPU_REF(vtpu_cmdbuf_use(&cb, &gdxb), 0);
+
+			vtpu_cmdbuf_maxpool(&cb, &w, rx, ry_, ri);
+			vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, ri, rdx_);
+			vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, rgi, rgd);
+		}
+		for (e = 0; e < ex.n; e++) {
+			memset(y, 0xff, nout * 4);
+			memset(idx, 0xff, nout * 4);
+			memset(dx, 0xff, nimg * 4);
+			memset(gdx, 0xff, nimg * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			diff += same_bits(y, k1, nout * 4, e);
+			diff += same_bits(idx, k2, nout * 4, e);
+			diff += same_bits(dx, k3, nimg * 4, e);
+			diff += same_bits(gdx, k4, nimg * 4, e);
+		}
+		maxpool_ref(x, g, oh, ow, ry, ridx);
+		for (i = 0; i < nout; i++)
+			if (memcmp(&ry[i], &y[i], 4) || ridx[i] != idx[i]) {
+				if (bad < 5)
+					fprintf(stderr, "  y[%zu] %g/%u want %g/%u\n",
+						i, y[i], idx[i], ry[i], ridx[i]);
+				bad++;
+			}
+		/* backward: dy to the argmax (scatter); garbage indices
+		 * count only where they name a pixel of their window */
+		for (i = 0; i < nout; i++) {
+			size_t c = i % g[3], pix = i / g[3];
+			size_t ox = pix % ow, oy = (pix / ow) % oh, n = pix / ow / oh;
+			uint32_t p = gidx[i];
+			long py = p / g[2], px = p % g[2];
+			long y0 = (long)(oy * g[6]) - g[8], x0 = (long)(ox * g[7]) - g[9];
+
+			rdx[(n * g[1] * g[2] + ridx[i]) * g[3] + c] += dy[i];
+			if (p < g[1] * g[2] && py >= y0 && py < y0 + (long)g[4] &&
+			    px >= x0 && px < x0 + (long)g[5])
+				rgdx[(n * g[1] * g[2] + p) * g[3] + c] += dy[i];
+		}
+		md1 = maxdiff(dx, rdx, nimg, 1e-6, &bad);
+		md2 = maxdiff(gdx, rgdx, nimg, 1e-6, &bad);
+		TH_LOG("maxpool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u: y/index exact, "
+		       "dx maxdiff %.3g, garbage-index dx maxdiff %.3g",
+		       g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9],
+		       md1, md2);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&ib);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dxb);
+		vtpu_cpu_bo_destroy(&gib);
+		vtpu_cpu_bo_destroy(&gdxb);
+		free(ry);
+		free(ridx);
+		free(rdx);
+		free(rgdx);
+		free(k1);
+		free(k2);
+		free(k3);
+		free(k4);
+	}
+	execs_fini(&ex);
+}
+
+/* ---- CONV_POOL / CONV_POOL_WGRAD ------------------------------------------ */
+
+/*
+ * Shapes: the convolution (n h w c kh kw sh sw ph pw), oc, the pooling
+ * (pool_h pool_w stride_h stride_w) and flags.
+ */
+static const uint32_t cp_shapes[][16] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0 },
+	{ 2, 6, 6, 1, 3, 3, 1, 1, 0, 0, 5, 2, 2, 2, 2, VTPU_CONV_RELU },
+	{ 3, 8, 7, 3, 3, 3, 1, 1, 1, 1, 20, 2, 2, 2, 2, 0 },
+	{ 2, 9, 9, 2, 3, 2, 2, 1, 1, 0, 16, 3, 2, 1, 2, VTPU_CONV_RELU },
+	{ 2, 5, 5, 4, 5, 5, 1, 1, 4, 4, 7, 1, 1, 1, 1, 0 },	/* no pooling */
+	{ 1, 7, 9, 3, 3, 3, 2, 2, 1, 1, 33, 3, 3, 1, 1, VTPU_CONV_RELU },
+	/* whole blocks with padding: the fast paths' gathered windows */
+	{ 2, 7, 6, 3, 3, 3, 1, 1, 1, 1, 32, 2, 2, 2, 2, VTPU_CONV_RELU },
+	{ 2, 5, 5, 2, 3, 3, 2, 2, 1, 1, 16, 1, 1, 1, 1, 0 },
+	{ 1, 6, 8, 1, 3, 3, 1, 1, 2, 1, 48, 2, 1, 2, 1, VTPU_CONV_RELU },
+	/* Fashion-MNIST's first layer: several tiles and gradient steps */
+	{ 12, 28, 28, 1, 3, 3, 1, 1, 0, 0, 64, 2, 2, 2, 2, VTPU_CONV_RELU },
+};
+#define NCP (sizeof(cp_shapes) / sizeof(cp_shapes[0]))
+
+struct cp_geom {
+	uint32_t n, h, w, c, kh, kw, sh, sw, ph, pw, oc;
+	uint32_t qh, qw, qsh, qsw, flags;
+	uint32_t oh, ow, yh, yw;	/* conv output, pooled output */
+	size_t nx, nw, ny;
+};
+
+static struct cp_geom cp_geom(const uint32_t *s)
+{
+	struct cp_geom g = {
+		.n = s[0], .h = s[1], .w = s[2], .c = s[3], .kh = s[4],
+		.kw = s[5], .sh = s[6], .sw = s[7], .ph = s[8], .pw = s[9],
+		.oc = s[10], .qh = s[11], .qw = s[12], .qsh = s[13],
+		.qsw = s[14], .flags = s[15],
+	};
+
+	g.oh = out_dim(g.h, g.kh, g.sh, g.ph);
+	g.ow = out_dim(g.w, g.kw, g.sw, g.pw);
+	g.yh = (g.oh - g.qh) / g.qsh + 1;
+	g.yw = (g.ow - g.qw) / g.qsw + 1;
+	g.nx = (size_t)g.n * g.h * g.w * g.c;
+	g.nw = (size_t)g.kh * g.kw * g.c * g.oc;
+	g.ny = (size_t)g.n * g.yh * g.yw * g.oc;
+	return g;
+}
+
+/*
+ * conv(x, w) + bias at conv pixel (n, oy, ox), channel o, in double; with
+ * @mag, also the sum of its terms' magnitudes there
+ */
+static double cp_conv_ref(const struct cp_geom *g, const float *x,
+			  const float *w, const float *bias, size_t n,
+			  uint32_t oy, uint32_t ox, uint32_t o, double *mag)
+{
+	double s = bias[o], a = fabs(s);
+	uint32_t ky, kx, ci;
+
+	for (ky = 0; ky < g->kh; ky++)
+	for (kx = 0; kx < g->kw; kx++) {
+		long iy = (long)(oy * g->sh + ky) - g->ph;
+		long ix = (long)(ox * g->sw + kx) - g->pw;
+
+		if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w)
+			continue;
+		for (ci = 0; ci < g->c; ci++) {
+			double t = (double)x[((n * g->h + iy) * g->w + ix) *
+					     g->c + ci] *
+				   w[((ky * g->kw + kx) * g->c + ci) * g->oc + o];
+
+			s += t;
+			a += fabs(t);
+		}
+	}
+	if (mag)
+		*mag = a;
+	return s;
+}
+
+/*
+ * reference forward: y, and the routes: the window position of the first
+ * maximum in window order, or VTPU_CONV_NO_ROUTE where the ReLU's output
+ * is not > 0
+ */
+static void cp_fwd_ref(const struct cp_geom *g, const float *x,
+		       const float *w, const float *bias, float *y,
+		       uint8_t *idx)
+{
+	size_t n, py, px, o, at;
+	uint32_t qy, qx;
+
+	for (n = 0; n < g->n; n++)
+	for (py = 0; py < g->yh; py++)
+	for (px = 0; px < g->yw; px++)
+	for (o = 0; o < g->oc; o++) {
+		double best = 0;
+		int first = 1;
+
+		at = ((n * g->yh + py) * g->yw + px) * g->oc + o;
+		for (qy = 0; qy < g->qh; qy++)
+		for (qx = 0; qx < g->qw; qx++) {
+			uint32_t oy = py * g->qsh + qy, ox = px * g->qsw + qx;
+			double v = cp_conv_ref(g, x, w, bias, n, oy, ox, o,
+					       NULL);
+
+			if (first || v > best) {
+				best = v;
+				idx[at] = (uint8_t)(qy * g->qw + qx);
+			}
+			first = 0;
+		}
+		if ((g->flags & VTPU_CONV_RELU) && !(best > 0))
+			idx[at] = VTPU_CONV_NO_ROUTE;
+		if ((g->flags & VTPU_CONV_RELU) && best < 0)
+			best = 0;
+		y[at] = (float)best;
+	}
+}
+
+/* reference gradient: dy sent by its route (names no position: dropped) */
+static void cp_wgrad_ref(const struct cp_geom *g, const float *x,
+			 const float *dy, const uint8_t *idx, double *dw,
+			 double *db)
+{
+	size_t n, py, px, o, at;
+	uint32_t qy, qx, ky, kx, ci;
+
+	memset(dw, 0, g->nw * sizeof(*dw));
+	memset(db, 0, g->oc * sizeof(*db));
+	for (n = 0; n < g->n; n++)
+	for (py = 0; py < g->yh; py++)
+	for (px = 0; px < g->yw; px++)
+	for (o = 0; o < g->oc; o++) {
+		double gr;
+
+		at = ((n * g->yh + py) * g->yw + px) * g->oc + o;
+		gr = idx[at] < g->qh * g->qw ? dy[at] : 0;
+		db[o] += gr;
+		for (qy = 0; qy < g->qh; qy++)
+		for (qx = 0; qx < g->qw; qx++) {
+			uint32_t oy = py * g->qsh + qy, ox = px * g->qsw + qx;
+
+			if (idx[at] != qy * g->qw + qx)
+				continue;
+			for (ky = 0; ky < g->kh; ky++)
+			for (kx = 0; kx < g->kw; kx++) {
+				long iy = (long)(oy * g->sh + ky) - g->ph;
+				long ix = (long)(ox * g->sw + kx) - g->pw;
+
+				if (iy < 0 || iy >= (long)g->h || ix < 0 ||
+				    ix >= (long)g->w)
+					continue;
+				for (ci = 0; ci < g->c; ci++)
+					dw[((ky * g->kw + kx) * g->c + ci) *
+					   g->oc + o] += gr *
+						x[((n * g->h + iy) * g->w + ix) *
+						  g->c + ci];
+			}
+		}
+	}
+}
+
+/* a small integer in [-k, k]: sums of products stay exact in f32 */
+static float irand(int k)
+{
+	return (float)((int)(urand() % (2 * k + 1)) - k);
+}
+
+TEST(conv_pool)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < NCP; s++) {
+		const struct cp_geom g = cp_geom(cp_shapes[s]);
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo bb = bo_new(g.oc * 4), yb = bo_new(g.ny * 4);
+		struct vtpu_bo ib = bo_new(g.ny), dyb = bo_new(g.ny * 4);
+		struct vtpu_bo dwb = bo_new(g.nw * 4), dbb = bo_new(g.oc * 4);
+		struct vtpu_bo gib = bo_new(g.ny), gwb = bo_new(g.nw * 4);
+		struct vtpu_bo gbb = bo_new(g.oc * 4);
+		float *x = xb.map, *w = wb.map, *bias = bb.map, *dy = dyb.map;
+		uint8_t *gidx = gib.map;
+		float *ry = malloc(g.ny * 4);
+		uint8_t *ridx = malloc(g.ny);
+		double *rdw = malloc(g.nw * 8), *rdb = malloc(g.oc * 8);
+		double *rgw = malloc(g.nw * 8), *rgb = malloc(g.oc * 8);
+		void *keep[5];
+		size_t sizes[5] = { g.ny * 4, g.ny, g.nw * 4, g.oc * 4,
+				    g.nw * 4 };
+		struct vtpu_conv_pool_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
+				 .stride_w = g.sw, .pad_h = g.ph,
+				 .pad_w = g.pw },
+			.oc = g.oc, .pool_h = g.qh, .pool_w = g.qw,
+			.pool_stride_h = g.qsh, .pool_stride_w = g.qsw,
+			.flags = g.flags,
+		};
+		struct vtpu_conv_pool_desc dg;
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		size_t i;
+		int e, k;
+
+		for (k = 0; k < 5; k++)
+			keep[k] = malloc(sizes[k]);
+		rng_seed(300 + s);
+		for (i = 0; i < g.nx; i++)
+			x[i] = irand(2);
+		for (i = 0; i < g.nw; i++)
+			w[i] = irand(2);
+		for (i = 0; i < g.oc; i++)
+			bias[i] = irand(3);
+		for (i = 0; i < g.ny; i++)
+			dy[i] = irand(4);
+		/* random routes for the second gradient, some naming nothing */
+		for (i = 0; i < g.ny; i++)
+			gidx[i] = (uint8_t)(urand() % 3 ? urand() % (g.qh * g.qw) :
+					    urand());
+		vtpu_cmdbuf_init(&cb);
+		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
+		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &bb), 0);
+		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
+		d.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &ib), 0);
+		d.dy = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool(&cb, &d));
+		dg = d;
+		dg.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &dwb), 0);
+		dg.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &dbb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool_wgrad(&cb, &dg));
+		dg.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &gib), 0);
+		dg.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &gwb), 0);
+		dg.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &gbb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool_wgrad(&cb, &dg));
+
+		cp_fwd_ref(&g, x, w, bias, ry, ridx);
+		cp_wgrad_ref(&g, x, dy, ridx, rdw, rdb);
+		cp_wgrad_ref(&g, x, dy, gidx, rgw, rgb);
+		for (e = 0; e < ex.n; e++) {
+			const void *out[5] = { yb.map, ib.map, dwb.map,
+					       dbb.map, gwb.map };
+
+			memset(yb.map, 0xff, g.ny * 4);
+			memset(ib.map, 0xfe, g.ny);
+			memset(dwb.map, 0xff, g.nw * 4);
+			memset(dbb.map, 0xff, g.oc * 4);
+			memset(gwb.map, 0xff, g.nw * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			/* integer data: every level's sums are exact */
+			for (k = 0; k < 5; k++)
+				diff += same_bits(out[k], keep[k], sizes[k], e);
+			bad += memcmp(yb.map, ry, g.ny * 4) != 0;
+			bad += memcmp(ib.map, ridx, g.ny) != 0;
+			for (i = 0; i < g.nw; i++)
+				bad += ((float *)dwb.map)[i] != rdw[i] ||
+				       ((float *)gwb.map)[i] != rgw[i];
+			for (i = 0; i < g.oc; i++)
+				bad += ((float *)dbb.map)[i] != rdb[i] ||
+				       ((float *)gbb.map)[i] != rgb[i];
+		}
+		TH_LOG("conv_pool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u -> %u, pool "
+		       "%ux%u s%ux%u%s: y, index, dw, dbias exact on %d "
+		       "executors", g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw,
+		       g.ph, g.pw, g.oc, g.qh, g.qw, g.qsh, g.qsw,
+		       g.flags & VTPU_CONV_RELU ? ", relu" : "", ex.n);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&wb);
+		vtpu_cpu_bo_destroy(&bb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&ib);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dwb);
+		vtpu_cpu_bo_destroy(&dbb);
+		vtpu_cpu_bo_destroy(&gib);
+		vtpu_cpu_bo_destroy(&gwb);
+		vtpu_cpu_bo_destroy(&gbb);
+		for (k = 0; k < 5; k++)
+			free(keep[k]);
+		free(ry);
+		free(ridx);
+		free(rdw);
+		free(rdb);
+		free(rgw);
+		free(rgb);
+	}
+	execs_fini(&ex);
+}
+
+/* ---- CONV / CONV_DGRAD / CONV_WGRAD ---------------------------------------- */
+
+/*
+ * n, h, w, c, kh, kw, stride h, w, pad h, w, oc, flags. Between them:
+ * both AVX-512 kernels (oc and, for DGRAD, c on either side of 16), edge
+ * microtiles, several K steps (k > 256, with DGRAD's taps split across
+ * a step), several row tiles, strides (no DGRAD), kh != kw.
+ */
+static const uint32_t cv_shapes[][12] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0 },
+	{ 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 8, VTPU_CONV_BIAS },
+	{ 2, 8, 8, 32, 3, 3, 1, 1, 1, 1, 40,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	{ 1, 7, 9, 4, 3, 2, 2, 1, 1, 0, 17, VTPU_CONV_RELU },
+	{ 3, 12, 12, 16, 3, 3, 1, 1, 0, 0, 64, VTPU_CONV_BIAS },
+	{ 2, 16, 16, 8, 5, 5, 1, 1, 2, 2, 20, 0 },
+	{ 1, 6, 6, 70, 3, 3, 1, 1, 1, 1, 3, VTPU_CONV_BIAS },
+	{ 2, 9, 8, 5, 4, 3, 2, 3, 3, 2, 33, 0 },
+	/* CONV_WGRAD on AVX-512's narrow kernel with a tall tile (m 720) */
+	{ 4, 8, 8, 80, 3, 3, 1, 1, 1, 1, 8, VTPU_CONV_BIAS },
+	/* CIFAR-10's first layer, four images: many row tiles */
+	{ 4, 32, 32, 3, 3, 3, 1, 1, 1, 1, 32,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	/*
+	 * Winograd (AVX-512, 3 x 3 at stride 1, 16-64 channels): odd output
+	 * sizes (tiles cut at the edge), channels and columns in partial
+	 * vectors; 64 channels, two or three column groups, pads 2 and 0;
+	 * several tiles, blocks of WINO_TB, and CONV_WGRAD's channel splits
+	 * and steps of WINO_KC Winograd tiles (512 here)
+	 */
+	{ 2, 7, 9, 24, 3, 3, 1, 1, 1, 1, 48,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	{ 1, 5, 6, 64, 3, 3, 1, 1, 2, 0, 80, VTPU_CONV_BIAS },
+	{ 8, 16, 16, 32, 3, 3, 1, 1, 1, 1, 32, VTPU_CONV_RELU },
+};
+#define NCV (sizeof(cv_shapes) / sizeof(cv_shapes[0]))
+
+/*
+ * dw, dx of the convolution given dy, in double (cp_geom's conv part);
+ * with @dwmag and @dxmag, the sums of the magnitudes of their terms
+ */
+static void cv_grad_ref(const struct cp_geom *g, const float *x,
+			const float *w, const float *dy, double *dw,
+			double *dx, double *dwmag, double *dxmag)
+{
+	size_t n, oy, ox, o, ky, kx, ci;
+
+	memset(dw, 0, g->nw * 8);
+	memset(dx, 0, g->nx * 8);
+	if (dxmag) {
+		memset(dwmag, 0, g->nw * 8);
+		memset(dxmag, 0, g->nx * 8);
+	}
+	for (n = 0; n < g->n; n++)
+	for (oy = 0; oy < g->oh; oy++)
+	for (ox = 0; ox < g->ow; ox++)
+	for (ky = 0; ky < g->kh; ky++)
+	for (kx = 0; kx < g->kw; kx++) {
+		long iy = (long)(oy * g->sh + ky) - g->ph;
+		long ix = (long)(ox * g->sw + kx) - g->pw;
+		const float *d = dy + ((n * g->oh + oy) * g->ow + ox) * g->oc;
+		size_t xi, wi;
+
+		if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w)
+			continue;
+		xi = ((n * g->h + iy) * g->w + ix) * g->c;
+		wi = (ky * g->kw + kx) * g->c;
+		for (ci = 0; ci < g->c; ci++)
+			for (o = 0; o < g->oc; o++) {
+				double tw = (double)x[xi + ci] * d[o];
+				double tx = (double)w[(wi + ci) * g->oc + o] * d[o];
+
+				dw[(wi + ci) * g->oc + o] += tw;
+				dx[xi + ci] += tx;
+				if (dxmag) {
+					dwmag[(wi + ci) * g->oc + o] += fabs(tw);
+					dxmag[xi + ci] += fabs(tx);
+				}
+			}
+	}
+}
+
+/* y of CONV with @flags in double, and its terms' magnitudes */
+static void cv_fwd_ref(const struct cp_geom *g, const float *x,
+		       const float *w, const float *bias, uint32_t flags,
+		       double *y, double *mag)
+{
+	size_t rows = (size_t)g->n * g->oh * g->ow, i, o;
+
+	for (i = 0; i < rows; i++)
+		for (o = 0; o < g->oc; o++) {
+			double *r = &y[i * g->oc + o];
+
+			*r = cp_conv_ref(g, x, w, bias, i / (g->oh * g->ow),
+					 (uint32_t)(i / g->ow % g->oh),
+					 (uint32_t)(i % g->ow), (uint32_t)o,
+					 &mag[i * g->oc + o]);
+			if (!(flags & VTPU_CONV_BIAS))
+				*r -= bias[o];
+			if ((flags & VTPU_CONV_RELU) && *r < 0)
+				*r = 0;
+		}
+}
+
+/* How many of @n differ from @k * @ref by more than 1e-5 of @k * @mag. */
+static long cv_far(const float *got, const double *ref, const double *mag,
+		   size_t n, double k)
+{
+	long far = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		far += !(fabs(got[i] - k * ref[i]) <= 1e-5 * k * mag[i] + 1e-30);
+	return far;
+}
+
+TEST(conv)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < NCV; s++) {
+		const uint32_t *v = cv_shapes[s];
+		const uint32_t cps[16] = { v[0], v[1], v[2], v[3], v[4], v[5],
+					   v[6], v[7], v[8], v[9], v[10], 1, 1,
+					   1, 1, 0 };
+		const struct cp_geom g = cp_geom(cps);
+		bool dgrad = g.sh == 1 && g.sw == 1;
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo bb = bo_new(g.oc * 4), yb = bo_new(g.ny * 4);
+		struct vtpu_bo dyb = bo_new(g.ny * 4), dwb = bo_new(g.nw * 4);
+		struct vtpu_bo dxb = bo_new(g.nx * 4);
+		float *x = xb.map, *w = wb.map, *bias = bb.map, *dy = dyb.map;
+		double *ry = malloc(g.ny * 8), *rdw = malloc(g.nw * 8);
+		double *rdx = malloc(g.nx * 8), *ymag = malloc(g.ny * 8);
+		double *dwmag = malloc(g.nw * 8), *dxmag = malloc(g.nx * 8);
+		void *keep[3] = { malloc(g.ny * 4), malloc(g.nw * 4),
+				  malloc(g.nx * 4) };
+		const void *out[3] = { yb.map, dwb.map, dxb.map };
+		size_t sizes[3] = { g.ny * 4, g.nw * 4, dgrad ? g.nx * 4 : 0 };
+		struct vtpu_conv_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
+				 .stride_w = g.sw, .pad_h = g.ph,
+				 .pad_w = g.pw },
+			.oc = g.oc, .flags = v[11],
+		};
+		struct vtpu_conv_desc dd;
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0, far = 0;
+		size_t i;
+		uint32_t bx, bw, bb_, by, bdy, bdw, bdx;
+		int e, k;
+
+		rng_seed(500 + s);
+		for (i = 0; i < g.nx; i++)
+			x[i] = irand(2);
+		for (i = 0; i < g.nw; i++)
+			w[i] = irand(2);
+		for (i = 0; i < g.oc; i++)
+			bias[i] = irand(3);
+		for (i = 0; i < g.ny; i++)
+			dy[i] = irand(3);
+		cv_fwd_ref(&g, x, w, bias, v[11], ry, ymag);
+		cv_grad_ref(&g, x, w, dy, rdw, rdx, NULL, NULL);
+
+		/*
+		 * Integer data, so every sum is exact: y; dw and dx written,
+		 * then accumulated once more (twice the gradient).
+		 */
+		vtpu_cmdbuf_init(&cb);
+		bx = vtpu_cmdbuf_use(&cb, &xb);
+		bw = vtpu_cmdbuf_use(&cb, &wb);
+		bb_ = vtpu_cmdbuf_use(&cb, &bb);
+		by = vtpu_cmdbuf_use(&cb, &yb);
+		bdy = vtpu_cmdbuf_use(&cb, &dyb);
+		bdw = vtpu_cmdbuf_use(&cb, &dwb);
+		bdx = vtpu_cmdbuf_use(&cb, &dxb);
+		d.x = VTPU_REF(bx, 0);
+		d.w = VTPU_REF(bw, 0);
+		d.bias = VTPU_REF(bb_, 0);
+		d.y = VTPU_REF(by, 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cb, &d));
+		dd = d;
+		dd.flags = 0;
+		dd.y = VTPU_REF(bdy, 0);
+		dd.w = VTPU_REF(bdw, 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &dd));
+		dd.flags = VTPU_CONV_ACCUMULATE;
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &dd));
+		if (dgrad) {
+			dd.w = VTPU_REF(bw, 0);
+			dd.x = VTPU_REF(bdx, 0);
+			dd.flags = 0;
+			ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &dd));
+			dd.flags = VTPU_CONV_ACCUMULATE;
+			ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &dd));
+		}
+		for (e = 0; e < ex.n; e++) {
+			memset(yb.map, 0xff, g.ny * 4);	/* NaN: all written? */
+			memset(dwb.map, 0xff, g.nw * 4);
+			memset(dxb.map, 0xff, g.nx * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			for (k = 0; k < 3; k++)
+				diff += same_bits(out[k], keep[k], sizes[k], e);
+			for (i = 0; i < g.ny; i++)
+				bad += ((float *)yb.map)[i] != ry[i];
+			for (i = 0; i < g.nw; i++)
+				bad += ((float *)dwb.map)[i] != 2 * rdw[i];
+			for (i = 0; dgrad && i < g.nx; i++)
+				bad += ((float *)dxb.map)[i] != 2 * rdx[i];
+		}
+
+		/*
+		 * Float data: y, dw and dx within 1e-5 of their terms'
+		 * magnitudes of double, on every executor. (They need not
+		 * agree to the bit: AVX-512's Winograd kernels round
+		 * differently from the direct ones.)
+		 */
+		fill_rand(x, g.nx);
+		fill_rand(w, g.nw);
+		fill_rand(dy, g.ny);
+		cv_fwd_ref(&g, x, w, bias, v[11], ry, ymag);
+		cv_grad_ref(&g, x, w, dy, rdw, rdx, dwmag, dxmag);
+		for (e = 0; e < ex.n; e++) {
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			/* dw and dx written, then accumulated once more */
+			far += cv_far(yb.map, ry, ymag, g.ny, 1);
+			far += cv_far(dwb.map, rdw, dwmag, g.nw, 2);
+			if (dgrad)
+				far += cv_far(dxb.map, rdx, dxmag, g.nx, 2);
+		}
+		TH_LOG("conv %ux%ux%ux%u k%ux%u s%ux%u p%ux%u -> %u%s%s: y, dw%s "
+		       "exact on %d executors; %ld far from double on floats",
+		       g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw,
+		       g.oc, v[11] & VTPU_CONV_BIAS ? ", bias" : "",
+		       v[11] & VTPU_CONV_RELU ? ", relu" : "",
+		       dgrad ? ", dx" : "", ex.n, far);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		EXPECT_EQ(0, far);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&wb);
+		vtpu_cpu_bo_destroy(&bb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dwb);
+		vtpu_cpu_bo_destroy(&dxb);
+		for (k = 0; k < 3; k++)
+			free(keep[k]);
+		free(ry);
+		free(rdw);
+		free(rdx);
+		free(ymag);
+		free(dwmag);
+		free(dxmag);
+	}
+	execs_fini(&ex);
+}
+
+TEST_HARNESS_MAIN

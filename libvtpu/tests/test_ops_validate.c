@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Host unit test of the validator's rejections of the training ops and
+ * of GEMM in panels, through libvtpu's cpu backend: every rejection path,
+ * with its reason, its operand and its words.
+ */
+#include "test_ops.h"
+
+/* ---- the validator ------------------------------------------------------------ */
+
+struct rej {
+	struct vtpu_cpu *cpu;
+	struct vtpu_bo b0, b1;	/* 4096 bytes each */
+	int fails;
+};
+
+/* Run @cmd alone on buffers b0, b1; expect @reason on @operand (0: ok). */
+static void check_cmd(struct __test_metadata *_metadata, struct rej *r,
+		      const char *what, const void *cmd, uint32_t reason,
+		      uint32_t operand)
+{
+	struct vtpu_cmdbuf cb;
+	struct vtpu_job job;
+	char msg[256];
+	int ret;
+
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_use(&cb, &r->b0);
+	vtpu_cmdbuf_use(&cb, &r->b1);
+	vtpu_cmdbuf_append(&cb, cmd);
+	memset(&job, 0, sizeof(job));
+	ret = vtpu_cpu_run(r->cpu, &cb, &job);
+	vtpu_job_strerror(&cb, &job, msg, sizeof(msg));
+	if (reason == VTPU_ERR_NONE) {
+		EXPECT_EQ(0, ret) TH_LOG("%s: %s", what, msg);
+	} else {
+		TH_LOG("%-40s -> %s", what, msg);
+		EXPECT_EQ(-EINVAL, ret);
+		EXPECT_EQ(reason, job.error.reason) TH_LOG("%s", what);
+		EXPECT_EQ(operand, job.error.operand) TH_LOG("%s", what);
+	}
+	vtpu_cmdbuf_fini(&cb);
+}
+
+#define HDR(op, type) { .opcode = (op), .size = sizeof(struct type) }
+#define OPND(b, o) { .buf = (b), .offset = (o) }
+
+TEST(validator)
+{
+	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),
+			 .b0 = bo_new(4096), .b1 = bo_new(4096) };
+	/* a 4x4x2 image, 3x3 windows, pad 1: 16 rows of 18 = 1152 bytes */
+	const struct vtpu_cmd_im2col ic0 = {
+		.hdr = HDR(VTPU_OP_IM2COL, vtpu_cmd_im2col),
+		.win = { .n = 1, .h = 4, .w = 4, .c = 2, .kh = 3, .kw = 3,
+			 .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1 },
+		.image = OPND(0, 0), .cols = OPND(1, 0),
+	};
+	const struct vtpu_cmd_pool pl0 = {
+		.hdr = HDR(VTPU_OP_MAXPOOL, vtpu_cmd_pool),
+		.win = { .n = 1, .h = 8, .w = 8, .c = 4, .kh = 2, .kw = 2,
+			 .stride_h = 2, .stride_w = 2 },
+		.x = OPND(0, 0), .y = OPND(1, 0), .index = OPND(1, 1024),
+	};
+	const struct vtpu_cmd_elementwise ew0 = {
+		.hdr = HDR(VTPU_OP_ELEMENTWISE, vtpu_cmd_elementwise),
+		.op = VTPU_EW_ADD, .count = 256,
+		.x = OPND(0, 0), .y = OPND(0, 1024), .z = OPND(1, 0),
+	};
+	const struct vtpu_cmd_reduce rd0 = {
+		.hdr = HDR(VTPU_OP_REDUCE, vtpu_cmd_reduce),
+		.op = VTPU_REDUCE_COLS, .m = 16, .n = 16, .ldx = 16,
+		.x = OPND(0, 0), .y = OPND(1, 0),
+	};
+	const struct vtpu_cmd_softmax_xent xe0 = {
+		.hdr = HDR(VTPU_OP_SOFTMAX_XENT, vtpu_cmd_softmax_xent),
+		.m = 8, .n = 10, .flags = VTPU_XENT_DLOGITS,
+		.logits = OPND(0, 0), .labels = OPND(0, 512),
+		.dlogits = OPND(1, 0), .loss = OPND(1, 512),
+		.correct = OPND(1, 516),
+	};
+	const struct vtpu_cmd_sgd sg0 = {
+		.hdr = HDR(VTPU_OP_SGD, vtpu_cmd_sgd),
+		.count = 128, .lr = 0x3dcccccd, .momentum = 0x3f666666,
+		.param = OPND(0, 0), .grad = OPND(1, 0), .mom = OPND(0, 1024),
+	};
+	const struct vtpu_cmd_adam_step as0 = {
+		.hdr = HDR(VTPU_OP_ADAM_STEP, vtpu_cmd_adam_step),
+		.beta1 = 0x3f666666, .state = OPND(1, 4088),
+	};
+	const struct vtpu_cmd_adam ad0 = {
+		.hdr = HDR(VTPU_OP_ADAM, vtpu_cmd_adam),
+		.count = 128, .param = OPND(0, 0), .grad = OPND(1, 0),
+		.m = OPND(0, 1024), .v = OPND(0, 2048), .state = OPND(1, 4088),
+	};
+	const struct vtpu_cmd_cast ca0 = {
+		.hdr = HDR(VTPU_OP_CAST, vtpu_cmd_cast),
+		.mode = VTPU_CAST_F32_TO_BF16, .count = 1024,
+		.src = OPND(0, 0), .dst = OPND(1, 0),
+	};
+	const struct vtpu_cmd_dropout dr0 = {
+		.hdr = HDR(VTPU_OP_DROPOUT, vtpu_cmd_dropout),
+		.count = 256, .rate = 0x3e800000 /* 0.25 */, .seed = 7,
+		.x = OPND(0, 0), .z = OPND(1, 0), .mask = OPND(1, 1024),
+		.step = OPND(0, 4092),
+	};
+	/*
+	 * a 6x6x1 image, 3x3 taps, 8 channels, 2x2 pooling: x 144 bytes,
+	 * w 288, bias 32, y and index 128 each
+	 */
+	const struct vtpu_cmd_conv_pool cp0 = {
+		.hdr = HDR(VTPU_OP_CONV_POOL, vtpu_cmd_conv_pool),
+		.win = { .n = 1, .h = 6, .w = 6, .c = 1, .kh = 3, .kw = 3,
+			 .stride_h = 1, .stride_w = 1 },
+		.oc = 8, .pool_h = 2, .pool_w = 2, .pool_stride_h = 2,
+		.pool_stride_w = 2,
+		.x = OPND(0, 0), .w = OPND(0, 256), .bias = OPND(0, 768),
+		.y = OPND(1, 0), .index = OPND(1, 256),
+	};
+	/* its gradient: dw, dbias in b1; dy, the routes in b0 */
+	const struct vtpu_cmd_conv_pool cg0 = {
+		.hdr = HDR(VTPU_OP_CONV_POOL_WGRAD, vtpu_cmd_conv_pool),
+		.win = cp0.win, .oc = 8, .pool_h = 2, .pool_w = 2,
+		.pool_stride_h = 2, .pool_stride_w = 2,
+		.x = OPND(0, 0), .w = OPND(1, 512), .bias = OPND(1, 1024),
+		.dy = OPND(0, 1024), .index = OPND(0, 1536),
+	};
+	/*
+	 * a 4x4x2 image, 3x3 taps, pad 1, 8 channels: x 128 bytes, w 576,
+	 * bias 32, y 512
+	 */
+	const struct vtpu_cmd_conv cv0 = {
+		.hdr = HDR(VTPU_OP_CONV, vtpu_cmd_conv),
+		.win = { .n = 1, .h = 4, .w = 4, .c = 2, .kh = 3, .kw = 3,
+			 .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1 },
+		.oc = 8, .flags = VTPU_CONV_BIAS,
+		.x = OPND(0, 0), .w = OPND(0, 256), .bias = OPND(0, 1024),
+		.y = OPND(1, 0),
+	};
+	/* the gradients: dx (at x) or dw (at w) in b1, dy (at y) in b0 */
+	const struct vtpu_cmd_conv cd0 = {
+		.hdr = HDR(VTPU_OP_CONV_DGRAD, vtpu_cmd_conv),
+		.win = cv0.win, .oc = 8,
+		.x = OPND(1, 1024), .w = OPND(0, 256), .y = OPND(0, 2048),
+	};
+	const struct vtpu_cmd_conv cw0 = {
+		.hdr = HDR(VTPU_OP_CONV_WGRAD, vtpu_cmd_conv),
+		.win = cv0.win, .oc = 8,
+		.x = OPND(0, 0), .w = OPND(1, 2048), .y = OPND(0, 2048),
+	};
+	struct vtpu_cmd_conv cv;
+	struct vtpu_cmd_conv_pool cp;
+	struct vtpu_cmd_dropout dr;
+	struct vtpu_cmd_im2col ic;
+	struct vtpu_cmd_pool pl;
+	struct vtpu_cmd_elementwise ew;
+	struct vtpu_cmd_reduce rd;
+	struct vtpu_cmd_softmax_xent xe;
+	struct vtpu_cmd_sgd sg;
+	struct vtpu_cmd_adam_step as;
+	struct vtpu_cmd_adam ad;
+	struct vtpu_cmd_cast ca;
+
+	ASSERT_NE(NULL, r.cpu);
+#define CASE(var, base, what, mut, reason, operand)                           \
+	do {                                                                  \
+		var = base;                                                   \
+		mut;                                                          \
+		check_cmd(_metadata, &r, what, &var, reason, operand);        \
+	} while (0)
+
+	/* the baselines are valid */
+	CASE(ic, ic0, "im2col ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(ic, ic0, "col2im ok", ic.hdr.opcode = VTPU_OP_COL2IM,
+	     VTPU_ERR_NONE, 0);
+	CASE(pl, pl0, "maxpool ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(pl, pl0, "maxpool_grad ok", pl.hdr.opcode = VTPU_OP_MAXPOOL_GRAD,
+	     VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise z == x ok", ew.z = ew.x, VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise z == y ok", ew.z = ew.y, VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise x, y overlap ok", ew.y.offset = 4,
+	     VTPU_ERR_NONE, 0);
+	CASE(rd, rd0, "reduce ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(xe, xe0, "softmax_xent ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(sg, sg0, "sgd ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(as, as0, "adam_step ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(ad, ad0, "adam ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(ca, ca0, "cast ok", (void)0, VTPU_ERR_NONE, 0);
+
+	/* header */
+	CASE(ew, ew0, "wrong size", ew.hdr.size -= 8, VTPU_ERR_BAD_SIZE, 0);
+	CASE(ew, ew0, "opcode past the set", ew.hdr.opcode = VTPU_OP_COUNT,
+	     VTPU_ERR_BAD_OPCODE, 0);
+
+	/* IM2COL / COL2IM */
+	CASE(ic, ic0, "im2col flags", ic.flags = 1, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(ic, ic0, "im2col pad", ic.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(ic, ic0, "im2col stride 0", ic.win.stride_w = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(ic, ic0, "im2col n 0", ic.win.n = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ic, ic0, "im2col c > MAX_DIM", ic.win.c = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ic, ic0, "im2col pad >= k", ic.win.pad_h = 3,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ic, ic0, "im2col oh <= 0 (h + 2 pad < k)",
+	     (ic.win.kh = 7, ic.win.pad_h = 1), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ic, ic0, "im2col element count overflows",
+	     (ic.win.n = ic.win.h = ic.win.w = ic.win.c = VTPU_MAX_DIM),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ic, ic0, "im2col cols count overflows",
+	     (ic.win.h = ic.win.w = 4096, ic.win.c = 64, ic.win.kh = ic.win.kw = 64,
+	      ic.win.pad_h = ic.win.pad_w = 0), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ic, ic0, "im2col cols out of bounds", ic.win.c = 8,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DST);
+	CASE(ic, ic0, "col2im image out of bounds",
+	     (ic.hdr.opcode = VTPU_OP_COL2IM, ic.image.offset = 4000),
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DST);
+	CASE(ic, ic0, "im2col image misaligned", ic.image.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_SRC);
+	CASE(ic, ic0, "im2col bad buffer", ic.image.buf = 2,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_SRC);
+	CASE(ic, ic0, "im2col operand pad", ic.cols.pad = 1,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_DST);
+	CASE(ic, ic0, "im2col cols overlap image", ic.cols = ic.image,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DST);
+
+	/* MAXPOOL / MAXPOOL_GRAD */
+	CASE(pl, pl0, "maxpool flags", pl.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(pl, pl0, "maxpool h*w >= 2^32",
+	     (pl.win.h = pl.win.w = 65536, pl.win.c = 1), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(pl, pl0, "maxpool oh <= 0", pl.win.kh = 9, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(pl, pl0, "maxpool index overlaps y", pl.index.offset = 128,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(pl, pl0, "maxpool y overlaps x", pl.y.buf = 0,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(pl, pl0, "maxpool index out of bounds", pl.index.offset = 3900,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_INDEX);
+	CASE(pl, pl0, "maxpool_grad dx overlaps dy",
+	     (pl.hdr.opcode = VTPU_OP_MAXPOOL_GRAD, pl.x = pl.y),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DX);
+	CASE(pl, pl0, "maxpool_grad dx overlaps index",
+	     (pl.hdr.opcode = VTPU_OP_MAXPOOL_GRAD, pl.x = pl.index),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DX);
+
+	/* ELEMENTWISE */
+	CASE(ew, ew0, "elementwise bad sub-op", ew.op = VTPU_EW_COUNT,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(ew, ew0, "elementwise pad", ew.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(ew, ew0, "elementwise alpha unused", ew.alpha = 0x3f800000,
+	     VTPU_ERR_BAD_PAD, 0);
+	CASE(ew, ew0, "elementwise beta unused",
+	     (ew.op = VTPU_EW_AXPY, ew.beta = 1), VTPU_ERR_BAD_PAD, 0);
+	CASE(ew, ew0, "elementwise count 0", ew.count = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ew, ew0, "elementwise count * 4 overflows", ew.count = 1ull << 62,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ew, ew0, "elementwise count past buffer", ew.count = 1025,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(ew, ew0, "elementwise offset near 2^64",
+	     ew.y.offset = ~0ull - 3, VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_Y);
+	CASE(ew, ew0, "elementwise unused y not zero",
+	     (ew.op = VTPU_EW_RELU, ew.y.offset = 64), VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_Y);
+	CASE(ew, ew0, "elementwise z partly overlaps x",
+	     (ew.z.buf = 0, ew.z.offset = 4), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(ew, ew0, "elementwise z partly overlaps y",
+	     (ew.z.buf = 0, ew.z.offset = 1020), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(ew, ew0, "elementwise z misaligned", ew.z.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_Z);
+
+	/* REDUCE */
+	CASE(rd, rd0, "reduce bad op", rd.op = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(rd, rd0, "reduce m 0", rd.m = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(rd, rd0, "reduce n > MAX_DIM", (rd.n = VTPU_MAX_DIM + 1,
+	     rd.ldx = rd.n), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(rd, rd0, "reduce ldx < n", rd.ldx = 15, VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_X);
+	CASE(rd, rd0, "reduce x out of bounds", rd.ldx = 1000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(rd, rd0, "reduce y overlaps x", (rd.y.buf = 0, rd.y.offset = 1000),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+
+	/* SOFTMAX_XENT */
+	CASE(xe, xe0, "xent flags", xe.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(xe, xe0, "xent n > MAX_CLASSES", xe.n = VTPU_XENT_MAX_CLASSES + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(xe, xe0, "xent m 0", xe.m = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(xe, xe0, "xent unused probs not zero", xe.probs.buf = 1,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_PROBS);
+	CASE(xe, xe0, "xent unused dlogits not zero",
+	     (xe.flags = 0, xe.dlogits.offset = 8), VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_DX);
+	CASE(xe, xe0, "xent dlogits overlaps logits", xe.dlogits = xe.logits,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DX);
+	CASE(xe, xe0, "xent loss overlaps correct", xe.correct = xe.loss,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_LOSS);
+	CASE(xe, xe0, "xent loss overlaps labels",
+	     (xe.loss.buf = 0, xe.loss.offset = 516), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_LOSS);
+	CASE(xe, xe0, "xent labels out of bounds", xe.labels.offset = 4088,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_LABELS);
+	CASE(xe, xe0, "xent correct misaligned", xe.correct.offset = 518,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_CORRECT);
+	CASE(xe, xe0, "xent m*n past buffer", xe.m = 200,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+
+	/* SGD */
+	CASE(sg, sg0, "sgd unknown flag", sg.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(sg, sg0, "sgd nesterov without momentum",
+	     (sg.flags = VTPU_SGD_NESTEROV, sg.momentum = 0,
+	      memset(&sg.mom, 0, sizeof(sg.mom))), VTPU_ERR_BAD_FLAGS, 0);
+	CASE(sg, sg0, "sgd unused mom not zero", sg.momentum = 0,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_MOM);
+	CASE(sg, sg0, "sgd count 0", sg.count = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sg, sg0, "sgd param overlaps grad", sg.grad = sg.param,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_PARAM);
+	CASE(sg, sg0, "sgd mom overlaps grad", (sg.mom.buf = 1,
+	     sg.mom.offset = 256), VTPU_ERR_OVERLAP, VTPU_OPERAND_MOM);
+
+	/* ADAM_STEP / ADAM */
+	CASE(as, as0, "adam_step state out of bounds", as.state.offset = 4092,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_STATE);
+	CASE(as, as0, "adam_step state misaligned", as.state.offset = 4086,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_STATE);
+	CASE(ad, ad0, "adam flags", ad.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(ad, ad0, "adam count > MAX_ELEMS", ad.count = VTPU_MAX_ELEMS + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ad, ad0, "adam m overlaps v", ad.v.offset = 1028,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_MOM);
+	CASE(ad, ad0, "adam v overlaps state", (ad.v.buf = 1,
+	     ad.v.offset = 3584), VTPU_ERR_OVERLAP, VTPU_OPERAND_VEL);
+	CASE(ad, ad0, "adam state out of bounds", ad.state.offset = 4096,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_STATE);
+	CASE(ad, ad0, "adam grad bad buffer", ad.grad.buf = 7,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_GRAD);
+
+	/* CAST */
+	CASE(ca, ca0, "cast bad mode", ca.mode = 3, VTPU_ERR_BAD_DTYPE, 0);
+	CASE(ca, ca0, "cast scale unused", ca.scale = 0x3f800000,
+	     VTPU_ERR_BAD_PAD, 0);
+	CASE(ca, ca0, "cast pad", ca.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(ca, ca0, "cast bf16 src misaligned",
+	     (ca.mode = VTPU_CAST_BF16_TO_F32, ca.src.offset = 1),
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_SRC);
+	CASE(ca, ca0, "cast u8 src odd offset ok",
+	     (ca.mode = VTPU_CAST_U8_TO_F32, ca.src.offset = 3), VTPU_ERR_NONE, 0);
+	CASE(ca, ca0, "cast count past src", ca.count = 2049,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_SRC);
+	CASE(ca, ca0, "cast bf16 dst out of bounds", ca.dst.offset = 2050,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DST);
+	CASE(ca, ca0, "cast dst overlaps src", (ca.dst.buf = 0,
+	     ca.dst.offset = 2048), VTPU_ERR_OVERLAP, VTPU_OPERAND_DST);
+	/* DROPOUT */
+	CASE(dr, dr0, "dropout ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(dr, dr0, "dropout in place", dr.z = dr.x, VTPU_ERR_NONE, 0);
+	CASE(dr, dr0, "dropout rate 1", dr.rate = 0x3f800000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout rate -0.5", dr.rate = 0xbf000000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout rate NaN", dr.rate = 0x7fc00000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout flags", dr.flags = 1, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(dr, dr0, "dropout pad", dr.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(dr, dr0, "dropout count 0", dr.count = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dr, dr0, "dropout mask past its buffer", dr.mask.offset = 3200,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_MASK);
+	CASE(dr, dr0, "dropout mask overlaps x", dr.mask = dr.x,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_MASK);
+	CASE(dr, dr0, "dropout z half over x", (dr.z.buf = 0,
+	     dr.z.offset = 512), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(dr, dr0, "dropout z over mask", dr.z = dr.mask,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(dr, dr0, "dropout z over step", (dr.z.buf = 0,
+	     dr.z.offset = 3072), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+	CASE(dr, dr0, "dropout step misaligned", dr.step.offset = 4090,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_STEP);
+
+	/* CONV_POOL / CONV_POOL_WGRAD */
+	CASE(cp, cp0, "conv_pool ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cp, cp0, "conv_pool relu ok", cp.flags = VTPU_CONV_RELU,
+	     VTPU_ERR_NONE, 0);
+	CASE(cp, cp0, "conv_pool without pooling ok",
+	     (cp.pool_h = cp.pool_w = 1, cp.pool_stride_h = 1,
+	      cp.pool_stride_w = 1, cp.oc = 2), VTPU_ERR_NONE, 0);
+	CASE(cp, cg0, "conv_pool_wgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cp, cg0, "conv_pool_wgrad routes at any byte",
+	     cp.index.offset = 1537, VTPU_ERR_NONE, 0);
+	CASE(cp, cg0, "conv_pool_wgrad flags", cp.flags = VTPU_CONV_RELU,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cp, cp0, "conv_pool flags", cp.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cp, cp0, "conv_pool oc 0", cp.oc = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool pool 0 high", cp.pool_h = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool pool wider than the conv", cp.pool_w = 5,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool pool stride 0", cp.pool_stride_w = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cp, cp0, "conv_pool conv stride 0", cp.win.stride_h = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cp, cp0, "conv_pool pad >= k", cp.win.pad_w = 3,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool weights past 2^36 elements",
+	     (cp.win.c = 1u << 24, cp.oc = 1u << 24), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool dy set",
+	     cp.dy = (struct vtpu_operand)OPND(0, 1024), VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_DY);
+	CASE(cp, cg0, "conv_pool_wgrad y set",
+	     cp.y = (struct vtpu_operand)OPND(0, 2048), VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool 255 window positions",
+	     (cp.win.h = 20, cp.win.w = 20, cp.pool_h = 15, cp.pool_w = 17,
+	      cp.oc = 1), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cp, cp0, "conv_pool x buffer 5", cp.x.buf = 5,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_X);
+	CASE(cp, cp0, "conv_pool w past its buffer", cp.w.offset = 4000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_W);
+	CASE(cp, cp0, "conv_pool bias misaligned", cp.bias.offset = 770,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_BIAS);
+	CASE(cp, cp0, "conv_pool y over x", cp.y = cp.x, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool index over y", cp.index.offset = 64,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(cp, cp0, "conv_pool index past its buffer",
+	     cp.index.offset = 4090, VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_INDEX);
+	CASE(cp, cp0, "conv_pool y over w", (cp.y.buf = 0,
+	     cp.y.offset = 512), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(cp, cg0, "conv_pool_wgrad dw over dy", cp.w = cp.dy,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DW);
+	CASE(cp, cg0, "conv_pool_wgrad dbias over index",
+	     cp.bias = cp.index, VTPU_ERR_OVERLAP, VTPU_OPERAND_DBIAS);
+	CASE(cp, cg0, "conv_pool_wgrad dbias over dw",
+	     cp.bias.offset = 768, VTPU_ERR_OVERLAP, VTPU_OPERAND_DW);
+	CASE(cp, cg0, "conv_pool_wgrad dw over the routes",
+	     cp.index = (struct vtpu_operand)OPND(1, 600), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DW);
+	CASE(cp, cg0, "conv_pool_wgrad dy past its buffer",
+	     cp.dy.offset = 4064, VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);
+
+	CASE(cv, cv0, "conv ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cv, cv0, "conv relu, no bias ok",
+	     (cv.flags = VTPU_CONV_RELU, cv.bias = (struct vtpu_operand){ 0 }),
+	     VTPU_ERR_NONE, 0);
+	CASE(cv, cd0, "conv_dgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cv, cd0, "conv_dgrad accumulate ok",
+	     cv.flags = VTPU_CONV_ACCUMULATE, VTPU_ERR_NONE, 0);
+	CASE(cv, cw0, "conv_wgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cv, cw0, "conv_wgrad stride 2 ok",
+	     (cv.win.stride_h = 2, cv.win.stride_w = 2, cv.y.offset = 3584),
+	     VTPU_ERR_NONE, 0);
+	CASE(cv, cv0, "conv accumulate", cv.flags |= VTPU_CONV_ACCUMULATE,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cd0, "conv_dgrad bias flag", cv.flags = VTPU_CONV_BIAS,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cw0, "conv_wgrad relu", cv.flags = VTPU_CONV_RELU,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cv0, "conv unknown flag", cv.flags = 8, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(cv, cv0, "conv oc 0", cv.oc = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cv, cv0, "conv stride 0", cv.win.stride_w = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cv, cd0, "conv_dgrad stride 2", cv.win.stride_h = 2,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(cv, cv0, "conv pad >= k", cv.win.pad_h = 3, VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(cv, cv0, "conv windows past 2^24",
+	     (cv.win = (struct vtpu_window){ .n = 1u << 24, .h = 2, .w = 1,
+					     .c = 1, .kh = 1, .kw = 1,
+					     .stride_h = 1, .stride_w = 1 }),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cv, cd0, "conv_dgrad kh*kw*oc past 2^24", cv.oc = 1u << 21,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cv, cv0, "conv bias set without the flag", cv.flags = 0,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_BIAS);
+	CASE(cv, cw0, "conv_wgrad bias set", cv.bias.offset = 64,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_BIAS);
+	CASE(cv, cv0, "conv x buffer 5", cv.x.buf = 5, VTPU_ERR_BAD_BUFFER,
+	     VTPU_OPERAND_X);
+	CASE(cv, cv0, "conv w past its buffer", cv.w.offset = 4000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_W);
+	CASE(cv, cv0, "conv y misaligned", cv.y.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_Y);
+	CASE(cv, cv0, "conv y over x", cv.y = cv.x, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(cv, cv0, "conv y over bias", (cv.y.buf = 0, cv.y.offset = 640),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(cv, cd0, "conv_dgrad dx over w",
+	     cv.x = (struct vtpu_operand)OPND(0, 768), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DX);
+	CASE(cv, cd0, "conv_dgrad dx past its buffer", cv.x.offset = 4000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DX);
+	CASE(cv, cw0, "conv_wgrad dw over dy", cv.w = cv.y, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DW);
+	CASE(cv, cw0, "conv_wgrad dy past its buffer", cv.y.offset = 3712,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);
+#undef CASE
+
+	vtpu_cpu_destroy(r.cpu);
+	vtpu_cpu_bo_destroy(&r.b0);
+	vtpu_cpu_bo_destroy(&r.b1);
+}
+
+/* A GEMM in panels that breaks their rules: rejected, and said in words. */
+TEST(gemm_panels_rejected_in_words)
+{
+	static const struct {
+		const char *what;
+		uint32_t flags, n, k, ldb, ldc, dtype, reason, operand;
+	} cases[] = {
+		{ "B in panels, n = 16", VTPU_GEMM_B_PANELS, 16, 32, 16, 16,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_B },
+		{ "B^T in panels, k = 16",
+		  VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B, 32, 16, 16, 32,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_B },
+		{ "B in panels, ldb 40", VTPU_GEMM_B_PANELS, 32, 32, 40, 32,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_B },
+		{ "B in panels, bf16", VTPU_GEMM_B_PANELS, 32, 32, 32, 32,
+		  VTPU_DTYPE_BF16, VTPU_ERR_BAD_DTYPE, VTPU_OPERAND_B },
+		{ "C in panels, n = 48", VTPU_GEMM_C_PANELS, 48, 32, 48, 48,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_C },
+		{ "C in panels, ldc 33", VTPU_GEMM_C_PANELS, 32, 32, 32, 33,
+		  VTPU_DTYPE_F32, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_C },
+	};
+	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_bo b0 = bo_new(4096), b1 = bo_new(4096);
+	size_t i;
+
+	ASSERT_NE(NULL, cpu);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vtpu_cmd_gemm g = {
+			.hdr = HDR(VTPU_OP_GEMM, vtpu_cmd_gemm),
+			.m = 4, .n = cases[i].n, .k = cases[i].k,
+			.flags = cases[i].flags, .lda = cases[i].k,
+			.ldb = cases[i].ldb, .ldc = cases[i].ldc,
+			.dtype = cases[i].dtype,
+			.a = OPND(0, 0), .b = OPND(1, 0), .c = OPND(0, 2048),
+		};
+		struct vtpu_cmdbuf cb;
+		struct vtpu_job job = { 0 };
+		char msg[256];
+
+		vtpu_cmdbuf_init(&cb);
+		vtpu_cmdbuf_use(&cb, &b0);
+		vtpu_cmdbuf_use(&cb, &b1);
+		vtpu_cmdbuf_append(&cb, &g);
+		EXPECT_EQ(-EINVAL, vtpu_cpu_run(cpu, &cb, &job));
+		vtpu_job_strerror(&cb, &job, msg, sizeof(msg));
+		TH_LOG("%-24s -> %s", cases[i].what, msg);
+		EXPECT_EQ(cases[i].reason, job.error.reason);
+		EXPECT_EQ(cases[i].operand, job.error.operand);
+		EXPECT_NE(NULL, strstr(msg, "is in panels"));
+		vtpu_cmdbuf_fini(&cb);
+	}
+	vtpu_cpu_destroy(cpu);
+	vtpu_cpu_bo_destroy(&b0);
+	vtpu_cpu_bo_destroy(&b1);
+}
+
+TEST_HARNESS_MAIN
