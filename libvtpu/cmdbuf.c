@@ -49,6 +49,21 @@ static void cmdbuf_fail(struct vtpu_cmdbuf *cb, int err)
 		cb->error = err;
 }
 
+/*
+ * The opening every builder shares, as liburing's io_uring_prep_rw(): zero
+ * the command and fill in its header, the size from the engine's table. A
+ * struct that is not the size the table says gets size 0, which
+ * vtpu_cmdbuf_append() refuses.
+ */
+static void cmd_init(struct vtpu_cmd_hdr *hdr, size_t len, uint32_t opcode)
+{
+	memset(hdr, 0, len);
+	hdr->opcode = opcode;
+	hdr->size = vtpu_engine_cmd_size(opcode) == len ? (uint32_t)len : 0;
+}
+
+#define CMD_INIT(c, opcode) cmd_init(&(c)->hdr, sizeof(*(c)), (opcode))
+
 uint32_t vtpu_cmdbuf_use(struct vtpu_cmdbuf *cb, const struct vtpu_bo *bo)
 {
 	uint32_t i;
@@ -127,9 +142,7 @@ int vtpu_cmdbuf_gemm(struct vtpu_cmdbuf *cb, const struct vtpu_gemm_desc *g)
 {
 	struct vtpu_cmd_gemm c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_GEMM;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_GEMM);
 	c.m = g->m;
 	c.n = g->n;
 	c.k = g->k;
@@ -156,9 +169,7 @@ int vtpu_cmdbuf_fill(struct vtpu_cmdbuf *cb, uint32_t buf, uint64_t off,
 {
 	struct vtpu_cmd_fill c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_FILL;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_FILL);
 	c.count = count;
 	c.value = f32_bits(value);
 	c.dst.buf = buf;
@@ -172,9 +183,7 @@ int vtpu_cmdbuf_copy(struct vtpu_cmdbuf *cb, uint32_t dst_buf,
 {
 	struct vtpu_cmd_copy c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_COPY;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_COPY);
 	c.bytes = bytes;
 	c.dst.buf = dst_buf;
 	c.dst.offset = dst_off;
@@ -198,9 +207,7 @@ static int cmdbuf_window(struct vtpu_cmdbuf *cb, uint32_t opcode,
 {
 	struct vtpu_cmd_im2col c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = opcode;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, opcode);
 	c.win = *win;
 	c.image = opnd(image);
 	c.cols = opnd(cols);
@@ -225,9 +232,7 @@ static int cmdbuf_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,
 {
 	struct vtpu_cmd_pool c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = opcode;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, opcode);
 	c.win = *win;
 	c.x = opnd(x);
 	c.y = opnd(y);
@@ -255,9 +260,7 @@ static int cmdbuf_conv_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,
 	bool wgrad = opcode == VTPU_OP_CONV_POOL_WGRAD;
 	struct vtpu_cmd_conv_pool c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = opcode;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, opcode);
 	c.win = d->win;
 	c.oc = d->oc;
 	c.pool_h = d->pool_h;
@@ -294,9 +297,7 @@ static int cmdbuf_conv(struct vtpu_cmdbuf *cb, uint32_t opcode,
 {
 	struct vtpu_cmd_conv c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = opcode;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, opcode);
 	c.win = d->win;
 	c.oc = d->oc;
 	c.flags = d->flags;
@@ -332,9 +333,7 @@ int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
 {
 	struct vtpu_cmd_elementwise c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_ELEMENTWISE;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_ELEMENTWISE);
 	c.op = op;
 	c.count = count;
 	c.alpha = f32_bits(alpha);
@@ -351,9 +350,7 @@ int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
 {
 	struct vtpu_cmd_reduce c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_REDUCE;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_REDUCE);
 	c.op = op;
 	c.m = m;
 	c.n = n;
@@ -370,9 +367,7 @@ int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
 {
 	struct vtpu_cmd_softmax_xent c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_SOFTMAX_XENT;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_SOFTMAX_XENT);
 	c.m = d->m;
 	c.n = d->n;
 	c.flags = d->flags;
@@ -393,9 +388,7 @@ int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 {
 	struct vtpu_cmd_sgd c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_SGD;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_SGD);
 	c.count = count;
 	c.lr = f32_bits(lr);
 	c.momentum = f32_bits(momentum);
@@ -412,9 +405,7 @@ int vtpu_cmdbuf_adam_step(struct vtpu_cmdbuf *cb, float beta1, float beta2,
 {
 	struct vtpu_cmd_adam_step c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_ADAM_STEP;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_ADAM_STEP);
 	c.beta1 = f32_bits(beta1);
 	c.beta2 = f32_bits(beta2);
 	c.state = opnd(state);
@@ -425,9 +416,7 @@ int vtpu_cmdbuf_adam(struct vtpu_cmdbuf *cb, const struct vtpu_adam_desc *d)
 {
 	struct vtpu_cmd_adam c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_ADAM;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_ADAM);
 	c.count = d->count;
 	c.lr = f32_bits(d->lr);
 	c.beta1 = f32_bits(d->beta1);
@@ -449,9 +438,7 @@ int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
 {
 	struct vtpu_cmd_cast c;
 
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VTPU_OP_CAST;
-	c.hdr.size = sizeof(c);
+	CMD_INIT(&c, VTPU_OP_CAST);
 	c.mode = mode;
 	c.count = count;
 	c.scale = f32_bits(scale);
@@ -467,9 +454,7 @@ int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
 {
 	struct vtpu_cmd_dropout d;
 
-	memset(&d, 0, sizeof(d));
-	d.hdr.opcode = VTPU_OP_DROPOUT;
-	d.hdr.size = sizeof(d);
+	CMD_INIT(&d, VTPU_OP_DROPOUT);
 	d.count = count;
 	d.rate = f32_bits(rate);
 	d.seed = seed;
