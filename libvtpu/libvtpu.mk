@@ -2,6 +2,7 @@
 LIBVTPU_SRCS := \
 	device.c \
 	cmdbuf.c \
+	explain.c \
 	backend_cpu.c
 # the data side of training: datasets, batches, progress, checkpoints
 LIBVTPU_SRCS += \
