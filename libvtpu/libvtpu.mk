@@ -3,7 +3,8 @@ LIBVTPU_SRCS := \
 	device.c \
 	cmdbuf.c \
 	explain.c \
-	backend_cpu.c
+	backend_cpu.c \
+	profile.c
 # the data side of training: datasets, batches, progress, checkpoints
 LIBVTPU_SRCS += \
 	data.c \
