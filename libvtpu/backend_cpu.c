@@ -19,7 +19,8 @@
  *
  * With VTPU_CPU_GEMM_OPENBLAS, GEMM commands go to cblas_sgemm (on
  * OpenBLAS's own threads, as many as ours) followed by the bias/ReLU
- * epilogue: the CPU baseline the engine is measured against.
+ * epilogue: the CPU baseline the engine is measured against (openblas.c,
+ * which loads OpenBLAS when an executor first asks for it).
  *
  * VTPU_PROFILE=1 in the environment times every command of every stream
  * the executor runs: profile.c keeps the times and prints the report.
@@ -31,12 +32,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <cblas.h>
 
 #include "cpu_priv.h"
-
-/* From OpenBLAS (not in every cblas.h). */
-void openblas_set_num_threads(int num_threads);
 
 struct vtpu_cpu {
 	int nthreads;
@@ -195,33 +192,6 @@ static void cpu_run_group(struct vtpu_cpu *cpu,
 	}
 }
 
-/* The baseline: cblas_sgemm, then bias and ReLU. */
-static void cpu_gemm_openblas(const struct vtpu_engine_gemm *g)
-{
-	u32 i, j;
-
-	cblas_sgemm(CblasRowMajor,
-		    (g->flags & VTPU_GEMM_TRANS_A) ? CblasTrans : CblasNoTrans,
-		    (g->flags & VTPU_GEMM_TRANS_B) ? CblasTrans : CblasNoTrans,
-		    (int)g->m, (int)g->n, (int)g->k, g->alpha, g->a,
-		    (int)g->lda, g->b, (int)g->ldb, g->beta, g->c, (int)g->ldc);
-	if (!(g->flags & (VTPU_GEMM_BIAS | VTPU_GEMM_RELU)))
-		return;
-	for (i = 0; i < g->m; i++) {
-		float *c = g->c + (size_t)i * g->ldc;
-
-		for (j = 0; j < g->n; j++) {
-			float x = c[j];
-
-			if (g->bias)
-				x += g->bias[j];
-			if ((g->flags & VTPU_GEMM_RELU) && x < 0.0f)
-				x = 0.0f;
-			c[j] = x;
-		}
-	}
-}
-
 void vtpu_cpu_destroy(struct vtpu_cpu *cpu)
 {
 	int i;
@@ -267,6 +237,11 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	}
 	if (simd > best) {
 		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* why: vtpu_cpu_openblas() */
+	if (gemm == VTPU_CPU_GEMM_OPENBLAS && vtpu_cpu_openblas()) {
+		errno = ENOENT;
 		return NULL;
 	}
 	if (threads == 0) {
@@ -334,7 +309,7 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 		}
 	}
 	if (gemm == VTPU_CPU_GEMM_OPENBLAS)
-		openblas_set_num_threads(threads);
+		cpu_openblas_threads(threads);
 	return cpu;
 
 err_destroy:
@@ -360,7 +335,7 @@ static void cpu_run_gathered(struct vtpu_cpu *cpu)
 	    cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
 	    op->gemm.dtype == VTPU_DTYPE_F32 &&
 	    !(op->gemm.flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_C_PANELS)))
-		cpu_gemm_openblas(&op->gemm);
+		cpu_openblas_gemm(&op->gemm);
 	else if (grp->nops)
 		cpu_run_group(cpu, grp);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Between the cpu backend's executor (backend_cpu.c) and its profiler
- * (profile.c): VTPU_PROFILE=1 in the environment times every command of
- * every stream an executor runs and prints, when it is destroyed, where
- * the time went (per stream, its 20 costliest commands; with
- * VTPU_PROFILE=all, every command) on stderr.
+ * Between the cpu backend's executor (backend_cpu.c), its profiler
+ * (profile.c) and OpenBLAS's GEMM (openblas.c). VTPU_PROFILE=1 in the
+ * environment times every command of every stream an executor runs and
+ * prints, when it is destroyed, where the time went (per stream, its 20
+ * costliest commands; with VTPU_PROFILE=all, every command) on stderr.
  */
 #ifndef LIBVTPU_CPU_PRIV_H
 #define LIBVTPU_CPU_PRIV_H
@@ -49,5 +49,12 @@ void cpu_prof_describe(struct cpu_prof_cmd *pc,
 
 /* Print the report on stderr and forget the streams. */
 void cpu_prof_print(struct cpu_prof *prof);
+
+/*
+ * OpenBLAS's GEMM (openblas.c), for executors created with
+ * VTPU_CPU_GEMM_OPENBLAS, which vtpu_cpu_openblas() loaded.
+ */
+void cpu_openblas_threads(int threads);
+void cpu_openblas_gemm(const struct vtpu_engine_gemm *g);
 
 #endif /* LIBVTPU_CPU_PRIV_H */

@@ -4,7 +4,8 @@ LIBVTPU_SRCS := \
 	cmdbuf.c \
 	explain.c \
 	backend_cpu.c \
-	profile.c
+	profile.c \
+	openblas.c
 # the data side of training: datasets, batches, progress, checkpoints
 LIBVTPU_SRCS += \
 	data.c \

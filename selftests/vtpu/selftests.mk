@@ -35,6 +35,10 @@ $(BIN)/test_%: $(SRCTOP)/selftests/vtpu/test_%.c $(SELFTEST_DEPS)
 # checks what commands read and write on its random streams.
 $(BIN)/selftests/vtpu_device $(BIN)/test_engine: \
 	$(SRCTOP)/selftests/vtpu/vtpu_gen.h
+# vtpu_submit calls cblas_sgemm itself (its reference): it links OpenBLAS;
+# libvtpu loads it only for VTPU_CPU_GEMM_OPENBLAS.
+$(BIN)/selftests/vtpu_submit: \
+	LDLIBS_LIBVTPU += $(BLAS_LIBS)
 # Both run vtpu_denormals.h's check: on the cpu backend, on the device.
 $(BIN)/test_ops $(BIN)/selftests/vtpu_submit: \
 	$(SRCTOP)/selftests/vtpu/vtpu_denormals.h
