@@ -53,8 +53,10 @@ CPPFLAGS += -I$(SRCTOP)/uapi -I$(SRCTOP)/libvtpu/include \
 	-DVTPU_VERSION='"$(VTPU_VERSION)"'
 DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null)
 DRM_LIBS := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
+# libvtpu loads OpenBLAS itself when a program asks for its GEMM
+# (libvtpu/openblas.c); only programs that call cblas_* add BLAS_LIBS.
 BLAS_LIBS := -lopenblas
-LDLIBS_LIBVTPU := $(DRM_LIBS) $(BLAS_LIBS) -lz -lpthread -lm
+LDLIBS_LIBVTPU := $(DRM_LIBS) -lz -lpthread -lm -ldl
 
 .PHONY: all module user deps check demo bench clean \
 	kselftest-headers FORCE

@@ -19,44 +19,21 @@
  *
  * With VTPU_CPU_GEMM_OPENBLAS, GEMM commands go to cblas_sgemm (on
  * OpenBLAS's own threads, as many as ours) followed by the bias/ReLU
- * epilogue: the CPU baseline the engine is measured against.
+ * epilogue: the CPU baseline the engine is measured against (openblas.c,
+ * which loads OpenBLAS when an executor first asks for it).
  *
  * VTPU_PROFILE=1 in the environment times every command of every stream
- * the executor runs and prints, when it is destroyed, where the time went
- * (per stream, its 20 costliest commands; with VTPU_PROFILE=all, every
- * command) on stderr.
+ * the executor runs: profile.c keeps the times and prints the report.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
-#include <cblas.h>
 
-#include "vtpu.h"
-#include "vtpu_engine.h"
-
-/* From OpenBLAS (not in every cblas.h). */
-void openblas_set_num_threads(int num_threads);
-
-/* VTPU_PROFILE: one command of one stream */
-struct cpu_prof_cmd {
-	u32 opcode;
-	char what[48];		/* its shape */
-	u64 calls, ns;
-};
-
-/* VTPU_PROFILE: one command stream, known by its contents' address */
-struct cpu_prof_stream {
-	const void *data;
-	u32 size, ncmds;
-	u64 runs, ns;
-	struct cpu_prof_cmd *cmds;
-};
+#include "cpu_priv.h"
 
 struct vtpu_cpu {
 	int nthreads;
@@ -78,9 +55,7 @@ struct vtpu_cpu {
 	atomic_uint next_tile;
 
 	u32 group_max;		/* commands run together, at most */
-	u32 profile;		/* VTPU_PROFILE: commands listed per stream */
-	int nprof;
-	struct cpu_prof_stream *prof;
+	struct cpu_prof prof;	/* VTPU_PROFILE (profile.c) */
 };
 
 static int cpu_best_simd(void)
@@ -96,8 +71,6 @@ static int cpu_best_simd(void)
 
 /* How long a worker polls for what it waits for before it sleeps. */
 #define CPU_SPIN_NS 200000
-
-static u64 now_ns(void);
 
 /*
  * A bounded busy-wait: while (!condition && cpu_spin_more(&spin)); polls
@@ -119,7 +92,7 @@ static bool cpu_spin_more(struct cpu_spin *sp)
 #endif
 	if (++sp->polls % 64)
 		return true;
-	t = now_ns();
+	t = cpu_now_ns();
 	if (!sp->t0)
 		sp->t0 = t;
 	return t - sp->t0 <= CPU_SPIN_NS;
@@ -219,156 +192,14 @@ static void cpu_run_group(struct vtpu_cpu *cpu,
 	}
 }
 
-/* The baseline: cblas_sgemm, then bias and ReLU. */
-static void cpu_gemm_openblas(const struct vtpu_engine_gemm *g)
-{
-	u32 i, j;
-
-	cblas_sgemm(CblasRowMajor,
-		    (g->flags & VTPU_GEMM_TRANS_A) ? CblasTrans : CblasNoTrans,
-		    (g->flags & VTPU_GEMM_TRANS_B) ? CblasTrans : CblasNoTrans,
-		    (int)g->m, (int)g->n, (int)g->k, g->alpha, g->a,
-		    (int)g->lda, g->b, (int)g->ldb, g->beta, g->c, (int)g->ldc);
-	if (!(g->flags & (VTPU_GEMM_BIAS | VTPU_GEMM_RELU)))
-		return;
-	for (i = 0; i < g->m; i++) {
-		float *c = g->c + (size_t)i * g->ldc;
-
-		for (j = 0; j < g->n; j++) {
-			float x = c[j];
-
-			if (g->bias)
-				x += g->bias[j];
-			if ((g->flags & VTPU_GEMM_RELU) && x < 0.0f)
-				x = 0.0f;
-			c[j] = x;
-		}
-	}
-}
-
-static u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (u64)ts.tv_sec * 1000000000u + (u64)ts.tv_nsec;
-}
-
-/* The stream's profile, found or added (NULL when out of memory). */
-static struct cpu_prof_stream *prof_stream(struct vtpu_cpu *cpu,
-					   const struct vtpu_cmdbuf *cb)
-{
-	struct cpu_prof_stream *ps;
-	u32 pos, n = 0;
-	int i;
-
-	for (i = 0; i < cpu->nprof; i++)
-		if (cpu->prof[i].data == cb->data &&
-		    cpu->prof[i].size == cb->size)
-			return &cpu->prof[i];
-	ps = realloc(cpu->prof, (size_t)(cpu->nprof + 1) * sizeof(*ps));
-	if (!ps)
-		return NULL;
-	cpu->prof = ps;
-	ps = &ps[cpu->nprof];
-	for (pos = 0; vtpu_engine_next(cb->data, cb->size, &pos);)
-		n++;
-	memset(ps, 0, sizeof(*ps));
-	ps->cmds = calloc(n ?: 1, sizeof(*ps->cmds));
-	if (!ps->cmds)
-		return NULL;
-	ps->data = cb->data;
-	ps->size = cb->size;
-	ps->ncmds = n;
-	cpu->nprof++;
-	return ps;
-}
-
-static void prof_describe(struct cpu_prof_cmd *pc,
-			  const struct vtpu_engine_op *op)
-{
-	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(op->opcode);
-
-	pc->opcode = op->opcode;
-	if (d && d->describe)
-		d->describe(op, pc->what, sizeof(pc->what));
-	else
-		snprintf(pc->what, sizeof(pc->what), "%u tiles", op->ntiles);
-}
-
-static int prof_cmp(const void *a, const void *b)
-{
-	const struct cpu_prof_cmd *x = a, *y = b;
-
-	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
-}
-
-/* One line: the stream's time per opcode, the costliest first. */
-static void prof_by_opcode(const struct cpu_prof_stream *ps, u64 sum)
-{
-	u64 ns[VTPU_OP_COUNT] = { 0 };
-	u32 j, op, best;
-
-	for (j = 0; j < ps->ncmds; j++)
-		if (ps->cmds[j].opcode < VTPU_OP_COUNT)
-			ns[ps->cmds[j].opcode] += ps->cmds[j].ns;
-	fprintf(stderr, "  by opcode:");
-	for (;;) {
-		for (best = 0, op = 1; op < VTPU_OP_COUNT; op++)
-			if (ns[op] > ns[best])
-				best = op;
-		if (!ns[best] || !sum)
-			break;
-		fprintf(stderr, " %s %.1f%%", vtpu_opcode_name(best),
-			100.0 * (double)ns[best] / (double)sum);
-		ns[best] = 0;
-	}
-	fprintf(stderr, "\n");
-}
-
-static void prof_print(struct vtpu_cpu *cpu)
-{
-	int i;
-	u32 j;
-
-	for (i = 0; i < cpu->nprof; i++) {
-		struct cpu_prof_stream *ps = &cpu->prof[i];
-		u64 sum = 0;
-
-		for (j = 0; j < ps->ncmds; j++)
-			sum += ps->cmds[j].ns;
-		fprintf(stderr,
-			"vtpu profile: stream %d, %u commands, %llu runs, "
-			"%.3f ms per run (%.3f ms in commands)\n",
-			i, ps->ncmds, (unsigned long long)ps->runs,
-			ps->runs ? ps->ns / 1e6 / (double)ps->runs : 0.0,
-			ps->runs ? sum / 1e6 / (double)ps->runs : 0.0);
-		prof_by_opcode(ps, sum);
-		qsort(ps->cmds, ps->ncmds, sizeof(*ps->cmds), prof_cmp);
-		for (j = 0; j < ps->ncmds && j < cpu->profile && ps->cmds[j].ns;
-		     j++) {
-			const struct cpu_prof_cmd *pc = &ps->cmds[j];
-
-			fprintf(stderr, "  %-13s %-28s %8.3f ms/run %5.1f%%\n",
-				vtpu_opcode_name(pc->opcode), pc->what,
-				pc->ns / 1e6 / (double)ps->runs,
-				sum ? 100.0 * (double)pc->ns / (double)sum : 0);
-		}
-		free(ps->cmds);
-	}
-	free(cpu->prof);
-	cpu->prof = NULL;
-	cpu->nprof = 0;
-}
-
 void vtpu_cpu_destroy(struct vtpu_cpu *cpu)
 {
 	int i;
 
 	if (!cpu)
 		return;
-	if (cpu->profile)
-		prof_print(cpu);
+	if (cpu->prof.listed)
+		cpu_prof_print(&cpu->prof);
 	if (cpu->threads) {
 		pthread_mutex_lock(&cpu->lock);
 		cpu->stop = 1;
@@ -396,7 +227,7 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	int best = cpu_best_simd();
 	size_t scratch = vtpu_engine_scratch_size();
 	struct vtpu_cpu *cpu;
-	const char *prof, *gmax;
+	const char *gmax;
 	int i, err;
 
 	if (threads < 0 || simd < -1 || simd > VTPU_SIMD_AVX512 ||
@@ -406,6 +237,11 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	}
 	if (simd > best) {
 		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* why: vtpu_cpu_openblas() */
+	if (gemm == VTPU_CPU_GEMM_OPENBLAS && vtpu_cpu_openblas()) {
+		errno = ENOENT;
 		return NULL;
 	}
 	if (threads == 0) {
@@ -420,9 +256,7 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	cpu->nthreads = threads;
 	cpu->simd = simd < 0 ? best : simd;
 	cpu->gemm = gemm;
-	prof = getenv("VTPU_PROFILE");
-	if (prof && strcmp(prof, "0"))
-		cpu->profile = strcmp(prof, "all") ? 20 : UINT32_MAX;
+	cpu_prof_init(&cpu->prof);
 	/*
 	 * Independent commands run as one group (vtpu_engine_group_add()),
 	 * as the device runs them, but not under the profiler, which times
@@ -433,7 +267,7 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 	gmax = getenv("VTPU_GROUP_MAX");
 	if (gmax && atoi(gmax) >= 1 && atoi(gmax) < VTPU_ENGINE_GROUP_MAX)
 		cpu->group_max = (u32)atoi(gmax);
-	if (cpu->profile || gemm == VTPU_CPU_GEMM_OPENBLAS)
+	if (cpu->prof.listed || gemm == VTPU_CPU_GEMM_OPENBLAS)
 		cpu->group_max = 1;
 	pthread_mutex_init(&cpu->lock, NULL);
 	pthread_cond_init(&cpu->wake, NULL);
@@ -475,7 +309,7 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm)
 		}
 	}
 	if (gemm == VTPU_CPU_GEMM_OPENBLAS)
-		openblas_set_num_threads(threads);
+		cpu_openblas_threads(threads);
 	return cpu;
 
 err_destroy:
@@ -501,7 +335,7 @@ static void cpu_run_gathered(struct vtpu_cpu *cpu)
 	    cpu->gemm == VTPU_CPU_GEMM_OPENBLAS &&
 	    op->gemm.dtype == VTPU_DTYPE_F32 &&
 	    !(op->gemm.flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_C_PANELS)))
-		cpu_gemm_openblas(&op->gemm);
+		cpu_openblas_gemm(&op->gemm);
 	else if (grp->nops)
 		cpu_run_group(cpu, grp);
 }
@@ -516,7 +350,7 @@ static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 			struct cpu_prof_cmd *prof)
 {
 	struct vtpu_engine_group *grp = cpu->group;
-	u64 t0 = prof ? now_ns() : 0;
+	u64 t0 = prof ? cpu_now_ns() : 0;
 
 	if (!vtpu_engine_group_add(grp, cmd, bufs, (u32)cpu->simd,
 				   (u32)cpu->nthreads, cpu->group_max)) {
@@ -526,11 +360,11 @@ static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 	if (cpu->group_max > 1)
 		return;
 	if (prof && !prof->calls++)
-		prof_describe(prof, &grp->op[0]);
+		cpu_prof_describe(prof, &grp->op[0]);
 	cpu_run_gathered(cpu);
 	vtpu_engine_group_clear(grp);
 	if (prof)
-		prof->ns += now_ns() - t0;
+		prof->ns += cpu_now_ns() - t0;
 }
 
 /*
@@ -591,9 +425,9 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		goto out;
 	}
 
-	if (cpu->profile) {
-		ps = prof_stream(cpu, cb);
-		t0 = now_ns();
+	if (cpu->prof.listed) {
+		ps = cpu_prof_stream(&cpu->prof, cb);
+		t0 = cpu_now_ns();
 	}
 	fp = vtpu_engine_fp_enter();
 	for (iter = job->first_iter; iter < end; iter++) {
@@ -611,7 +445,7 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 	vtpu_engine_fp_leave(fp);
 	if (ps) {
 		ps->runs += end - job->first_iter;
-		ps->ns += now_ns() - t0;
+		ps->ns += cpu_now_ns() - t0;
 	}
 out:
 	if (bufs != stackbufs)

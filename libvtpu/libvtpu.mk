@@ -2,7 +2,10 @@
 LIBVTPU_SRCS := \
 	device.c \
 	cmdbuf.c \
-	backend_cpu.c
+	explain.c \
+	backend_cpu.c \
+	profile.c \
+	openblas.c
 # the data side of training: datasets, batches, progress, checkpoints
 LIBVTPU_SRCS += \
 	data.c \

@@ -400,6 +400,9 @@ int vtpu_model_compile(struct vtpu_model *m,
 
 	ret = vg_runtime_open(&m->rt, opts->device, opts->cpu_gemm,
 			      opts->threads);
+	if (ret && opts->device && !strcmp(opts->device, "cpu") &&
+	    opts->cpu_gemm == VTPU_CPU_GEMM_OPENBLAS && vtpu_cpu_openblas())
+		return fail(m, ret, "%s", vtpu_cpu_openblas());
 	if (ret)
 		return fail(m, ret, "cannot open %s: %s%s",
 			    opts->device ?: "/dev/vtpu0", strerror(-ret),

@@ -13,14 +13,15 @@ $(BIN)/vtpu-guest-lib.sh: $(SRCTOP)/tools/vtpu-guest-lib.sh
 	$(call say,INSTALL,$@)install -m 644 $< $@
 
 # vtpu-bench: main and shared helpers in bench.c, one bench_<name>.c per
-# subcommand (listed in bench.h's BENCH_SUBCOMMANDS).
+# subcommand (listed in bench.h's BENCH_SUBCOMMANDS). It asks OpenBLAS
+# which core it runs, so it links it.
 VTPU_BENCH_SRCS := bench.c bench_gemm.c bench_train.c
 VTPU_BENCH_OBJS := $(VTPU_BENCH_SRCS:%.c=$(OBJ)/tools/%.o)
 
 $(BIN)/vtpu-bench: $(VTPU_BENCH_OBJS) $(BUILD)/lib/libvtpu.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(VTPU_BENCH_OBJS) $(LIBVTPU) \
-	  $(LDLIBS_LIBVTPU)
+	  $(LDLIBS_LIBVTPU) $(BLAS_LIBS)
 
 TOOLS += $(BIN)/vtpu-smi
 

@@ -30,17 +30,60 @@ static bool window_dim_ok(u32 d)
 	return d >= 1 && d <= VTPU_MAX_DIM;
 }
 
+/* A scalar field and its range. */
+#define FIELD(cmd, field, lo, hi)                                              \
+	{ #field, offsetof(struct cmd, field),                                 \
+	  sizeof(((struct cmd *)0)->field), lo, hi }
+
+/* A window's fields, alone; the pads are below the kernel's size too. */
+static const struct vtpu_engine_field window_fields[] = {
+	FIELD(vtpu_window, n, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, h, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, w, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, c, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, kh, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, kw, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, stride_h, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, stride_w, 1, VTPU_MAX_DIM),
+	FIELD(vtpu_window, pad_h, 0, VTPU_MAX_DIM - 1),
+	FIELD(vtpu_window, pad_w, 0, VTPU_MAX_DIM - 1),
+};
+
+#define WINDOW_NFIELDS (sizeof(window_fields) / sizeof(window_fields[0]))
+
+const struct vtpu_engine_field *vtpu_engine_window_fields(u32 *count)
+{
+	*count = WINDOW_NFIELDS;
+	return window_fields;
+}
+
+u64 vtpu_engine_field_value(const void *cmd, const struct vtpu_engine_field *f)
+{
+	const u8 *p = (const u8 *)cmd + f->offset;
+	u32 v32;
+	u64 v64;
+
+	if (f->bytes == 8) {
+		memcpy(&v64, p, sizeof(v64));
+		return v64;
+	}
+	memcpy(&v32, p, sizeof(v32));
+	return v32;
+}
+
 bool vtpu_window_decode(const struct vtpu_window *w,
 			struct vtpu_engine_window *g)
 {
-	u64 hh, ww, img, k;
+	u64 hh, ww, img, k, v;
+	u32 i;
 
 	memset(g, 0, sizeof(*g));
-	if (!window_dim_ok(w->n) || !window_dim_ok(w->h) ||
-	    !window_dim_ok(w->w) || !window_dim_ok(w->c) ||
-	    !window_dim_ok(w->kh) || !window_dim_ok(w->kw) ||
-	    !window_dim_ok(w->stride_h) || !window_dim_ok(w->stride_w) ||
-	    w->pad_h >= w->kh || w->pad_w >= w->kw)
+	for (i = 0; i < WINDOW_NFIELDS; i++) {
+		v = vtpu_engine_field_value(w, &window_fields[i]);
+		if (v < window_fields[i].min || v > window_fields[i].max)
+			return false;
+	}
+	if (w->pad_h >= w->kh || w->pad_w >= w->kw)
 		return false;
 	/* all terms below 2^26: no overflow */
 	hh = (u64)w->h + 2 * (u64)w->pad_h;
@@ -360,10 +403,8 @@ static u64 conv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	{ VTPU_OPERAND_##id, 0, align, offsetof(struct cmd, field) }
 #define OUT(id, cmd, field, align)                                             \
 	{ VTPU_OPERAND_##id, 1, align, offsetof(struct cmd, field) }
-/* A scalar field and its range. */
-#define FIELD(cmd, field, lo, hi)                                              \
-	{ #field, offsetof(struct cmd, field),                                 \
-	  sizeof(((struct cmd *)0)->field), lo, hi }
+/* Where a command's flags are. */
+#define FLAGS_AT(cmd) offsetof(struct cmd, flags)
 
 #define WINDOW_RULES "pad < k and h + 2 pad >= k"
 #define POOL_RULES \
@@ -384,6 +425,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_GEMM] = {
 		.name = "GEMM",
 		.size = sizeof(struct vtpu_cmd_gemm),
+		.flags_at = FLAGS_AT(vtpu_cmd_gemm),
 		.flags = VTPU_GEMM_FLAGS,
 		.noperands = 4,
 		.operands = { IN(A, vtpu_cmd_gemm, a, 0),
@@ -427,6 +469,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_IM2COL] = {
 		.name = "IM2COL",
 		.size = sizeof(struct vtpu_cmd_im2col),
+		.flags_at = FLAGS_AT(vtpu_cmd_im2col),
 		.window = true,
 		.noperands = 2,
 		.operands = { IN(SRC, vtpu_cmd_im2col, image, 4),
@@ -441,6 +484,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_COL2IM] = {
 		.name = "COL2IM",
 		.size = sizeof(struct vtpu_cmd_im2col),
+		.flags_at = FLAGS_AT(vtpu_cmd_im2col),
 		.window = true,
 		.noperands = 2,
 		.operands = { OUT(DST, vtpu_cmd_im2col, image, 4),
@@ -455,6 +499,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_MAXPOOL] = {
 		.name = "MAXPOOL",
 		.size = sizeof(struct vtpu_cmd_pool),
+		.flags_at = FLAGS_AT(vtpu_cmd_pool),
 		.window = true,
 		.noperands = 3,
 		.operands = { OUT(Y, vtpu_cmd_pool, y, 4),
@@ -470,6 +515,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_MAXPOOL_GRAD] = {
 		.name = "MAXPOOL_GRAD",
 		.size = sizeof(struct vtpu_cmd_pool),
+		.flags_at = FLAGS_AT(vtpu_cmd_pool),
 		.window = true,
 		.noperands = 3,
 		.operands = { OUT(DX, vtpu_cmd_pool, x, 4),
@@ -519,6 +565,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_SOFTMAX_XENT] = {
 		.name = "SOFTMAX_XENT",
 		.size = sizeof(struct vtpu_cmd_softmax_xent),
+		.flags_at = FLAGS_AT(vtpu_cmd_softmax_xent),
 		.flags = VTPU_XENT_FLAGS,
 		.noperands = 6,
 		.operands = { IN(X, vtpu_cmd_softmax_xent, logits, 4),
@@ -539,6 +586,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_SGD] = {
 		.name = "SGD",
 		.size = sizeof(struct vtpu_cmd_sgd),
+		.flags_at = FLAGS_AT(vtpu_cmd_sgd),
 		.flags = VTPU_SGD_FLAGS,
 		.noperands = 3,
 		.operands = { OUT(PARAM, vtpu_cmd_sgd, param, 4),
@@ -564,6 +612,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_ADAM] = {
 		.name = "ADAM",
 		.size = sizeof(struct vtpu_cmd_adam),
+		.flags_at = FLAGS_AT(vtpu_cmd_adam),
 		.flags = VTPU_ADAM_FLAGS,
 		.noperands = 5,
 		.operands = { OUT(PARAM, vtpu_cmd_adam, param, 4),
@@ -593,6 +642,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_DROPOUT] = {
 		.name = "DROPOUT",
 		.size = sizeof(struct vtpu_cmd_dropout),
+		.flags_at = FLAGS_AT(vtpu_cmd_dropout),
 		.noperands = 4,
 		.operands = { IN(X, vtpu_cmd_dropout, x, 4),
 			      OUT(Z, vtpu_cmd_dropout, z, 4),
@@ -608,6 +658,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_CONV_POOL] = {
 		.name = "CONV_POOL",
 		.size = sizeof(struct vtpu_cmd_conv_pool),
+		.flags_at = FLAGS_AT(vtpu_cmd_conv_pool),
 		.flags = VTPU_CONV_FLAGS,
 		.window = true,
 		.noperands = 6,
@@ -632,6 +683,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_CONV_POOL_WGRAD] = {
 		.name = "CONV_POOL_WGRAD",
 		.size = sizeof(struct vtpu_cmd_conv_pool),
+		.flags_at = FLAGS_AT(vtpu_cmd_conv_pool),
 		.window = true,
 		.noperands = 6,
 		.operands = { OUT(DW, vtpu_cmd_conv_pool, w, 4),
@@ -655,6 +707,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_CONV] = {
 		.name = "CONV",
 		.size = sizeof(struct vtpu_cmd_conv),
+		.flags_at = FLAGS_AT(vtpu_cmd_conv),
 		.flags = VTPU_CONV_BIAS | VTPU_CONV_RELU,
 		.window = true,
 		.noperands = 4,
@@ -673,6 +726,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_CONV_DGRAD] = {
 		.name = "CONV_DGRAD",
 		.size = sizeof(struct vtpu_cmd_conv),
+		.flags_at = FLAGS_AT(vtpu_cmd_conv),
 		.flags = VTPU_CONV_ACCUMULATE,
 		.window = true,
 		.noperands = 4,
@@ -691,6 +745,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	[VTPU_OP_CONV_WGRAD] = {
 		.name = "CONV_WGRAD",
 		.size = sizeof(struct vtpu_cmd_conv),
+		.flags_at = FLAGS_AT(vtpu_cmd_conv),
 		.flags = VTPU_CONV_ACCUMULATE,
 		.window = true,
 		.noperands = 4,

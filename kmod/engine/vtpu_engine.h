@@ -282,6 +282,7 @@ struct vtpu_engine_field {
  * @name: "GEMM", "CONV_POOL", ...
  * @size: bytes a command has, header included
  * @flags: the flag bits it knows (the explainer's "known" mask)
+ * @flags_at: where its u32 flags field is; 0 when it has none
  * @window: it has a struct vtpu_window right after its header
  * @noperands: entries of @operands
  * @operands: its operands
@@ -303,6 +304,7 @@ struct vtpu_engine_op_desc {
 	const char *name;
 	u32 size;
 	u32 flags;
+	u16 flags_at;
 	bool window;
 	u8 noperands;
 	struct vtpu_engine_opnd operands[VTPU_ENGINE_SPANS_MAX];
@@ -327,6 +329,25 @@ struct vtpu_engine_op_desc {
  * Return: the entry, or NULL for an opcode the engine does not know.
  */
 const struct vtpu_engine_op_desc *vtpu_engine_op_desc(u32 opcode);
+
+/**
+ * vtpu_engine_window_fields() - a struct vtpu_window's fields and ranges
+ * @count: out, how many
+ *
+ * What an op with @window has besides its own @fields; the window's rules
+ * are in the op's @rules.
+ * Return: the fields, offsets from the start of the struct vtpu_window.
+ */
+const struct vtpu_engine_field *vtpu_engine_window_fields(u32 *count);
+
+/**
+ * vtpu_engine_field_value() - the value of a field
+ * @cmd: the command (or the struct vtpu_window) that holds it
+ * @f: the field, from the op's @fields or vtpu_engine_window_fields()
+ *
+ * Return: its value, whether it has 4 or 8 bytes.
+ */
+u64 vtpu_engine_field_value(const void *cmd, const struct vtpu_engine_field *f);
 
 /**
  * vtpu_engine_op_name() - "GEMM", "FILL", ...

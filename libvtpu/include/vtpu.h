@@ -464,9 +464,22 @@ struct vtpu_cpu;
  * @simd: enum vtpu_simd_level, or -1 for the best this CPU has
  * @gemm: enum vtpu_cpu_gemm
  * Return: an executor to free with vtpu_cpu_destroy(), or NULL + errno
- * (EOPNOTSUPP: the CPU lacks @simd).
+ * (EOPNOTSUPP: the CPU lacks @simd; ENOENT: @gemm is
+ * VTPU_CPU_GEMM_OPENBLAS and OpenBLAS cannot be loaded, vtpu_cpu_openblas()
+ * says why).
  */
 struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm);
+
+/**
+ * vtpu_cpu_openblas() - load OpenBLAS, for VTPU_CPU_GEMM_OPENBLAS
+ *
+ * libvtpu does not link OpenBLAS: the first executor created with
+ * VTPU_CPU_GEMM_OPENBLAS loads libopenblas.so.0 (or the library
+ * $VTPU_OPENBLAS names) with dlopen(), once per process.
+ * Return: NULL when OpenBLAS is loaded, else why it cannot be (a static
+ * string naming the library).
+ */
+const char *vtpu_cpu_openblas(void);
 void vtpu_cpu_destroy(struct vtpu_cpu *cpu);
 /** vtpu_cpu_simd() - the level the executor runs with. */
 int vtpu_cpu_simd(const struct vtpu_cpu *cpu);

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <cblas.h>
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
@@ -956,6 +955,50 @@ TEST(simd_levels)
 	vtpu_cpu_destroy(cpu);
 	EXPECT_EQ(NULL, vtpu_cpu_create(1, 7, VTPU_CPU_GEMM_ENGINE));
 	EXPECT_EQ(NULL, vtpu_cpu_create(1, 0, 9));
+}
+
+/*
+ * libvtpu loads OpenBLAS only for VTPU_CPU_GEMM_OPENBLAS (openblas.c).
+ * When it cannot (here $VTPU_OPENBLAS names a library that is not there),
+ * such an executor is refused with ENOENT, the reason names the library,
+ * and the engine's executors do not care. Each TEST runs in a process of
+ * its own: nothing has tried to load OpenBLAS in this one yet.
+ */
+TEST(openblas_missing_is_named)
+{
+	const char *lib = "/nonexistent/libvtpu-test-openblas.so.0";
+	struct vtpu_cpu *cpu;
+	const char *why;
+
+	ASSERT_EQ(0, setenv("VTPU_OPENBLAS", lib, 1));
+	errno = 0;
+	cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_OPENBLAS);
+	EXPECT_EQ(NULL, cpu);
+	EXPECT_EQ(ENOENT, errno);
+	if (cpu)
+		vtpu_cpu_destroy(cpu);
+	why = vtpu_cpu_openblas();
+	ASSERT_NE(NULL, why);
+	TH_LOG("%s", why);
+	EXPECT_NE(NULL, strstr(why, lib));
+	/* it is not retried with every executor: the same answer */
+	EXPECT_EQ(why, vtpu_cpu_openblas());
+
+	cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+	ASSERT_NE(NULL, cpu);
+	vtpu_cpu_destroy(cpu);
+}
+
+/* Without $VTPU_OPENBLAS, libopenblas.so.0 loads (the test's premise). */
+TEST(openblas_loads)
+{
+	struct vtpu_cpu *cpu;
+
+	unsetenv("VTPU_OPENBLAS");
+	EXPECT_EQ(NULL, vtpu_cpu_openblas()) TH_LOG("%s", vtpu_cpu_openblas());
+	cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_OPENBLAS);
+	ASSERT_NE(NULL, cpu);
+	vtpu_cpu_destroy(cpu);
 }
 
 /*

@@ -30,6 +30,9 @@ $(BIN)/selftests/vtpu_device: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
 # vtpu_submit runs vtpu_denormals.h's check on the device
 # (test_ops_elementwise on the cpu backend).
 $(BIN)/selftests/vtpu_submit: $(SRCTOP)/selftests/vtpu/vtpu_denormals.h
+# vtpu_submit calls cblas_sgemm itself (its reference): it links OpenBLAS;
+# libvtpu loads it only for VTPU_CPU_GEMM_OPENBLAS.
+$(BIN)/selftests/vtpu_submit: LDLIBS_LIBVTPU += $(BLAS_LIBS)
 
 # Stress, fuzz and isolation (in the guest, like the others); the first two
 # share vtpu_gen.h: random valid streams and the cpu-executor oracle.
