@@ -36,7 +36,9 @@ static bool window_dim_ok(u32 d)
 	  sizeof(((struct cmd *)0)->field), lo, hi }
 
 /* A window's fields, alone; the pads are below the kernel's size too. */
-static const struct vtpu_engine_field window_fields[] = {
+#define WINDOW_NFIELDS 10
+
+static const struct vtpu_engine_field window_fields[WINDOW_NFIELDS] = {
 	FIELD(vtpu_window, n, 1, VTPU_MAX_DIM),
 	FIELD(vtpu_window, h, 1, VTPU_MAX_DIM),
 	FIELD(vtpu_window, w, 1, VTPU_MAX_DIM),
@@ -48,8 +50,6 @@ static const struct vtpu_engine_field window_fields[] = {
 	FIELD(vtpu_window, pad_h, 0, VTPU_MAX_DIM - 1),
 	FIELD(vtpu_window, pad_w, 0, VTPU_MAX_DIM - 1),
 };
-
-#define WINDOW_NFIELDS (sizeof(window_fields) / sizeof(window_fields[0]))
 
 const struct vtpu_engine_field *vtpu_engine_window_fields(u32 *count)
 {
