@@ -592,7 +592,7 @@ vtpu_engine_group_tile(const struct vtpu_engine_group *grp, u32 t, u32 *tile)
  * denormal operand reads as 0). On x86 every operation that meets a
  * denormal takes a microcode assist, about a hundred cycles: Adam's
  * moments of a unit whose gradient stays 0 decay into denormals within
- * a thousand steps, and ADAM on such a state ran 40 times slower. Every
+ * a thousand steps, and ADAM on such a state crawls. Every
  * executor brackets its engine calls with these (in the kernel: inside
  * kernel_fpu_begin()/end()), so that all of them compute the same bits.
  */
