@@ -835,32 +835,36 @@ find_operand(const struct vtpu_engine_op_desc *d, u32 id)
 	return NULL;
 }
 
-int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
-			const struct vtpu_operand **opnd, u64 *bytes)
+int vtpu_operand_info(const struct vtpu_cmd_hdr *cmd, u32 id,
+		      const struct vtpu_operand **opnd, u64 *bytes, u32 *align)
 {
 	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(cmd->opcode);
 	const struct vtpu_engine_opnd *o = find_operand(d, id);
-	u32 align;
 
 	*opnd = NULL;
 	if (!o)
 		return -ENOENT;
 	*opnd = (const void *)((const u8 *)cmd + o->offset);
-	*bytes = d->extent(cmd, id, &align);
+	*align = o->align;
+	*bytes = d->extent(cmd, id, align);
 	return 0;
+}
+
+int vtpu_engine_operand(const struct vtpu_cmd_hdr *cmd, u32 id,
+			const struct vtpu_operand **opnd, u64 *bytes)
+{
+	u32 align;
+
+	return vtpu_operand_info(cmd, id, opnd, bytes, &align);
 }
 
 u32 vtpu_engine_operand_align(const struct vtpu_cmd_hdr *cmd, u32 id)
 {
-	const struct vtpu_engine_op_desc *d = vtpu_engine_op_desc(cmd->opcode);
-	const struct vtpu_engine_opnd *o = find_operand(d, id);
+	const struct vtpu_operand *o;
+	u64 bytes;
 	u32 align;
 
-	if (!o)
-		return 0;
-	align = o->align;
-	d->extent(cmd, id, &align);
-	return align;
+	return vtpu_operand_info(cmd, id, &o, &bytes, &align) ? 0 : align;
 }
 
 u32 vtpu_engine_spans(const struct vtpu_cmd_hdr *cmd,

@@ -41,6 +41,13 @@ bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
 		      struct vtpu_engine_window *g, u64 *rows);
 
+/*
+ * cmd.c: vtpu_engine_operand() and the alignment the operand's offset
+ * needs, from one look at the table (the validator wants both).
+ */
+int vtpu_operand_info(const struct vtpu_cmd_hdr *cmd, u32 id,
+		      const struct vtpu_operand **opnd, u64 *bytes, u32 *align);
+
 /* cmd.c: bytes per element of a GEMM's dtype (0: unknown), of a cast's. */
 u32 vtpu_dtype_size(u32 dtype);
 u32 vtpu_cast_size(u32 mode, bool dst);

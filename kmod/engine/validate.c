@@ -31,11 +31,11 @@ static int reject(struct vtpu_engine_check *v, u32 operand, u32 reason)
 static int check_operand(struct vtpu_engine_check *v,
 			 const struct vtpu_cmd_hdr *cmd, u32 id)
 {
-	u32 align = vtpu_engine_operand_align(cmd, id);
 	const struct vtpu_operand *o;
 	u64 bytes, size;
+	u32 align;
 
-	vtpu_engine_operand(cmd, id, &o, &bytes);
+	vtpu_operand_info(cmd, id, &o, &bytes, &align);
 	if (o->pad)
 		return reject(v, id, VTPU_ERR_BAD_PAD);
 	if (o->buf >= v->nbufs)
