@@ -29,7 +29,9 @@ Two configurations (--config):
            a large MALLOC_TRIM_THRESHOLD_: else every step page-faults its
            gradients and activations back in), OpenBLAS's OpenMP build
            (libopenblas0-openmp) so that BLAS and PyTorch share one OpenMP
-           pool, spinning between calls (OMP_WAIT_POLICY=ACTIVE).
+           pool, spinning between calls (OMP_WAIT_POLICY=ACTIVE) for a
+           bounded time (GOMP_SPINCOUNT), so that its threads are asleep
+           by the time another backend takes its turn.
   default  PyTorch as installed, nothing set: what a user gets first.
 The settings actually in force are reported in the ready line.
 """
@@ -139,7 +141,7 @@ def blas_in_use():
 
 def settings(best):
     s = ["blas=" + blas_in_use()]
-    for var in ("OMP_WAIT_POLICY", "MALLOC_MMAP_MAX_",
+    for var in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MALLOC_MMAP_MAX_",
                 "MALLOC_TRIM_THRESHOLD_"):
         if var in os.environ:
             s.append("%s=%s" % (var, os.environ[var]))
