@@ -69,6 +69,17 @@ VTPU_API struct vtpu_dev *vtpu_open(const char *path);
 /** vtpu_close() - close the device; buffers still mapped stay valid. */
 VTPU_API void vtpu_close(struct vtpu_dev *dev);
 
+/**
+ * vtpu_open_hint() - what to do when vtpu_open() failed with @err
+ * @err: the errno, positive or negative
+ *
+ * Return: a static string to print after strerror(), starting with a
+ * space, e.g. " (is vtpu.ko loaded?)" for ENOENT or, for EACCES and
+ * EPERM, how to join the group the udev rule gives /dev/vtpuN to; "" when
+ * there is nothing to add.
+ */
+VTPU_API const char *vtpu_open_hint(int err);
+
 /** vtpu_fd() - the device's file descriptor (owned by @dev). */
 VTPU_API int vtpu_fd(const struct vtpu_dev *dev);
 
