@@ -7,6 +7,10 @@
 #   make demo         the main job: MNIST trained on /dev/vtpu0 (UML here)
 #   make bench        the training-speed table: engine, OpenBLAS, PyTorch
 #   make deps         install what the build and the VM need (Debian, apt)
+#   make install      libvtpu.so, headers, vtpu.pc, programs, man pages, the
+#                     udev rule, the module's source for DKMS (install.mk:
+#                     PREFIX=/usr/local DESTDIR= DKMS=1 ...)
+#   make uninstall    removes what make install put (same variables)
 #   make KDIR=...     build the module against another kernel tree
 #   make W=1 C=1      kernel warnings and sparse, passed to Kbuild
 #
@@ -94,6 +98,7 @@ include $(SRCTOP)/tools/tools.mk
 include $(SRCTOP)/examples/examples.mk
 include $(SRCTOP)/selftests/vtpu/selftests.mk
 include $(SRCTOP)/libvtpu/tests/tests.mk
+include $(SRCTOP)/install.mk
 # make fuzz (the validator under libFuzzer) and make check-debug (KASAN,
 # lockdep, kmemleak, fault injection): optional tiers with their own deps
 -include $(SRCTOP)/selftests/vtpu/fuzz.mk
