@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # vtpu: top-level build.
 #
 #   make              the module (kmod/vtpu.ko) and all of user space (build/)

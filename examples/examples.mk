@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # One readable C file per example, linked against libvtpu; the trainers
 # share their command line and fit/evaluate plumbing (trainer.c).
 EXAMPLES := $(BIN)/vtpu-hello $(BIN)/mnist $(BIN)/fashion_mnist $(BIN)/cifar10

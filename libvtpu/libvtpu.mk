@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # libvtpu's sources (the engine's objects are added by the top Makefile).
 LIBVTPU_SRCS := \
 	device.c \

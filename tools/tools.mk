@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # build/bin/vtpu-vm (a script), vtpu-smi, vtpu-bench.
 TOOLS := $(BIN)/vtpu-vm $(BIN)/vtpu-guest-lib.sh
 TOOLS += $(BIN)/vtpu-bench

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash disable=SC2034,SC2154 # sets and reads the runners' globals
 # vtpu-guest-lib.sh: what tools/vtpu-vm (a QEMU guest) and tools/vtpu-uml
 # (User-Mode Linux) share, sourced by both so that they cannot drift: the

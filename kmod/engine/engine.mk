@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR MIT
 # The engine's sources and flags, read by both kmod/Kbuild and the top-level
 # Makefile (user space), so that both builds compile the same files the
 # same way.

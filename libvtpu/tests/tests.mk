@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Host unit tests: the engine and libvtpu in user space (the cpu backend),
 # at full speed, no device needed; included by the top Makefile, which
 # defines $(LIBVTPU), $(SELFTEST_DEPS) and $(SELFTEST_WARN) before (in

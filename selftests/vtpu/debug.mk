@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # make check-debug: the selftests on a debug kernel (KASAN, lockdep,
 # atomic-sleep checks, kmemleak) and again under fault injection, in one
 # guest: tools/check-debug. The kernel is Debian's linux-source-6.1 built

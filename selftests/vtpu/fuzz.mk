@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # The command-stream validator under libFuzzer (selftests/vtpu/fuzz_validate.c),
 # included by the top Makefile. Needs clang and libclang-rt-14-dev
 # (tools/install-deps).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # kselftest_harness tests, run in the guest against the real module. Every
 # test is one C file: selftests/vtpu/NAME.c -> build/bin/selftests/NAME.
 # (The host unit tests are in libvtpu/tests/, tests.mk there; they share

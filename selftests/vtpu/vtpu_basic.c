@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_basic: the ioctl contract of /dev/vtpu0 that needs no job: open,
  * GET_PARAM, ioctl numbering and struct versioning, buffers (create, zeroed,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_device: the device as a shared resource. dma-buf export/import
  * between files and devices, repeated submissions walking a dataset with

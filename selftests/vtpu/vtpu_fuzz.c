@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_fuzz: a seeded, time-bounded fuzzer of the device's ioctls, through
  * the real ioctl in the guest. Cases:

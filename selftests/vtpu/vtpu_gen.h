@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * vtpu_gen.h: random valid command streams for the stress and fuzz
  * selftests, the cpu-executor oracle that checks their results, and small

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_isolation: no client can reach another's memory. A second open
  * file (in this process, in another process, on the other device) guesses

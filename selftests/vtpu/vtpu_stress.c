@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_stress: the device under load, faults and bad input at once. Many
  * processes, each with several queues, submit jobs of random shapes (every

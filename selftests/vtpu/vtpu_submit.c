@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_submit: jobs on /dev/vtpu0. GEMM against OpenBLAS, FILL and COPY,
  * fences and WAIT, ordering, every validation error the command stream can
