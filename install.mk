@@ -42,7 +42,7 @@ DKMS_FILES := VERSION Kbuild $(wildcard $(SRCTOP)/dkms.conf) \
 	$(wildcard $(SRCTOP)/kmod/Kbuild $(SRCTOP)/kmod/*.[ch] \
 		   $(SRCTOP)/kmod/engine/*.[ch] $(SRCTOP)/kmod/engine/engine.mk \
 		   $(SRCTOP)/uapi/linux/*.h)
-DKMS_FILES := $(patsubst $(SRCTOP)/%,%,$(DKMS_FILES))
+DKMS_FILES := $(filter-out %.mod.c,$(patsubst $(SRCTOP)/%,%,$(DKMS_FILES)))
 
 D := $(DESTDIR)
 
