@@ -59,10 +59,14 @@ $(BUILD)/lib/vtpu.pc: $(SRCTOP)/libvtpu/vtpu.pc.in $(SRCTOP)/VERSION FORCE
 install: install-files
 ifeq ($(DESTDIR),)
 	@if command -v ldconfig >/dev/null; then ldconfig; fi
-	@if command -v udevadm >/dev/null; then \
-	  udevadm control --reload && udevadm trigger --subsystem-match=vtpu; fi
+	@if command -v udevadm >/dev/null && \
+	  udevadm control --reload 2>/dev/null; then \
+	  udevadm trigger --subsystem-match=vtpu; \
+	else echo "vtpu: udev is not running: the rule applies from the next boot"; fi
 ifeq ($(DKMS),1)
-	@if command -v dkms >/dev/null; then \
+	@if ! [ -f $(DKMS_SRCDIR)/dkms.conf ]; then \
+	  echo "vtpu: no dkms.conf in $(DKMS_SRCDIR): the module is not registered with DKMS (make module builds it)"; \
+	elif command -v dkms >/dev/null; then \
 	  if dkms status -m vtpu -v $(VTPU_VERSION) | grep -q .; then \
 	    dkms remove -m vtpu -v $(VTPU_VERSION) --all; fi && \
 	  dkms add -m vtpu -v $(VTPU_VERSION) && \
@@ -125,5 +129,6 @@ endif
 	  $(D)$(PKGLIBDIR) 2>/dev/null || true
 ifeq ($(DESTDIR),)
 	@if command -v ldconfig >/dev/null; then ldconfig; fi
-	@if command -v udevadm >/dev/null; then udevadm control --reload; fi
+	@if command -v udevadm >/dev/null; then \
+	  udevadm control --reload 2>/dev/null || true; fi
 endif
