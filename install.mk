@@ -25,6 +25,8 @@ DKMS ?= 1
 PKGLIBDIR := $(PREFIX)/lib/vtpu
 # the module's source, where DKMS looks for it
 DKMS_SRCDIR := /usr/src/vtpu-$(VTPU_VERSION)
+# where DKMS keeps what it has added (dkms.conf's default)
+DKMS_TREE := /var/lib/dkms
 
 INSTALL ?= install
 
@@ -67,7 +69,7 @@ ifeq ($(DKMS),1)
 	@if ! [ -f $(DKMS_SRCDIR)/dkms.conf ]; then \
 	  echo "vtpu: no dkms.conf in $(DKMS_SRCDIR): the module is not registered with DKMS (make module builds it)"; \
 	elif command -v dkms >/dev/null; then \
-	  if dkms status -m vtpu -v $(VTPU_VERSION) | grep -q .; then \
+	  if [ -e $(DKMS_TREE)/vtpu/$(VTPU_VERSION) ]; then \
 	    dkms remove -m vtpu -v $(VTPU_VERSION) --all; fi && \
 	  dkms add -m vtpu -v $(VTPU_VERSION) && \
 	  dkms build -m vtpu -v $(VTPU_VERSION) && \
@@ -111,7 +113,7 @@ uninstall:
 ifeq ($(DESTDIR),)
 ifeq ($(DKMS),1)
 	@if command -v dkms >/dev/null && \
-	  dkms status -m vtpu -v $(VTPU_VERSION) | grep -q .; then \
+	  [ -e $(DKMS_TREE)/vtpu/$(VTPU_VERSION) ]; then \
 	  dkms remove -m vtpu -v $(VTPU_VERSION) --all; fi
 endif
 endif
