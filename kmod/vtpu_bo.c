@@ -22,6 +22,7 @@
 
 #include "vtpu_compat.h"
 #include "vtpu_drv.h"
+#include "vtpu_trace.h"
 
 static void vtpu_bo_free_pages(struct vtpu_kbo *bo, unsigned long n)
 {
@@ -162,7 +163,8 @@ int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data,
 	args->handle = handle;
 	args->size = size;
 	args->mmap_offset = vtpu_bo_mmap_offset(handle);
-	vtpu_dbg(vdev, VTPU_DBG_BO, "bo %u: %llu bytes\n", handle, size);
+	dev_dbg(vdev->dev, "bo %u: %llu bytes\n", handle, size);
+	trace_vtpu_bo_create(vfile, handle, size);
 	return 0;
 }
 
@@ -218,6 +220,31 @@ int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data,
 		return -ENOENT;
 	vtpu_bo_put(bo);
 	return 0;
+}
+
+/*
+ * What a file's handles hold, for debugfs and fdinfo: @total bytes in
+ * @nbos buffers, @shared of them in buffers exported as a dma-buf (seen by
+ * another client or driver). The handles cannot go while xa_lock is held.
+ */
+void vtpu_file_bo_usage(struct vtpu_file *vfile, unsigned long *nbos,
+			u64 *total, u64 *shared)
+{
+	struct vtpu_kbo *bo;
+	unsigned long handle;
+
+	*nbos = 0;
+	*total = 0;
+	*shared = 0;
+	xa_lock(&vfile->bos);
+	xa_for_each(&vfile->bos, handle, bo) {
+		(*nbos)++;
+		*total += bo->size;
+		/* dmabuf_lock guards the pointers; a snapshot is all we need */
+		if (data_race(bo->dmabuf[0] || bo->dmabuf[1]))
+			*shared += bo->size;
+	}
+	xa_unlock(&vfile->bos);
 }
 
 /* Drop every handle of a closing file; jobs and mappings keep their refs. */
@@ -538,6 +565,7 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
 		undo->handle = handle;
 	}
 	mutex_unlock(&vfile->import_lock);
+	trace_vtpu_bo_import(vfile, handle, bo->size);
 	args->handle = handle;
 	args->size = bo->size;
 	args->mmap_offset = vtpu_bo_mmap_offset(handle);

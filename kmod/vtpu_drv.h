@@ -53,17 +53,6 @@ extern unsigned int vtpu_param_job_timeout_ms;
 extern unsigned int vtpu_param_in_fence_timeout_ms;
 extern unsigned int vtpu_param_client_jobs;
 extern unsigned int vtpu_param_client_job_mb;
-extern unsigned int vtpu_param_dbg_mask;
-
-#define VTPU_DBG_IOCTL BIT(0)
-#define VTPU_DBG_JOB BIT(1)
-#define VTPU_DBG_BO BIT(2)
-
-#define vtpu_dbg(vdev, mask, fmt, ...)                                         \
-	do {                                                                   \
-		if (vtpu_param_dbg_mask & (mask))                              \
-			dev_info_ratelimited((vdev)->dev, fmt, ##__VA_ARGS__); \
-	} while (0)
 
 struct vtpu_kjob;
 
@@ -145,6 +134,7 @@ struct vtpu_usage {
 	struct kref ref;
 	atomic_t jobs;			/* queued or running */
 	atomic64_t bytes;		/* kernel memory they hold */
+	atomic64_t busy_ns;		/* their run time, for fdinfo */
 };
 
 /**
@@ -153,6 +143,7 @@ struct vtpu_usage {
 struct vtpu_file {
 	struct vtpu_device *vdev;
 	struct vtpu_usage *usage;	/* holds a reference */
+	u64 client_id;			/* unique while the module lives */
 	struct list_head node;		/* in vdev->files */
 	pid_t pid;			/* of the opener, for debugfs */
 	char comm[TASK_COMM_LEN];
@@ -185,6 +176,7 @@ struct vtpu_kbo {
 struct vtpu_fence {
 	struct dma_fence base;
 	spinlock_t lock;		/* the dma_fence lock; lives with it */
+	char timeline[24];		/* "vtpuD-qQ": it may outlive the queue */
 };
 
 /**
@@ -295,6 +287,8 @@ struct vtpu_kbo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
 void vtpu_bo_put(struct vtpu_kbo *bo);
 int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma);
 void vtpu_file_bos_fini(struct vtpu_file *vfile);
+void vtpu_file_bo_usage(struct vtpu_file *vfile, unsigned long *nbos,
+			u64 *total, u64 *shared);
 
 /* vtpu_job.c */
 int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data,

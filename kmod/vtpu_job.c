@@ -29,6 +29,7 @@
 #include <linux/uaccess.h>
 
 #include "vtpu_drv.h"
+#include "vtpu_trace.h"
 
 /* ---- fences -------------------------------------------------------------- */
 
@@ -39,7 +40,7 @@ static const char *vtpu_fence_driver_name(struct dma_fence *fence)
 
 static const char *vtpu_fence_timeline_name(struct dma_fence *fence)
 {
-	return "vtpu-queue";
+	return container_of(fence, struct vtpu_fence, base)->timeline;
 }
 
 /* A fence in a sync_file may outlive every client: it pins the module. */
@@ -334,8 +335,9 @@ void vtpu_job_complete(struct vtpu_kjob *job, int error)
 	if (error)
 		dma_fence_set_error(&job->fence->base, error);
 	dma_fence_signal(&job->fence->base);
-	vtpu_dbg(job->queue->vdev, VTPU_DBG_JOB, "queue %u job %llu: %d\n",
-		 job->queue->id, job->seqno, error);
+	dev_dbg(job->queue->vdev->dev, "queue %u job %llu: %d\n",
+		job->queue->id, job->seqno, error);
+	trace_vtpu_job_done(job, error);
 	vtpu_job_put(job);
 }
 
@@ -346,6 +348,7 @@ static void vtpu_job_in_fence_cb(struct dma_fence *fence,
 	struct vtpu_kjob *job = container_of(cb, struct vtpu_kjob, in_cb);
 
 	job->in_fence_error = fence->error;
+	trace_vtpu_job_deps_done(job);
 	/* pairs with smp_load_acquire() in the dispatcher */
 	smp_store_release(&job->in_fence_done, true);
 	vtpu_sched_kick(job->queue->vdev);
@@ -480,9 +483,9 @@ static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_kjob *job,
 		args->error_offset = err.offset;
 		args->error_operand = err.operand;
 		args->error_reason = err.reason;
-		vtpu_dbg(vfile->vdev, VTPU_DBG_JOB,
-			 "submit rejected: command %u operand %u reason %u\n",
-			 err.cmd, err.operand, err.reason);
+		dev_dbg(vfile->vdev->dev,
+			"submit rejected: command %u operand %u reason %u\n",
+			err.cmd, err.operand, err.reason);
 	} else if (any_ro) {
 		ret = vtpu_job_check_writes(job, ro, args);
 	}
@@ -602,6 +605,8 @@ static int vtpu_job_arm(struct vtpu_kjob *job)
 	}
 
 	spin_lock_init(&job->fence->lock);
+	snprintf(job->fence->timeline, sizeof(job->fence->timeline),
+		 "vtpu%u-q%u", vdev->index, q->id);
 	__module_get(THIS_MODULE);	/* put by vtpu_fence_release() */
 	job->seqno = ++q->last_seqno;
 	dma_fence_init(&job->fence->base, &vtpu_fence_ops, &job->fence->lock,
@@ -620,6 +625,9 @@ static int vtpu_job_arm(struct vtpu_kjob *job)
 			job->in_fence_done = true;
 		}
 	}
+	trace_vtpu_job_submit(job);
+	if (!job->in_fence || job->in_fence_done)
+		trace_vtpu_job_deps_done(job);
 
 	kref_get(&job->ref);	/* the submitter's, put by vtpu_job_finish() */
 	job->held = true;
