@@ -23,6 +23,9 @@
 #define VTPU_DRV_H
 
 #include <linux/cdev.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-resv.h>
+#include <linux/iosys-map.h>
 #include <linux/dma-fence.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -163,12 +166,26 @@ struct vtpu_kbo {
 	struct vtpu_device *vdev;
 	size_t size;			/* bytes, page multiple */
 	unsigned long npages;
-	struct page **pages;
+	struct page **pages;		/* NULL when @foreign */
 	void *vaddr;			/* what the engine reads and writes */
 	struct mutex dmabuf_lock;	/* protects dmabuf */
 	/* its exports, [0] read-only and [1] read-write; cleared on release */
 	struct dma_buf *dmabuf[2];
+	/* the fences of jobs that use it, for implicit sync; its exports' */
+	struct dma_resv resv;
+	bool shared;			/* ever exported (dmabuf_lock) */
+	/* another driver's buffer: its dma-buf (a reference) and vmap */
+	struct dma_buf *foreign;
+	struct iosys_map foreign_map;
 };
+
+/* The reservation object implicit sync uses for @bo, or NULL if none. */
+static inline struct dma_resv *vtpu_bo_resv(struct vtpu_kbo *bo)
+{
+	if (bo->foreign)
+		return bo->foreign->resv;
+	return READ_ONCE(bo->shared) ? &bo->resv : NULL;
+}
 
 /**
  * struct vtpu_fence - a job's completion, exported as a sync_file
@@ -225,6 +242,7 @@ struct vtpu_kjob {
 	u32 repeat;			/* iterations, >= 1 */
 	u32 first_iter;			/* number of the first iteration */
 	u64 *strides;			/* per buffer, bytes; NULL: all 0 */
+	bool *written;			/* per buffer; NULL: none shared */
 
 	struct dma_fence *in_fence;	/* NULL once satisfied */
 	struct dma_fence_cb in_cb;
@@ -236,6 +254,26 @@ struct vtpu_kjob {
 
 	int abort;			/* -errno: stop at the next tile */
 };
+
+/**
+ * struct vtpu_implicit - the reservation objects of a job's shared buffers,
+ *	locked from before its fence exists until it is in them (vtpu_sync.c)
+ * @ctx: the ww_mutex acquire context they are locked in
+ * @n: how many; 0 when the job uses no shared buffer
+ * @resv: the objects
+ * @write: per object, whether the job writes its buffer
+ */
+struct vtpu_implicit {
+	struct ww_acquire_ctx ctx;
+	u32 n;
+	struct dma_resv **resv;
+	bool *write;
+};
+
+int vtpu_implicit_begin(struct vtpu_kjob *job, struct vtpu_implicit *imp,
+			const bool *written);
+void vtpu_implicit_publish(struct vtpu_kjob *job, struct vtpu_implicit *imp);
+void vtpu_implicit_end(struct vtpu_implicit *imp);
 
 /**
  * struct vtpu_ioctl_undo - what an ioctl did that must not outlive a
