@@ -9,7 +9,8 @@
  * opts out; and the bad inputs of import.
  *
  * Runs against the real module in the QEMU guest, which loads vgem
- * (modprobe); skips where there is no vgem (User-Mode Linux).
+ * (modprobe) and udmabuf (tools/build-test-modules); skips where they are
+ * absent (User-Mode Linux).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,10 +23,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/dma-buf.h>
+#include <linux/udmabuf.h>
 #include <libdrm/drm.h>
 #include <libdrm/drm_mode.h>
 
@@ -336,6 +339,83 @@ TEST_F(interop, import_bad_fds)
 	EXPECT_EQ(-EBADF, vtpu_bo_import(self->dev, fd, &bo));
 	EXPECT_EQ(-EBADF, vtpu_bo_import(self->dev, -1, &bo));
 	EXPECT_EQ(-EINVAL, vtpu_bo_import(self->dev, vtpu_fd(self->dev), &bo));
+}
+
+/* The number after @key in /proc/self/fdinfo/@fd, or -1. */
+static long long fdinfo_value(int fd, const char *key)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':')
+			v = strtoll(line + klen + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/*
+ * udmabuf (memfd pages as a dma-buf): imported and computed on in place
+ * where its exporter can map it into the kernel (dma_buf_vmap); 6.1's
+ * udmabuf cannot, and the import is then refused with EOPNOTSUPP, leaving
+ * no handle behind.
+ */
+TEST_F(interop, import_udmabuf)
+{
+	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC,
+				    .size = BO_SIZE };
+	long long before;
+	struct vtpu_bo bo;
+	struct vtpu_cmdbuf cb;
+	int dev, memfd, dmabuf, ret;
+	float *map;
+
+	NEED_DEV();
+	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		SKIP(return, "/dev/udmabuf: %s (tools/build-test-modules)",
+		     strerror(errno));
+	memfd = syscall(SYS_memfd_create, "vtpu-interop", MFD_ALLOW_SEALING);
+	ASSERT_LE(0, memfd);
+	ASSERT_EQ(0, ftruncate(memfd, BO_SIZE));
+	ASSERT_EQ(0, fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK));
+	map = mmap(NULL, BO_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	map[9] = 9.0f;
+	c.memfd = memfd;
+	dmabuf = ioctl(dev, UDMABUF_CREATE, &c);
+	ASSERT_LE(0, dmabuf) TH_LOG("UDMABUF_CREATE: %s", strerror(errno));
+
+	before = fdinfo_value(vtpu_fd(self->dev), "vtpu-buffers");
+	ret = vtpu_bo_import(self->dev, dmabuf, &bo);
+	if (ret) {
+		EXPECT_EQ(-EOPNOTSUPP, ret) TH_LOG("import: %s", strerror(-ret));
+		EXPECT_EQ(before,
+			  fdinfo_value(vtpu_fd(self->dev), "vtpu-buffers"));
+		TH_LOG("this kernel's udmabuf has no kernel mapping (dma_buf_vmap): refused with EOPNOTSUPP, no handle left");
+		goto out;
+	}
+	EXPECT_EQ(9.0f, ((float *)bo.map)[9]);
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &bo), 0, 4, 3.0f);
+	EXPECT_EQ(VTPU_JOB_DONE,
+		  job_status(self->dev, self->q,
+			     submit(_metadata, self->dev, self->q, &cb, 0), -1));
+	vtpu_cmdbuf_fini(&cb);
+	EXPECT_EQ(3.0f, map[3]) TH_LOG("the job's write is not in the memfd");
+	TH_LOG("udmabuf imported, and a FILL landed in the memfd's pages");
+	vtpu_bo_destroy(self->dev, &bo);
+out:
+	close(dmabuf);
+	munmap(map, BO_SIZE);
+	close(memfd);
+	close(dev);
 }
 
 /*
