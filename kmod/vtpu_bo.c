@@ -10,7 +10,19 @@
  * (another open file, or another /dev/vtpuN): the importer gets a handle to
  * the same pages. A buffer has at most one dma-buf per mode (read-only,
  * read-write) at a time, each holding a reference on the buffer; a
- * read-only one gives its importers read-only handles.
+ * read-only one gives its importers read-only handles. Both carry the
+ * buffer's reservation object, where jobs that use an exported buffer put
+ * their fences (implicit sync, vtpu_sync.c).
+ *
+ * Another driver's dma-buf (udmabuf, vgem, a GPU's) can be imported too:
+ * the engine computes on it through the exporter's kernel mapping
+ * (dma_buf_vmap()), so only a buffer the exporter maps into the kernel as
+ * memory is accepted: one that cannot be mapped, or maps as I/O memory,
+ * is refused with -EOPNOTSUPP. CPU access is begun at import and ended at
+ * release (dma_buf_begin/end_cpu_access()), not around each job: those
+ * wait for the fences in the buffer's reservation object, where the job's
+ * own fence already is. Its memory is the exporter's: it does not count
+ * against mem_cap.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
@@ -22,6 +34,7 @@
 
 #include "vtpu_compat.h"
 #include "vtpu_drv.h"
+#include "vtpu_trace.h"
 
 static void vtpu_bo_free_pages(struct vtpu_kbo *bo, unsigned long n)
 {
@@ -54,6 +67,7 @@ static struct vtpu_kbo *vtpu_bo_alloc(struct vtpu_device *vdev, u64 size)
 		goto err_unaccount;
 	kref_init(&bo->ref);
 	mutex_init(&bo->dmabuf_lock);
+	dma_resv_init(&bo->resv);
 	bo->vdev = vdev;
 	bo->size = size;
 	bo->npages = size >> PAGE_SHIFT;
@@ -78,6 +92,7 @@ static struct vtpu_kbo *vtpu_bo_alloc(struct vtpu_device *vdev, u64 size)
 err_free_pages:
 	vtpu_bo_free_pages(bo, i);
 err_free_bo:
+	dma_resv_fini(&bo->resv);
 	kfree(bo);
 err_unaccount:
 	atomic64_sub(size, &vdev->mem_used);
@@ -88,9 +103,16 @@ static void vtpu_bo_release(struct kref *ref)
 {
 	struct vtpu_kbo *bo = container_of(ref, struct vtpu_kbo, ref);
 
-	vunmap(bo->vaddr);
-	vtpu_bo_free_pages(bo, bo->npages);
-	atomic64_sub(bo->size, &bo->vdev->mem_used);
+	if (bo->foreign) {
+		vtpu_dma_buf_vunmap(bo->foreign, &bo->foreign_map);
+		dma_buf_end_cpu_access(bo->foreign, DMA_BIDIRECTIONAL);
+		dma_buf_put(bo->foreign);
+	} else {
+		vunmap(bo->vaddr);
+		vtpu_bo_free_pages(bo, bo->npages);
+		atomic64_sub(bo->size, &bo->vdev->mem_used);
+	}
+	dma_resv_fini(&bo->resv);
 	mutex_destroy(&bo->dmabuf_lock);
 	kfree(bo);
 }
@@ -162,7 +184,8 @@ int vtpu_bo_create_ioctl(struct vtpu_file *vfile, void *data,
 	args->handle = handle;
 	args->size = size;
 	args->mmap_offset = vtpu_bo_mmap_offset(handle);
-	vtpu_dbg(vdev, VTPU_DBG_BO, "bo %u: %llu bytes\n", handle, size);
+	dev_dbg(vdev->dev, "bo %u: %llu bytes\n", handle, size);
+	trace_vtpu_bo_create(vfile, handle, size);
 	return 0;
 }
 
@@ -218,6 +241,31 @@ int vtpu_bo_close_ioctl(struct vtpu_file *vfile, void *data,
 		return -ENOENT;
 	vtpu_bo_put(bo);
 	return 0;
+}
+
+/*
+ * What a file's handles hold, for debugfs and fdinfo: @total bytes in
+ * @nbos buffers, @shared of them in buffers exported as a dma-buf (seen by
+ * another client or driver). The handles cannot go while xa_lock is held.
+ */
+void vtpu_file_bo_usage(struct vtpu_file *vfile, unsigned long *nbos,
+			u64 *total, u64 *shared)
+{
+	struct vtpu_kbo *bo;
+	unsigned long handle;
+
+	*nbos = 0;
+	*total = 0;
+	*shared = 0;
+	xa_lock(&vfile->bos);
+	xa_for_each(&vfile->bos, handle, bo) {
+		(*nbos)++;
+		*total += bo->size;
+		/* dmabuf_lock guards the pointers; a snapshot is all we need */
+		if (data_race(bo->dmabuf[0] || bo->dmabuf[1]))
+			*shared += bo->size;
+	}
+	xa_unlock(&vfile->bos);
 }
 
 /* Drop every handle of a closing file; jobs and mappings keep their refs. */
@@ -303,6 +351,17 @@ static int vtpu_bo_map_user(struct vtpu_kbo *bo, struct vm_area_struct *vma,
 	return 0;
 }
 
+/* Another driver's buffer: the exporter maps its own memory. */
+static int vtpu_bo_map_foreign(struct vtpu_kbo *bo, struct vm_area_struct *vma,
+			       bool ro)
+{
+	if (ro && (vma->vm_flags & VM_WRITE))
+		return -EACCES;
+	if (ro)
+		vtpu_vma_flags_clear(vma, VM_MAYWRITE);
+	return dma_buf_mmap(bo->foreign, vma, vma->vm_pgoff);
+}
+
 int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
 {
 	const unsigned long shift = VTPU_MMAP_SHIFT - PAGE_SHIFT;
@@ -315,7 +374,10 @@ int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma)
 		return -EINVAL;
 	/* vm_map_pages() reads vm_pgoff as the first page of the buffer */
 	vma->vm_pgoff &= (1UL << shift) - 1;
-	ret = vtpu_bo_map_user(bo, vma, ro);
+	if (bo->foreign)
+		ret = vtpu_bo_map_foreign(bo, vma, ro);
+	else
+		ret = vtpu_bo_map_user(bo, vma, ro);
 	vtpu_bo_put(bo);
 	return ret;
 }
@@ -423,6 +485,7 @@ static struct dma_buf *vtpu_bo_get_dmabuf(struct vtpu_kbo *bo, bool rw)
 	info.size = bo->size;
 	info.flags = rw ? O_RDWR : O_RDONLY;
 	info.priv = bo;
+	info.resv = &bo->resv;	/* one for both modes: the buffer's */
 	kref_get(&bo->ref);	/* the dma-buf's, put by its release */
 	dmabuf = dma_buf_export(&info);
 	if (IS_ERR(dmabuf)) {
@@ -430,6 +493,8 @@ static struct dma_buf *vtpu_bo_get_dmabuf(struct vtpu_kbo *bo, bool rw)
 		goto out;
 	}
 	bo->dmabuf[rw] = dmabuf;
+	/* from now on jobs that use it publish their fences (vtpu_sync.c) */
+	WRITE_ONCE(bo->shared, true);
 out:
 	mutex_unlock(&bo->dmabuf_lock);
 	return dmabuf;
@@ -454,7 +519,12 @@ int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data,
 		vtpu_bo_put(bo);
 		return -EACCES;
 	}
-	dmabuf = vtpu_bo_get_dmabuf(bo, rw);
+	if (bo->foreign) {	/* its dma-buf is the exporter's */
+		dmabuf = bo->foreign;
+		get_dma_buf(dmabuf);
+	} else {
+		dmabuf = vtpu_bo_get_dmabuf(bo, rw);
+	}
 	vtpu_bo_put(bo);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
@@ -470,18 +540,89 @@ int vtpu_bo_export_ioctl(struct vtpu_file *vfile, void *data,
 	return 0;
 }
 
-/* Return: the handle @bo already has in this file, or 0. */
-static u32 vtpu_bo_find_handle(struct vtpu_file *vfile, struct vtpu_kbo *bo)
+/*
+ * Return: the handle this file already has for @dmabuf's buffer, with its
+ * buffer in *@bo, or 0. The caller holds import_lock.
+ */
+static u32 vtpu_bo_find_handle(struct vtpu_file *vfile, struct dma_buf *dmabuf,
+			       struct vtpu_kbo **bo)
 {
+	bool own = dmabuf->ops == &vtpu_dmabuf_ops;
 	struct vtpu_kbo *entry;
 	unsigned long handle;
 
-	xa_for_each(&vfile->bos, handle, entry)
-		if (entry == bo)
+	lockdep_assert_held(&vfile->import_lock);
+	xa_for_each(&vfile->bos, handle, entry) {
+		if (own ? entry == dmabuf->priv : entry->foreign == dmabuf) {
+			*bo = entry;
 			return handle;
+		}
+	}
 	return 0;
 }
 
+/*
+ * A buffer of @vdev for another driver's @dmabuf, mapped into the kernel
+ * (see the top of this file); Return: it, or an ERR_PTR.
+ */
+static struct vtpu_kbo *vtpu_bo_wrap_foreign(struct vtpu_device *vdev,
+					     struct dma_buf *dmabuf)
+{
+	struct vtpu_kbo *bo;
+	int ret;
+
+	if (!dmabuf->size || !PAGE_ALIGNED(dmabuf->size))
+		return ERR_PTR(-EINVAL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&bo->ref);
+	mutex_init(&bo->dmabuf_lock);
+	dma_resv_init(&bo->resv);
+	bo->vdev = vdev;
+	bo->size = dmabuf->size;
+	bo->npages = dmabuf->size >> PAGE_SHIFT;
+
+	/* waits for the writes pending on it (interruptible) */
+	ret = dma_buf_begin_cpu_access(dmabuf, DMA_BIDIRECTIONAL);
+	if (ret)
+		goto err_free;
+	ret = vtpu_dma_buf_vmap(dmabuf, &bo->foreign_map);
+	if (ret) {
+		dev_dbg(vdev->dev, "dma-buf %s: no kernel mapping (%d)\n",
+			dmabuf->exp_name, ret);
+		ret = -EOPNOTSUPP;
+		goto err_end;
+	}
+	if (bo->foreign_map.is_iomem ||
+	    !PAGE_ALIGNED(bo->foreign_map.vaddr)) {
+		dev_dbg(vdev->dev, "dma-buf %s: maps as I/O or unaligned memory\n",
+			dmabuf->exp_name);
+		ret = -EOPNOTSUPP;
+		goto err_vunmap;
+	}
+	get_dma_buf(dmabuf);
+	bo->foreign = dmabuf;
+	bo->vaddr = bo->foreign_map.vaddr;
+	return bo;
+
+err_vunmap:
+	vtpu_dma_buf_vunmap(dmabuf, &bo->foreign_map);
+err_end:
+	dma_buf_end_cpu_access(dmabuf, DMA_BIDIRECTIONAL);
+err_free:
+	dma_resv_fini(&bo->resv);
+	mutex_destroy(&bo->dmabuf_lock);
+	kfree(bo);
+	return ERR_PTR(ret);
+}
+
+/*
+ * A handle for a dma-buf: vtpu's own (the same pages), or another
+ * driver's (vtpu_bo_wrap_foreign()). A file has one handle per buffer:
+ * importing it again returns that one. A dma-buf opened read-only gives
+ * a read-only handle.
+ */
 int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
 			 struct vtpu_ioctl_undo *undo)
 {
@@ -490,26 +631,18 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
 	struct vtpu_kbo *bo;
 	u32 handle;
 	bool ro;
-	int ret;
+	int ret = 0;
 
 	if (args->flags || args->pad)
 		return -EINVAL;
 	dmabuf = dma_buf_get(args->fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
-	/* The engine needs the pages mapped: only vtpu's own buffers. */
-	if (dmabuf->ops != &vtpu_dmabuf_ops) {
-		dma_buf_put(dmabuf);
-		return -EINVAL;
-	}
-	bo = dmabuf->priv;
 	ro = !vtpu_dmabuf_writable(dmabuf);
-	kref_get(&bo->ref);
-	dma_buf_put(dmabuf);
 
 	/* two imports of one buffer must not race to two handles */
 	mutex_lock(&vfile->import_lock);
-	handle = vtpu_bo_find_handle(vfile, bo);
+	handle = vtpu_bo_find_handle(vfile, dmabuf, &bo);
 	if (handle) {
 		/* a writable import makes a read-only handle writable */
 		xa_lock(&vfile->bos);
@@ -520,24 +653,38 @@ int vtpu_bo_import_ioctl(struct vtpu_file *vfile, void *data,
 			undo->ro_cleared = true;
 		}
 		xa_unlock(&vfile->bos);
-		vtpu_bo_put(bo);
-	} else {
-		/* marked before the lock drops: never writable, not briefly */
-		xa_lock(&vfile->bos);
-		ret = __xa_alloc(&vfile->bos, &handle, bo,
-				 XA_LIMIT(1, VTPU_MAX_BO_HANDLE - 1), GFP_KERNEL);
-		if (!ret && ro)
-			__xa_set_mark(&vfile->bos, handle, VTPU_BO_MARK_RO);
-		xa_unlock(&vfile->bos);
-		if (ret) {
-			mutex_unlock(&vfile->import_lock);
-			vtpu_bo_put(bo);
-			return ret == -EBUSY ? -ENOSPC : ret;
-		}
-		undo->bo = bo;
-		undo->handle = handle;
+		goto out;
 	}
+	if (dmabuf->ops == &vtpu_dmabuf_ops) {
+		bo = dmabuf->priv;
+		kref_get(&bo->ref);
+	} else {
+		bo = vtpu_bo_wrap_foreign(vfile->vdev, dmabuf);
+		if (IS_ERR(bo)) {
+			ret = PTR_ERR(bo);
+			goto out;
+		}
+	}
+	/* marked before the lock drops: never writable, not briefly */
+	xa_lock(&vfile->bos);
+	ret = __xa_alloc(&vfile->bos, &handle, bo,
+			 XA_LIMIT(1, VTPU_MAX_BO_HANDLE - 1), GFP_KERNEL);
+	if (!ret && ro)
+		__xa_set_mark(&vfile->bos, handle, VTPU_BO_MARK_RO);
+	xa_unlock(&vfile->bos);
+	if (ret) {
+		vtpu_bo_put(bo);
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto out;
+	}
+	undo->bo = bo;
+	undo->handle = handle;
+out:
 	mutex_unlock(&vfile->import_lock);
+	dma_buf_put(dmabuf);
+	if (ret)
+		return ret;
+	trace_vtpu_bo_import(vfile, handle, bo->size);
 	args->handle = handle;
 	args->size = bo->size;
 	args->mmap_offset = vtpu_bo_mmap_offset(handle);

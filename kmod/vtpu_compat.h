@@ -7,6 +7,7 @@
 #define VTPU_COMPAT_H
 
 #include <linux/device.h>
+#include <linux/dma-buf.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/version.h>
@@ -45,5 +46,29 @@ static inline void vtpu_vma_flags_clear(struct vm_area_struct *vma,
 #else
 #define VTPU_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS(DMA_BUF)
 #endif
+
+/*
+ * 6.2 made dma_buf_vmap() and dma_buf_vunmap() expect the reservation lock
+ * held by the caller; their _unlocked() forms take it
+ */
+static inline int vtpu_dma_buf_vmap(struct dma_buf *dmabuf,
+				    struct iosys_map *map)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	return dma_buf_vmap_unlocked(dmabuf, map);
+#else
+	return dma_buf_vmap(dmabuf, map);
+#endif
+}
+
+static inline void vtpu_dma_buf_vunmap(struct dma_buf *dmabuf,
+				       struct iosys_map *map)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	dma_buf_vunmap_unlocked(dmabuf, map);
+#else
+	dma_buf_vunmap(dmabuf, map);
+#endif
+}
 
 #endif /* VTPU_COMPAT_H */

@@ -14,19 +14,13 @@ static struct dentry *vtpu_debugfs_root;
 static void vtpu_debugfs_show_file(struct seq_file *m, struct vtpu_file *vfile)
 {
 	struct vtpu_device *vdev = vfile->vdev;
-	unsigned long id, nbos = 0;
+	unsigned long id, nbos;
 	struct vtpu_queue *q;
 	struct vtpu_kjob *job;
-	struct vtpu_kbo *bo;
-	u64 bytes = 0;
+	u64 bytes, shared;
 	u32 pending;
 
-	xa_lock(&vfile->bos);
-	xa_for_each(&vfile->bos, id, bo) {
-		nbos++;
-		bytes += bo->size;
-	}
-	xa_unlock(&vfile->bos);
+	vtpu_file_bo_usage(vfile, &nbos, &bytes, &shared);
 	seq_printf(m, "client pid %d (%s): %lu buffers, %llu bytes\n",
 		   vfile->pid, vfile->comm, nbos, bytes);
 

@@ -14,6 +14,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/module.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -58,9 +59,6 @@ module_param_named(client_job_mb, vtpu_param_client_job_mb, uint, 0444);
 MODULE_PARM_DESC(client_job_mb,
 		 "Kernel memory one open file's jobs may pin, MiB (default 64)");
 
-unsigned int vtpu_param_dbg_mask;
-module_param_named(dbg_mask, vtpu_param_dbg_mask, uint, 0644);
-MODULE_PARM_DESC(dbg_mask, "Debug output: 1 ioctl, 2 job, 4 buffer");
 
 static dev_t vtpu_devt;
 static struct class *vtpu_class;
@@ -247,7 +245,7 @@ static long vtpu_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	if (ret)
 		return ret;
 
-	vtpu_dbg(vfile->vdev, VTPU_DBG_IOCTL, "ioctl %u by %d\n", nr,
+	dev_dbg(vfile->vdev->dev, "ioctl %u by %d\n", nr,
 		 task_pid_nr(current));
 	ret = desc->func(vfile, &data, &undo);
 
@@ -259,6 +257,9 @@ static long vtpu_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 }
 
 /* ---- file operations ----------------------------------------------------- */
+
+/* fdinfo's drm-client-id: never reused while the module is loaded */
+static atomic64_t vtpu_client_ids = ATOMIC64_INIT(0);
 
 static int vtpu_open(struct inode *inode, struct file *filp)
 {
@@ -275,6 +276,7 @@ static int vtpu_open(struct inode *inode, struct file *filp)
 		return -ENOMEM;
 	}
 	vfile->vdev = vdev;
+	vfile->client_id = atomic64_inc_return(&vtpu_client_ids);
 	vfile->pid = task_tgid_nr(current);
 	get_task_comm(vfile->comm, current);
 	xa_init_flags(&vfile->bos, XA_FLAGS_ALLOC1);
@@ -306,6 +308,37 @@ static int vtpu_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/*
+ * /proc/PID/fdinfo/FD: the client's usage in the keys of the kernel's DRM
+ * usage-stats document (Documentation/gpu/drm-usage-stats.rst), so tools
+ * that read those (gputop, nvtop, vtpu-smi) show vtpu clients. One engine,
+ * "compute": the dispatcher runs one job at a time, so its capacity is 1
+ * and busy time is the wall time of the client's jobs. One memory region,
+ * "system": buffers are pages of system memory.
+ */
+static void vtpu_show_fdinfo(struct seq_file *m, struct file *filp)
+{
+	struct vtpu_file *vfile = filp->private_data;
+	unsigned long nbos;
+	u64 total, shared;
+
+	vtpu_file_bo_usage(vfile, &nbos, &total, &shared);
+	seq_puts(m, "drm-driver:\tvtpu\n");
+	seq_printf(m, "drm-client-id:\t%llu\n", vfile->client_id);
+	seq_printf(m, "drm-engine-compute:\t%llu ns\n",
+		   (u64)atomic64_read(&vfile->usage->busy_ns));
+	seq_puts(m, "drm-engine-capacity-compute:\t1\n");
+	seq_printf(m, "drm-total-system:\t%llu KiB\n", total >> 10);
+	seq_printf(m, "drm-shared-system:\t%llu KiB\n", shared >> 10);
+	seq_printf(m, "drm-resident-system:\t%llu KiB\n", total >> 10);
+	/* the older name of drm-resident-, which tools still read */
+	seq_printf(m, "drm-memory-system:\t%llu KiB\n", total >> 10);
+	seq_printf(m, "vtpu-device:\tvtpu%u\n", vfile->vdev->index);
+	seq_printf(m, "vtpu-buffers:\t%lu\n", nbos);
+	seq_printf(m, "vtpu-jobs-active:\t%d\n",
+		   atomic_read(&vfile->usage->jobs));
+}
+
 static int vtpu_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	return vtpu_bo_mmap(filp->private_data, vma);
@@ -318,6 +351,7 @@ static const struct file_operations vtpu_fops = {
 	.unlocked_ioctl = vtpu_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = vtpu_mmap,
+	.show_fdinfo = vtpu_show_fdinfo,
 	.llseek = noop_llseek,
 };
 

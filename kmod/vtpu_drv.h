@@ -23,6 +23,9 @@
 #define VTPU_DRV_H
 
 #include <linux/cdev.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-resv.h>
+#include <linux/iosys-map.h>
 #include <linux/dma-fence.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -53,17 +56,6 @@ extern unsigned int vtpu_param_job_timeout_ms;
 extern unsigned int vtpu_param_in_fence_timeout_ms;
 extern unsigned int vtpu_param_client_jobs;
 extern unsigned int vtpu_param_client_job_mb;
-extern unsigned int vtpu_param_dbg_mask;
-
-#define VTPU_DBG_IOCTL BIT(0)
-#define VTPU_DBG_JOB BIT(1)
-#define VTPU_DBG_BO BIT(2)
-
-#define vtpu_dbg(vdev, mask, fmt, ...)                                         \
-	do {                                                                   \
-		if (vtpu_param_dbg_mask & (mask))                              \
-			dev_info_ratelimited((vdev)->dev, fmt, ##__VA_ARGS__); \
-	} while (0)
 
 struct vtpu_kjob;
 
@@ -145,6 +137,7 @@ struct vtpu_usage {
 	struct kref ref;
 	atomic_t jobs;			/* queued or running */
 	atomic64_t bytes;		/* kernel memory they hold */
+	atomic64_t busy_ns;		/* their run time, for fdinfo */
 };
 
 /**
@@ -153,6 +146,7 @@ struct vtpu_usage {
 struct vtpu_file {
 	struct vtpu_device *vdev;
 	struct vtpu_usage *usage;	/* holds a reference */
+	u64 client_id;			/* unique while the module lives */
 	struct list_head node;		/* in vdev->files */
 	pid_t pid;			/* of the opener, for debugfs */
 	char comm[TASK_COMM_LEN];
@@ -172,12 +166,26 @@ struct vtpu_kbo {
 	struct vtpu_device *vdev;
 	size_t size;			/* bytes, page multiple */
 	unsigned long npages;
-	struct page **pages;
+	struct page **pages;		/* NULL when @foreign */
 	void *vaddr;			/* what the engine reads and writes */
 	struct mutex dmabuf_lock;	/* protects dmabuf */
 	/* its exports, [0] read-only and [1] read-write; cleared on release */
 	struct dma_buf *dmabuf[2];
+	/* the fences of jobs that use it, for implicit sync; its exports' */
+	struct dma_resv resv;
+	bool shared;			/* ever exported (dmabuf_lock) */
+	/* another driver's buffer: its dma-buf (a reference) and vmap */
+	struct dma_buf *foreign;
+	struct iosys_map foreign_map;
 };
+
+/* The reservation object implicit sync uses for @bo, or NULL if none. */
+static inline struct dma_resv *vtpu_bo_resv(struct vtpu_kbo *bo)
+{
+	if (bo->foreign)
+		return bo->foreign->resv;
+	return READ_ONCE(bo->shared) ? &bo->resv : NULL;
+}
 
 /**
  * struct vtpu_fence - a job's completion, exported as a sync_file
@@ -185,6 +193,7 @@ struct vtpu_kbo {
 struct vtpu_fence {
 	struct dma_fence base;
 	spinlock_t lock;		/* the dma_fence lock; lives with it */
+	char timeline[24];		/* "vtpuD-qQ": it may outlive the queue */
 };
 
 /**
@@ -233,6 +242,7 @@ struct vtpu_kjob {
 	u32 repeat;			/* iterations, >= 1 */
 	u32 first_iter;			/* number of the first iteration */
 	u64 *strides;			/* per buffer, bytes; NULL: all 0 */
+	bool *written;			/* per buffer; NULL: none shared */
 
 	struct dma_fence *in_fence;	/* NULL once satisfied */
 	struct dma_fence_cb in_cb;
@@ -244,6 +254,26 @@ struct vtpu_kjob {
 
 	int abort;			/* -errno: stop at the next tile */
 };
+
+/**
+ * struct vtpu_implicit - the reservation objects of a job's shared buffers,
+ *	locked from before its fence exists until it is in them (vtpu_sync.c)
+ * @ctx: the ww_mutex acquire context they are locked in
+ * @n: how many; 0 when the job uses no shared buffer
+ * @resv: the objects
+ * @write: per object, whether the job writes its buffer
+ */
+struct vtpu_implicit {
+	struct ww_acquire_ctx ctx;
+	u32 n;
+	struct dma_resv **resv;
+	bool *write;
+};
+
+int vtpu_implicit_begin(struct vtpu_kjob *job, struct vtpu_implicit *imp,
+			const bool *written);
+void vtpu_implicit_publish(struct vtpu_kjob *job, struct vtpu_implicit *imp);
+void vtpu_implicit_end(struct vtpu_implicit *imp);
 
 /**
  * struct vtpu_ioctl_undo - what an ioctl did that must not outlive a
@@ -295,6 +325,8 @@ struct vtpu_kbo *vtpu_bo_lookup_ro(struct vtpu_file *vfile, u32 handle,
 void vtpu_bo_put(struct vtpu_kbo *bo);
 int vtpu_bo_mmap(struct vtpu_file *vfile, struct vm_area_struct *vma);
 void vtpu_file_bos_fini(struct vtpu_file *vfile);
+void vtpu_file_bo_usage(struct vtpu_file *vfile, unsigned long *nbos,
+			u64 *total, u64 *shared);
 
 /* vtpu_job.c */
 int vtpu_queue_create_ioctl(struct vtpu_file *vfile, void *data,

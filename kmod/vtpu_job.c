@@ -29,6 +29,7 @@
 #include <linux/uaccess.h>
 
 #include "vtpu_drv.h"
+#include "vtpu_trace.h"
 
 /* ---- fences -------------------------------------------------------------- */
 
@@ -39,7 +40,7 @@ static const char *vtpu_fence_driver_name(struct dma_fence *fence)
 
 static const char *vtpu_fence_timeline_name(struct dma_fence *fence)
 {
-	return "vtpu-queue";
+	return container_of(fence, struct vtpu_fence, base)->timeline;
 }
 
 /* A fence in a sync_file may outlive every client: it pins the module. */
@@ -291,6 +292,7 @@ static void vtpu_job_release(struct kref *ref)
 	if (job->fence)
 		dma_fence_put(&job->fence->base);
 	kvfree(job->strides);
+	kvfree(job->written);
 	kvfree(job->bufs);
 	kvfree(job->bos);
 	kvfree(job->cmds);
@@ -334,8 +336,9 @@ void vtpu_job_complete(struct vtpu_kjob *job, int error)
 	if (error)
 		dma_fence_set_error(&job->fence->base, error);
 	dma_fence_signal(&job->fence->base);
-	vtpu_dbg(job->queue->vdev, VTPU_DBG_JOB, "queue %u job %llu: %d\n",
-		 job->queue->id, job->seqno, error);
+	dev_dbg(job->queue->vdev->dev, "queue %u job %llu: %d\n",
+		job->queue->id, job->seqno, error);
+	trace_vtpu_job_done(job, error);
 	vtpu_job_put(job);
 }
 
@@ -346,6 +349,7 @@ static void vtpu_job_in_fence_cb(struct dma_fence *fence,
 	struct vtpu_kjob *job = container_of(cb, struct vtpu_kjob, in_cb);
 
 	job->in_fence_error = fence->error;
+	trace_vtpu_job_deps_done(job);
 	/* pairs with smp_load_acquire() in the dispatcher */
 	smp_store_release(&job->in_fence_done, true);
 	vtpu_sched_kick(job->queue->vdev);
@@ -392,9 +396,8 @@ static int vtpu_job_get_strides(struct vtpu_kjob *job, struct vtpu_submit *args)
 	return 0;
 }
 
-/* Is @p inside a buffer of @job whose handle is read-only (@ro)? */
-static bool vtpu_job_addr_ro(const struct vtpu_kjob *job, const bool *ro,
-			     const u8 *p)
+/* Return: the index of @job's buffer @p is in, or -1. */
+static int vtpu_job_addr_buf(const struct vtpu_kjob *job, const u8 *p)
 {
 	u32 i;
 
@@ -402,40 +405,94 @@ static bool vtpu_job_addr_ro(const struct vtpu_kjob *job, const bool *ro,
 		const u8 *base = job->bos[i]->vaddr;
 
 		if (p >= base && p < base + job->bos[i]->size)
-			return ro[i];
+			return i;
 	}
-	return false;
+	return -1;
+}
+
+/*
+ * Which of @job's buffers its commands write: @first[i] is the index of
+ * the first command that writes buffer i (U32_MAX: none), @at[i] that
+ * command's byte offset in the stream.
+ */
+static void vtpu_job_find_writes(const struct vtpu_kjob *job, u32 *first,
+				 u32 *at)
+{
+	struct vtpu_engine_span spans[VTPU_ENGINE_SPANS_MAX];
+	const struct vtpu_cmd_hdr *cmd;
+	u32 pos = 0, off = 0, index = 0, n, i;
+	int b;
+
+	for (i = 0; i < job->nbufs; i++)
+		first[i] = U32_MAX;
+	while ((cmd = vtpu_engine_next(job->cmds, job->cmds_size, &pos))) {
+		n = min_t(u32, vtpu_engine_spans(cmd, job->bufs, spans),
+			  VTPU_ENGINE_SPANS_MAX);
+		for (i = 0; i < n; i++) {
+			if (!spans[i].write || spans[i].lo == spans[i].hi)
+				continue;
+			b = vtpu_job_addr_buf(job, spans[i].lo);
+			if (b >= 0 && first[b] == U32_MAX) {
+				first[b] = index;
+				at[b] = off;
+			}
+		}
+		off = pos;
+		index++;
+	}
 }
 
 /*
  * A validated stream may write only writable buffers: a read-only handle
  * (from a read-only export) is refused as any operand a command writes.
- * Return: 0, or -EACCES with the command named in @args.
+ * Also notes in job->written which buffers the job writes, for implicit
+ * sync. Return: 0, -ENOMEM, or -EACCES with the command named in @args.
  */
-static int vtpu_job_check_writes(const struct vtpu_kjob *job, const bool *ro,
+static int vtpu_job_check_writes(struct vtpu_kjob *job, const bool *ro,
 				 struct vtpu_submit *args)
 {
-	struct vtpu_engine_span spans[VTPU_ENGINE_SPANS_MAX];
-	const struct vtpu_cmd_hdr *cmd;
-	u32 pos = 0, at = 0, index = 0, n, i;
+	u32 *first, *at, i, bad = U32_MAX;
+	int ret = 0;
 
-	while ((cmd = vtpu_engine_next(job->cmds, job->cmds_size, &pos))) {
-		n = min_t(u32, vtpu_engine_spans(cmd, job->bufs, spans),
-			  VTPU_ENGINE_SPANS_MAX);
-		for (i = 0; i < n; i++) {
-			if (!spans[i].write || spans[i].lo == spans[i].hi ||
-			    !vtpu_job_addr_ro(job, ro, spans[i].lo))
-				continue;
-			args->error_cmd = index;
-			args->error_offset = at;
-			args->error_operand = VTPU_OPERAND_NONE;
-			args->error_reason = VTPU_ERR_READ_ONLY;
-			return -EACCES;
-		}
-		at = pos;
-		index++;
+	first = kvmalloc_array(job->nbufs, sizeof(*first), GFP_KERNEL);
+	at = kvmalloc_array(job->nbufs, sizeof(*at), GFP_KERNEL);
+	job->written = kvcalloc(job->nbufs, sizeof(*job->written),
+				GFP_KERNEL_ACCOUNT);
+	if (!first || !at || !job->written) {
+		ret = -ENOMEM;
+		goto out;
 	}
-	return 0;
+	vtpu_job_find_writes(job, first, at);
+	for (i = 0; i < job->nbufs; i++) {
+		job->written[i] = first[i] != U32_MAX;
+		if (ro[i] && job->written[i] &&
+		    (bad == U32_MAX || first[i] < first[bad]))
+			bad = i;
+	}
+	if (bad != U32_MAX) {
+		args->error_cmd = first[bad];
+		args->error_offset = at[bad];
+		args->error_operand = VTPU_OPERAND_NONE;
+		args->error_reason = VTPU_ERR_READ_ONLY;
+		ret = -EACCES;
+	}
+out:
+	kvfree(at);
+	kvfree(first);
+	return ret;
+}
+
+/* Does @job use a read-only handle, or a buffer shared as a dma-buf? */
+static bool vtpu_job_needs_writes(const struct vtpu_kjob *job, bool any_ro)
+{
+	u32 i;
+
+	if (any_ro)
+		return true;
+	for (i = 0; i < job->nbufs; i++)
+		if (vtpu_bo_resv(job->bos[i]))
+			return true;
+	return false;
 }
 
 static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_kjob *job,
@@ -480,10 +537,10 @@ static int vtpu_job_validate(struct vtpu_file *vfile, struct vtpu_kjob *job,
 		args->error_offset = err.offset;
 		args->error_operand = err.operand;
 		args->error_reason = err.reason;
-		vtpu_dbg(vfile->vdev, VTPU_DBG_JOB,
-			 "submit rejected: command %u operand %u reason %u\n",
-			 err.cmd, err.operand, err.reason);
-	} else if (any_ro) {
+		dev_dbg(vfile->vdev->dev,
+			"submit rejected: command %u operand %u reason %u\n",
+			err.cmd, err.operand, err.reason);
+	} else if (vtpu_job_needs_writes(job, any_ro)) {
 		ret = vtpu_job_check_writes(job, ro, args);
 	}
 out:
@@ -501,7 +558,7 @@ static u64 vtpu_job_size(const struct vtpu_submit *args)
 	return sizeof(struct vtpu_kjob) + sizeof(struct vtpu_fence) +
 	       args->cmds_size +
 	       n * (sizeof(struct vtpu_kbo *) + sizeof(struct vtpu_engine_buf) +
-		    (args->strides_ptr ? sizeof(u64) : 0));
+		    sizeof(bool) + (args->strides_ptr ? sizeof(u64) : 0));
 }
 
 static struct vtpu_kjob *vtpu_job_create(struct vtpu_file *vfile,
@@ -602,6 +659,8 @@ static int vtpu_job_arm(struct vtpu_kjob *job)
 	}
 
 	spin_lock_init(&job->fence->lock);
+	snprintf(job->fence->timeline, sizeof(job->fence->timeline),
+		 "vtpu%u-q%u", vdev->index, q->id);
 	__module_get(THIS_MODULE);	/* put by vtpu_fence_release() */
 	job->seqno = ++q->last_seqno;
 	dma_fence_init(&job->fence->base, &vtpu_fence_ops, &job->fence->lock,
@@ -620,6 +679,9 @@ static int vtpu_job_arm(struct vtpu_kjob *job)
 			job->in_fence_done = true;
 		}
 	}
+	trace_vtpu_job_submit(job);
+	if (!job->in_fence || job->in_fence_done)
+		trace_vtpu_job_deps_done(job);
 
 	kref_get(&job->ref);	/* the submitter's, put by vtpu_job_finish() */
 	job->held = true;
@@ -668,6 +730,7 @@ int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data,
 		      struct vtpu_ioctl_undo *undo)
 {
 	struct vtpu_submit *args = data;
+	struct vtpu_implicit imp = { .n = 0 };
 	struct sync_file *sync_file;
 	struct vtpu_queue *q;
 	struct vtpu_kjob *job;
@@ -707,9 +770,18 @@ int vtpu_submit_ioctl(struct vtpu_file *vfile, void *data,
 			goto err_put_job;
 		}
 	}
+	/* a buffer shared meanwhile (job->written NULL) counts as written */
+	if (!(args->flags & VTPU_SUBMIT_NO_IMPLICIT_SYNC)) {
+		ret = vtpu_implicit_begin(job, &imp, job->written);
+		if (ret)
+			goto err_put_fd;
+	}
 	ret = vtpu_job_arm(job);
-	if (ret)
+	if (ret) {
+		vtpu_implicit_end(&imp);
 		goto err_put_fd;
+	}
+	vtpu_implicit_publish(job, &imp);
 
 	/* From here on the job is on its queue and ends through complete. */
 	if (fd >= 0) {

@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 
 #include "vtpu_drv.h"
+#include "vtpu_trace.h"
 
 /* Something may have become runnable: a submit, a signalled in-fence. */
 void vtpu_sched_kick(struct vtpu_device *vdev)
@@ -156,19 +157,25 @@ static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
 	wait_for_completion(&ex->done);
 }
 
-/* Run the gathered group; Return: 0, or the -errno that stops the job. */
+/*
+ * Run the gathered group, the commands from number @first of iteration
+ * @iter; Return: 0, or the -errno that stops the job.
+ */
 static int vtpu_sched_run_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
-				u64 *flops)
+				u32 iter, u32 first, u64 *flops)
 {
+	struct vtpu_engine_group *grp = vdev->group;
 	int err;
 
-	vtpu_exec_group(vdev, job, vdev->group);
+	vtpu_exec_group(vdev, job, grp);
+	trace_vtpu_job_group(job, iter, first, grp->op[0].opcode, grp->nops,
+			     grp->ntiles);
 	err = READ_ONCE(job->abort);
 	if (!err && time_after(jiffies, job->run_deadline))
 		err = -ETIMEDOUT;
 	if (err)
 		return err;
-	*flops += vdev->group->flops;
+	*flops += grp->flops;
 	cond_resched();
 	return 0;
 }
@@ -185,11 +192,11 @@ static void vtpu_job_set_iteration(struct vtpu_kjob *job, u64 iter)
 
 /* Return: 0, or the -errno that stopped the job. */
 static int vtpu_sched_run_stream(struct vtpu_device *vdev,
-				 struct vtpu_kjob *job, u64 *flops)
+				 struct vtpu_kjob *job, u32 iter, u64 *flops)
 {
 	struct vtpu_engine_group *grp = vdev->group;
 	const struct vtpu_cmd_hdr *cmd;
-	u32 pos = 0, fp;
+	u32 pos = 0, fp, n = 0, first = 0;
 	bool joined;
 	int err = 0;
 
@@ -200,18 +207,21 @@ static int vtpu_sched_run_stream(struct vtpu_device *vdev,
 					       vdev->nworkers + 1,
 					       VTPU_ENGINE_GROUP_MAX);
 		vtpu_fpu_end(fp);
-		if (joined)
+		if (joined) {
+			n++;
 			continue;
+		}
 		/* it depends on the group: the group runs first */
-		err = vtpu_sched_run_group(vdev, job, flops);
+		err = vtpu_sched_run_group(vdev, job, iter, first, flops);
 		if (err)
 			goto out;
 		fp = vtpu_fpu_begin();
 		vtpu_engine_group_restart(grp);
 		vtpu_fpu_end(fp);
+		first = n++;
 	}
 	if (grp->nops)
-		err = vtpu_sched_run_group(vdev, job, flops);
+		err = vtpu_sched_run_group(vdev, job, iter, first, flops);
 out:
 	vtpu_engine_group_clear(grp);
 	return err;
@@ -220,7 +230,7 @@ out:
 static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_kjob *job)
 {
 	u64 start = ktime_get_ns();
-	u64 flops = 0;
+	u64 flops = 0, ns;
 	int err = READ_ONCE(job->abort);
 	u32 iter;
 
@@ -232,16 +242,19 @@ static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_kjob *job)
 	}
 	job->run_deadline =
 		jiffies + msecs_to_jiffies(job->queue->timeout_ms);
+	trace_vtpu_job_start(job);
 
 	for (iter = 0; !err && iter < job->repeat; iter++) {
 		if (job->strides)
 			vtpu_job_set_iteration(job,
 					       (u64)job->first_iter + iter);
-		err = vtpu_sched_run_stream(vdev, job, &flops);
+		err = vtpu_sched_run_stream(vdev, job, iter, &flops);
 	}
 
+	ns = ktime_get_ns() - start;
 	atomic64_add(flops, &vdev->stats.flops);
-	atomic64_add(ktime_get_ns() - start, &vdev->stats.busy_ns);
+	atomic64_add(ns, &vdev->stats.busy_ns);
+	atomic64_add(ns, &job->queue->usage->busy_ns);
 
 	spin_lock(&vdev->sched_lock);
 	job->queue->running = NULL;

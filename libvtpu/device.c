@@ -334,6 +334,8 @@ int vtpu_submit(struct vtpu_dev *dev, const struct vtpu_cmdbuf *cb,
 	}
 	if (job->want_out_fence)
 		s.flags |= VTPU_SUBMIT_OUT_FENCE;
+	if (job->no_implicit_sync)
+		s.flags |= VTPU_SUBMIT_NO_IMPLICIT_SYNC;
 	s.out_fence_fd = -1;
 	s.repeat = job->repeat;
 	s.strides_ptr = (uintptr_t)job->strides;

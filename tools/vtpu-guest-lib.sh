@@ -97,7 +97,7 @@ print_version() {
 
 # guest_defaults: the defaults of the options both runners take.
 guest_defaults() {
-	params='' module='' no_module=0 timeout=900 mem=2G verbose=0
+	params='' module='' no_module=0 timeout=900 mem=2G verbose=0 preload=''
 	append='' dmesg_out='' splat_check=1 smp=1
 }
 
@@ -113,7 +113,8 @@ need_arg() {
 guest_option() {
 	opt_words=1
 	case $1 in
-	--params | --module | --timeout | --mem | --smp | --append | --dmesg)
+	--params | --module | --timeout | --mem | --smp | --append | --dmesg | \
+		--preload)
 		need_arg "$@"
 		opt_words=2
 		;;
@@ -121,6 +122,10 @@ guest_option() {
 	case $1 in
 	--params) params=$2 ;;
 	--module) module=$2 ;;
+	--preload)
+		[ -f "$2" ] || die "--preload: no such module: $2"
+		preload="$preload $(readlink -f "$2")"
+		;;
 	--no-module) no_module=1 ;;
 	--timeout) timeout=$2 ;;
 	--mem) mem=$2 ;;
@@ -188,6 +193,9 @@ if [ -n "$kmods" ]; then
 	mkdir -p /lib/modules
 	mount --bind "$kmods" /lib/modules
 fi
+for m in $preload; do
+	insmod "$m" || finish insmod $?
+done
 if [ -n "$module" ]; then
 	deps=$(modinfo -F depends "$module")
 	if [ -n "$deps" ]; then
@@ -238,8 +246,8 @@ write_run_files() {
 	printf '%s\n' "$GUEST_RUN_SCRIPT" >"$out/run"
 	{
 		printf 'prog=%q tag=%q ttydev=%q\n' "$prog" "$tag" "$ttydev"
-		printf 'module=%q params=%q modname=%q kmods=%q\n' \
-			"$module" "$params" "${modname-}" "${kmods-}"
+		printf 'module=%q params=%q modname=%q kmods=%q preload=%q\n' \
+			"$module" "$params" "${modname-}" "${kmods-}" "$preload"
 		printf 'cwd=%q home=%q tty=%q\n' "$PWD" "$HOME" "$tty"
 		printf 'cmdline=%q\n' "$(printf '%q ' "$@")"
 	} >"$out/conf"

@@ -128,17 +128,23 @@ VTPU_API int vtpu_bo_destroy(struct vtpu_dev *dev, struct vtpu_bo *bo);
 VTPU_API int vtpu_bo_export(struct vtpu_dev *dev, const struct vtpu_bo *bo, int *fd);
 
 /**
- * vtpu_bo_import() - a buffer of @dev for the pages of a vtpu dma-buf
- * @fd: from vtpu_bo_export() on any device (not consumed: close it when
- *      you like, the buffer stays)
+ * vtpu_bo_import() - a buffer of @dev for a dma-buf's memory
+ * @fd: a dma-buf: from vtpu_bo_export() on any device, or another
+ *      driver's (udmabuf, vgem, a GPU's: jobs compute on its memory in
+ *      place, through the exporter's kernel mapping); not consumed: close
+ *      it when you like, the buffer stays
  * @bo: out, handle, size and a read/write mapping, as vtpu_bo_create();
  *      of a read-only export (BO_EXPORT without O_RDWR), a read-only
  *      handle and mapping: a job that writes it is refused (-EACCES)
  *
  * Importing a buffer @dev already has gives its existing handle (a second
  * mapping of it): vtpu_bo_destroy() closes that one handle for both. The
- * memory stays charged to the exporting device.
- * Return: 0, or -errno (-EBADF: not an fd; -EINVAL: not a vtpu dma-buf).
+ * memory stays charged to the exporting device (another driver's: not to
+ * any vtpu device). Jobs that use it take part in its implicit sync (see
+ * struct vtpu_job's @no_implicit_sync).
+ * Return: 0, or -errno (-EBADF: not an fd; -EINVAL: not a dma-buf, or its
+ * size is not whole pages; -EOPNOTSUPP: its exporter cannot map it into
+ * the kernel as memory).
  * The caller frees @bo with vtpu_bo_destroy().
  */
 VTPU_API int vtpu_bo_import(struct vtpu_dev *dev, int fd, struct vtpu_bo *bo);
@@ -406,6 +412,9 @@ VTPU_API int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float r
  * @first_iter: in, with @strides: the number of the job's first iteration,
  *              so the next job can go on walking where this one stopped
  *              (must be 0 without @strides)
+ * @no_implicit_sync: in, nonzero: the job neither waits for the fences of
+ *                    its shared buffers (exported or imported dma-bufs)
+ *                    nor puts its own there (VTPU_SUBMIT_NO_IMPLICIT_SYNC)
  *
  * Fields are only ever appended; zero-initialise the struct.
  */
@@ -421,6 +430,7 @@ struct vtpu_job {
 	uint32_t repeat;
 	const uint64_t *strides;
 	uint32_t first_iter;
+	int no_implicit_sync;
 };
 
 /**

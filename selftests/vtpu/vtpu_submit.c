@@ -1526,7 +1526,7 @@ TEST_F(submit, bad_args)
 	EXPECT_EQ(VTPU_ERR_NONE, s.error_reason);
 
 	s = good;
-	s.flags = 1u << 2;
+	s.flags = (VTPU_SUBMIT_FLAGS + 1) & ~VTPU_SUBMIT_FLAGS; /* first unknown */
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_SUBMIT, &s));
 	s.flags = 1u << 31;
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_SUBMIT, &s));

@@ -256,7 +256,19 @@ struct vtpu_queue_destroy {
 /* struct vtpu_submit.flags */
 #define VTPU_SUBMIT_IN_FENCE (1u << 0)	/* wait for @in_fence_fd first */
 #define VTPU_SUBMIT_OUT_FENCE (1u << 1) /* return a sync_file fd */
-#define VTPU_SUBMIT_FLAGS (VTPU_SUBMIT_IN_FENCE | VTPU_SUBMIT_OUT_FENCE)
+/*
+ * Implicit sync (the default): a job that uses a shared buffer (one that
+ * was exported as a dma-buf, or another driver's imported one) first waits
+ * for the fences in its reservation object (to write: all of them; to
+ * read: the writers'), and puts its own fence there (as a writer, or a
+ * reader), so that poll() on the dma-buf, DMA_BUF_IOCTL_SYNC and other
+ * drivers wait for it. This flag leaves both out: for clients that order
+ * their jobs with explicit fences.
+ */
+#define VTPU_SUBMIT_NO_IMPLICIT_SYNC (1u << 2)
+#define VTPU_SUBMIT_FLAGS                                                      \
+	(VTPU_SUBMIT_IN_FENCE | VTPU_SUBMIT_OUT_FENCE |                        \
+	 VTPU_SUBMIT_NO_IMPLICIT_SYNC)
 
 /**
  * enum vtpu_operand_id - which operand of a command a validation error
