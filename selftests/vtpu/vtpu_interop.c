@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_interop: vtpu beside other drivers. Another driver's dma-buf (vgem's
  * here: Debian's kernel has no udmabuf) imported as a vtpu buffer and

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vtpu_observe: the device as tools outside vtpu see it. /proc/PID/fdinfo
  * with the DRM usage-stats keys, a fence timeline per queue, tracepoints
