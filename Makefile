@@ -75,8 +75,13 @@ deps:
 module: kmod/vtpu.ko
 
 kmod/vtpu.ko: FORCE
-	@test -n "$(KDIR)" -a -d "$(KDIR)" || { \
-	  echo "no kernel build tree: run 'make deps' or pass KDIR=" >&2; exit 1; }
+	@test -n "$(KDIR)" || { \
+	  echo "no kernel build tree for the running kernel $(shell uname -r):" \
+	    "install linux-headers-$(shell uname -r)" \
+	    "(apt-get install linux-headers-$(shell uname -r)), run 'make deps'" \
+	    "for Debian's 6.1 headers, or pass KDIR=" >&2; exit 1; }
+	@test -d "$(KDIR)" || { \
+	  echo "no kernel build tree: KDIR=$(KDIR) does not exist" >&2; exit 1; }
 	$(call say,KBUILD,kmod/vtpu.ko against $(KDIR))$(MAKE) \
 	  --no-print-directory -C $(KDIR) M=$(SRCTOP) modules
 
