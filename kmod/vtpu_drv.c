@@ -129,7 +129,7 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data,
 						VTPU_VERSION_PATCH);
 		break;
 	case VTPU_PARAM_KERNEL_VERSION:
-		args->value = LINUX_VERSION_CODE;
+		args->value = VTPU_BUILT_FOR_KERNEL;
 		break;
 	default:
 		return -EINVAL;
