@@ -4,6 +4,7 @@
 #   make              the module (kmod/vtpu.ko) and all of user space (build/)
 #   make check        host unit tests, then the selftests in a VM (or on the
 #                     host with VTPU_VM_FLAGS=--host) against the real module,
+#                     on Debian's 6.1 and 6.12 kernels,
 #                     and on a debug kernel (built once; QUICK=1 skips that)
 #   make demo         the main job: MNIST trained on /dev/vtpu0 (UML here)
 #   make bench        the training-speed table: engine, OpenBLAS, PyTorch
@@ -13,6 +14,9 @@
 #                     PREFIX=/usr/local DESTDIR= DKMS=1 ...)
 #   make uninstall    removes what make install put (same variables)
 #   make KDIR=...     build the module against another kernel tree
+#   make module-6.12  the module for Debian's newest installed 6.12 headers,
+#                     in build/kmod-KVER/kmod/vtpu.ko (kmod/vtpu.ko stays);
+#                     any series or exact release: module-6.12.57+deb12-amd64
 #   make W=1 C=1      kernel warnings and sparse, passed to Kbuild
 #
 #   make V=1          show every command line (default: one short line each,
@@ -76,10 +80,41 @@ deps:
 module: kmod/vtpu.ko
 
 kmod/vtpu.ko: FORCE
-	@test -n "$(KDIR)" -a -d "$(KDIR)" || { \
-	  echo "no kernel build tree: run 'make deps' or pass KDIR=" >&2; exit 1; }
+	@test -n "$(KDIR)" || { \
+	  echo "no kernel build tree for the running kernel $(shell uname -r):" \
+	    "install linux-headers-$(shell uname -r)" \
+	    "(apt-get install linux-headers-$(shell uname -r)), run 'make deps'" \
+	    "for Debian's 6.1 headers, or pass KDIR=" >&2; exit 1; }
+	@test -d "$(KDIR)" || { \
+	  echo "no kernel build tree: KDIR=$(KDIR) does not exist" >&2; exit 1; }
 	$(call say,KBUILD,kmod/vtpu.ko against $(KDIR))$(MAKE) \
 	  --no-print-directory -C $(KDIR) M=$(SRCTOP) modules
+
+# module-SERIES (module-6.12) or module-KVER (module-6.12.57+deb12-amd64):
+# the module built against Debian's headers for that kernel (the newest
+# installed of the series) in its own copy of the sources, build/kmod-KVER/,
+# so kmod/vtpu.ko and the default KDIR stay as they are. tools/vtpu-vm
+# --kernel SERIES loads build/kmod-KVER/kmod/vtpu.ko.
+KMOD_SRCS = $(shell cd $(SRCTOP) && find Kbuild VERSION uapi kmod -type f \
+	\( -name '*.[ch]' -o -name Kbuild -o -name '*.mk' -o -name VERSION \))
+
+module-%: FORCE
+	@s='$*'; case $$s in \
+	  *-amd64) kver=$$s; [ -d /usr/src/linux-headers-$$s ] || kver= ;; \
+	  *) re=$$(printf '%s' "$$s" | sed 's/\./\\./g'); \
+	     kver=$$(ls /usr/src | sed -n 's/^linux-headers-//p' | \
+	       grep -E "^$$re\.[0-9]+(-[0-9]+)?(\+deb[0-9]+)?-amd64$$" | \
+	       sort -V | tail -n 1) ;; \
+	esac; \
+	test -n "$$kver" || { echo "no kernel build tree for Linux $*:" \
+	  "install Debian's linux-headers-$*...-amd64 (tools/install-deps" \
+	  "installs 6.12's)" >&2; exit 1; }; \
+	dst=$(BUILD)/kmod-$$kver; mkdir -p $$dst; \
+	cd $(SRCTOP) && cp -p --parents $(KMOD_SRCS) $$dst/ && \
+	$(if $(filter 1,$(V)),,printf '  %-6s %s\n' KBUILD \
+	  "build/kmod-$$kver/kmod/vtpu.ko against linux-headers-$$kver";) \
+	$(MAKE) --no-print-directory -C /usr/src/linux-headers-$$kver \
+	  M=$$dst modules
 
 # ---- user space: engine, libvtpu, tools, examples, selftests -------------
 
@@ -171,8 +206,11 @@ VTPU_VM_FLAGS ?=
 # QUICK=1: leave out the debug-kernel tier (and its first build).
 QUICK ?=
 
+# The second kernel make check proves: the module built for it too.
+CHECK_KERNELS ?= 6.12
+
 check: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(CHECK_KERNELS:%=module-%)
 	@QUICK=$(QUICK) $(SRCTOP)/tools/run-checks $(VTPU_VM_FLAGS)
 
 # The datasets: tools/get-datasets puts them in data/; ../shared/datasets

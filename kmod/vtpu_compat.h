@@ -12,6 +12,14 @@
 #include <linux/module.h>
 #include <linux/version.h>
 
+/* kmod/Kbuild says so first; this stops a build that went around it */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
+#error "vtpu needs Linux 6.1 or newer"
+#endif
+
+/* VTPU_PARAM_KERNEL_VERSION: the kernel this module was built for */
+#define VTPU_BUILT_FOR_KERNEL LINUX_VERSION_CODE
+
 /* 6.3 made vma->vm_flags read-only: vm_flags_set()/vm_flags_clear() */
 static inline void vtpu_vma_flags_set(struct vm_area_struct *vma,
 				      unsigned long flags)

@@ -121,6 +121,14 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data,
 	case VTPU_PARAM_IN_FENCE_TIMEOUT_MS:
 		args->value = vtpu_param_in_fence_timeout_ms;
 		break;
+	case VTPU_PARAM_DRIVER_VERSION:
+		args->value = VTPU_VERSION_CODE(VTPU_VERSION_MAJOR,
+						VTPU_VERSION_MINOR,
+						VTPU_VERSION_PATCH);
+		break;
+	case VTPU_PARAM_KERNEL_VERSION:
+		args->value = VTPU_BUILT_FOR_KERNEL;
+		break;
 	default:
 		return -EINVAL;
 	}

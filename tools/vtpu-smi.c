@@ -2,8 +2,10 @@
 /*
  * vtpu-smi: the state of every vtpu device at a glance, like nvidia-smi.
  *
- * Reads /sys/class/vtpu/vtpuN/ (the module's sysfs attributes), so it
- * needs no open file on the device and never disturbs its clients.
+ * Reads /sys/class/vtpu/vtpuN/ (the module's sysfs attributes) and
+ * /sys/module/vtpu/version, so it needs no open file on the device and
+ * never disturbs its clients. The first line: the driver's release and
+ * the kernel it runs on (the one it was built for: its vermagic).
  *
  *   vtpu-smi              one table
  *   vtpu-smi --watch [S]  refresh every S seconds (default 1), with
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/utsname.h>
 
 #define SYSFS_CLASS "/sys/class/vtpu"
 #define MAX_DEVS 16
@@ -93,11 +96,29 @@ static int scan(struct dev_state *devs)
 	return n;
 }
 
+static void print_header(void)
+{
+	char ver[64] = "?";
+	struct utsname u;
+	FILE *f = fopen("/sys/module/vtpu/version", "r");
+
+	if (f) {
+		if (!fgets(ver, sizeof(ver), f))
+			snprintf(ver, sizeof(ver), "?");
+		fclose(f);
+		ver[strcspn(ver, "\n")] = '\0';
+	}
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "?");
+	printf("vtpu driver %s, Linux %s\n", ver, u.release);
+}
+
 static void print_table(const struct dev_state *devs, int n,
 			const struct dev_state *prev, double interval_s)
 {
 	int i;
 
+	print_header();
 	printf("%-7s %-6s %5s %7s %21s %7s %10s %7s %7s %9s %7s\n", "DEVICE",
 	       "SIMD", "CORES", "CLIENTS", "MEMORY (MiB)", "UTIL", "JOBS",
 	       "FAILED", "TIMEOUT", "CANCELLED", "GFLOP");

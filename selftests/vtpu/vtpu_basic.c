@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,13 +123,55 @@ TEST_F(vtpu, get_param_values)
 	       (unsigned long long)ops);
 }
 
+/*
+ * The module's release through GET_PARAM is the VERSION this test was
+ * built with (make passes -DVTPU_VERSION), and what sysfs's MODULE_VERSION
+ * says; its kernel version is the running kernel's MAJOR.MINOR.
+ */
+TEST_F(vtpu, get_param_driver_version)
+{
+	unsigned int maj, min, pat, kmaj, kmin;
+	char sysver[64] = "", *nl;
+	struct utsname u;
+	uint64_t v, k;
+	FILE *f;
+
+	NEED_DEV();
+	ASSERT_EQ(3, sscanf(VTPU_VERSION, "%u.%u.%u", &maj, &min, &pat));
+	v = param(_metadata, self->fd, VTPU_PARAM_DRIVER_VERSION);
+	EXPECT_EQ(VTPU_VERSION_CODE(maj, min, pat), v)
+		TH_LOG("driver version 0x%06llx, VERSION is %s",
+		       (unsigned long long)v, VTPU_VERSION);
+
+	f = fopen("/sys/module/vtpu/version", "r");
+	ASSERT_NE(NULL, f) TH_LOG("/sys/module/vtpu/version: %s",
+				  strerror(errno));
+	EXPECT_NE(NULL, fgets(sysver, sizeof(sysver), f));
+	fclose(f);
+	nl = strchr(sysver, '\n');
+	if (nl)
+		*nl = '\0';
+	EXPECT_STREQ(VTPU_VERSION, sysver);
+
+	k = param(_metadata, self->fd, VTPU_PARAM_KERNEL_VERSION);
+	ASSERT_EQ(0, uname(&u));
+	ASSERT_EQ(2, sscanf(u.release, "%u.%u", &kmaj, &kmin));
+	EXPECT_EQ((uint64_t)(kmaj << 8 | kmin), k >> 8)
+		TH_LOG("built for 0x%06llx, running %s",
+		       (unsigned long long)k, u.release);
+	TH_LOG("driver %s (0x%06llx) = sysfs's %s, built for %llu.%llu.%llu, running %s",
+	       VTPU_VERSION, (unsigned long long)v, sysver,
+	       (unsigned long long)(k >> 16), (unsigned long long)(k >> 8 & 255),
+	       (unsigned long long)(k & 255), u.release);
+}
+
 TEST_F(vtpu, get_param_unknown)
 {
 	struct vtpu_get_param gp = { .param = 0xffff };
 
 	NEED_DEV();
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_GET_PARAM, &gp));
-	gp.param = VTPU_PARAM_IN_FENCE_TIMEOUT_MS + 1;
+	gp.param = VTPU_PARAM_KERNEL_VERSION + 1;
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, VTPU_IOCTL_GET_PARAM, &gp));
 	TH_LOG("unknown params give EINVAL");
 }

@@ -48,8 +48,16 @@ extern "C" {
  *   3: QUEUE_CREATE's @in_fence_timeout_ms (the struct grew), the
  *      per-client limits (VTPU_PARAM_CLIENT_*), read-only exports
  *      (VTPU_ERR_READ_ONLY), one dma-buf per buffer and mode
+ *   4: VTPU_PARAM_DRIVER_VERSION, VTPU_PARAM_KERNEL_VERSION
  */
-#define VTPU_API_VERSION 3
+#define VTPU_API_VERSION 4
+
+/*
+ * VTPU_PARAM_DRIVER_VERSION's encoding of a release MAJOR.MINOR.PATCH
+ * (the VERSION file): 0.1.0 is 0x000100.
+ */
+#define VTPU_VERSION_CODE(major, minor, patch)                                 \
+	(((major) << 16) | ((minor) << 8) | (patch))
 
 #define VTPU_IOCTL_BASE 0xB7
 
@@ -74,6 +82,11 @@ extern "C" {
  *                               streams and handle lists; more: -ENOSPC)
  * @VTPU_PARAM_IN_FENCE_TIMEOUT_MS: longest a job waits for its in-fence
  *                                  by default (0: no limit)
+ * @VTPU_PARAM_DRIVER_VERSION: the module's release, VTPU_VERSION_CODE() of
+ *                             its MAJOR.MINOR.PATCH (MODULE_VERSION's)
+ * @VTPU_PARAM_KERNEL_VERSION: the kernel the module was built for, as
+ *                             LINUX_VERSION_CODE (6.12.57: 0x060c39; the
+ *                             patch level saturates at 255)
  */
 enum vtpu_param {
 	VTPU_PARAM_API_VERSION = 0,
@@ -92,6 +105,8 @@ enum vtpu_param {
 	VTPU_PARAM_CLIENT_JOBS = 13,
 	VTPU_PARAM_CLIENT_JOB_BYTES = 14,
 	VTPU_PARAM_IN_FENCE_TIMEOUT_MS = 15,
+	VTPU_PARAM_DRIVER_VERSION = 16,
+	VTPU_PARAM_KERNEL_VERSION = 17,
 };
 
 /**
