@@ -7,6 +7,10 @@
 #   make demo         the main job: MNIST trained on /dev/vtpu0 (UML here)
 #   make bench        the training-speed table: engine, OpenBLAS, PyTorch
 #   make deps         install what the build and the VM need (Debian, apt)
+#   make install      libvtpu.so, headers, vtpu.pc, programs, man pages, the
+#                     udev rule, the module's source for DKMS (install.mk:
+#                     PREFIX=/usr/local DESTDIR= DKMS=1 ...)
+#   make uninstall    removes what make install put (same variables)
 #   make KDIR=...     build the module against another kernel tree
 #   make W=1 C=1      kernel warnings and sparse, passed to Kbuild
 #
@@ -78,8 +82,15 @@ kmod/vtpu.ko: FORCE
 
 # ---- user space: engine, libvtpu, tools, examples, selftests -------------
 
-# Read by the fragments' rules (prerequisites expand when read).
+# Read by the fragments' rules (prerequisites expand when read). The
+# in-tree programs link the static library; libvtpu.so.$(VTPU_VERSION)
+# (soname libvtpu.so.0) is built beside it from the same objects, for
+# make install and for programs outside the tree.
 LIBVTPU := $(BUILD)/lib/libvtpu.a
+VTPU_SOMAJOR := $(firstword $(subst ., ,$(VTPU_VERSION)))
+LIBVTPU_SONAME := libvtpu.so.$(VTPU_SOMAJOR)
+LIBVTPU_SO := $(BUILD)/lib/libvtpu.so.$(VTPU_VERSION)
+LIBVTPU_SO_LINKS := $(BUILD)/lib/$(LIBVTPU_SONAME) $(BUILD)/lib/libvtpu.so
 
 include $(SRCTOP)/kmod/engine/engine.mk
 include $(SRCTOP)/libvtpu/libvtpu.mk
@@ -87,6 +98,7 @@ include $(SRCTOP)/tools/tools.mk
 include $(SRCTOP)/examples/examples.mk
 include $(SRCTOP)/selftests/vtpu/selftests.mk
 include $(SRCTOP)/libvtpu/tests/tests.mk
+include $(SRCTOP)/install.mk
 # make fuzz (the validator under libFuzzer) and make check-debug (KASAN,
 # lockdep, kmemleak, fault injection): optional tiers with their own deps
 -include $(SRCTOP)/selftests/vtpu/fuzz.mk
@@ -95,21 +107,37 @@ include $(SRCTOP)/libvtpu/tests/tests.mk
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/engine/%.o)
 LIBVTPU_OBJS := $(LIBVTPU_SRCS:%.c=$(OBJ)/libvtpu/%.o)
 
-user: $(LIBVTPU) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS)
+user: $(LIBVTPU) $(LIBVTPU_SO_LINKS) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS)
 
 $(OBJ)/engine/%.o: $(SRCTOP)/kmod/engine/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC \
-	  $(ENGINE_CFLAGS) $(ENGINE_CFLAGS_$*) -MMD -MP -c -o $@ $<
+	  -fvisibility=hidden $(ENGINE_CFLAGS) $(ENGINE_CFLAGS_$*) \
+	  -MMD -MP -c -o $@ $<
 
+# Only what the public headers declare VTPU_API leaves the shared library.
 $(OBJ)/libvtpu/%.o: $(SRCTOP)/libvtpu/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(DRM_CFLAGS) $(CFLAGS) $(WARN) \
-	  -fPIC -MMD -MP -c -o $@ $<
+	  -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
 
 $(LIBVTPU): $(LIBVTPU_OBJS) $(ENGINE_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)rm -f $@ && $(AR) rcs $@ $^
+
+# -z defs: every symbol the library uses is found in what it links.
+$(LIBVTPU_SO): $(LIBVTPU_OBJS) $(ENGINE_OBJS) $(SRCTOP)/libvtpu/libvtpu.map
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,$(LIBVTPU_SONAME) \
+	  -Wl,--version-script=$(SRCTOP)/libvtpu/libvtpu.map -Wl,-z,defs \
+	  -o $@ $(LIBVTPU_OBJS) $(ENGINE_OBJS) $(LDLIBS_LIBVTPU)
+
+# libvtpu.so.0 -> libvtpu.so.0.1.0 (what programs load), libvtpu.so ->
+# libvtpu.so.0 (what -lvtpu finds)
+$(BUILD)/lib/$(LIBVTPU_SONAME): $(LIBVTPU_SO)
+	$(call say,LN,$@)ln -sfn $(notdir $<) $@
+$(BUILD)/lib/libvtpu.so: $(BUILD)/lib/$(LIBVTPU_SONAME)
+	$(call say,LN,$@)ln -sfn $(notdir $<) $@
 
 $(OBJ)/%.o: $(SRCTOP)/%.c
 	@mkdir -p $(@D)

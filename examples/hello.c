@@ -99,8 +99,7 @@ int main(int argc, char **argv)
 
 	if (!dev) {
 		fprintf(stderr, "vtpu-hello: open %s: %s%s\n", path,
-			strerror(errno),
-			errno == ENOENT ? " (is vtpu.ko loaded?)" : "");
+			strerror(errno), vtpu_open_hint(errno));
 		return 1;
 	}
 	vtpu_get_param(dev, VTPU_PARAM_API_VERSION, &ver);

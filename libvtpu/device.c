@@ -77,6 +77,26 @@ err_free:
 	return NULL;
 }
 
+/* The one place these hints are written: tools and examples print them. */
+const char *vtpu_open_hint(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ENOENT:
+	case ENXIO:
+	case ENODEV:
+		return " (is vtpu.ko loaded?)";
+	case EACCES:
+	case EPERM:
+		return " (permission denied: add yourself to the group 'render'"
+		       " (usermod -aG render $USER, then log in again); the"
+		       " udev rule 60-vtpu.rules gives /dev/vtpuN to that group)";
+	case EPROTO:
+		return " (vtpu.ko is older than libvtpu)";
+	default:
+		return "";
+	}
+}
+
 void vtpu_close(struct vtpu_dev *dev)
 {
 	int saved = errno;

@@ -406,9 +406,7 @@ int vtpu_model_compile(struct vtpu_model *m,
 	if (ret)
 		return fail(m, ret, "cannot open %s: %s%s",
 			    opts->device ?: "/dev/vtpu0", strerror(-ret),
-			    ret == -ENOENT ? " (is vtpu.ko loaded?)" :
-			    ret == -EPROTO ? " (vtpu.ko is older than libvtpu)" :
-					     "");
+			    vtpu_open_hint(ret));
 	m->compiled = true;
 
 	vg_set_layouts(m->g, m->rt.panels);

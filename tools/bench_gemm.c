@@ -441,8 +441,8 @@ static int device_begin(struct gemm_bench *gb)
 	gb->executor = "device";
 	gb->pl.dev = vtpu_open(o->b.device);
 	if (!gb->pl.dev) {
-		fprintf(stderr, "vtpu-bench: %s: %s\n", o->b.device,
-			strerror(errno));
+		fprintf(stderr, "vtpu-bench: %s: %s%s\n", o->b.device,
+			strerror(errno), vtpu_open_hint(errno));
 		return -1;
 	}
 	ret = vtpu_queue_create(gb->pl.dev, VTPU_QUEUE_PRIORITY_NORMAL,

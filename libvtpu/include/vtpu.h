@@ -41,6 +41,15 @@
 extern "C" {
 #endif
 
+/*
+ * VTPU_API marks what libvtpu.so exports; everything else in the library is
+ * built with -fvisibility=hidden (and libvtpu/libvtpu.map lists the same
+ * names under the version node VTPU_0.1).
+ */
+#ifndef VTPU_API
+#define VTPU_API __attribute__((visibility("default")))
+#endif
+
 /* ---- devices ---------------------------------------------------------- */
 
 /** An open device: opaque. */
@@ -55,19 +64,30 @@ struct vtpu_dev;
  * (ENOENT: no such node, is vtpu.ko loaded?; EPROTO: the module is older
  * than the library).
  */
-struct vtpu_dev *vtpu_open(const char *path);
+VTPU_API struct vtpu_dev *vtpu_open(const char *path);
 
 /** vtpu_close() - close the device; buffers still mapped stay valid. */
-void vtpu_close(struct vtpu_dev *dev);
+VTPU_API void vtpu_close(struct vtpu_dev *dev);
+
+/**
+ * vtpu_open_hint() - what to do when vtpu_open() failed with @err
+ * @err: the errno, positive or negative
+ *
+ * Return: a static string to print after strerror(), starting with a
+ * space, e.g. " (is vtpu.ko loaded?)" for ENOENT or, for EACCES and
+ * EPERM, how to join the group the udev rule gives /dev/vtpuN to; "" when
+ * there is nothing to add.
+ */
+VTPU_API const char *vtpu_open_hint(int err);
 
 /** vtpu_fd() - the device's file descriptor (owned by @dev). */
-int vtpu_fd(const struct vtpu_dev *dev);
+VTPU_API int vtpu_fd(const struct vtpu_dev *dev);
 
 /**
  * vtpu_get_param() - read one enum vtpu_param
  * Return: 0 with *value set, or -errno (-EINVAL: unknown param).
  */
-int vtpu_get_param(struct vtpu_dev *dev, uint32_t param, uint64_t *value);
+VTPU_API int vtpu_get_param(struct vtpu_dev *dev, uint32_t param, uint64_t *value);
 
 /* ---- buffers ------------------------------------------------------------ */
 
@@ -89,13 +109,13 @@ struct vtpu_bo {
  * Return: 0, or -errno (-ENOSPC: the device's memory cap is reached).
  * The caller frees it with vtpu_bo_destroy().
  */
-int vtpu_bo_create(struct vtpu_dev *dev, uint64_t size, struct vtpu_bo *bo);
+VTPU_API int vtpu_bo_create(struct vtpu_dev *dev, uint64_t size, struct vtpu_bo *bo);
 
 /**
  * vtpu_bo_destroy() - unmap and close a buffer; jobs still using it keep
  * it alive until they end. Return: 0 or -errno.
  */
-int vtpu_bo_destroy(struct vtpu_dev *dev, struct vtpu_bo *bo);
+VTPU_API int vtpu_bo_destroy(struct vtpu_dev *dev, struct vtpu_bo *bo);
 
 /**
  * vtpu_bo_export() - share a buffer as a dma-buf
@@ -105,7 +125,7 @@ int vtpu_bo_destroy(struct vtpu_dev *dev, struct vtpu_bo *bo);
  *      device with vtpu_bo_import(); it keeps the pages alive by itself.
  * Return: 0, or -errno (-ENOENT: @bo is not a buffer of @dev).
  */
-int vtpu_bo_export(struct vtpu_dev *dev, const struct vtpu_bo *bo, int *fd);
+VTPU_API int vtpu_bo_export(struct vtpu_dev *dev, const struct vtpu_bo *bo, int *fd);
 
 /**
  * vtpu_bo_import() - a buffer of @dev for the pages of a vtpu dma-buf
@@ -121,7 +141,7 @@ int vtpu_bo_export(struct vtpu_dev *dev, const struct vtpu_bo *bo, int *fd);
  * Return: 0, or -errno (-EBADF: not an fd; -EINVAL: not a vtpu dma-buf).
  * The caller frees @bo with vtpu_bo_destroy().
  */
-int vtpu_bo_import(struct vtpu_dev *dev, int fd, struct vtpu_bo *bo);
+VTPU_API int vtpu_bo_import(struct vtpu_dev *dev, int fd, struct vtpu_bo *bo);
 
 /* ---- queues ------------------------------------------------------------- */
 
@@ -163,7 +183,7 @@ struct vtpu_queue_opts {
  * Return: 0 with *queue set, or -errno (-EINVAL: bad @opts->sz, non-zero
  * bytes past the known fields, or a value the kernel refuses).
  */
-int vtpu_queue_create_opts(struct vtpu_dev *dev,
+VTPU_API int vtpu_queue_create_opts(struct vtpu_dev *dev,
 			   const struct vtpu_queue_opts *opts,
 			   uint32_t *queue);
 
@@ -171,11 +191,11 @@ int vtpu_queue_create_opts(struct vtpu_dev *dev,
  * vtpu_queue_create() - vtpu_queue_create_opts() with just a priority.
  * Return: 0 with *queue set, or -errno.
  */
-int vtpu_queue_create(struct vtpu_dev *dev, uint32_t priority,
+VTPU_API int vtpu_queue_create(struct vtpu_dev *dev, uint32_t priority,
 		      uint32_t *queue);
 
 /** vtpu_queue_destroy() - cancels jobs not started. Return: 0 or -errno. */
-int vtpu_queue_destroy(struct vtpu_dev *dev, uint32_t queue);
+VTPU_API int vtpu_queue_destroy(struct vtpu_dev *dev, uint32_t queue);
 
 /* ---- command streams ---------------------------------------------------- */
 
@@ -192,23 +212,23 @@ struct vtpu_cmdbuf {
 	int error; /* first -errno of a failed append; vtpu_submit() fails */
 };
 
-void vtpu_cmdbuf_init(struct vtpu_cmdbuf *cb);
-void vtpu_cmdbuf_fini(struct vtpu_cmdbuf *cb);
+VTPU_API void vtpu_cmdbuf_init(struct vtpu_cmdbuf *cb);
+VTPU_API void vtpu_cmdbuf_fini(struct vtpu_cmdbuf *cb);
 /** vtpu_cmdbuf_reset() - empty it, keeping its memory. */
-void vtpu_cmdbuf_reset(struct vtpu_cmdbuf *cb);
+VTPU_API void vtpu_cmdbuf_reset(struct vtpu_cmdbuf *cb);
 
 /**
  * vtpu_cmdbuf_use() - name @bo in this stream
  * Return: its buffer index for struct vtpu_operand.buf (the same index
  * for the same buffer every time).
  */
-uint32_t vtpu_cmdbuf_use(struct vtpu_cmdbuf *cb, const struct vtpu_bo *bo);
+VTPU_API uint32_t vtpu_cmdbuf_use(struct vtpu_cmdbuf *cb, const struct vtpu_bo *bo);
 
 /**
  * vtpu_cmdbuf_append() - append a raw command (hdr.size bytes at @cmd)
  * Return: 0 or -errno.
  */
-int vtpu_cmdbuf_append(struct vtpu_cmdbuf *cb, const void *cmd);
+VTPU_API int vtpu_cmdbuf_append(struct vtpu_cmdbuf *cb, const void *cmd);
 
 /**
  * struct vtpu_gemm_desc - a GEMM in host terms (see struct vtpu_cmd_gemm)
@@ -226,12 +246,12 @@ struct vtpu_gemm_desc {
 };
 
 /** vtpu_cmdbuf_gemm() - append a GEMM. Return: 0 or -errno. */
-int vtpu_cmdbuf_gemm(struct vtpu_cmdbuf *cb, const struct vtpu_gemm_desc *g);
+VTPU_API int vtpu_cmdbuf_gemm(struct vtpu_cmdbuf *cb, const struct vtpu_gemm_desc *g);
 /** vtpu_cmdbuf_fill() - append dst[0..count) = value (f32). */
-int vtpu_cmdbuf_fill(struct vtpu_cmdbuf *cb, uint32_t buf, uint64_t off,
+VTPU_API int vtpu_cmdbuf_fill(struct vtpu_cmdbuf *cb, uint32_t buf, uint64_t off,
 		     uint32_t count, float value);
 /** vtpu_cmdbuf_copy() - append a byte copy between buffers. */
-int vtpu_cmdbuf_copy(struct vtpu_cmdbuf *cb, uint32_t dst_buf,
+VTPU_API int vtpu_cmdbuf_copy(struct vtpu_cmdbuf *cb, uint32_t dst_buf,
 		     uint64_t dst_off, uint32_t src_buf, uint64_t src_off,
 		     uint64_t bytes);
 
@@ -253,17 +273,17 @@ struct vtpu_ref {
 #define VTPU_REF_NONE VTPU_REF(0, 0)
 
 /** vtpu_cmdbuf_im2col() - cols [n*oh*ow, kh*kw*c] = im2col(image NHWC). */
-int vtpu_cmdbuf_im2col(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+VTPU_API int vtpu_cmdbuf_im2col(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
 		       struct vtpu_ref image, struct vtpu_ref cols);
 /** vtpu_cmdbuf_col2im() - image = col2im(cols), overwriting image. */
-int vtpu_cmdbuf_col2im(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+VTPU_API int vtpu_cmdbuf_col2im(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
 		       struct vtpu_ref cols, struct vtpu_ref image);
 /** vtpu_cmdbuf_maxpool() - y, index (u32) = maxpool(x), all NHWC. */
-int vtpu_cmdbuf_maxpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+VTPU_API int vtpu_cmdbuf_maxpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
 			struct vtpu_ref x, struct vtpu_ref y,
 			struct vtpu_ref index);
 /** vtpu_cmdbuf_maxpool_grad() - dx = maxpool backward of dy at index. */
-int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_window *win, struct vtpu_ref dy,
 			     struct vtpu_ref index, struct vtpu_ref dx);
 /**
@@ -280,10 +300,10 @@ struct vtpu_conv_pool_desc {
 	struct vtpu_ref x, w, bias, y, dy, index;
 };
 /** vtpu_cmdbuf_conv_pool() - y, index = maxpool(conv(x, w) + bias). */
-int vtpu_cmdbuf_conv_pool(struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_cmdbuf_conv_pool(struct vtpu_cmdbuf *cb,
 			  const struct vtpu_conv_pool_desc *d);
 /** vtpu_cmdbuf_conv_pool_wgrad() - dw (d->w), dbias (d->bias) from dy. */
-int vtpu_cmdbuf_conv_pool_wgrad(struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_cmdbuf_conv_pool_wgrad(struct vtpu_cmdbuf *cb,
 				const struct vtpu_conv_pool_desc *d);
 /**
  * struct vtpu_conv_desc - a CONV, CONV_DGRAD or CONV_WGRAD (struct
@@ -299,18 +319,18 @@ struct vtpu_conv_desc {
 	struct vtpu_ref x, w, bias, y;
 };
 /** vtpu_cmdbuf_conv() - y = act(conv(x, w) + bias). */
-int vtpu_cmdbuf_conv(struct vtpu_cmdbuf *cb, const struct vtpu_conv_desc *d);
+VTPU_API int vtpu_cmdbuf_conv(struct vtpu_cmdbuf *cb, const struct vtpu_conv_desc *d);
 /** vtpu_cmdbuf_conv_dgrad() - dx (d->x) from dy (d->y) and w; stride 1. */
-int vtpu_cmdbuf_conv_dgrad(struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_cmdbuf_conv_dgrad(struct vtpu_cmdbuf *cb,
 			   const struct vtpu_conv_desc *d);
 /** vtpu_cmdbuf_conv_wgrad() - dw (d->w) from x and dy (d->y). */
-int vtpu_cmdbuf_conv_wgrad(struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_cmdbuf_conv_wgrad(struct vtpu_cmdbuf *cb,
 			   const struct vtpu_conv_desc *d);
 /**
  * vtpu_cmdbuf_elementwise() - z = op(x, y) over count f32 (enum
  * vtpu_ew_op); alpha/beta must be 0 for the sub-ops that do not use them.
  */
-int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
+VTPU_API int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
 			    uint64_t count, float alpha, float beta,
 			    struct vtpu_ref x, struct vtpu_ref y,
 			    struct vtpu_ref z);
@@ -319,7 +339,7 @@ int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
  * (VTPU_REDUCE_COLS, y[n]) or columns (VTPU_REDUCE_ROWS, y[m]); ldx 0
  * means n.
  */
-int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
+VTPU_API int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
 		       uint32_t n, uint32_t ldx, float alpha, float beta,
 		       struct vtpu_ref x, struct vtpu_ref y);
 /**
@@ -332,15 +352,15 @@ struct vtpu_xent_desc {
 	float scale;		/* e.g. 1.0f / m */
 	struct vtpu_ref logits, labels, dlogits, loss, correct, probs;
 };
-int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_xent_desc *d);
 /** vtpu_cmdbuf_sgd() - one SGD step (mom unused when momentum == 0). */
-int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
+VTPU_API int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 		    float momentum, float weight_decay, uint32_t flags,
 		    struct vtpu_ref param, struct vtpu_ref grad,
 		    struct vtpu_ref mom);
 /** vtpu_cmdbuf_adam_step() - advance the Adam state f32[2] one step. */
-int vtpu_cmdbuf_adam_step(struct vtpu_cmdbuf *cb, float beta1, float beta2,
+VTPU_API int vtpu_cmdbuf_adam_step(struct vtpu_cmdbuf *cb, float beta1, float beta2,
 			  struct vtpu_ref state);
 /** struct vtpu_adam_desc - an ADAM (struct vtpu_cmd_adam) */
 struct vtpu_adam_desc {
@@ -349,12 +369,12 @@ struct vtpu_adam_desc {
 	uint32_t flags;		/* VTPU_ADAM_* */
 	struct vtpu_ref param, grad, m, v, state;
 };
-int vtpu_cmdbuf_adam(struct vtpu_cmdbuf *cb, const struct vtpu_adam_desc *d);
+VTPU_API int vtpu_cmdbuf_adam(struct vtpu_cmdbuf *cb, const struct vtpu_adam_desc *d);
 /**
  * vtpu_cmdbuf_cast() - convert count elements (enum vtpu_cast_mode);
  * scale and shift are for VTPU_CAST_U8_TO_F32 (else 0).
  */
-int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
+VTPU_API int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
 		     float scale, float shift, struct vtpu_ref src,
 		     struct vtpu_ref dst);
 /**
@@ -362,7 +382,7 @@ int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t count,
  * of step *step kept (scaled by 1/(1-rate)) or dropped (struct
  * vtpu_cmd_dropout); z may be x.
  */
-int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
+VTPU_API int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
 			uint32_t seed, struct vtpu_ref x, struct vtpu_ref z,
 			struct vtpu_ref mask, struct vtpu_ref step);
 
@@ -408,7 +428,7 @@ struct vtpu_job {
  * Return: 0, or -errno; -EINVAL with job->error.reason != VTPU_ERR_NONE
  * means the stream was rejected: vtpu_job_strerror() explains it.
  */
-int vtpu_submit(struct vtpu_dev *dev, const struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_submit(struct vtpu_dev *dev, const struct vtpu_cmdbuf *cb,
 		struct vtpu_job *job);
 
 /**
@@ -418,7 +438,7 @@ int vtpu_submit(struct vtpu_dev *dev, const struct vtpu_cmdbuf *cb,
  * @job_error: out (may be NULL), the job's -errno when not DONE
  * Return: 0 once ended, -ETIME if still pending at the timeout, or -errno.
  */
-int vtpu_wait(struct vtpu_dev *dev, uint32_t queue, uint64_t seqno,
+VTPU_API int vtpu_wait(struct vtpu_dev *dev, uint32_t queue, uint64_t seqno,
 	      int64_t timeout_ns, uint32_t *status, int32_t *job_error);
 
 /**
@@ -427,7 +447,7 @@ int vtpu_wait(struct vtpu_dev *dev, uint32_t queue, uint64_t seqno,
  * Return: 0 when signalled without error, -ETIME on timeout, or the
  * fence's -errno when the job failed.
  */
-int vtpu_fence_wait(int fence_fd, int timeout_ms);
+VTPU_API int vtpu_fence_wait(int fence_fd, int timeout_ms);
 
 /**
  * vtpu_job_strerror() - describe a rejected stream, e.g.
@@ -438,14 +458,14 @@ int vtpu_fence_wait(int fence_fd, int timeout_ms);
  * @buf, @len: where to write the text (always NUL-terminated)
  * Return: @buf.
  */
-char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
+VTPU_API char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 			const struct vtpu_job *job, char *buf, size_t len);
 
 /** vtpu_opcode_name() - "GEMM", "FILL", ... ("?" when unknown). */
-const char *vtpu_opcode_name(uint32_t opcode);
+VTPU_API const char *vtpu_opcode_name(uint32_t opcode);
 
 /** vtpu_status_name() - "done", "error", ... for enum vtpu_job_status. */
-const char *vtpu_status_name(uint32_t status);
+VTPU_API const char *vtpu_status_name(uint32_t status);
 
 /* ---- the cpu backend ---------------------------------------------------- */
 
@@ -468,7 +488,7 @@ struct vtpu_cpu;
  * VTPU_CPU_GEMM_OPENBLAS and OpenBLAS cannot be loaded, vtpu_cpu_openblas()
  * says why).
  */
-struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm);
+VTPU_API struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm);
 
 /**
  * vtpu_cpu_openblas() - load OpenBLAS, for VTPU_CPU_GEMM_OPENBLAS
@@ -479,17 +499,17 @@ struct vtpu_cpu *vtpu_cpu_create(int threads, int simd, int gemm);
  * Return: NULL when OpenBLAS is loaded, else why it cannot be (a static
  * string naming the library).
  */
-const char *vtpu_cpu_openblas(void);
-void vtpu_cpu_destroy(struct vtpu_cpu *cpu);
+VTPU_API const char *vtpu_cpu_openblas(void);
+VTPU_API void vtpu_cpu_destroy(struct vtpu_cpu *cpu);
 /** vtpu_cpu_simd() - the level the executor runs with. */
-int vtpu_cpu_simd(const struct vtpu_cpu *cpu);
+VTPU_API int vtpu_cpu_simd(const struct vtpu_cpu *cpu);
 
 /**
  * vtpu_cpu_run() - validate and run @cb's stream synchronously, on the
  * buffers' mappings (bo->map), exactly as the device would
  * Return: 0, or -EINVAL with job->error filled as vtpu_submit() would.
  */
-int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
+VTPU_API int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		 struct vtpu_job *job);
 
 /**
@@ -497,8 +517,8 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
  * zeroed, handle 0) for use with vtpu_cpu_run(); free with
  * vtpu_cpu_bo_destroy(). Return: 0 or -errno.
  */
-int vtpu_cpu_bo_create(uint64_t size, struct vtpu_bo *bo);
-void vtpu_cpu_bo_destroy(struct vtpu_bo *bo);
+VTPU_API int vtpu_cpu_bo_create(uint64_t size, struct vtpu_bo *bo);
+VTPU_API void vtpu_cpu_bo_destroy(struct vtpu_bo *bo);
 
 #ifdef __cplusplus
 }

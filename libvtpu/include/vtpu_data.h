@@ -51,6 +51,15 @@
 extern "C" {
 #endif
 
+/*
+ * VTPU_API marks what libvtpu.so exports; everything else in the library is
+ * built with -fvisibility=hidden (and libvtpu/libvtpu.map lists the same
+ * names under the version node VTPU_0.1).
+ */
+#ifndef VTPU_API
+#define VTPU_API __attribute__((visibility("default")))
+#endif
+
 /* ---- datasets ------------------------------------------------------------ */
 
 /**
@@ -76,7 +85,7 @@ struct vtpu_dataset {
 };
 
 /** vtpu_dataset_free() - free the arrays and zero @ds (NULL-safe). */
-void vtpu_dataset_free(struct vtpu_dataset *ds);
+VTPU_API void vtpu_dataset_free(struct vtpu_dataset *ds);
 
 /** vtpu_dataset_image_size() - bytes (and floats) per image: h * w * c. */
 static inline size_t vtpu_dataset_image_size(const struct vtpu_dataset *ds)
@@ -90,7 +99,7 @@ static inline size_t vtpu_dataset_image_size(const struct vtpu_dataset *ds)
  * Keeps min(@n, ds->n) examples; the memory of the rest is released.
  * Return: 0, or -EINVAL when @n is 0 (an empty dataset trains nothing).
  */
-int vtpu_dataset_truncate(struct vtpu_dataset *ds, uint32_t n);
+VTPU_API int vtpu_dataset_truncate(struct vtpu_dataset *ds, uint32_t n);
 
 /**
  * vtpu_load_mnist() - load MNIST or Fashion-MNIST (the same IDX format)
@@ -111,7 +120,7 @@ int vtpu_dataset_truncate(struct vtpu_dataset *ds, uint32_t n);
  * Return: 0, or -ENOENT (a file is missing), -EINVAL (not a valid IDX file
  * or the two files disagree), -EIO (truncated or unreadable), -ENOMEM.
  */
-int vtpu_load_mnist(const char *dir, bool train, struct vtpu_dataset *ds,
+VTPU_API int vtpu_load_mnist(const char *dir, bool train, struct vtpu_dataset *ds,
 		    char *err, size_t errlen);
 
 /**
@@ -129,7 +138,7 @@ int vtpu_load_mnist(const char *dir, bool train, struct vtpu_dataset *ds,
  * Return: 0, or -ENOENT (a batch file is missing), -EINVAL (a size that is
  * not a multiple of 3073, a label > 9), -EIO, -ENOMEM.
  */
-int vtpu_load_cifar10(const char *dir, bool train, struct vtpu_dataset *ds,
+VTPU_API int vtpu_load_cifar10(const char *dir, bool train, struct vtpu_dataset *ds,
 		      char *err, size_t errlen);
 
 /* ---- reproducible shuffling --------------------------------------------- */
@@ -144,22 +153,22 @@ struct vtpu_rng {
 };
 
 /** vtpu_rng_seed() - start the sequence for @seed (any value). */
-void vtpu_rng_seed(struct vtpu_rng *rng, uint64_t seed);
+VTPU_API void vtpu_rng_seed(struct vtpu_rng *rng, uint64_t seed);
 
 /** vtpu_rng_next() - the next 64 random bits. */
-uint64_t vtpu_rng_next(struct vtpu_rng *rng);
+VTPU_API uint64_t vtpu_rng_next(struct vtpu_rng *rng);
 
 /** vtpu_rng_below() - uniform in [0, @bound), unbiased; 0 when @bound is 0. */
-uint64_t vtpu_rng_below(struct vtpu_rng *rng, uint64_t bound);
+VTPU_API uint64_t vtpu_rng_below(struct vtpu_rng *rng, uint64_t bound);
 
 /** vtpu_shuffle() - shuffle @idx[0..@n) in place (Fisher-Yates). */
-void vtpu_shuffle(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
+VTPU_API void vtpu_shuffle(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
 
 /**
  * vtpu_permutation() - @idx = 0..@n-1, then shuffled: one epoch's order.
  * Called once per epoch with one rng seeded once, a run is reproducible.
  */
-void vtpu_permutation(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
+VTPU_API void vtpu_permutation(uint32_t *idx, uint32_t n, struct vtpu_rng *rng);
 
 /* ---- augmentation --------------------------------------------------------- */
 
@@ -184,7 +193,7 @@ struct vtpu_augment {
  * (negative: left, up); what comes in from outside is 0. @dst and @src
  * must not overlap.
  */
-void vtpu_image_transform(uint8_t *dst, const uint8_t *src, uint32_t h,
+VTPU_API void vtpu_image_transform(uint8_t *dst, const uint8_t *src, uint32_t h,
 			  uint32_t w, uint32_t c, bool flip, int32_t dx,
 			  int32_t dy);
 
@@ -192,7 +201,7 @@ void vtpu_image_transform(uint8_t *dst, const uint8_t *src, uint32_t h,
  * vtpu_image_augment() - vtpu_image_transform() with a flip and a shift
  * drawn from @rng as @aug asks (nothing drawn for what it does not ask).
  */
-void vtpu_image_augment(uint8_t *dst, const uint8_t *src, uint32_t h,
+VTPU_API void vtpu_image_augment(uint8_t *dst, const uint8_t *src, uint32_t h,
 			uint32_t w, uint32_t c, const struct vtpu_augment *aug,
 			struct vtpu_rng *rng);
 
@@ -215,16 +224,16 @@ void vtpu_image_augment(uint8_t *dst, const uint8_t *src, uint32_t h,
  * @out: e.g. a device buffer's mapping; count * vtpu_dataset_image_size()
  *	floats
  */
-int vtpu_batch_images(const struct vtpu_dataset *ds, const uint32_t *idx,
+VTPU_API int vtpu_batch_images(const struct vtpu_dataset *ds, const uint32_t *idx,
 		      uint32_t first, uint32_t count, const float *mean,
 		      const float *std, float *out);
 
 /** vtpu_batch_labels() - @out (count) = the class indices. */
-int vtpu_batch_labels(const struct vtpu_dataset *ds, const uint32_t *idx,
+VTPU_API int vtpu_batch_labels(const struct vtpu_dataset *ds, const uint32_t *idx,
 		      uint32_t first, uint32_t count, uint32_t *out);
 
 /** vtpu_batch_onehot() - @out (count, classes) = one-hot rows of 0.0 / 1.0. */
-int vtpu_batch_onehot(const struct vtpu_dataset *ds, const uint32_t *idx,
+VTPU_API int vtpu_batch_onehot(const struct vtpu_dataset *ds, const uint32_t *idx,
 		      uint32_t first, uint32_t count, float *out);
 
 /**
@@ -233,7 +242,7 @@ int vtpu_batch_onehot(const struct vtpu_dataset *ds, const uint32_t *idx,
  * @mean, @std: ds->channels floats each.
  * Return: 0, or -EINVAL for an empty dataset.
  */
-int vtpu_dataset_channel_stats(const struct vtpu_dataset *ds, float *mean,
+VTPU_API int vtpu_dataset_channel_stats(const struct vtpu_dataset *ds, float *mean,
 			       float *std);
 
 /**
@@ -243,7 +252,7 @@ int vtpu_dataset_channel_stats(const struct vtpu_dataset *ds, float *mean,
  * -mean / std).
  * Return: 0, or -EINVAL for an empty dataset.
  */
-int vtpu_dataset_pixel_stats(const struct vtpu_dataset *ds, float *mean,
+VTPU_API int vtpu_dataset_pixel_stats(const struct vtpu_dataset *ds, float *mean,
 			     float *std);
 
 /* ---- Keras-style progress ----------------------------------------------- */
@@ -282,17 +291,17 @@ struct vtpu_progress;
  * Return: the bar, to free with vtpu_progress_destroy(), or NULL with errno
  * set (EINVAL: @out NULL or @total_steps 0; ENOMEM).
  */
-struct vtpu_progress *vtpu_progress_create(FILE *out, uint32_t total_steps,
+VTPU_API struct vtpu_progress *vtpu_progress_create(FILE *out, uint32_t total_steps,
 					   const struct vtpu_progress_opts *opts);
 
 /** vtpu_progress_destroy() - free @p (NULL-safe); prints nothing. */
-void vtpu_progress_destroy(struct vtpu_progress *p);
+VTPU_API void vtpu_progress_destroy(struct vtpu_progress *p);
 
 /**
  * vtpu_progress_start() - print "Epoch @epoch/@epochs" and restart the clock
  * Pass @epochs 0 to print nothing (e.g. for an evaluation bar).
  */
-void vtpu_progress_start(struct vtpu_progress *p, uint32_t epoch,
+VTPU_API void vtpu_progress_start(struct vtpu_progress *p, uint32_t epoch,
 			 uint32_t epochs);
 
 /**
@@ -304,7 +313,7 @@ void vtpu_progress_start(struct vtpu_progress *p, uint32_t epoch,
  *   " 12/469 [>.............................] - ETA: 5s - loss: 0.6921"
  * Only the first VTPU_PROGRESS_MAX_METRICS metrics are kept.
  */
-void vtpu_progress_update(struct vtpu_progress *p, uint32_t step,
+VTPU_API void vtpu_progress_update(struct vtpu_progress *p, uint32_t step,
 			  const struct vtpu_metric *m, size_t n);
 
 /**
@@ -314,7 +323,7 @@ void vtpu_progress_update(struct vtpu_progress *p, uint32_t step,
  *    - acc: 0.9072 - val_loss: 0.1234 - val_acc: 0.9612"   (one line)
  * The step count shown is the last one updated.
  */
-void vtpu_progress_end(struct vtpu_progress *p, const struct vtpu_metric *extra,
+VTPU_API void vtpu_progress_end(struct vtpu_progress *p, const struct vtpu_metric *extra,
 		       size_t nextra);
 
 #define VTPU_PROGRESS_MAX_METRICS 16
@@ -338,7 +347,7 @@ void vtpu_progress_end(struct vtpu_progress *p, const struct vtpu_metric *extra,
  * Return: the length of the whole line (as snprintf: the output was cut
  * when >= @len).
  */
-int vtpu_progress_format(char *buf, size_t len, uint32_t step, uint32_t total,
+VTPU_API int vtpu_progress_format(char *buf, size_t len, uint32_t step, uint32_t total,
 			 double elapsed, bool final,
 			 const struct vtpu_metric *m, size_t n);
 
@@ -347,7 +356,7 @@ int vtpu_progress_format(char *buf, size_t len, uint32_t step, uint32_t total,
  *   "test_loss: 0.0612 - test_acc: 0.9812\n"
  * Return: as fprintf (negative on an output error).
  */
-int vtpu_print_metrics(FILE *out, const struct vtpu_metric *m, size_t n);
+VTPU_API int vtpu_print_metrics(FILE *out, const struct vtpu_metric *m, size_t n);
 
 /* ---- checkpoints -------------------------------------------------------- */
 
@@ -393,7 +402,7 @@ struct vtpu_ckpt_tensor {
  * Return: 0, or -EINVAL (a bad name, ndim or size; duplicate names), or the
  * -errno of the failed file operation.
  */
-int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
+VTPU_API int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
 		   size_t n, char *err, size_t errlen);
 
 /**
@@ -409,7 +418,7 @@ int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
  * -EINVAL (bad magic, unsupported version, malformed record, a tensor
  * missing or of another shape), -ENOMEM.
  */
-int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
+VTPU_API int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
 		   size_t n, char *err, size_t errlen);
 
 #ifdef __cplusplus

@@ -65,42 +65,42 @@ enum vtpu_padding {
 	VTPU_PAD_SAME = 1,  /* output size ceil(input / stride) */
 };
 
-struct vtpu_graph *vtpu_graph_create(void);
-void vtpu_graph_destroy(struct vtpu_graph *g);
+VTPU_API struct vtpu_graph *vtpu_graph_create(void);
+VTPU_API void vtpu_graph_destroy(struct vtpu_graph *g);
 
 /** vtpu_graph_input() - the images: u8 [h, w, c], times the graph's
  * input scale (1/255 unless the model's compile options say otherwise). */
-int vtpu_graph_input(struct vtpu_graph *g, uint32_t h, uint32_t w,
+VTPU_API int vtpu_graph_input(struct vtpu_graph *g, uint32_t h, uint32_t w,
 		     uint32_t c);
 /** vtpu_graph_dense() - act(x * W + b), x flattened; W glorot-uniform. */
-int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
+VTPU_API int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 		     enum vtpu_activation act);
 /** vtpu_graph_conv2d() - act(conv(x, W) + b), W [kh, kw, c, filters]. */
-int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
+VTPU_API int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 		      uint32_t kh, uint32_t kw, uint32_t stride,
 		      enum vtpu_padding pad, enum vtpu_activation act);
 /** vtpu_graph_maxpool() - max over kh x kw windows, stride = the window. */
-int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw);
-int vtpu_graph_relu(struct vtpu_graph *g, int x);
+VTPU_API int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw);
+VTPU_API int vtpu_graph_relu(struct vtpu_graph *g, int x);
 /** vtpu_graph_flatten() - a view of x as a vector (no data moves). */
-int vtpu_graph_flatten(struct vtpu_graph *g, int x);
+VTPU_API int vtpu_graph_flatten(struct vtpu_graph *g, int x);
 /**
  * vtpu_graph_dropout() - while training, each element is dropped with
  * probability @rate (0 <= rate < 1) and the others scaled by 1/(1-rate),
  * with new masks every step; the identity when evaluating or predicting.
  */
-int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate);
+VTPU_API int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate);
 /** vtpu_graph_add() - x + y (same shape): residual connections. */
-int vtpu_graph_add(struct vtpu_graph *g, int x, int y);
+VTPU_API int vtpu_graph_add(struct vtpu_graph *g, int x, int y);
 /**
  * vtpu_graph_loss() - softmax cross-entropy of @logits (a vector per
  * example) against the integer labels; marks the graph's output. The
  * graph is trained by minimising its mean over the batch.
  */
-int vtpu_graph_loss(struct vtpu_graph *g, int logits);
+VTPU_API int vtpu_graph_loss(struct vtpu_graph *g, int logits);
 
 /** vtpu_graph_num_params() - trainable scalars in the graph. */
-uint64_t vtpu_graph_num_params(const struct vtpu_graph *g);
+VTPU_API uint64_t vtpu_graph_num_params(const struct vtpu_graph *g);
 
 /* ---- compiling and running ------------------------------------------------ */
 
@@ -206,38 +206,38 @@ struct vtpu_fit_opts {
 struct vtpu_model;
 
 /** vtpu_model_create() - a model whose input is u8 images h x w x c. */
-struct vtpu_model *vtpu_model_create(uint32_t h, uint32_t w, uint32_t c);
-void vtpu_model_destroy(struct vtpu_model *m);
+VTPU_API struct vtpu_model *vtpu_model_create(uint32_t h, uint32_t w, uint32_t c);
+VTPU_API void vtpu_model_destroy(struct vtpu_model *m);
 
-int vtpu_model_add_dense(struct vtpu_model *m, uint32_t units,
+VTPU_API int vtpu_model_add_dense(struct vtpu_model *m, uint32_t units,
 			 enum vtpu_activation act);
-int vtpu_model_add_conv2d(struct vtpu_model *m, uint32_t filters,
+VTPU_API int vtpu_model_add_conv2d(struct vtpu_model *m, uint32_t filters,
 			  uint32_t kh, uint32_t kw, enum vtpu_padding pad,
 			  enum vtpu_activation act);
-int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t kw);
-int vtpu_model_add_relu(struct vtpu_model *m);
-int vtpu_model_add_flatten(struct vtpu_model *m);
-int vtpu_model_add_dropout(struct vtpu_model *m, float rate);
+VTPU_API int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t kw);
+VTPU_API int vtpu_model_add_relu(struct vtpu_model *m);
+VTPU_API int vtpu_model_add_flatten(struct vtpu_model *m);
+VTPU_API int vtpu_model_add_dropout(struct vtpu_model *m, float rate);
 
 /** vtpu_model_graph() - the model's graph (owned by the model). */
-struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m);
+VTPU_API struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m);
 
 /** vtpu_model_summary() - a Keras-style layer table. */
-void vtpu_model_summary(const struct vtpu_model *m, FILE *out);
+VTPU_API void vtpu_model_summary(const struct vtpu_model *m, FILE *out);
 
 /**
  * vtpu_model_compile() - bind to a backend, initialise the weights and
  * compile the training step for @opts->batch
  * Return: 0 or -errno (-ENOENT: no such device; see vtpu_model_error()).
  */
-int vtpu_model_compile(struct vtpu_model *m,
+VTPU_API int vtpu_model_compile(struct vtpu_model *m,
 		       const struct vtpu_compile_opts *opts);
 
 /**
  * vtpu_model_fit() - train on @train (labels < the last layer's units)
  * Return: 0, or -errno (a job failed, a bad dataset shape, ...).
  */
-int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
+VTPU_API int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		   const struct vtpu_fit_opts *opts);
 
 /**
@@ -248,13 +248,13 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
  * Return: 0, or -EINVAL for a rate that is not finite and > 0 or a model
  * that is not compiled (the rate is unchanged then).
  */
-int vtpu_model_set_learning_rate(struct vtpu_model *m, float lr);
+VTPU_API int vtpu_model_set_learning_rate(struct vtpu_model *m, float lr);
 
 /** vtpu_model_learning_rate() - the rate the next step uses. */
-float vtpu_model_learning_rate(const struct vtpu_model *m);
+VTPU_API float vtpu_model_learning_rate(const struct vtpu_model *m);
 
 /** vtpu_model_evaluate() - mean loss and accuracy over @ds. */
-int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
+VTPU_API int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
 			double *loss, double *acc);
 
 /**
@@ -262,7 +262,7 @@ int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
  * @images: u8 [n, h, w, c]
  * @probs: out, f32 [n, classes]
  */
-int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
+VTPU_API int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 		       uint32_t n, float *probs);
 
 /**
@@ -270,8 +270,8 @@ int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
  * in a checkpoint (vtpu_data.h) whose tensors are named by layer; loading
  * checks that every name and shape matches this model.
  */
-int vtpu_model_save(struct vtpu_model *m, const char *path);
-int vtpu_model_load(struct vtpu_model *m, const char *path);
+VTPU_API int vtpu_model_save(struct vtpu_model *m, const char *path);
+VTPU_API int vtpu_model_load(struct vtpu_model *m, const char *path);
 
 /**
  * struct vtpu_model_info - what the compiler made of the model
@@ -296,10 +296,10 @@ struct vtpu_model_info {
 	char backend[64];
 };
 
-int vtpu_model_info(const struct vtpu_model *m, struct vtpu_model_info *info);
+VTPU_API int vtpu_model_info(const struct vtpu_model *m, struct vtpu_model_info *info);
 
 /** vtpu_model_error() - the last failure explained, or "". */
-const char *vtpu_model_error(const struct vtpu_model *m);
+VTPU_API const char *vtpu_model_error(const struct vtpu_model *m);
 
 /* ---- checking gradients --------------------------------------------------- */
 
@@ -318,7 +318,7 @@ const char *vtpu_model_error(const struct vtpu_model *m);
  * -EINVAL for a graph with dropout (its masks change every step), or
  * another -errno.
  */
-int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,
+VTPU_API int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,
 		   const uint32_t *labels, uint32_t probes, double *max_rel);
 
 #ifdef __cplusplus
