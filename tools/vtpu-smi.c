@@ -7,10 +7,20 @@
  * never disturbs its clients. The first line: the driver's release and
  * the kernel it runs on (the one it was built for: its vermagic).
  *
+ * The processes: every /proc/PID/fd/N that links to /dev/vtpuN, with its
+ * /proc/PID/fdinfo/N (the DRM usage-stats keys the module prints), one row
+ * per client (open file): a forked child sharing the file is the same
+ * client, shown once, under the first PID.
+ *
  *   vtpu-smi              one table
  *   vtpu-smi --watch [S]  refresh every S seconds (default 1), with
  *                         utilisation over the last interval
+ *   vtpu-smi --json       one JSON document (JSON lines with --watch)
+ *   vtpu-smi --csv [devices|processes]   one CSV table
  *   vtpu-smi --help | --version
+ *
+ * The JSON and CSV schemas are stable (docs/vtpu-smi.md, vtpu-smi(1)):
+ * fields are only added, and a change to one bumps "schema".
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,10 +29,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <limits.h>
 #include <sys/utsname.h>
 
 #define SYSFS_CLASS "/sys/class/vtpu"
 #define MAX_DEVS 16
+#define MAX_PROCS 512
+#define SCHEMA 1
 
 struct dev_state {
 	char name[256];
@@ -30,6 +43,20 @@ struct dev_state {
 	long long cores, mem_cap, mem_used, clients;
 	long long submitted, completed, failed, timedout, cancelled;
 	long long flops, busy_ns;
+};
+
+/* One client (open file of /dev/vtpuN), from the first process seen with it. */
+struct proc_row {
+	int pid, fd;
+	char comm[64];
+	char device[32];
+	long long client_id, mem_bytes, engine_ns, buffers, jobs_active;
+};
+
+struct procs {
+	struct proc_row rows[MAX_PROCS];
+	int n;
+	int denied;	/* processes whose fds could not be read */
 };
 
 static int read_attr(const char *dev, const char *attr, char *buf, size_t len)
@@ -96,25 +123,233 @@ static int scan(struct dev_state *devs)
 	return n;
 }
 
-static void print_header(void)
+/* ---- processes ------------------------------------------------------------- */
+
+/* Parse /proc/@pid/fdinfo/@fd into @r; Return: 0, or -1 if it is not vtpu's. */
+static int read_fdinfo(int pid, int fd, struct proc_row *r)
 {
-	char ver[64] = "?";
-	struct utsname u;
+	char path[64], line[256];
+	int driver = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	r->client_id = r->mem_bytes = r->engine_ns = -1;
+	r->buffers = r->jobs_active = -1;
+	r->device[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		char *val = strchr(line, ':');
+
+		if (!val)
+			continue;
+		*val++ = '\0';
+		val += strspn(val, " \t");
+		val[strcspn(val, "\n")] = '\0';
+		if (!strcmp(line, "drm-driver"))
+			driver = !strcmp(val, "vtpu");
+		else if (!strcmp(line, "drm-client-id"))
+			r->client_id = atoll(val);
+		else if (!strcmp(line, "drm-engine-compute"))
+			r->engine_ns = atoll(val);	/* "N ns" */
+		else if (!strcmp(line, "drm-total-system"))
+			r->mem_bytes = atoll(val) * 1024;	/* "N KiB" */
+		else if (!strcmp(line, "vtpu-device"))
+			snprintf(r->device, sizeof(r->device), "%s", val);
+		else if (!strcmp(line, "vtpu-buffers"))
+			r->buffers = atoll(val);
+		else if (!strcmp(line, "vtpu-jobs-active"))
+			r->jobs_active = atoll(val);
+	}
+	fclose(f);
+	return driver && r->client_id >= 0 && r->device[0] ? 0 : -1;
+}
+
+static int is_vtpu_link(const char *target)
+{
+	const char *p = target + strlen("/dev/vtpu");
+
+	if (strncmp(target, "/dev/vtpu", strlen("/dev/vtpu")) || !*p)
+		return 0;
+	return strspn(p, "0123456789") == strlen(p);
+}
+
+static int find_client(const struct procs *ps, const char *device, long long id)
+{
+	int i;
+
+	for (i = 0; i < ps->n; i++)
+		if (ps->rows[i].client_id == id &&
+		    !strcmp(ps->rows[i].device, device))
+			return i;
+	return -1;
+}
+
+static void read_comm(int pid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	comm[0] = '\0';
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(comm, (int)len, f))
+		comm[0] = '\0';
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+static void scan_pid(struct procs *ps, int pid)
+{
+	char path[64], target[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	d = opendir(path);
+	if (!d) {
+		if (errno == EACCES || errno == EPERM)
+			ps->denied++;
+		return;
+	}
+	while ((de = readdir(d)) && ps->n < MAX_PROCS) {
+		struct proc_row *r = &ps->rows[ps->n];
+		char link[sizeof(path) + sizeof(de->d_name) + 1];
+		ssize_t len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		if (!is_vtpu_link(target))
+			continue;
+		r->pid = pid;
+		r->fd = atoi(de->d_name);
+		if (read_fdinfo(pid, r->fd, r))
+			continue;
+		if (find_client(ps, r->device, r->client_id) >= 0)
+			continue;	/* a shared open file: shown once */
+		read_comm(pid, r->comm, sizeof(r->comm));
+		ps->n++;
+	}
+	closedir(d);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct proc_row *x = a, *y = b;
+	int c = strverscmp(x->device, y->device);
+
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->client_id < y->client_id ? -1 : x->client_id > y->client_id;
+}
+
+/* Every client of every device, in the order device, PID, client id. */
+static void scan_procs(struct procs *ps)
+{
+	static int pids[65536];
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int i, n = 0;
+
+	ps->n = 0;
+	ps->denied = 0;
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n < (int)(sizeof(pids) / sizeof(pids[0])))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+			pids[n++] = atoi(de->d_name);
+	closedir(d);
+	/* the first PID of a shared client is the lowest: the parent, mostly */
+	qsort(pids, n, sizeof(pids[0]), cmp_pid);
+	for (i = 0; i < n; i++)
+		scan_pid(ps, pids[i]);
+	qsort(ps->rows, ps->n, sizeof(ps->rows[0]), cmp_row);
+}
+
+/* Utilisation of a client over the interval, or < 0 when unknown. */
+static double proc_util(const struct proc_row *r, const struct procs *prev,
+			double interval_s)
+{
+	int i;
+
+	if (!prev || !(interval_s > 0))
+		return -1;
+	i = find_client(prev, r->device, r->client_id);
+	if (i < 0 || prev->rows[i].engine_ns < 0 || r->engine_ns < 0)
+		return -1;
+	return (r->engine_ns - prev->rows[i].engine_ns) / (interval_s * 1e9);
+}
+
+static double dev_util(const struct dev_state *s, const struct dev_state *prev,
+		       int nprev, double interval_s)
+{
+	int i;
+
+	if (!prev || !(interval_s > 0))
+		return -1;
+	for (i = 0; i < nprev; i++)
+		if (!strcmp(prev[i].name, s->name))
+			return (s->busy_ns - prev[i].busy_ns) /
+			       (interval_s * 1e9);
+	return -1;
+}
+
+static const char *denied_note =
+	"processes: run as root to see other users' processes";
+
+/* ---- text ------------------------------------------------------------------ */
+
+static void driver_version(char *ver, size_t len)
+{
 	FILE *f = fopen("/sys/module/vtpu/version", "r");
 
-	if (f) {
-		if (!fgets(ver, sizeof(ver), f))
-			snprintf(ver, sizeof(ver), "?");
-		fclose(f);
-		ver[strcspn(ver, "\n")] = '\0';
-	}
+	snprintf(ver, len, "?");
+	if (!f)
+		return;
+	if (!fgets(ver, (int)len, f))
+		snprintf(ver, len, "?");
+	fclose(f);
+	ver[strcspn(ver, "\n")] = '\0';
+}
+
+static void print_header(void)
+{
+	char ver[64];
+	struct utsname u;
+
+	driver_version(ver, sizeof(ver));
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "?");
 	printf("vtpu driver %s, Linux %s\n", ver, u.release);
 }
 
+static void fmt_util(char *buf, size_t len, double u)
+{
+	if (u < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.0f%%", 100.0 * u);
+}
+
 static void print_table(const struct dev_state *devs, int n,
-			const struct dev_state *prev, double interval_s)
+			const struct dev_state *prev, int nprev,
+			const struct procs *ps, const struct procs *pprev,
+			double interval_s)
 {
 	int i;
 
@@ -124,13 +359,10 @@ static void print_table(const struct dev_state *devs, int n,
 	       "FAILED", "TIMEOUT", "CANCELLED", "GFLOP");
 	for (i = 0; i < n; i++) {
 		const struct dev_state *s = &devs[i];
-		char util[16] = "-";
+		char util[16];
 		char mem[32];
 
-		if (prev && interval_s > 0)
-			snprintf(util, sizeof(util), "%.0f%%",
-				 100.0 * (s->busy_ns - prev[i].busy_ns) /
-					 (interval_s * 1e9));
+		fmt_util(util, sizeof(util), dev_util(s, prev, nprev, interval_s));
 		snprintf(mem, sizeof(mem), "%.1f / %.0f", s->mem_used / 1048576.0,
 			 s->mem_cap / 1048576.0);
 		printf("%-7s %-6s %5lld %7lld %21s %7s %10lld %7lld %7lld %9lld %7.1f\n",
@@ -138,7 +370,267 @@ static void print_table(const struct dev_state *devs, int n,
 		       s->completed, s->failed, s->timedout, s->cancelled,
 		       s->flops / 1e9);
 	}
+	printf("\n%-8s %-16s %-7s %7s %12s %12s %7s %6s\n", "PID", "COMMAND",
+	       "DEVICE", "CLIENT", "MEMORY (MiB)", "ENGINE (s)", "UTIL",
+	       "ACTIVE");
+	for (i = 0; i < ps->n; i++) {
+		const struct proc_row *r = &ps->rows[i];
+		char util[16], comm[17];
+		int j;
+
+		fmt_util(util, sizeof(util), proc_util(r, pprev, interval_s));
+		/* a table cell: no control characters */
+		snprintf(comm, sizeof(comm), "%s", r->comm);
+		for (j = 0; comm[j]; j++)
+			if ((unsigned char)comm[j] < 0x20 || comm[j] == 0x7f)
+				comm[j] = '?';
+		printf("%-8d %-16s %-7s %7lld %12.1f %12.3f %7s %6lld\n", r->pid,
+		       comm, r->device, r->client_id, r->mem_bytes / 1048576.0,
+		       r->engine_ns / 1e9, util, r->jobs_active);
+	}
+	if (!ps->n)
+		printf("%s\n", ps->denied ? denied_note : "no processes");
 }
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at @s, or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	int n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;	/* overlong, surrogate, above U+10FFFF */
+	return n;
+}
+
+/* @s as a JSON string: escaped, and bytes that are not UTF-8 as U+FFFD. */
+static void json_str(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	putchar('"');
+	while (*p) {
+		int n = utf8_len(p);
+
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", stdout);
+		else if (*p == '\t')
+			fputs("\\t", stdout);
+		else if (*p < 0x20 || *p == 0x7f)
+			printf("\\u%04x", *p);
+		else if (!n)
+			fputs("\\ufffd", stdout);
+		else
+			fwrite(p, 1, n, stdout);
+		p += n ? n : 1;
+	}
+	putchar('"');
+}
+
+/* A count, or null when it could not be read. */
+static void json_num(const char *key, long long v, int comma)
+{
+	printf("\"%s\":", key);
+	if (v < 0)
+		printf("null");
+	else
+		printf("%lld", v);
+	if (comma)
+		putchar(',');
+}
+
+static void json_util(double u)
+{
+	printf("\"utilization\":");
+	if (u < 0)
+		printf("null");
+	else
+		printf("%.4f", u);
+}
+
+static double now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void print_json(const struct dev_state *devs, int n,
+		       const struct dev_state *prev, int nprev,
+		       const struct procs *ps, const struct procs *pprev,
+		       double interval_s, int loaded)
+{
+	char ver[64];
+	struct utsname u;
+	int i;
+
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "?");
+	printf("{\"schema\":%d,\"version\":", SCHEMA);
+	json_str(VTPU_VERSION);
+	printf(",\"driver\":");
+	if (loaded) {
+		driver_version(ver, sizeof(ver));
+		json_str(ver);
+	} else {
+		printf("null");
+	}
+	printf(",\"kernel\":");
+	json_str(u.release);
+	printf(",\"time\":%.3f,\"interval\":", now_real());
+	if (prev && interval_s > 0)
+		printf("%.3f", interval_s);
+	else
+		printf("null");
+	printf(",\"devices\":[");
+	for (i = 0; i < n; i++) {
+		const struct dev_state *s = &devs[i];
+
+		printf("%s{\"name\":", i ? "," : "");
+		json_str(s->name);
+		printf(",\"simd\":");
+		json_str(s->simd);
+		putchar(',');
+		json_num("cores", s->cores, 1);
+		json_num("clients", s->clients, 1);
+		json_num("memory_used", s->mem_used, 1);
+		json_num("memory_cap", s->mem_cap, 1);
+		json_num("jobs_submitted", s->submitted, 1);
+		json_num("jobs_completed", s->completed, 1);
+		json_num("jobs_failed", s->failed, 1);
+		json_num("jobs_timedout", s->timedout, 1);
+		json_num("jobs_cancelled", s->cancelled, 1);
+		json_num("flops", s->flops, 1);
+		json_num("busy_ns", s->busy_ns, 1);
+		json_util(dev_util(s, prev, nprev, interval_s));
+		putchar('}');
+	}
+	printf("],\"processes\":[");
+	for (i = 0; i < ps->n; i++) {
+		const struct proc_row *r = &ps->rows[i];
+
+		printf("%s{\"pid\":%d,\"command\":", i ? "," : "", r->pid);
+		json_str(r->comm);
+		printf(",\"device\":");
+		json_str(r->device);
+		printf(",\"fd\":%d,", r->fd);
+		json_num("client_id", r->client_id, 1);
+		json_num("memory", r->mem_bytes, 1);
+		json_num("buffers", r->buffers, 1);
+		json_num("engine_ns", r->engine_ns, 1);
+		json_num("jobs_active", r->jobs_active, 1);
+		json_util(proc_util(r, pprev, interval_s));
+		putchar('}');
+	}
+	printf("],\"processes_complete\":%s}\n", ps->denied ? "false" : "true");
+}
+
+/* ---- CSV ------------------------------------------------------------------- */
+
+/* A CSV field (RFC 4180): quoted when it holds a comma, quote or newline. */
+static void csv_str(const char *s)
+{
+	if (!s[strcspn(s, ",\"\r\n")]) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static void csv_num(long long v)
+{
+	putchar(',');
+	if (v >= 0)
+		printf("%lld", v);
+}
+
+static void csv_util(double u)
+{
+	putchar(',');
+	if (u >= 0)
+		printf("%.4f", u);
+}
+
+static const char *csv_devices_header =
+	"time,name,simd,cores,clients,memory_used,memory_cap,jobs_submitted,"
+	"jobs_completed,jobs_failed,jobs_timedout,jobs_cancelled,flops,"
+	"busy_ns,utilization";
+static const char *csv_processes_header =
+	"time,pid,command,device,fd,client_id,memory,buffers,engine_ns,"
+	"jobs_active,utilization";
+
+static void print_csv(int processes, const struct dev_state *devs, int n,
+		      const struct dev_state *prev, int nprev,
+		      const struct procs *ps, const struct procs *pprev,
+		      double interval_s)
+{
+	double t = now_real();
+	int i;
+
+	for (i = 0; !processes && i < n; i++) {
+		const struct dev_state *s = &devs[i];
+
+		printf("%.3f,", t);
+		csv_str(s->name);
+		putchar(',');
+		csv_str(s->simd);
+		csv_num(s->cores);
+		csv_num(s->clients);
+		csv_num(s->mem_used);
+		csv_num(s->mem_cap);
+		csv_num(s->submitted);
+		csv_num(s->completed);
+		csv_num(s->failed);
+		csv_num(s->timedout);
+		csv_num(s->cancelled);
+		csv_num(s->flops);
+		csv_num(s->busy_ns);
+		csv_util(dev_util(s, prev, nprev, interval_s));
+		putchar('\n');
+	}
+	for (i = 0; processes && i < ps->n; i++) {
+		const struct proc_row *r = &ps->rows[i];
+
+		printf("%.3f,%d,", t, r->pid);
+		csv_str(r->comm);
+		putchar(',');
+		csv_str(r->device);
+		printf(",%d", r->fd);
+		csv_num(r->client_id);
+		csv_num(r->mem_bytes);
+		csv_num(r->buffers);
+		csv_num(r->engine_ns);
+		csv_num(r->jobs_active);
+		csv_util(proc_util(r, pprev, interval_s));
+		putchar('\n');
+	}
+}
+
+/* ---- main ------------------------------------------------------------------ */
 
 static double now_s(void)
 {
@@ -150,60 +642,115 @@ static double now_s(void)
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: vtpu-smi [--watch [SECONDS]]\n"
-		"The state of every vtpu device, from %s.\n"
-		"  --watch [S]  refresh every S seconds (default 1)\n"
-		"  --help       this text\n"
-		"  --version    print the version and exit\n", SYSFS_CLASS);
+	fprintf(f, "usage: vtpu-smi [--watch [SECONDS]] [--json | --csv [devices|processes]]\n"
+		"The state of every vtpu device, from %s, and the\n"
+		"processes that have one open, from /proc/PID/fdinfo.\n"
+		"  --watch [S]   refresh every S seconds (default 1)\n"
+		"  --json        one JSON document (one per line with --watch)\n"
+		"  --csv [WHAT]  a CSV table of the devices (default) or processes\n"
+		"  --help        this text\n"
+		"  --version     print the version and exit\n", SYSFS_CLASS);
 	return f == stdout ? 0 : 2;
 }
 
+enum { TEXT, JSON, CSV };
+
 int main(int argc, char **argv)
 {
+	static struct procs procs[2];
 	struct dev_state devs[MAX_DEVS], prev[MAX_DEVS];
+	struct procs *ps = &procs[0], *pprev = &procs[1], *tmp;
 	double interval = 0, t, tprev = 0;
-	int n, nprev = -1;
+	int n, nprev = -1, i, format = TEXT, csv_procs = 0, first = 1;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-		return usage(stdout);
-	if (argc == 2 && !strcmp(argv[1], "--version")) {
-		printf("vtpu-smi %s\n", VTPU_VERSION);
-		return 0;
-	}
-	if (argc > 1 && !strcmp(argv[1], "--watch") && argc <= 3) {
-		char *end = NULL;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
 
-		interval = argc > 2 ? strtod(argv[2], &end) : 1.0;
-		if (argc > 2 && (*end || end == argv[2] || !(interval > 0) ||
-				 interval > 86400)) {
-			fprintf(stderr, "vtpu-smi: --watch wants seconds above zero, not '%s'\n",
-				argv[2]);
-			return 2;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+			return usage(stdout);
+		if (!strcmp(a, "--version")) {
+			printf("vtpu-smi %s\n", VTPU_VERSION);
+			return 0;
 		}
-	} else if (argc > 1) {
-		if (strcmp(argv[1], "--watch"))
-			fprintf(stderr, "vtpu-smi: unknown argument '%s'\n",
-				argv[1]);
-		return usage(stderr);
+		if (!strcmp(a, "--watch")) {
+			char *end = NULL;
+
+			interval = 1.0;
+			if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
+				a = argv[++i];
+				interval = strtod(a, &end);
+				if (*end || end == a || !(interval > 0) ||
+				    interval > 86400) {
+					fprintf(stderr, "vtpu-smi: --watch wants seconds above zero, not '%s'\n",
+						a);
+					return 2;
+				}
+			}
+		} else if (!strcmp(a, "--json") || !strcmp(a, "--csv")) {
+			if (format != TEXT) {
+				fprintf(stderr, "vtpu-smi: one of --json and --csv\n");
+				return usage(stderr);
+			}
+			format = a[2] == 'j' ? JSON : CSV;
+			if (format == CSV && i + 1 < argc &&
+			    strncmp(argv[i + 1], "--", 2)) {
+				a = argv[++i];
+				if (strcmp(a, "devices") && strcmp(a, "processes")) {
+					fprintf(stderr, "vtpu-smi: --csv wants devices or processes, not '%s'\n",
+						a);
+					return 2;
+				}
+				csv_procs = !strcmp(a, "processes");
+			}
+		} else {
+			fprintf(stderr, "vtpu-smi: unknown argument '%s'\n", a);
+			return usage(stderr);
+		}
 	}
 
 	for (;;) {
 		n = scan(devs);
 		t = now_s();
+		scan_procs(ps);
 		if (n < 0) {
 			fprintf(stderr, "vtpu-smi: %s: %s (is vtpu.ko loaded?)\n",
 				SYSFS_CLASS, strerror(-n));
+			/* a document all the same: no devices */
+			if (format == JSON)
+				print_json(devs, 0, NULL, 0, ps, NULL, 0, 0);
+			else if (format == CSV)
+				printf("%s\n", csv_procs ? csv_processes_header :
+					       csv_devices_header);
 			return 1;
 		}
-		if (interval > 0)
-			printf("\033[H\033[2J");
-		print_table(devs, n, n == nprev ? prev : NULL, t - tprev);
+		if (format == JSON) {
+			print_json(devs, n, nprev >= 0 ? prev : NULL, nprev,
+				   ps, nprev >= 0 ? pprev : NULL, t - tprev, 1);
+		} else if (format == CSV) {
+			if (first)
+				printf("%s\n", csv_procs ? csv_processes_header :
+					       csv_devices_header);
+			print_csv(csv_procs, devs, n, nprev >= 0 ? prev : NULL,
+				  nprev, ps, nprev >= 0 ? pprev : NULL,
+				  t - tprev);
+		} else {
+			if (interval > 0)
+				printf("\033[H\033[2J");
+			print_table(devs, n, nprev >= 0 ? prev : NULL, nprev,
+				    ps, nprev >= 0 ? pprev : NULL, t - tprev);
+		}
+		if (format != TEXT && !ps->n && ps->denied)
+			fprintf(stderr, "vtpu-smi: %s\n", denied_note);
 		if (interval <= 0)
 			return 0;
 		fflush(stdout);
 		memcpy(prev, devs, sizeof(devs));
 		nprev = n;
 		tprev = t;
+		tmp = pprev;
+		pprev = ps;
+		ps = tmp;
+		first = 0;
 		usleep((useconds_t)(interval * 1e6));
 	}
 }

@@ -7,7 +7,7 @@
 # Prerequisites expand as make reads them: the top Makefile defines
 # $(LIBVTPU) before including this file but $(KSFT_HDRS) after, so the
 # harness headers are named by path here.
-SELFTESTS := $(addprefix $(BIN)/selftests/,vtpu_basic vtpu_submit vtpu_device vtpu_observe vtpu_interop vtpu_train)
+SELFTESTS := $(addprefix $(BIN)/selftests/,vtpu_basic vtpu_submit vtpu_device vtpu_observe vtpu_interop vtpu_train vtpu_smi)
 
 SELFTEST_DEPS := $(LIBVTPU) $(BUILD)/kselftest/kselftest_harness.h \
 	$(BUILD)/kselftest/kselftest.h
