@@ -28,6 +28,9 @@ $(BIN)/selftests/%: $(SRCTOP)/selftests/vtpu/%.c $(SELFTEST_DEPS)
 # libvtpu/tests/test_engine checks what commands read and write on its
 # random streams).
 $(BIN)/selftests/vtpu_device: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
+# vtpu_observe and vtpu_interop read fdinfo with vtpu_fdinfo.h's helper.
+$(BIN)/selftests/vtpu_observe $(BIN)/selftests/vtpu_interop: \
+	$(SRCTOP)/selftests/vtpu/vtpu_fdinfo.h
 # vtpu_submit runs vtpu_denormals.h's check on the device
 # (test_ops_elementwise on the cpu backend).
 $(BIN)/selftests/vtpu_submit: $(SRCTOP)/selftests/vtpu/vtpu_denormals.h

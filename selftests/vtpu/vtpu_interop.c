@@ -34,6 +34,7 @@
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
+#include "vtpu_fdinfo.h"
 
 #define DEV0 "/dev/vtpu0"
 #define DEV1 "/dev/vtpu1"
@@ -349,25 +350,6 @@ static int expected(const char *var)
 	return v && !strcmp(v, "1");
 }
 
-/* The number after @key in /proc/self/fdinfo/@fd, or -1. */
-static long long fdinfo_value(int fd, const char *key)
-{
-	char path[64], line[256];
-	size_t klen = strlen(key);
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == ':')
-			v = strtoll(line + klen + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 /*
  * udmabuf (memfd pages as a dma-buf): imported and computed on in place
  * where its exporter can map it into the kernel (dma_buf_vmap); 6.1's
@@ -404,12 +386,12 @@ TEST_F(interop, import_udmabuf)
 	dmabuf = ioctl(dev, UDMABUF_CREATE, &c);
 	ASSERT_LE(0, dmabuf) TH_LOG("UDMABUF_CREATE: %s", strerror(errno));
 
-	before = fdinfo_value(vtpu_fd(self->dev), "vtpu-buffers");
+	before = fdinfo_value(vtpu_fd(self->dev), "vtpu-buffers", NULL, 0);
 	ret = vtpu_bo_import(self->dev, dmabuf, &bo);
 	if (ret) {
 		EXPECT_EQ(-EOPNOTSUPP, ret) TH_LOG("import: %s", strerror(-ret));
 		EXPECT_EQ(before,
-			  fdinfo_value(vtpu_fd(self->dev), "vtpu-buffers"));
+			  fdinfo_value(vtpu_fd(self->dev), "vtpu-buffers", NULL, 0));
 		TH_LOG("this kernel's udmabuf has no kernel mapping (dma_buf_vmap): refused with EOPNOTSUPP, no handle left");
 		goto out;
 	}

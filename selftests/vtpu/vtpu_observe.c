@@ -24,6 +24,7 @@
 
 #include "kselftest_harness.h"
 #include "vtpu.h"
+#include "vtpu_fdinfo.h"
 
 #define DEV_PATH "/dev/vtpu0"
 #define TRACEFS "/sys/kernel/tracing"
@@ -115,34 +116,6 @@ static ssize_t read_file(const char *path, char *buf, size_t len)
 }
 
 /* ---- fdinfo ----------------------------------------------------------------- */
-
-/* The value of @key in /proc/self/fdinfo/@fd, or -1 when it is absent. */
-static long long fdinfo_value(int fd, const char *key, char *str, size_t len)
-{
-	char path[64], line[256];
-	size_t klen = strlen(key);
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *val = line + klen + 1;
-
-		if (strncmp(line, key, klen) || line[klen] != ':')
-			continue;
-		val += strspn(val, " \t");
-		val[strcspn(val, "\n")] = 0;
-		if (str)
-			snprintf(str, len, "%s", val);
-		v = strtoll(val, NULL, 10);
-		break;
-	}
-	fclose(f);
-	return v;
-}
 
 /*
  * /proc/PID/fdinfo of a vtpu fd has the DRM usage-stats keys, per client:
