@@ -181,6 +181,9 @@ struct vtpu_epoch_stats {
  * @augment: random flips and shifts of the training images, drawn anew
  *	for every image of every epoch (vtpu_data.h); the shift must be
  *	smaller than the images
+ * @validation_freq: evaluate @validation after every @validation_freq-th
+ *	epoch and after the last (Keras' validation_freq; 0: every epoch);
+ *	the other epochs report NAN
  */
 struct vtpu_fit_opts {
 	size_t sz;
@@ -194,6 +197,7 @@ struct vtpu_fit_opts {
 	struct vtpu_augment augment;
 	float (*lr_schedule)(void *ctx, uint32_t epoch, uint32_t epochs,
 			     float lr);
+	uint32_t validation_freq;
 };
 
 #define VTPU_FIT_OPTS(name, ...)                                               \
@@ -221,6 +225,17 @@ VTPU_API int vtpu_model_add_dropout(struct vtpu_model *m, float rate);
 
 /** vtpu_model_graph() - the model's graph (owned by the model). */
 VTPU_API struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m);
+
+/**
+ * vtpu_model_set_output() - a model built with the graph API (a functional
+ * model: branches, residual additions, several paths from the input) on
+ * vtpu_model_graph(m), whose input node is the model's input: @node, a
+ * dense layer with softmax, becomes the model's output, as the last
+ * add_*() call would make it. Before compiling.
+ * Return: 0, or -EINVAL (not a node of this graph, not a softmax layer, a
+ * compiled model; see vtpu_model_error()).
+ */
+VTPU_API int vtpu_model_set_output(struct vtpu_model *m, int node);
 
 /** vtpu_model_summary() - a Keras-style layer table. */
 VTPU_API void vtpu_model_summary(const struct vtpu_model *m, FILE *out);
@@ -250,6 +265,32 @@ VTPU_API int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *tra
  */
 VTPU_API int vtpu_model_set_learning_rate(struct vtpu_model *m, float lr);
 
+/**
+ * vtpu_model_set_batch() - train with @batch examples per step from the
+ * next fit() on, keeping the weights and the optimizer's state; the
+ * training step is compiled for @batch now if it is new.
+ * Return: 0, or -EINVAL (batch 0, a model that is not compiled) or the
+ * compiler's -errno; the batch is unchanged then.
+ */
+VTPU_API int vtpu_model_set_batch(struct vtpu_model *m, uint32_t batch);
+
+/**
+ * vtpu_model_set_input_scale() - a compiled model's input transform
+ * (input = pixel * @scale + @shift, struct vtpu_compile_opts), keeping the
+ * weights and the optimizer's state; programs are compiled again for it.
+ * Return: 0, or -EINVAL (not finite, scale 0, a model that is not
+ * compiled) or the compiler's -errno.
+ */
+VTPU_API int vtpu_model_set_input_scale(struct vtpu_model *m, float scale,
+					float shift);
+
+/**
+ * vtpu_model_stop() - make fit() return 0 after the epoch in progress
+ * (Keras' model.stop_training = True): from an on_epoch callback, or from
+ * another thread. The next fit() starts afresh.
+ */
+VTPU_API void vtpu_model_stop(struct vtpu_model *m);
+
 /** vtpu_model_learning_rate() - the rate the next step uses. */
 VTPU_API float vtpu_model_learning_rate(const struct vtpu_model *m);
 
@@ -272,6 +313,42 @@ VTPU_API int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
  */
 VTPU_API int vtpu_model_save(struct vtpu_model *m, const char *path);
 VTPU_API int vtpu_model_load(struct vtpu_model *m, const char *path);
+
+/**
+ * struct vtpu_weight_info - one trainable tensor, as Keras lists them
+ * @name: "conv2d_1/kernel", "dense_1/bias": the checkpoint's name
+ * @ndim: dimensions in @shape
+ * @shape: Keras' layout: dense kernel [inputs, units], conv2d kernel
+ *	[kh, kw, channels, filters], bias [units]
+ * @count: elements
+ */
+struct vtpu_weight_info {
+	char name[64];
+	uint32_t ndim;
+	uint32_t shape[4];
+	uint64_t count;
+};
+
+/** vtpu_model_num_weights() - tensors in the model (kernels and biases). */
+VTPU_API int vtpu_model_num_weights(const struct vtpu_model *m);
+
+/** vtpu_model_weight_info() - tensor @i (0 .. num_weights - 1). */
+VTPU_API int vtpu_model_weight_info(const struct vtpu_model *m, uint32_t i,
+				    struct vtpu_weight_info *wi);
+
+/**
+ * vtpu_model_get_weights() / vtpu_model_set_weights() - tensor @i as
+ * @count (its element count) f32 values, row-major in the layout of
+ * struct vtpu_weight_info, whatever layout the backend keeps it in
+ * (Keras' get_weights()/set_weights()). Setting keeps the optimizer's
+ * state. Compiled models only (the weights live on the device).
+ * Return: 0, or -EINVAL (no such tensor, @count is not its size, not
+ * compiled, a value that is not finite: nothing is changed then).
+ */
+VTPU_API int vtpu_model_get_weights(struct vtpu_model *m, uint32_t i,
+				    float *out, uint64_t count);
+VTPU_API int vtpu_model_set_weights(struct vtpu_model *m, uint32_t i,
+				    const float *in, uint64_t count);
 
 /**
  * struct vtpu_model_info - what the compiler made of the model
