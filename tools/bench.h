@@ -106,6 +106,30 @@ const char *bench_openblas_core(void);
 /* The core OpenBLAS picked itself, for the JSON headers. */
 const char *bench_openblas_detected(void);
 
+/* Threads bench_fma_peak() measures at most. */
+#define BENCH_PEAK_MAX_THREADS 256
+
+/**
+ * struct bench_peak - the machine's measured peak FMA throughput
+ * @simd: the SIMD level measured, the engine's ("avx512", "avx2", "sse2")
+ * @threads: the threads of @all
+ * @per_thread: GFLOP/s of one thread alone
+ * @all: GFLOP/s of @threads threads at once
+ */
+struct bench_peak {
+	const char *simd;
+	int threads;
+	double per_thread;
+	double all;
+};
+
+/*
+ * bench_fma_peak() - measure the peak (tools/bench_peak.c: a loop of
+ * independent FMAs, the best of a few short reps) on @threads threads.
+ * Return: 0, or -1 (@pk zeroed but for @simd).
+ */
+int bench_fma_peak(int threads, struct bench_peak *pk);
+
 /* From OpenBLAS (not in every cblas.h). */
 char *openblas_get_corename(void);
 char *openblas_get_config(void);

@@ -14,7 +14,13 @@
  * ms/step, s/epoch (60000 images, 50000 for cifar10) and the ratio to
  * PyTorch, and beside it the range of the reps' ratios (each rep's
  * against PyTorch's rep that ran next to it): how much the ratio moves
- * on this machine. The data is synthetic (random pixels and labels,
+ * on this machine. Each row also gives the step's FLOPs (3 x the forward
+ * pass's, which is 2 x the multiply-adds of the conv and dense layers:
+ * the backward pass computes two products, the input's and the weights'
+ * gradients, for every forward one) and what share of the machine's peak
+ * the step reaches: GFLOP/step / step time / the peak FMA throughput the
+ * bench measures first on the same threads at the engine's SIMD level
+ * (tools/bench_peak.c), printed in the header. The data is synthetic (random pixels and labels,
  * resident in memory as fit() keeps it): steps cost the same whatever
  * the pixels.
  *
@@ -48,78 +54,125 @@
 #define MAX_BACKENDS 3		/* engine, openblas, device */
 #define TORCH_CONFIGS 2		/* pytorch (the best), pytorch-default */
 
+/*
+ * A model being built, and the multiply-adds of its forward pass per
+ * image, counted as it is built: a convolution's output pixels times its
+ * kernel's weights, a dense layer's weights (pooling, activations, the
+ * loss and the optimizer count nothing).
+ */
+struct net {
+	struct vtpu_model *m;
+	uint32_t h, w, c;
+	double macs;
+};
+
 struct model_def {
 	const char *name;
 	uint32_t h, w, c;
 	uint32_t classes;
 	uint32_t epoch_images;
-	void (*build)(struct vtpu_model *m);
+	void (*build)(struct net *nt);
 };
 
-static void build_mnist(struct vtpu_model *m)
+static void net_conv(struct net *nt, uint32_t filters, uint32_t k,
+		     enum vtpu_padding pad, enum vtpu_activation act)
 {
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+	vtpu_model_add_conv2d(nt->m, filters, k, k, pad, act);
+	if (pad == VTPU_PAD_VALID) {
+		nt->h -= k - 1;
+		nt->w -= k - 1;
+	}
+	nt->macs += (double)nt->h * nt->w * k * k * nt->c * filters;
+	nt->c = filters;
 }
 
-static void build_fashion(struct vtpu_model *m)
+static void net_pool(struct net *nt, uint32_t k)
 {
-	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_VALID, VTPU_ACT_NONE);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_relu(m);
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+	vtpu_model_add_maxpool(nt->m, k, k);
+	nt->h /= k;
+	nt->w /= k;
 }
 
-static void build_cifar(struct vtpu_model *m)
+static void net_flatten(struct net *nt)
 {
-	vtpu_model_add_conv2d(m, 32, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_conv2d(m, 32, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 512, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+	vtpu_model_add_flatten(nt->m);
+	nt->c *= nt->h * nt->w;
+	nt->h = 1;
+	nt->w = 1;
+}
+
+static void net_dense(struct net *nt, uint32_t units,
+		      enum vtpu_activation act)
+{
+	vtpu_model_add_dense(nt->m, units, act);
+	nt->macs += (double)nt->c * units;
+	nt->c = units;
+}
+
+static void build_mnist(struct net *nt)
+{
+	net_flatten(nt);
+	net_dense(nt, 512, VTPU_ACT_RELU);
+	net_dense(nt, 512, VTPU_ACT_RELU);
+	net_dense(nt, 10, VTPU_ACT_SOFTMAX);
+}
+
+static void build_fashion(struct net *nt)
+{
+	net_conv(nt, 64, 3, VTPU_PAD_VALID, VTPU_ACT_NONE);
+	net_pool(nt, 2);
+	vtpu_model_add_relu(nt->m);
+	net_flatten(nt);
+	net_dense(nt, 10, VTPU_ACT_SOFTMAX);
+}
+
+static void build_cifar(struct net *nt)
+{
+	net_conv(nt, 32, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_conv(nt, 32, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_pool(nt, 2);
+	net_conv(nt, 64, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_conv(nt, 64, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_pool(nt, 2);
+	net_flatten(nt);
+	net_dense(nt, 512, VTPU_ACT_RELU);
+	net_dense(nt, 10, VTPU_ACT_SOFTMAX);
 }
 
 /* Held out: built as their users would, never tuned for. */
-static void build_lenet5(struct vtpu_model *m)
+static void build_lenet5(struct net *nt)
 {
-	vtpu_model_add_conv2d(m, 6, 5, 5, VTPU_PAD_VALID, VTPU_ACT_RELU);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_conv2d(m, 16, 5, 5, VTPU_PAD_VALID, VTPU_ACT_RELU);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 120, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 84, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+	net_conv(nt, 6, 5, VTPU_PAD_VALID, VTPU_ACT_RELU);
+	net_pool(nt, 2);
+	net_conv(nt, 16, 5, VTPU_PAD_VALID, VTPU_ACT_RELU);
+	net_pool(nt, 2);
+	net_flatten(nt);
+	net_dense(nt, 120, VTPU_ACT_RELU);
+	net_dense(nt, 84, VTPU_ACT_RELU);
+	net_dense(nt, 10, VTPU_ACT_SOFTMAX);
 }
 
-static void build_mlp_wide(struct vtpu_model *m)
+static void build_mlp_wide(struct net *nt)
 {
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 2048, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 2048, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 10, VTPU_ACT_SOFTMAX);
+	net_flatten(nt);
+	net_dense(nt, 2048, VTPU_ACT_RELU);
+	net_dense(nt, 2048, VTPU_ACT_RELU);
+	net_dense(nt, 10, VTPU_ACT_SOFTMAX);
 }
 
-static void build_vgg64(struct vtpu_model *m)
+static void build_vgg64(struct net *nt)
 {
-	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_conv2d(m, 64, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_conv2d(m, 128, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_conv2d(m, 128, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_conv2d(m, 256, 3, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	vtpu_model_add_maxpool(m, 2, 2);
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 256, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 5, VTPU_ACT_SOFTMAX);
+	net_conv(nt, 64, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_conv(nt, 64, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_pool(nt, 2);
+	net_conv(nt, 128, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_conv(nt, 128, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_pool(nt, 2);
+	net_conv(nt, 256, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	net_pool(nt, 2);
+	net_flatten(nt);
+	net_dense(nt, 256, VTPU_ACT_RELU);
+	net_dense(nt, 5, VTPU_ACT_SOFTMAX);
 }
 
 /*
@@ -139,6 +192,7 @@ static const struct model_def models[] = {
 /* A vtpu backend: a compiled model and a few batches of data. */
 struct vtpu_runner {
 	struct vtpu_model *m;
+	double macs;	/* forward multiply-adds per image (struct net) */
 	struct vtpu_dataset ds;
 	struct vtpu_fit_opts fo;
 };
@@ -178,7 +232,12 @@ static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 		r->ds.images[i] = (uint8_t)vtpu_rng_next(&rng);
 	for (i = 0; i < r->ds.n; i++)
 		r->ds.labels[i] = (uint8_t)vtpu_rng_below(&rng, md->classes);
-	md->build(r->m);
+	{
+		struct net nt = { r->m, md->h, md->w, md->c, 0 };
+
+		md->build(&nt);
+		r->macs = nt.macs;
+	}
 	r->fo.sz = sizeof(r->fo);
 	r->fo.epochs = 1;
 	if (vtpu_model_compile(r->m, &co)) {
@@ -469,16 +528,21 @@ static void rep_ratios(const double *rates, int reps, int i, int t,
  */
 static void report(const struct bench_opts *o, const struct model_def *md,
 		   uint32_t batch, const char *backend, double steps_per_s,
+		   double flops, const struct bench_peak *pk,
 		   double torch_steps_per_s, double lo, double hi)
 {
 	double ms = 1e3 / steps_per_s;
 	double epoch = md->epoch_images / (double)batch * ms / 1e3;
 	int range = torch_steps_per_s > 0 && strcmp(backend, "pytorch");
+	double pct = pk->all > 0 ? flops * steps_per_s / (pk->all * 1e9) * 100 :
+		     0;
 
 	if (o->json) {
 		printf("{\"model\":\"%s\",\"batch\":%u,\"threads\":%d,\"backend\":\"%s\","
-		       "\"ms_per_step\":%.3f,\"s_per_epoch\":%.2f",
-		       md->name, batch, o->threads, backend, ms, epoch);
+		       "\"ms_per_step\":%.3f,\"s_per_epoch\":%.2f,"
+		       "\"gflop_per_step\":%.4f,\"pct_peak\":%.1f",
+		       md->name, batch, o->threads, backend, ms, epoch,
+		       flops / 1e9, pct);
 		if (torch_steps_per_s > 0)
 			printf(",\"vs_pytorch\":%.2f",
 			       steps_per_s / torch_steps_per_s);
@@ -488,8 +552,8 @@ static void report(const struct bench_opts *o, const struct model_def *md,
 		printf("}\n");
 		return;
 	}
-	printf("%-14s %6u %-15s %10.2f %10.2f", md->name, batch, backend, ms,
-	       epoch);
+	printf("%-14s %6u %-15s %10.2f %10.2f %9.4f %7.1f", md->name, batch,
+	       backend, ms, epoch, flops / 1e9, pct);
 	if (torch_steps_per_s > 0)
 		printf(" %9.2fx", steps_per_s / torch_steps_per_s);
 	if (range)
@@ -517,14 +581,20 @@ static int torch_start_all(struct torch_runner *torch, int threads)
 	return i;
 }
 
+/* How a step's FLOPs are counted (struct net), for the headers. */
+#define FLOPS_RULE "GFLOP/step = 3 x forward (2 x the conv and dense layers' multiply-adds) x batch"
+
 static void header(const struct bench_opts *o, const struct torch_runner *torch,
-		   int ntorch)
+		   int ntorch, const struct bench_peak *pk)
 {
 	if (o->json) {
 		printf("{\"header\":true,\"threads\":%d,\"openblas_core\":\"%s\","
-		       "\"openblas_detected\":\"%s\",\"pytorch\":%s",
+		       "\"openblas_detected\":\"%s\",\"fma_simd\":\"%s\","
+		       "\"fma_peak_gflops\":%.1f,\"fma_peak_thread_gflops\":%.1f,"
+		       "\"flops_rule\":\"%s\",\"pytorch\":%s",
 		       o->threads, openblas_get_corename(),
-		       bench_openblas_detected(), ntorch ? "true" : "false");
+		       bench_openblas_detected(), pk->simd, pk->all,
+		       pk->per_thread, FLOPS_RULE, ntorch ? "true" : "false");
 		if (ntorch)
 			printf(",\"pytorch_version\":\"%s\",\"pytorch_settings\":\"%s\"",
 			       torch[0].version, torch[0].settings);
@@ -544,9 +614,11 @@ static void header(const struct bench_opts *o, const struct torch_runner *torch,
 	if (ntorch > 1)
 		printf("# pytorch-default: as installed (%s)\n",
 		       torch[1].settings);
-	printf("%-14s %6s %-15s %10s %10s %10s%s\n", "model", "batch",
-	       "backend", "ms/step", "s/epoch", "vs torch",
-	       ntorch ? "  reps' range" : "");
+	printf("# FMA peak (%s, measured): %.1f GFLOP/s on %d thread(s), %.1f on one; %s; %% peak = GFLOP/step / step time / peak\n",
+	       pk->simd, pk->all, pk->threads, pk->per_thread, FLOPS_RULE);
+	printf("%-14s %6s %-15s %10s %10s %9s %7s %10s%s\n", "model", "batch",
+	       "backend", "ms/step", "s/epoch", "GFLOP/st", "% peak",
+	       "vs torch", ntorch ? "  reps' range" : "");
 }
 
 int bench_train(int argc, char **argv)
@@ -559,6 +631,7 @@ int bench_train(int argc, char **argv)
 	struct torch_runner torch[TORCH_CONFIGS] = { 0 };
 	const char *names[MAX_BACKENDS];
 	struct bench_opts o;
+	struct bench_peak pk;
 	int use_torch = 1, ntorch = 0, i, n, ret = 0;
 	size_t mi;
 	char *list, *tok, *save;
@@ -586,9 +659,13 @@ int bench_train(int argc, char **argv)
 		       sizeof(*rates));
 	if (!rates)
 		return 1;
+	/* before PyTorch starts: the machine as quiet as the bench leaves it */
+	if (bench_fma_peak(o.threads, &pk))
+		fprintf(stderr, "vtpu-bench: could not measure the FMA peak on %d threads: no %% peak\n",
+			o.threads);
 	if (use_torch)
 		ntorch = torch_start_all(torch, o.threads);
-	header(&o, torch, ntorch);
+	header(&o, torch, ntorch, &pk);
 
 	for (mi = 0; mi < sizeof(models) / sizeof(models[0]) && !ret; mi++) {
 		const struct model_def *md = &models[mi];
@@ -644,6 +721,7 @@ int bench_train(int argc, char **argv)
 				if (ntorch)
 					rep_ratios(rates, o.reps, i, n, &lo, &hi);
 				report(&o, md, batch, r[i].name, r[i].rate,
+				       6 * vr[0].macs * batch, &pk,
 				       ntorch ? r[n].rate : 0, lo, hi);
 			}
 			for (i = 0; i < n; i++)
