@@ -39,6 +39,16 @@
 #define CP_PF 8u
 
 /*
+ * The fast paths' case (cp_fwd_fast(), cp_wgrad_fast()): one group of
+ * window positions and one patch. The gradient's tiles then may split
+ * the taps too (ops_convpool.c).
+ */
+static inline bool cp_wgrad_is_fast(const struct vtpu_engine_convpool *cp)
+{
+	return cp->pkh * cp->pkw <= CP_NP && cp->win.kdim <= CP_KC;
+}
+
+/*
  * The inner loops use GCC's vector extensions, CP_VBYTES wide (the
  * including file's level), so that a block's accumulators stay in
  * registers; everything else is plain C. sparse does not know vector
@@ -409,19 +419,77 @@ static __always_inline u64 cp_sources(const struct vtpu_engine_convpool *cp,
 }
 
 /*
- * The common case, all in registers: whole blocks (oc a multiple of
- * CP_OB), one group of window positions (nq <= CP_NP) and one patch
- * (kdim <= CP_KC). Pooled pixels [p0, p1).
+ * One block of CP_OB channels of one pooled pixel, in registers: the conv
+ * of its window positions (patches at @src, rows @stride apart), weights
+ * @w (kdim rows @ws apart) and @bias, pooled, into y and index (CP_OB
+ * each).
+ */
+static __always_inline void cp_fwd_block(const struct vtpu_engine_convpool *cp,
+					 const float *const *src, u64 stride,
+					 u32 run, u32 nq, const float *w,
+					 u32 ws, const float *bias, float *y,
+					 u8 *index)
+{
+	CPV acc[CP_NP][CP_NV];
+	u32 j, v;
+
+#pragma GCC unroll 16
+	for (j = 0; j < CP_NP; j++)
+#pragma GCC unroll 16
+		for (v = 0; v < CP_NV; v++)
+			acc[j][v] = cpv_splat(0.0f);
+	cp_dot_direct(acc, src, cp->win.kh, run, stride, w, ws);
+#pragma GCC unroll 16
+	for (v = 0; v < CP_NV; v++) {
+		CPV bv = cpv_load(bias + v * CP_VW);
+		CPV best = acc[0][v] + bv;
+		CPVI idx = (CPVI){ 0 };
+
+#pragma GCC unroll 16
+		for (j = 1; j < CP_NP; j++) {
+			CPV val = acc[j][v] + bv;
+			CPVI take = cpv_takes(val, best);
+
+			if (j >= nq)
+				break;
+			best = cpv_sel(take, val, best);
+			idx = cpvi_sel(take, (CPVI){ 0 } + (int)j, idx);
+		}
+		if (cp->flags & VTPU_CONV_RELU) {
+			idx = cpvi_sel(best > 0.0f, idx,
+				       (CPVI){ 0 } + VTPU_CONV_NO_ROUTE);
+			best = cpv_sel(best < 0.0f, cpv_splat(0.0f), best);
+		}
+		cpv_store(y + v * CP_VW, best);
+		cpvi_store_u8(index + v * CP_VW, idx);
+	}
+}
+
+/*
+ * The common case, all in registers: one group of window positions (nq
+ * <= CP_NP) and one patch (kdim <= CP_KC), whole blocks of channels read
+ * in place; a last partial block (oc not a multiple of CP_OB: a LeNet's 6)
+ * runs as a whole one on its weights and bias copied into @pad, zeroes
+ * beyond oc, its outputs stored from a buffer. Pooled pixels [p0, p1).
  */
 static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
-				 u64 p0, u64 p1)
+				 u64 p0, u64 p1, float *pad)
 {
-	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c, o, j, v;
-	u64 stride, off, p, px, py, n, oy[CP_NP], ox[CP_NP];
-	float patch[CP_NP][CP_KC];
+	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c, o, i;
+	u32 full = cp->oc - cp->oc % CP_OB, len = cp->oc - full;
+	u64 stride, off, p, px, py, n, r, oy[CP_NP], ox[CP_NP];
+	float patch[CP_NP][CP_KC], *bpad = pad + cp->win.kdim * CP_OB;
 	const float *src[CP_NP];
 	struct cp_qpos qp;
 
+	if (len) {
+		for (r = 0; r < cp->win.kdim; r++)
+			for (i = 0; i < CP_OB; i++)
+				pad[r * CP_OB + i] = i < len ?
+					cp->w[r * cp->oc + full + i] : 0.0f;
+		for (i = 0; i < CP_OB; i++)
+			bpad[i] = i < len ? cp->bias[full + i] : 0.0f;
+	}
 	cp_qpos_init(cp, 0, nq, &qp);
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
@@ -429,50 +497,26 @@ static noinline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 		cp_prefetch(cp, cp->y, cp->index, p, p1, 0, cp->oc, true);
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
-		for (o = 0; o < cp->oc; o += CP_OB) {
-			CPV acc[CP_NP][CP_NV];
+		for (o = 0; o < full; o += CP_OB)
+			cp_fwd_block(cp, src, stride, run, nq, cp->w + o,
+				     cp->oc, cp->bias + o, cp->y + off + o,
+				     cp->index + off + o);
+		if (len) {
+			float yb[CP_OB];
+			u8 ib[CP_OB];
 
-#pragma GCC unroll 16
-			for (j = 0; j < CP_NP; j++)
-#pragma GCC unroll 16
-				for (v = 0; v < CP_NV; v++)
-					acc[j][v] = cpv_splat(0.0f);
-			cp_dot_direct(acc, src, cp->win.kh, run, stride,
-				      cp->w + o, cp->oc);
-#pragma GCC unroll 16
-			for (v = 0; v < CP_NV; v++) {
-				u64 at = off + o + v * CP_VW;
-				CPV bias = cpv_load(cp->bias + o + v * CP_VW);
-				CPV best = acc[0][v] + bias;
-				CPVI idx = (CPVI){ 0 };
-
-#pragma GCC unroll 16
-				for (j = 1; j < CP_NP; j++) {
-					CPV val = acc[j][v] + bias;
-					CPVI take = cpv_takes(val, best);
-
-					if (j >= nq)
-						break;
-					best = cpv_sel(take, val, best);
-					idx = cpvi_sel(take, (CPVI){ 0 } + (int)j,
-						       idx);
-				}
-				if (cp->flags & VTPU_CONV_RELU) {
-					idx = cpvi_sel(best > 0.0f, idx,
-						       (CPVI){ 0 } +
-							       VTPU_CONV_NO_ROUTE);
-					best = cpv_sel(best < 0.0f,
-						       cpv_splat(0.0f), best);
-				}
-				cpv_store(cp->y + at, best);
-				cpvi_store_u8(cp->index + at, idx);
+			cp_fwd_block(cp, src, stride, run, nq, pad, CP_OB,
+				     bpad, yb, ib);
+			for (i = 0; i < len; i++) {
+				cp->y[off + full + i] = yb[i];
+				cp->index[off + full + i] = ib[i];
 			}
 		}
 	}
 }
 
 void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
-			       u64 p1)
+			       u64 p1, float *pad)
 {
 	u32 nq = cp->pkh * cp->pkw, q0, np, o, j;
 	u64 px, py, n, p, off, oy[CP_NP], ox[CP_NP];
@@ -482,8 +526,8 @@ void CP_FN(vtpu_convpool_fwd_)(const struct vtpu_engine_convpool *cp, u64 p0,
 	u32 nblk = (cp->oc + CP_OB - 1) / CP_OB, b0, b, len;
 	struct cp_qpos qp;
 
-	if (!(cp->oc % CP_OB) && nq <= CP_NP && cp->win.kdim <= CP_KC) {
-		cp_fwd_fast(cp, p0, p1);
+	if (nq <= CP_NP && cp->win.kdim <= CP_KC) {
+		cp_fwd_fast(cp, p0, p1, pad);
 		return;
 	}
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
@@ -619,37 +663,67 @@ static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 
 /*
  * cp_wgrad() in the common case (see cp_fwd_fast()), in registers, for
- * @nv vectors of channels from o0 (one or two blocks): each pixel's g
- * routed by vector compares, dbias summed in registers, the patches read
- * in place where the windows lie in the image. The same sums in the same
- * order as the general path.
+ * @nv vectors of channels from o0 (one or two blocks) and the taps (rows
+ * of dw) [k0, k1): each pixel's g routed by vector compares, the patches
+ * read in place where the windows lie in the image. dw's rows are at @dw,
+ * @dws apart; @len channels are real (fewer than @nv vectors' in a
+ * partial block: its routes and gradients are read through @buf, CP_OB
+ * floats and CP_OB routes, padded with routes that pass nothing). dbias
+ * is summed, in registers, by the tile whose taps start at 0. The same sums in the same order as
+ * the general path.
  */
 static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
-					  u32 o0, u64 p0, u64 p1, const u32 nv)
+					  u32 o0, u32 len, u32 k0, u32 k1,
+					  u64 p0, u64 p1, float *dw, u32 dws,
+					  const u32 nv, const bool part,
+					  float *buf)
 {
 	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c;
-	u64 stride, p, px, py, n, off, oy[CP_NP], ox[CP_NP];
-	float patch[CP_NP][CP_KC];
+	u64 stride, p, px, py, n, oy[CP_NP], ox[CP_NP];
+	float patch[CP_NP][CP_KC], *dyb = buf;
+	u8 *ib = (u8 *)(buf + CP_OB);
 	const float *src[CP_NP];
 	CPV db[2 * CP_NV], gj[CP_NP][2 * CP_NV];
 	struct cp_qpos qp;
-	u32 j, v, ky, q, k;
+	u32 j, v, ky, q, k, i;
+	bool bias = !k0;
 
 	cp_qpos_init(cp, 0, nq, &qp);
-#pragma GCC unroll 16
-	for (v = 0; v < nv; v++)
-		db[v] = cpv_load(cp->dbias + o0 + v * CP_VW);
+	if (part) {
+		for (i = 0; i < CP_OB; i++) {
+			dyb[i] = 0.0f;
+			ib[i] = (u8)nq;	/* routes nowhere */
+		}
+	}
+	for (v = 0; v < nv; v++) {
+		float t[CP_VW];
+
+		for (i = 0; i < CP_VW; i++)
+			t[i] = bias && v * CP_VW + i < len ?
+				cp->dbias[o0 + v * CP_VW + i] : 0.0f;
+		db[v] = cpv_load(t);
+	}
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
-		off = p * cp->oc + o0;
-		cp_prefetch(cp, cp->dy, cp->index, p, p1, o0, nv * CP_VW, false);
+		const float *dy = cp->dy + p * cp->oc + o0;
+		const u8 *index = cp->index + p * cp->oc + o0;
+
+		cp_prefetch(cp, cp->dy, cp->index, p, p1, o0, len, false);
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
+		if (part) {
+			for (i = 0; i < len; i++) {
+				dyb[i] = dy[i];
+				ib[i] = index[i];
+			}
+			dy = dyb;
+			index = ib;
+		}
 #pragma GCC unroll 16
 		for (v = 0; v < nv; v++) {
-			CPVI idx = cpvi_load_u8(cp->index + off + v * CP_VW);
+			CPVI idx = cpvi_load_u8(index + v * CP_VW);
 			CPV gr = cpv_sel(idx < (int)nq,
-					 cpv_load(cp->dy + off + v * CP_VW),
+					 cpv_load(dy + v * CP_VW),
 					 cpv_splat(0.0f));
 
 			db[v] += gr;
@@ -659,42 +733,76 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 							    cpv_splat(0.0f)) :
 						    cpv_splat(0.0f);
 		}
-		for (ky = 0, k = 0; ky < cp->win.kh; ky++) {
-			for (q = 0; q < run; q++, k++) {
-				float *dw = cp->dw + (u64)k * cp->oc + o0;
-				float pv[CP_NP];
+		for (k = k0, ky = k0 / run, q = k0 % run; k < k1; k++) {
+			float *d = dw + (u64)(k - k0) * dws;
+			float pv[CP_NP];
 
 #pragma GCC unroll 16
-				for (j = 0; j < CP_NP; j++)
-					pv[j] = src[j][ky * stride + q];
+			for (j = 0; j < CP_NP; j++)
+				pv[j] = src[j][ky * stride + q];
 #pragma GCC unroll 16
-				for (v = 0; v < nv; v++) {
-					CPV t = cpv_splat(pv[0]) * gj[0][v];
+			for (v = 0; v < nv; v++) {
+				CPV t = cpv_splat(pv[0]) * gj[0][v];
 
 #pragma GCC unroll 16
-					for (j = 1; j < CP_NP; j++)
-						t += cpv_splat(pv[j]) * gj[j][v];
-					cpv_store(dw + v * CP_VW,
-						  cpv_load(dw + v * CP_VW) + t);
-				}
+				for (j = 1; j < CP_NP; j++)
+					t += cpv_splat(pv[j]) * gj[j][v];
+				cpv_store(d + v * CP_VW,
+					  cpv_load(d + v * CP_VW) + t);
+			}
+			if (++q == run) {
+				q = 0;
+				ky++;
 			}
 		}
 	}
-#pragma GCC unroll 16
-	for (v = 0; v < nv; v++)
-		cpv_store(cp->dbias + o0 + v * CP_VW, db[v]);
+	if (!bias)
+		return;
+	for (v = 0; v < nv; v++) {
+		float t[CP_VW];
+
+		cpv_store(t, db[v]);
+		for (i = 0; i < CP_VW && v * CP_VW + i < len; i++)
+			cp->dbias[o0 + v * CP_VW + i] = t[i];
+	}
 }
 
 static noinline void cp_wgrad_fast1(const struct vtpu_engine_convpool *cp,
-				    u32 o0, u64 p0, u64 p1)
+				    u32 o0, u32 k0, u32 k1, u64 p0, u64 p1)
 {
-	cp_wgrad_fast(cp, o0, p0, p1, CP_NV);
+	cp_wgrad_fast(cp, o0, CP_OB, k0, k1, p0, p1,
+		      cp->dw + (u64)k0 * cp->oc + o0, cp->oc, CP_NV, false, NULL);
 }
 
 static noinline void cp_wgrad_fast2(const struct vtpu_engine_convpool *cp,
-				    u32 o0, u64 p0, u64 p1)
+				    u32 o0, u32 k0, u32 k1, u64 p0, u64 p1)
 {
-	cp_wgrad_fast(cp, o0, p0, p1, 2 * CP_NV);
+	cp_wgrad_fast(cp, o0, 2 * CP_OB, k0, k1, p0, p1,
+		      cp->dw + (u64)k0 * cp->oc + o0, cp->oc, 2 * CP_NV,
+		      false, NULL);
+}
+
+/*
+ * A partial block of @len < CP_OB channels: its rows of dw summed in @pad
+ * (whole vectors, CP_OB apart), copied in and out around the pixels; its
+ * routes and gradients go through the pad's end.
+ */
+static noinline void cp_wgrad_part(const struct vtpu_engine_convpool *cp,
+				   u32 o0, u32 len, u32 k0, u32 k1, u64 p0,
+				   u64 p1, float *pad)
+{
+	u32 k, i;
+
+	for (k = k0; k < k1; k++)
+		for (i = 0; i < CP_OB; i++)
+			pad[(k - k0) * CP_OB + i] = i < len ?
+				cp->dw[(u64)k * cp->oc + o0 + i] : 0.0f;
+	cp_wgrad_fast(cp, o0, len, k0, k1, p0, p1, pad, CP_OB, CP_NV, true,
+		      pad + CP_KC * CP_OB);
+	for (k = k0; k < k1; k++)
+		for (i = 0; i < len; i++)
+			cp->dw[(u64)k * cp->oc + o0 + i] =
+				pad[(k - k0) * CP_OB + i];
 }
 
 static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
@@ -717,30 +825,38 @@ static __always_inline void cp_wgrad(const struct vtpu_engine_convpool *cp,
 }
 
 /*
- * Channels [o0, o0 + len) (a tile: one block, or two on AVX-512) over
- * pooled pixels [p0, p1); the first step zeroes them first.
+ * Channels [o0, o0 + len) (a tile: one block, or two on AVX-512) and the
+ * taps [k0, k1) (all of them but on the fast path) over pooled pixels
+ * [p0, p1); the first step zeroes them first (dbias: the tile whose taps
+ * start at 0). @pad: CP_KC * CP_OB floats of the worker's scratch.
  */
 void CP_FN(vtpu_convpool_wgrad_)(const struct vtpu_engine_convpool *cp, u32 o0,
-				 u32 len, u64 p0, u64 p1, bool first)
+				 u32 len, u32 k0, u32 k1, u64 p0, u64 p1,
+				 bool first, float *pad)
 {
 	u64 r;
 	u32 i, o, blk;
 
 	if (first) {
-		for (r = 0; r < cp->win.kdim; r++)
+		for (r = k0; r < k1; r++)
 			for (i = 0; i < len; i++)
 				cp->dw[r * cp->oc + o0 + i] = 0.0f;
-		for (i = 0; i < len; i++)
+		for (i = 0; i < len && !k0; i++)
 			cp->dbias[o0 + i] = 0.0f;
 	}
-	if (!(len % CP_OB) && cp->pkh * cp->pkw <= CP_NP &&
-	    cp->win.kdim <= CP_KC) {
+	if (cp_wgrad_is_fast(cp)) {
 		if (len == 2 * CP_OB) {
-			cp_wgrad_fast2(cp, o0, p0, p1);
+			cp_wgrad_fast2(cp, o0, k0, k1, p0, p1);
 			return;
 		}
-		for (o = o0; o < o0 + len; o += CP_OB)
-			cp_wgrad_fast1(cp, o, p0, p1);
+		for (o = o0; o < o0 + len; o += blk) {
+			blk = o0 + len - o < CP_OB ? o0 + len - o : CP_OB;
+			if (blk == CP_OB)
+				cp_wgrad_fast1(cp, o, k0, k1, p0, p1);
+			else
+				cp_wgrad_part(cp, o, blk, k0, k1, p0, p1,
+					      pad);
+		}
 		return;
 	}
 	for (o = o0; o < o0 + len; o += blk) {

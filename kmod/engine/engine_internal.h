@@ -260,14 +260,16 @@ void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
 /*
  * CONV_POOL's kernels, once per SIMD level (convpool_tmpl.h): fwd computes
  * pooled pixels [p0, p1); wgrad accumulates pooled pixels [p0, p1) into
- * channels [o0, o0 + len) of dw and dbias (zeroing them first if @first).
+ * channels [o0, o0 + len) and taps [k0, k1) of dw, and dbias (zeroing
+ * them first if @first). @pad: VTPU_CONVPOOL_PAD_FLOATS of scratch.
  */
+#define VTPU_CONVPOOL_PAD_FLOATS (34u * 16u)
 #define VTPU_CONVPOOL_LEVEL(sfx)                                               \
 	void vtpu_convpool_fwd_##sfx(const struct vtpu_engine_convpool *cp,    \
-				     u64 p0, u64 p1);                          \
+				     u64 p0, u64 p1, float *pad);              \
 	void vtpu_convpool_wgrad_##sfx(const struct vtpu_engine_convpool *cp,  \
-				       u32 o0, u32 len, u64 p0, u64 p1,        \
-				       bool first)
+				       u32 o0, u32 len, u32 k0, u32 k1,        \
+				       u64 p0, u64 p1, bool first, float *pad)
 VTPU_CONVPOOL_LEVEL(scalar);
 VTPU_CONVPOOL_LEVEL(avx2);
 VTPU_CONVPOOL_LEVEL(avx512);

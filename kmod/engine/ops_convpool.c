@@ -11,7 +11,9 @@
  * CONV_POOL_WGRAD tiles the output channels, CP_OB at a time (two blocks
  * on AVX-512), so that a tile owns its columns of dw and dbias; its steps
  * walk the pooled pixels in order, so every sum has one order whatever
- * the worker count or tiling. The routes CONV_POOL leaves for it are one
+ * the worker count or tiling. With fewer channel tiles than workers (a
+ * LeNet's 6 filters are one tile), the fast path's tiles split the taps
+ * (rows of dw) as well, which changes no sum either. The routes CONV_POOL leaves for it are one
  * byte per output: the window position that won, or VTPU_CONV_NO_ROUTE.
  *
  * This file is the dispatcher and the portable level; convpool_tmpl.h
@@ -20,6 +22,19 @@
 #define CP_SFX scalar
 #define CP_VBYTES 16 /* SSE2, the x86-64 baseline */
 #include "convpool_tmpl.h"
+#include "gemm.h"
+
+/*
+ * The kernels' pad (a partial block's weights, or its rows of dw) lives
+ * in the scratch's gather area, which no op keeps anything in between
+ * calls (the GEMM's packed B, which its memo keeps, is before it).
+ */
+_Static_assert(VTPU_CONVPOOL_PAD_FLOATS >= (CP_KC + 2) * CP_OB &&
+	       VTPU_CONVPOOL_PAD_FLOATS <= VTPU_GEMM_GATHER_FLOATS,
+	       "CONV_POOL's pad fits the gather area");
+
+/* Taps per CONV_POOL_WGRAD tile, at least, when tiles split them. */
+#define CP_ROWS_MIN 4u
 
 /* Multiply-adds per tile or step: ~1 ms of work on one core or less. */
 #define CP_BUDGET (1u << 20)
@@ -50,7 +65,15 @@ static void convpool_tile(struct vtpu_engine_op *op)
 	if (op->opcode == VTPU_OP_CONV_POOL) {
 		op->ntiles = (u32)pieces;
 	} else {
-		op->ntiles = (cp->oc + cp->tile_oc - 1) / cp->tile_oc;
+		u32 otiles = (cp->oc + cp->tile_oc - 1) / cp->tile_oc;
+		u32 workers = op->workers ? op->workers : 1;
+
+		cp->row_tiles = 1;
+		while (cp_wgrad_is_fast(cp) &&
+		       otiles * cp->row_tiles < workers &&
+		       cp->win.kdim / (cp->row_tiles + 1) >= CP_ROWS_MIN)
+			cp->row_tiles++;
+		op->ntiles = otiles * cp->row_tiles;
 		op->nsteps = (u32)pieces;
 	}
 }
@@ -77,9 +100,10 @@ void vtpu_convpool_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr 
 }
 
 static const struct {
-	void (*fwd)(const struct vtpu_engine_convpool *cp, u64 p0, u64 p1);
+	void (*fwd)(const struct vtpu_engine_convpool *cp, u64 p0, u64 p1,
+		    float *pad);
 	void (*wgrad)(const struct vtpu_engine_convpool *cp, u32 o0, u32 len,
-		      u64 p0, u64 p1, bool first);
+		      u32 k0, u32 k1, u64 p0, u64 p1, bool first, float *pad);
 } cp_levels[] = {
 	[VTPU_SIMD_SCALAR] = { vtpu_convpool_fwd_scalar,
 			       vtpu_convpool_wgrad_scalar },
@@ -96,15 +120,21 @@ void vtpu_convpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	u64 piece = op->opcode == VTPU_OP_CONV_POOL ? tile : step;
 	u64 p0 = piece * cp->chunk;
 	u64 p1 = vtpu_min_u64(p0 + cp->chunk, cp->pixels);
-	u32 o0 = tile * cp->tile_oc;
+	float *pad = (float *)scratch + VTPU_GEMM_GATHER_OFF;
+	u32 o0, rt, k0, k1;
 
-	if (op->opcode == VTPU_OP_CONV_POOL)
-		cp_levels[simd].fwd(cp, p0, p1);
-	else
-		cp_levels[simd].wgrad(cp, o0,
-				      (u32)vtpu_min_u64(cp->tile_oc,
-							cp->oc - o0),
-				      p0, p1, !step);
+	if (op->opcode == VTPU_OP_CONV_POOL) {
+		cp_levels[simd].fwd(cp, p0, p1, pad);
+		return;
+	}
+	/* the tile's channels, and its share of the taps */
+	o0 = tile / cp->row_tiles * cp->tile_oc;
+	rt = tile % cp->row_tiles;
+	k0 = (u32)(rt * cp->win.kdim / cp->row_tiles);
+	k1 = (u32)((rt + 1) * cp->win.kdim / cp->row_tiles);
+	cp_levels[simd].wgrad(cp, o0,
+			      (u32)vtpu_min_u64(cp->tile_oc, cp->oc - o0),
+			      k0, k1, p0, p1, !step, pad);
 }
 
 int vtpu_convpool_describe(const struct vtpu_engine_op *op, char *buf,

@@ -127,6 +127,7 @@ struct vtpu_engine_convpool {
 	u64 pixels;		/* n * ph * pw */
 	u64 chunk;		/* pooled pixels per tile (CONV_POOL) or step */
 	u32 tile_oc;		/* channels per CONV_POOL_WGRAD tile */
+	u32 row_tiles;		/* CONV_POOL_WGRAD tiles per channel tile */
 	const float *x, *w, *bias, *dy;
 	float *y, *dw, *dbias;
 	u8 *index;		/* routes: window positions */

@@ -333,6 +333,17 @@ static const uint32_t cp_shapes[][16] = {
 	{ 1, 6, 8, 1, 3, 3, 1, 1, 2, 1, 48, 2, 1, 2, 1, VTPU_CONV_RELU },
 	/* Fashion-MNIST's first layer: several tiles and gradient steps */
 	{ 12, 28, 28, 1, 3, 3, 1, 1, 0, 0, 64, 2, 2, 2, 2, VTPU_CONV_RELU },
+	/*
+	 * Few filters: a partial block on the fast paths (alone, after whole
+	 * ones, with gathered windows, the largest patch), and gradient
+	 * tiles that split the taps (not the 2 x 2 window's 4: one tile).
+	 * A LeNet's first layer: several tiles and steps.
+	 */
+	{ 24, 28, 28, 1, 5, 5, 1, 1, 0, 0, 6, 2, 2, 2, 2, VTPU_CONV_RELU },
+	{ 3, 12, 12, 2, 4, 4, 1, 1, 1, 1, 10, 2, 2, 2, 2, 0 },
+	{ 2, 10, 10, 1, 3, 3, 1, 1, 0, 0, 40, 2, 2, 2, 2, VTPU_CONV_RELU },
+	{ 2, 6, 6, 1, 2, 2, 1, 1, 0, 0, 1, 2, 2, 2, 2, 0 },
+	{ 2, 9, 9, 3, 2, 2, 1, 1, 1, 0, 3, 2, 1, 2, 1, VTPU_CONV_RELU },
 };
 #define NCP (sizeof(cp_shapes) / sizeof(cp_shapes[0]))
 
@@ -608,6 +619,91 @@ TEST(conv_pool)
 		free(rgb);
 	}
 	execs_fini(&ex);
+}
+
+/*
+ * CONV_POOL_WGRAD's tiles split the taps when there are fewer channel
+ * tiles than workers: on 1 to 4 threads, real-valued data (sums that
+ * round), the same bits on every worker count, and within rounding of the
+ * reference; a few filters (a partial block) and a whole block plus one.
+ */
+TEST(conv_pool_wgrad_tap_tiles)
+{
+	static const uint32_t shapes[][16] = {
+		{ 8, 28, 28, 1, 5, 5, 1, 1, 0, 0, 6, 2, 2, 2, 2,
+		  VTPU_CONV_RELU },
+		{ 4, 14, 14, 2, 4, 4, 1, 1, 2, 2, 17, 2, 2, 2, 2, 0 },
+	};
+	size_t s, i;
+
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		const struct cp_geom g = cp_geom(shapes[s]);
+		struct vtpu_bo xb = bo_new(g.nx * 4), ib = bo_new(g.ny);
+		struct vtpu_bo dyb = bo_new(g.ny * 4), dwb = bo_new(g.nw * 4);
+		struct vtpu_bo dbb = bo_new(g.oc * 4);
+		float *x = xb.map, *dy = dyb.map, *keep = malloc(g.nw * 4);
+		float *keepb = malloc(g.oc * 4);
+		uint8_t *idx = ib.map;
+		double *rdw = malloc(g.nw * 8), *rdb = malloc(g.oc * 8), md;
+		struct vtpu_conv_pool_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
+				 .stride_w = g.sw, .pad_h = g.ph,
+				 .pad_w = g.pw },
+			.oc = g.oc, .pool_h = g.qh, .pool_w = g.qw,
+			.pool_stride_h = g.qsh, .pool_stride_w = g.qsw,
+			.flags = g.flags,
+		};
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		int t;
+
+		rng_seed(900 + s);
+		for (i = 0; i < g.nx; i++)
+			x[i] = frand();
+		for (i = 0; i < g.ny; i++) {
+			dy[i] = frand();
+			idx[i] = (uint8_t)(urand() % 4 ? urand() % (g.qh * g.qw) :
+					   VTPU_CONV_NO_ROUTE);
+		}
+		cp_wgrad_ref(&g, x, dy, idx, rdw, rdb);
+		vtpu_cmdbuf_init(&cb);
+		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		d.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &ib), 0);
+		d.dy = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &dwb), 0);
+		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &dbb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool_wgrad(&cb, &d));
+		for (t = 1; t <= 4; t++) {
+			struct vtpu_cpu *cpu = vtpu_cpu_create(t, -1,
+							       VTPU_CPU_GEMM_ENGINE);
+
+			ASSERT_NE(NULL, cpu);
+			memset(dwb.map, 0xff, g.nw * 4);
+			memset(dbb.map, 0xff, g.oc * 4);
+			ASSERT_EQ(0, run(cpu, &cb));
+			diff += same_bits(dwb.map, keep, g.nw * 4, t - 1);
+			diff += same_bits(dbb.map, keepb, g.oc * 4, t - 1);
+			vtpu_cpu_destroy(cpu);
+		}
+		md = maxdiff(dwb.map, rdw, g.nw, 1e-3, &bad);
+		md += maxdiff(dbb.map, rdb, g.oc, 1e-3, &bad);
+		TH_LOG("conv_pool_wgrad %ux%ux%ux%u k%ux%u -> %u on 1-4 threads: "
+		       "same bits, max diff %g", g.n, g.h, g.w, g.c, g.kh,
+		       g.kw, g.oc, md);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&ib);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dwb);
+		vtpu_cpu_bo_destroy(&dbb);
+		free(keep);
+		free(keepb);
+		free(rdw);
+		free(rdb);
+	}
 }
 
 /* ---- CONV / CONV_DGRAD / CONV_WGRAD ---------------------------------------- */
