@@ -193,6 +193,24 @@ static bool gemm_is_ain(const struct vtpu_engine_op *op)
 }
 
 /*
+ * A convolution with few output channels (n <= NARROW_NR: a LeNet's 6 and
+ * 16) but at least ROWS_N_MIN of them runs on the rows kernel below with
+ * one vector of columns, not on the narrow kernel: that one gathers A's
+ * rows and then transposes them into panels, and the transpose cost as
+ * much as the FMAs; here the gathered rows are broadcast as they are.
+ */
+#define ROWS_N_MIN 6
+
+static bool gemm_is_rows_narrow(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+
+	return gemm_simd(op->simd)->rows && g->implicit && !g->wino &&
+	       !(g->flags & VTPU_GEMM_TRANS_A) &&
+	       g->n <= VTPU_GEMM_NARROW_NR && g->n >= ROWS_N_MIN;
+}
+
+/*
  * CONV and CONV_DGRAD on AVX-512's 14 x 32 kernel gather A's rows and
  * use them as they are (vtpu_gemm_step_avx512_rows()).
  */
@@ -200,9 +218,17 @@ static bool gemm_is_rows(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
-	return gemm_simd(op->simd)->rows && g->implicit &&
-	       !(g->flags & VTPU_GEMM_TRANS_A) &&
-	       g->n > VTPU_GEMM_NARROW_NR;
+	return (gemm_simd(op->simd)->rows && g->implicit &&
+		!(g->flags & VTPU_GEMM_TRANS_A) &&
+		g->n > VTPU_GEMM_NARROW_NR) || gemm_is_rows_narrow(op);
+}
+
+/* The kernel level @op runs on: gemm_level()'s, but for the above. */
+static const struct vtpu_gemm_level *gemm_op_level(const struct vtpu_engine_op *op)
+{
+	if (gemm_is_rows_narrow(op))
+		return gemm_simd(op->simd);
+	return gemm_level(op->simd, op->gemm.n);
 }
 
 /*
@@ -345,7 +371,7 @@ static u32 wgrad_row(const struct vtpu_engine_gemm *g, u32 b)
 void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	const struct vtpu_gemm_level *lv = gemm_level(op->simd, g->n);
+	const struct vtpu_gemm_level *lv = gemm_op_level(op);
 	u32 m = g->m, n = g->n, k = g->k ? g->k : 1;
 	u32 mtiles, ntiles, mt, nt, nsteps, wanted = GEMM_TILES_WANTED;
 	bool ain = gemm_is_ain(op);
@@ -490,7 +516,7 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	else if (g->tn)
 		lv->tn(&st, scratch);
 	else
-		gemm_level(op->simd, g->n)->step(&st, scratch);
+		gemm_op_level(op)->step(&st, scratch);
 }
 
 size_t vtpu_gemm_scratch_size(void)

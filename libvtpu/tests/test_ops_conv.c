@@ -740,6 +740,14 @@ static const uint32_t cv_shapes[][12] = {
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
 	{ 1, 5, 6, 64, 3, 3, 1, 1, 2, 0, 80, VTPU_CONV_BIAS },
 	{ 8, 16, 16, 32, 3, 3, 1, 1, 1, 1, 32, VTPU_CONV_RELU },
+	/*
+	 * Few channels (a LeNet's second layer): CONV with 16 and 7 columns,
+	 * CONV_DGRAD with 6, on AVX-512's rows kernel with one vector of
+	 * columns; windows over the edge (DGRAD's pad 4), edge microtiles
+	 */
+	{ 4, 12, 12, 6, 5, 5, 1, 1, 0, 0, 16,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	{ 2, 14, 13, 6, 5, 5, 1, 1, 2, 2, 7, VTPU_CONV_BIAS },
 };
 #define NCV (sizeof(cv_shapes) / sizeof(cv_shapes[0]))
 
