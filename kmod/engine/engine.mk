@@ -15,6 +15,7 @@ ENGINE_SRCS := \
 	gemm_narrow_avx512.c \
 	gemm_winograd_avx512.c \
 	gemm_wgrad_avx512.c \
+	gemm_dgrad_avx512.c \
 	ops_conv.c \
 	ops_convpool.c \
 	ops_convpool_avx2.c \
@@ -61,3 +62,4 @@ ENGINE_CFLAGS_gemm_avx512 := -mavx512f -mfma
 ENGINE_CFLAGS_gemm_narrow_avx512 := -mavx512f -mfma
 ENGINE_CFLAGS_gemm_winograd_avx512 := -mavx512f -mfma
 ENGINE_CFLAGS_gemm_wgrad_avx512 := -mavx512f -mfma
+ENGINE_CFLAGS_gemm_dgrad_avx512 := -mavx512f -mfma

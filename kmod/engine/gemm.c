@@ -264,6 +264,56 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 #define WINO_KC 448
 #define WINO_WG_NT 32
 
+/*
+ * CONV_DGRAD with at most NARROW_NR channels (x's) on AVX-512: scattered
+ * from dy (vtpu_gemm_step_avx512_dgrad()) when the turned weights and a
+ * pixel's sums fit the scratch's B area. Tiles of whole images, as many
+ * as GEMM_TILES_WANTED if there are images enough, and more if their dx
+ * (zeroed by the first step) would be over DGS_TILE_FLOATS; steps of at
+ * most DGS_STEP_FLOPS of the tile's pixels of dy, in order.
+ */
+#define DGS_STEP_FLOPS (16ull << 20)
+#define DGS_TILE_FLOATS (1ull << 20)
+
+static bool gemm_is_dgrad_scatter(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+	const struct vtpu_engine_window *w = &g->win;
+	u64 kdp = vtpu_div_up(w->kh * w->kw * g->n, 16) * 16ull;
+
+	if (!gemm_simd(op->simd)->dgrad || !g->implicit || !g->flip_oc ||
+	    (g->flags & VTPU_GEMM_TRANS_A) || g->n > VTPU_GEMM_NARROW_NR)
+		return false;
+	/* dy's pixels (w->h x w->w) and x's image (w->oh x w->ow x n) */
+	return ((u64)g->flip_oc + 1) * kdp <= VTPU_GEMM_A_OFF &&
+	       (u64)w->n * w->h * w->w < (1ull << 31) &&
+	       (u64)w->oh * w->ow * g->n <= DGS_TILE_FLOATS;
+}
+
+static void gemm_prepare_dgrad_scatter(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	const struct vtpu_engine_window *w = &g->win;
+	u64 img = (u64)w->oh * w->ow * g->n, px = (u64)w->h * w->w;
+	u64 per_px = 2ull * g->flip_oc * w->kh * w->kw * g->n, chunk;
+	u32 tiles = gemm_min(w->n, GEMM_TILES_WANTED), mt;
+
+	mt = vtpu_div_up(w->n, tiles);
+	while (mt > 1 && mt * img > DGS_TILE_FLOATS)
+		mt--;
+	chunk = per_px ? DGS_STEP_FLOPS / per_px : px * mt;
+	chunk = chunk ? chunk : 1;
+	g->dgs = 1;
+	g->mt = mt;
+	g->mtiles = vtpu_div_up(w->n, mt);
+	g->ntiles_n = 1;
+	g->nt = g->n;
+	g->kc = (u32)(chunk < px * mt ? chunk : px * mt);
+	op->ntiles = g->mtiles;
+	op->nsteps = (u32)vtpu_div_up(px * mt, g->kc);
+	op->flops = 2ull * g->m * g->n * g->k;
+}
+
 /* Winograd tiles (2 x 2 outputs each) of a convolution's output */
 static u32 wino_tiles(const struct vtpu_engine_window *w)
 {
@@ -387,6 +437,10 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		gemm_prepare_wgrad(op);
 		return;
 	}
+	if (gemm_is_dgrad_scatter(op)) {
+		gemm_prepare_dgrad_scatter(op);
+		return;
+	}
 	if (gemm_is_tn(op)) {
 		g->tn = 1;
 		g->mt = m;
@@ -482,6 +536,10 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		k = g->wino;
 	} else if (g->wino) {
 		rows = g->wino;
+	} else if (g->dgs) {
+		/* images, and the pixels of dy of a whole tile of them */
+		rows = g->win.n;
+		k = g->mt * g->win.h * g->win.w;
 	}
 
 	st.g = g;
@@ -503,7 +561,9 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	st.last = step == op->nsteps - 1;
 	st.seq = op->seq;
 	/* the kernel vtpu_gemm_prepare() tiled for, from the level's table */
-	if (g->wg_nb)
+	if (g->dgs)
+		lv->dgrad(&st, scratch);
+	else if (g->wg_nb)
 		lv->wgrad(&st, scratch);
 	else if (g->wino && (g->flags & VTPU_GEMM_TRANS_A))
 		lv->wino_wgrad(&st, scratch);

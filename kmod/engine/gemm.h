@@ -126,7 +126,9 @@ _Static_assert(sizeof(struct vtpu_gemm_memo) <= VTPU_GEMM_MEMO_FLOATS * 4 &&
 /**
  * struct vtpu_gemm_step - one (tile, step) of a GEMM, resolved
  * @g: the decoded command
- * @i0: first row of C in the tile (a direct CONV_WGRAD's: a block's;
+ * @i0: first row of C in the tile (a direct CONV_WGRAD's: a block's; a
+ *	scattered CONV_DGRAD's: its first image, @mt its images, and @p0,
+ *	@kc count its pixels of dy;
  *	a Winograd CONV's or CONV_DGRAD's: its first Winograd tile, and @mt
  *	counts them; a Winograd CONV_WGRAD's: its first channel, and @p0,
  *	@kc count Winograd tiles)
@@ -184,6 +186,8 @@ static inline u64 vtpu_gemm_c_ld(const struct vtpu_engine_gemm *g)
  * @wgrad: CONV_WGRAD, direct (struct vtpu_engine_gemm's wg_nb)
  * @wino: CONV and CONV_DGRAD, Winograd F(2 x 2, 3 x 3)
  * @wino_wgrad: CONV_WGRAD, Winograd
+ * @dgrad: CONV_DGRAD with few channels, scattered from dy (struct
+ *	vtpu_engine_gemm's dgs)
  *
  * The kernels from @tn on are NULL where the level has none: gemm.c then
  * runs the packed GEMM (@step) instead. Each level's file defines its
@@ -201,6 +205,7 @@ struct vtpu_gemm_level {
 	void (*wgrad)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*wino)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*wino_wgrad)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*dgrad)(const struct vtpu_gemm_step *st, void *scratch);
 };
 
 extern const struct vtpu_gemm_level vtpu_gemm_level_scalar;

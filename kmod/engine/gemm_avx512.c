@@ -278,4 +278,5 @@ const struct vtpu_gemm_level vtpu_gemm_level_avx512 = {
 	.wgrad = vtpu_gemm_step_avx512_wgrad,
 	.wino = vtpu_gemm_step_avx512_wino,
 	.wino_wgrad = vtpu_gemm_step_avx512_wino_wgrad,
+	.dgrad = vtpu_gemm_step_avx512_dgrad,
 };

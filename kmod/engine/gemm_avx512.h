@@ -3,8 +3,9 @@
  * What the AVX-512F kernels share: gemm_avx512.c (the 14 x 32 GEMM
  * microkernel, and its variants that read A's rows as they are),
  * gemm_narrow_avx512.c (n <= 16, and A^T B with few rows),
- * gemm_winograd_avx512.c (Winograd CONV, CONV_DGRAD and CONV_WGRAD) and
- * gemm_wgrad_avx512.c (direct CONV_WGRAD). The width-generic vector
+ * gemm_winograd_avx512.c (Winograd CONV, CONV_DGRAD and CONV_WGRAD),
+ * gemm_wgrad_avx512.c (direct CONV_WGRAD) and gemm_dgrad_avx512.c
+ * (CONV_DGRAD with few channels, scattered). The width-generic vector
  * helpers are gemm_tmpl.h's at 16 lanes; here are the masked ones and the
  * 14 x 32 microkernel's k loop and store, inlined into each caller.
  * Include only from files compiled with -mavx512f.
@@ -31,6 +32,8 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
 				      void *scratch);
 void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
+				 void *scratch);
+void vtpu_gemm_step_avx512_dgrad(const struct vtpu_gemm_step *st,
 				 void *scratch);
 
 /*

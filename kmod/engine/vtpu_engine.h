@@ -97,6 +97,7 @@ struct vtpu_engine_gemm {
 	u32 tn;			/* A^T B with few rows: the _tn kernel */
 	u32 wg_nb;		/* direct CONV_WGRAD: blocks per tap row */
 	u32 wino;		/* Winograd: its 2 x 2 output tiles, or 0 */
+	u32 dgs;		/* CONV_DGRAD scattered from dy (gemm.c) */
 	/*
 	 * CONV, CONV_DGRAD, CONV_WGRAD: with @implicit, A is the im2col
 	 * matrix of the NHWC image at a over @win (as stored: m x k, or

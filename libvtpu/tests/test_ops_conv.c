@@ -748,6 +748,14 @@ static const uint32_t cv_shapes[][12] = {
 	{ 4, 12, 12, 6, 5, 5, 1, 1, 0, 0, 16,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
 	{ 2, 14, 13, 6, 5, 5, 1, 1, 2, 2, 7, VTPU_CONV_BIAS },
+	/*
+	 * CONV_DGRAD scattered from dy (AVX-512, c <= 16): pads of k - 1
+	 * (windows that barely touch the image), uneven pads, tiles of
+	 * several images and a short last one, steps within an image
+	 */
+	{ 20, 9, 9, 4, 3, 3, 1, 1, 2, 2, 5, 0 },
+	{ 3, 7, 10, 2, 3, 5, 1, 1, 0, 3, 9, VTPU_CONV_BIAS },
+	{ 2, 16, 16, 16, 5, 5, 1, 1, 0, 0, 256, 0 },
 };
 #define NCV (sizeof(cv_shapes) / sizeof(cv_shapes[0]))
 
