@@ -16,7 +16,10 @@
  *
  * A rep times a calibrated number of loops (about BP_REP_S seconds); the
  * peak is the best of BP_REPS reps, the machine at its least disturbed
- * (it is shared), so a step's share of it is never overstated.
+ * (it is shared), so a step's share of it is never overstated. The reps
+ * are short, shorter than a scheduler's time slice on a busy machine, so
+ * that some of them run undisturbed even there (with 50 ms reps, a load
+ * of two jobs per core measured one thread's peak at 40% of its own).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -28,8 +31,8 @@
 #include "vtpu.h"
 
 #define BP_ACC 12
-#define BP_REPS 5
-#define BP_REP_S 0.05
+#define BP_REPS 20
+#define BP_REP_S 0.005
 #define BP_INNER 64	/* loops of BP_ACC FMAs per counted iteration */
 
 /* Constants that keep the accumulators near 1: no overflow, no denormals. */

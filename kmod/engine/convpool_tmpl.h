@@ -687,6 +687,7 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 	struct cp_qpos qp;
 	u32 j, v, ky, q, k, i;
 	bool bias = !k0;
+	float *d;
 
 	cp_qpos_init(cp, 0, nq, &qp);
 	if (part) {
@@ -733,26 +734,31 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 							    cpv_splat(0.0f)) :
 						    cpv_splat(0.0f);
 		}
-		for (k = k0, ky = k0 / run, q = k0 % run; k < k1; k++) {
-			float *d = dw + (u64)(k - k0) * dws;
-			float pv[CP_NP];
+		/* taps [k0, k1): tap rows ky, a row's run of kw * c from q */
+		d = dw;
+		for (k = k0, ky = k0 / run, q = k0 % run; k < k1; ky++, q = 0) {
+			const float *row[CP_NP];
 
 #pragma GCC unroll 16
 			for (j = 0; j < CP_NP; j++)
-				pv[j] = src[j][ky * stride + q];
-#pragma GCC unroll 16
-			for (v = 0; v < nv; v++) {
-				CPV t = cpv_splat(pv[0]) * gj[0][v];
+				row[j] = src[j] + ky * stride;
+			for (; q < run && k < k1; q++, k++, d += dws) {
+				float pv[CP_NP];
 
 #pragma GCC unroll 16
-				for (j = 1; j < CP_NP; j++)
-					t += cpv_splat(pv[j]) * gj[j][v];
-				cpv_store(d + v * CP_VW,
-					  cpv_load(d + v * CP_VW) + t);
-			}
-			if (++q == run) {
-				q = 0;
-				ky++;
+				for (j = 0; j < CP_NP; j++)
+					pv[j] = row[j][q];
+#pragma GCC unroll 16
+				for (v = 0; v < nv; v++) {
+					CPV t = cpv_splat(pv[0]) * gj[0][v];
+
+#pragma GCC unroll 16
+					for (j = 1; j < CP_NP; j++)
+						t += cpv_splat(pv[j]) *
+						     gj[j][v];
+					cpv_store(d + v * CP_VW,
+						  cpv_load(d + v * CP_VW) + t);
+				}
 			}
 		}
 	}
