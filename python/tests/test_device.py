@@ -492,3 +492,169 @@ def test_repeat_with_strides(dev):
 def test_empty_command_buffer(dev):
     with pytest.raises(ValueError, match="empty"):
         dev.queue().submit(vtpu.CommandBuffer(dev))
+
+
+# ---- the training ops, against numpy ---------------------------------------
+
+def im2col_ref(x, win):
+    n, h, w, c = x.shape
+    oh, ow = win.out_shape
+    xp = np.pad(x, ((0, 0), (win.pad_h,) * 2, (win.pad_w,) * 2, (0, 0)))
+    cols = np.empty((n, oh, ow, win.kh, win.kw, c), np.float32)
+    for ky in range(win.kh):
+        for kx in range(win.kw):
+            cols[:, :, :, ky, kx] = xp[:, ky:ky + win.stride_h * oh:
+                                       win.stride_h,
+                                       kx:kx + win.stride_w * ow:
+                                       win.stride_w]
+    return cols.reshape(n * oh * ow, -1)
+
+
+def col2im_ref(cols, win):
+    oh, ow = win.out_shape
+    cols = cols.reshape(win.n, oh, ow, win.kh, win.kw, win.c)
+    xp = np.zeros((win.n, win.h + 2 * win.pad_h, win.w + 2 * win.pad_w,
+                   win.c), np.float64)
+    for ky in range(win.kh):
+        for kx in range(win.kw):
+            xp[:, ky:ky + win.stride_h * oh:win.stride_h,
+               kx:kx + win.stride_w * ow:win.stride_w] += cols[:, :, :, ky,
+                                                              kx]
+    return xp[:, win.pad_h:win.pad_h + win.h, win.pad_w:win.pad_w + win.w]
+
+
+def filled(dev, array):
+    buf = dev.buffer(array.shape, array.dtype)
+    buf.array[:] = array
+    return buf
+
+
+def test_im2col_col2im_conv_and_gradients(dev):
+    win = vtpu.Window(n=2, h=5, w=4, c=3, kh=3, kw=3, pad_h=1, pad_w=1)
+    oh, ow = win.out_shape
+    oc, k = 4, 3 * 3 * 3
+    x = filled(dev, rand((2, 5, 4, 3), 10))
+    w = filled(dev, rand((k, oc), 11))
+    bias = filled(dev, rand(oc, 12))
+    dy = filled(dev, rand((2, oh, ow, oc), 13))
+    cols = dev.buffer((2 * oh * ow, k))
+    back = dev.buffer(x.shape)
+    y, dx, dw = (dev.buffer(s) for s in (dy.shape, x.shape, w.shape))
+    cb = vtpu.CommandBuffer(dev)
+    cb.im2col(win, x, cols).col2im(win, cols, back)
+    cb.conv(win, x, w, y, bias=bias, relu=True)
+    cb.conv_dgrad(win, dy, w, dx).conv_wgrad(win, x, dy, dw)
+    run(dev, cb)
+    ref_cols = im2col_ref(x.array, win)
+    assert np.array_equal(cols.array, ref_cols)
+    assert np.allclose(back.array, col2im_ref(ref_cols, win), atol=1e-5)
+    want = np.maximum(ref_cols @ w.array + bias.array, 0)
+    assert np.allclose(y.array.reshape(-1, oc), want, atol=1e-4)
+    assert np.allclose(dw.array, ref_cols.T @ dy.array.reshape(-1, oc),
+                       atol=1e-4)
+    assert np.allclose(dx.array, col2im_ref(dy.array.reshape(-1, oc) @
+                                            w.array.T, win), atol=1e-4)
+
+
+def test_maxpool_and_grad(dev):
+    win = vtpu.Window(2, 4, 4, 3, 2, 2, 2, 2)
+    x = filled(dev, rand((2, 4, 4, 3), 20))
+    y, index = dev.buffer((2, 2, 2, 3)), dev.buffer((2, 2, 2, 3), "uint32")
+    dy = filled(dev, rand((2, 2, 2, 3), 21))
+    dx = dev.buffer(x.shape)
+    run(dev, vtpu.CommandBuffer(dev).maxpool(win, x, y, index)
+        .maxpool_grad(win, dy, index, dx))
+    want = x.array.reshape(2, 2, 2, 2, 2, 3).max(axis=(2, 4))
+    assert np.array_equal(y.array, want)
+    flat = x.array.reshape(2, 16, 3)
+    idx = index.array.reshape(2, 4, 3)
+    assert np.array_equal(np.take_along_axis(flat, idx, 1),
+                          y.array.reshape(2, 4, 3))
+    ref = np.zeros((2, 16, 3), np.float32)
+    for b in range(2):
+        for ch in range(3):
+            ref[b, idx[b, :, ch], ch] += dy.array.reshape(2, 4, 3)[b, :, ch]
+    assert np.array_equal(dx.array.reshape(2, 16, 3), ref)
+
+
+def test_conv_pool_and_wgrad(dev):
+    win = vtpu.Window(n=2, h=5, w=5, c=2, kh=3, kw=3, pad_h=1, pad_w=1)
+    oh, ow = win.out_shape
+    oc = 3
+    x = filled(dev, rand((2, 5, 5, 2), 30))
+    w = filled(dev, rand((18, oc), 31))
+    bias = filled(dev, rand(oc, 32))
+    ph = (oh - 2) // 2 + 1
+    y, index = dev.buffer((2, ph, ph, oc)), dev.buffer((2, ph, ph, oc),
+                                                        "uint8")
+    dy = filled(dev, rand((2, ph, ph, oc), 33))
+    dw, dbias = dev.buffer(w.shape), dev.buffer(oc)
+    run(dev, vtpu.CommandBuffer(dev)
+        .conv_pool(win, x, w, bias, y, index, pool=2, relu=True)
+        .conv_pool_wgrad(win, x, dy, index, dw, dbias, pool=(2, 2)))
+    cols = im2col_ref(x.array, win)
+    conv = (cols @ w.array + bias.array).reshape(2, oh, ow, oc)
+    pooled = conv[:, :2 * ph, :2 * ph].reshape(2, ph, 2, ph, 2, oc)
+    assert np.allclose(y.array, np.maximum(pooled.max(axis=(2, 4)), 0),
+                       atol=1e-4)
+    g = np.zeros_like(conv)
+    for b, py, px, o in np.ndindex(*index.array.shape):
+        r = index.array[b, py, px, o]
+        if r != lib.VTPU_CONV_NO_ROUTE:
+            g[b, 2 * py + r // 2, 2 * px + r % 2, o] += dy.array[b, py, px, o]
+    assert (index.array != lib.VTPU_CONV_NO_ROUTE).any()
+    assert np.allclose(dw.array, cols.T @ g.reshape(-1, oc), atol=1e-4)
+    assert np.allclose(dbias.array, g.reshape(-1, oc).sum(0), atol=1e-4)
+
+
+def test_optimizers(dev):
+    n = 32
+    p0, g0 = rand(n, 40), rand(n, 41)
+    p, g, mom = filled(dev, p0), filled(dev, g0), dev.buffer(n)
+    run(dev, vtpu.CommandBuffer(dev).sgd(p, g, mom, lr=0.1, momentum=0.9,
+                                         weight_decay=0.01))
+    step = g0 + 0.01 * p0               # the first step: b = g
+    assert np.allclose(mom.array, step, atol=1e-6)
+    assert np.allclose(p.array, p0 - 0.1 * step, atol=1e-6)
+
+    p, m, v, state = filled(dev, p0), dev.buffer(n), dev.buffer(n), \
+        dev.buffer(2)
+    run(dev, vtpu.CommandBuffer(dev).adam_step(state, beta1=0.8, beta2=0.9)
+        .adam(p, g, m, v, state, lr=0.01, beta1=0.8, beta2=0.9, eps=1e-6))
+    assert np.allclose(state.array, [0.2, 0.1])
+    mm, vv = 0.2 * g0, 0.1 * g0 * g0
+    want = p0 - (0.01 / 0.2) * mm / (np.sqrt(vv) / np.sqrt(0.1) + 1e-6)
+    assert np.allclose(m.array, mm, atol=1e-6)
+    assert np.allclose(v.array, vv, atol=1e-6)
+    assert np.allclose(p.array, want, atol=1e-5)
+
+
+def test_cast_and_dropout(dev):
+    n = 256
+    f = filled(dev, rand(n, 50) * 100)
+    bf, back = dev.buffer(n, "uint16"), dev.buffer(n)
+    u8 = filled(dev, np.arange(n, dtype=np.uint8))
+    scaled = dev.buffer(n)
+    run(dev, vtpu.CommandBuffer(dev).cast("f32_to_bf16", f, bf)
+        .cast("bf16_to_f32", bf, back)
+        .cast("u8_to_f32", u8, scaled, scale=0.5, shift=-1.0))
+    bits = f.array.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    assert np.array_equal(bf.array, rounded)
+    assert np.array_equal(back.array.view(np.uint32),
+                          bf.array.astype(np.uint32) << 16)
+    assert np.array_equal(scaled.array, np.arange(n) * 0.5 - 1.0)
+
+    x = filled(dev, rand(n, 51))
+    z, mask, stepno = dev.buffer(n), dev.buffer(n), dev.buffer(1)
+    masks = []
+    for s in (0.0, 0.0, 1.0):
+        stepno.array[0] = s
+        run(dev, vtpu.CommandBuffer(dev).dropout(x, z, mask, stepno,
+                                                 rate=0.5, seed=7))
+        assert set(np.unique(mask.array)) <= {0.0, 2.0}
+        assert np.array_equal(z.array, x.array * mask.array)
+        masks.append(mask.array.copy())
+    assert 0.3 < (masks[0] != 0).mean() < 0.7
+    assert np.array_equal(masks[0], masks[1])       # same step, same mask
+    assert not np.array_equal(masks[0], masks[2])   # next step, new mask

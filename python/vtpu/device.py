@@ -599,8 +599,10 @@ class Buffer:
             self._array = a
         return self._array
 
-    def __array__(self, dtype=None):
-        return self.array if dtype is None else self.array.astype(dtype)
+    def __array__(self, dtype=None, copy=None):
+        if copy or (dtype is not None and np.dtype(dtype) != self.dtype):
+            return np.array(self.array, dtype=dtype)
+        return self.array
 
     def export(self):
         """Share the buffer as a dma-buf (vtpu_bo_export()).
@@ -1011,9 +1013,9 @@ class CommandBuffer:
         self._emit("maxpool_grad", lib.vtpu_cmdbuf_maxpool_grad,
                    _window(window), r["dy"], r["index"], r["dx"])
 
-    def _conv(self, what, fn, window, oc, w, flags, **operands):
+    def _conv(self, what, fn, window, oc, weights, flags, **operands):
         if oc is None:
-            shape = self._shape2(w)
+            shape = self._shape2(weights)
             if not shape:
                 raise ValueError("%s: give oc (w is not a 2-D buffer)"
                                  % what)
@@ -1048,10 +1050,10 @@ class CommandBuffer:
                    lib.VTPU_CONV_ACCUMULATE if accumulate else 0,
                    x=x, w=dw, y=dy)
 
-    def _conv_pool(self, what, fn, window, pool, pool_stride, oc, w, flags,
-                   **operands):
+    def _conv_pool(self, what, fn, window, pool, pool_stride, oc, weights,
+                   flags, **operands):
         if oc is None:
-            shape = self._shape2(w)
+            shape = self._shape2(weights)
             if not shape:
                 raise ValueError("%s: give oc (w is not a 2-D buffer)"
                                  % what)
