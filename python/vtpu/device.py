@@ -33,6 +33,7 @@ reaches the library.
 """
 import errno as _errno
 import fcntl
+import functools
 import glob
 import math
 import os
@@ -678,15 +679,13 @@ def _name(table, value, what):
 def _command(method):
     """A builder: cffi's conversion errors (a negative or too large
     number, a wrong type) become ValueError naming the command."""
+    @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         try:
             method(self, *args, **kwargs)
         except (OverflowError, TypeError) as e:
             raise ValueError("%s: %s" % (method.__name__, e)) from None
         return self
-    wrapper.__name__ = method.__name__
-    wrapper.__qualname__ = method.__qualname__
-    wrapper.__doc__ = method.__doc__
     return wrapper
 
 
