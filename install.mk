@@ -7,6 +7,7 @@
 #                [BINDIR=$(PREFIX)/bin] [INCLUDEDIR=$(PREFIX)/include]
 #                [MANDIR=$(PREFIX)/share/man]
 #                [UDEVRULESDIR=/etc/udev/rules.d] [DKMS=1]
+#                [PYTHONDIR=(Debian's dist-packages for PREFIX)]
 #   make uninstall   (the same variables) removes exactly what install put
 #
 # Installing to / (no DESTDIR) also registers the module with DKMS (dkms
@@ -27,6 +28,17 @@ PKGLIBDIR := $(PREFIX)/lib/vtpu
 DKMS_SRCDIR := /usr/src/vtpu-$(VTPU_VERSION)
 # where DKMS keeps what it has added (dkms.conf's default)
 DKMS_TREE := /var/lib/dkms
+
+# the Python package (python/vtpu): where Debian's python3 looks, for
+# PREFIX=/usr its own dist-packages, else PREFIX's local one
+# (/usr/local/lib/python3.11/dist-packages); _config.py tells it LIBDIR
+PYTHON ?= /usr/bin/python3
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PY_VER)/dist-packages)
+PY_FILES := $(patsubst $(SRCTOP)/python/%,%,$(wildcard $(SRCTOP)/python/vtpu/*.py \
+	$(SRCTOP)/python/vtpu/*/*.py))
+PY_EXAMPLES := $(wildcard $(SRCTOP)/examples/python/*.py)
+EXAMPLESDIR := $(PREFIX)/share/vtpu/examples
 
 INSTALL ?= install
 
@@ -108,6 +120,16 @@ install-files: $(LIBVTPU) $(LIBVTPU_SO_LINKS) $(BUILD)/lib/vtpu.pc \
 	@$(INSTALL) -m 644 $(SRCTOP)/kmod/60-vtpu.rules $(D)$(UDEVRULESDIR)/
 	$(call say,INSTALL,$(D)$(DKMS_SRCDIR))set -e; for f in $(DKMS_FILES); do \
 	  $(INSTALL) -D -m 644 $(SRCTOP)/$$f $(D)$(DKMS_SRCDIR)/$$f; done
+ifneq ($(PY_VER),)
+	$(call say,INSTALL,$(D)$(PYTHONDIR)/vtpu)set -e; for f in $(PY_FILES); do \
+	  $(INSTALL) -D -m 644 $(SRCTOP)/python/$$f $(D)$(PYTHONDIR)/$$f; done
+	@printf '# SPDX-License-Identifier: MIT\n# written by make install\nLIBDIR = "%s"\n' \
+	  '$(LIBDIR)' >$(D)$(PYTHONDIR)/vtpu/_config.py
+	@$(INSTALL) -d $(D)$(EXAMPLESDIR)/python
+	@$(INSTALL) -m 644 $(PY_EXAMPLES) $(D)$(EXAMPLESDIR)/python/
+else
+	@echo "vtpu: no $(PYTHON): the Python package is not installed"
+endif
 
 uninstall:
 ifeq ($(DESTDIR),)
@@ -126,9 +148,9 @@ endif
 	  $(D)$(PKGLIBDIR)/vtpu-guest-lib.sh \
 	  $(addprefix $(D)$(MANDIR)/,$(MAN_PAGES)) \
 	  $(D)$(UDEVRULESDIR)/60-vtpu.rules
-	@rm -rf $(D)$(DKMS_SRCDIR)
+	@rm -rf $(D)$(DKMS_SRCDIR) $(D)$(PYTHONDIR)/vtpu $(D)$(EXAMPLESDIR)
 	@rmdir $(D)$(INCLUDEDIR)/vtpu/linux $(D)$(INCLUDEDIR)/vtpu \
-	  $(D)$(PKGLIBDIR) 2>/dev/null || true
+	  $(D)$(PKGLIBDIR) $(D)$(PREFIX)/share/vtpu 2>/dev/null || true
 ifeq ($(DESTDIR),)
 	@if command -v ldconfig >/dev/null; then ldconfig; fi
 	@if command -v udevadm >/dev/null; then \

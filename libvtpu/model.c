@@ -62,6 +62,7 @@ struct vtpu_model {
 	struct devset train; /* rewritten in a new order every epoch */
 	struct vtpu_rng rng;
 	struct vtpu_model_info info;
+	bool stop;	/* vtpu_model_stop(): fit() returns after this epoch */
 	char err[512];
 };
 
@@ -113,6 +114,22 @@ struct vtpu_model *vtpu_model_create(uint32_t h, uint32_t w, uint32_t c)
 struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m)
 {
 	return m->g;
+}
+
+int vtpu_model_set_output(struct vtpu_model *m, int node)
+{
+	if (m->compiled)
+		return fail(m, -EINVAL, "the model is compiled already");
+	if (node < 0 || node >= m->g->nnodes)
+		return fail(m, -EINVAL, "output %d: no such node (the graph has %d)",
+			    node, m->g->nnodes);
+	if (m->g->nodes[node].op != VG_DENSE ||
+	    m->g->nodes[node].act != VTPU_ACT_SOFTMAX)
+		return fail(m, -EINVAL,
+			    "output %d: the output must be a dense layer with softmax",
+			    node);
+	m->last = node;
+	return 0;
 }
 
 /* Layers go after the last one; nothing can follow a softmax. */
@@ -252,12 +269,10 @@ static void release_sets(struct vtpu_model *m)
 	devset_free(m, &m->train);
 }
 
-static void release(struct vtpu_model *m)
+static void release_progs(struct vtpu_model *m)
 {
 	int i;
 
-	if (!m->compiled)
-		return;
 	for (i = 0; i < MAX_PROGS; i++) {
 		if (!m->progs[i].used)
 			continue;
@@ -265,6 +280,13 @@ static void release(struct vtpu_model *m)
 		vg_bo_destroy(&m->rt, &m->progs[i].work);
 		m->progs[i].used = false;
 	}
+}
+
+static void release(struct vtpu_model *m)
+{
+	if (!m->compiled)
+		return;
+	release_progs(m);
 	release_sets(m);
 	vg_bo_destroy(&m->rt, &m->metrics);
 	vg_bo_destroy(&m->rt, &m->state);
@@ -348,6 +370,19 @@ static void init_weights(struct vtpu_model *m)
 	}
 }
 
+/* What the compiler made of the training step @e. */
+static void set_info(struct vtpu_model *m, const struct prog_entry *e)
+{
+	m->info.params = vtpu_graph_num_params(m->g);
+	m->info.commands = e->prog.commands;
+	m->info.stream_bytes = e->prog.cb.size;
+	m->info.state_bytes = m->sl.bytes;
+	m->info.work_bytes = e->prog.work_bytes;
+	m->info.naive_bytes = e->prog.naive_bytes;
+	m->info.compile_ms = e->prog.compile_ms;
+	snprintf(m->info.backend, sizeof(m->info.backend), "%s", m->rt.name);
+}
+
 int vtpu_model_compile(struct vtpu_model *m,
 		       const struct vtpu_compile_opts *opts)
 {
@@ -425,14 +460,143 @@ int vtpu_model_compile(struct vtpu_model *m,
 		release(m);
 		return ret;
 	}
-	m->info.params = vtpu_graph_num_params(m->g);
-	m->info.commands = e->prog.commands;
-	m->info.stream_bytes = e->prog.cb.size;
-	m->info.state_bytes = m->sl.bytes;
-	m->info.work_bytes = e->prog.work_bytes;
-	m->info.naive_bytes = e->prog.naive_bytes;
-	m->info.compile_ms = e->prog.compile_ms;
-	snprintf(m->info.backend, sizeof(m->info.backend), "%s", m->rt.name);
+	set_info(m, e);
+	return 0;
+}
+
+int vtpu_model_set_batch(struct vtpu_model *m, uint32_t batch)
+{
+	struct prog_entry *e;
+	int ret;
+
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	if (!batch)
+		return fail(m, -EINVAL, "batch 0");
+	e = get_prog(m, VG_PROG_TRAIN, batch, &ret);
+	if (!e)
+		return ret;
+	m->batch = batch;
+	set_info(m, e);
+	return 0;
+}
+
+int vtpu_model_set_input_scale(struct vtpu_model *m, float scale, float shift)
+{
+	float old_scale = m->g->input_scale, old_shift = m->g->input_shift;
+	struct prog_entry *e;
+	int ret;
+
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	if (!isfinite(scale) || !isfinite(shift) || scale == 0)
+		return fail(m, -EINVAL,
+			    "input scale %g and shift %g: must be finite, the scale not 0",
+			    scale, shift);
+	if (scale == old_scale && shift == old_shift)
+		return 0;
+	/* the transform is compiled into every program's first command */
+	release_progs(m);
+	m->g->input_scale = scale;
+	m->g->input_shift = shift;
+	e = get_prog(m, VG_PROG_TRAIN, m->batch, &ret);
+	if (!e) {
+		m->g->input_scale = old_scale;
+		m->g->input_shift = old_shift;
+		return ret;
+	}
+	set_info(m, e);
+	return 0;
+}
+
+void vtpu_model_stop(struct vtpu_model *m)
+{
+	__atomic_store_n(&m->stop, true, __ATOMIC_RELAXED);
+}
+
+/* ---- weights as arrays ---------------------------------------------------- */
+
+int vtpu_model_num_weights(const struct vtpu_model *m)
+{
+	return m->g->nparams;
+}
+
+int vtpu_model_weight_info(const struct vtpu_model *m, uint32_t i,
+			   struct vtpu_weight_info *wi)
+{
+	const struct vg_param *pr;
+	uint32_t d;
+
+	if (i >= (uint32_t)m->g->nparams)
+		return -EINVAL;
+	pr = &m->g->params[i];
+	memset(wi, 0, sizeof(*wi));
+	snprintf(wi->name, sizeof(wi->name), "%s", pr->name);
+	wi->ndim = pr->ndim;
+	for (d = 0; d < pr->ndim && d < 4; d++)
+		wi->shape[d] = (uint32_t)pr->dims[d];
+	wi->count = pr->count;
+	return 0;
+}
+
+/* Return: parameter @i's storage, or NULL after saying why. */
+static float *weights_of(struct vtpu_model *m, uint32_t i, uint64_t count,
+			 const struct vg_param **prp)
+{
+	const struct vg_param *pr;
+
+	if (!m->compiled) {
+		fail(m, -EINVAL, "the model is not compiled");
+		return NULL;
+	}
+	if (i >= (uint32_t)m->g->nparams) {
+		fail(m, -EINVAL, "weights %u: the model has %d tensors", i,
+		     m->g->nparams);
+		return NULL;
+	}
+	pr = &m->g->params[i];
+	if (count != pr->count) {
+		fail(m, -EINVAL, "%s: %llu values given, it has %llu",
+		     pr->name, (unsigned long long)count,
+		     (unsigned long long)pr->count);
+		return NULL;
+	}
+	*prp = pr;
+	return (float *)((char *)m->state.map + m->sl.params) + pr->offset;
+}
+
+int vtpu_model_get_weights(struct vtpu_model *m, uint32_t i, float *out,
+			   uint64_t count)
+{
+	const struct vg_param *pr;
+	float *w = weights_of(m, i, count, &pr);
+
+	if (!w)
+		return -EINVAL;
+	if (pr->panels)
+		vg_param_convert(pr, w, out, true);
+	else
+		memcpy(out, w, count * sizeof(float));
+	return 0;
+}
+
+int vtpu_model_set_weights(struct vtpu_model *m, uint32_t i, const float *in,
+			   uint64_t count)
+{
+	const struct vg_param *pr;
+	float *w = weights_of(m, i, count, &pr);
+	uint64_t j;
+
+	if (!w)
+		return -EINVAL;
+	for (j = 0; j < count; j++)
+		if (!isfinite(in[j]))
+			return fail(m, -EINVAL, "%s: value %llu is not finite",
+				    pr->name, (unsigned long long)j);
+	if (pr->panels)
+		vg_param_convert(pr, in, w, false);
+	else
+		memcpy(w, in, count * sizeof(float));
 	return 0;
 }
 
@@ -511,6 +675,21 @@ static void devset_fill(struct devset *s, const struct vtpu_dataset *ds,
 	}
 }
 
+/* Does @s hold exactly @ds's images and labels? */
+static bool devset_same(const struct devset *s, const struct vtpu_dataset *ds)
+{
+	const uint32_t *lab = s->labels.map;
+	uint32_t i;
+
+	if (memcmp(s->images.map, ds->images,
+		   (size_t)ds->n * vtpu_dataset_image_size(ds)))
+		return false;
+	for (i = 0; i < ds->n; i++)
+		if (lab[i] != (ds->labels ? ds->labels[i] : 0))
+			return false;
+	return true;
+}
+
 /* A read-only dataset's device copy, made once and kept. */
 static struct devset *get_set(struct vtpu_model *m,
 			      const struct vtpu_dataset *ds)
@@ -518,9 +697,19 @@ static struct devset *get_set(struct vtpu_model *m,
 	struct devset *s;
 	int i;
 
-	for (i = 0; i < MAX_SETS; i++)
-		if (m->sets[i].key == ds->images && m->sets[i].n == ds->n)
-			return &m->sets[i];
+	for (i = 0; i < MAX_SETS; i++) {
+		s = &m->sets[i];
+		if (s->key != ds->images || s->n != ds->n)
+			continue;
+		/*
+		 * The same address need not hold the same data: the caller
+		 * may have changed it, or freed it and allocated another set
+		 * there. Comparing costs less than one pass over the set.
+		 */
+		if (!devset_same(s, ds))
+			devset_fill(s, ds, NULL, NULL, NULL);
+		return s;
+	}
 	for (i = 0; i < MAX_SETS - 1 && m->sets[i].key; i++)
 		;
 	s = &m->sets[i];
@@ -750,7 +939,8 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 	const struct vtpu_augment *aug = NULL;
 	struct vtpu_progress *progress = NULL;
 	struct vtpu_epoch_stats st;
-	uint32_t *perm = NULL, epochs, e, total;
+	uint32_t *perm = NULL, epochs, e, total, val_freq = 1;
+	bool validate;
 	struct pass p;
 	double t0;
 	int ret;
@@ -776,6 +966,9 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 	if (opts->sz >= offsetof(struct vtpu_fit_opts, lr_schedule) +
 				sizeof(opts->lr_schedule))
 		lr_schedule = opts->lr_schedule;
+	if (opts->sz >= offsetof(struct vtpu_fit_opts, validation_freq) +
+				sizeof(opts->validation_freq))
+		val_freq = opts->validation_freq ?: 1;
 	if (opts->sz >= offsetof(struct vtpu_fit_opts, augment) +
 				sizeof(opts->augment) &&
 	    (opts->augment.flip || opts->augment.shift)) {
@@ -807,6 +1000,7 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		}
 	}
 
+	__atomic_store_n(&m->stop, false, __ATOMIC_RELAXED);
 	for (e = 1; e <= epochs; e++) {
 		if (lr_schedule) {
 			ret = vtpu_model_set_learning_rate(m,
@@ -836,7 +1030,9 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		st.acc = (double)p.correct / p.seen;
 		st.val_loss = NAN;
 		st.val_acc = NAN;
-		if (opts->validation) {
+		validate = opts->validation &&
+			   (e % val_freq == 0 || e == epochs);
+		if (validate) {
 			ret = vtpu_model_evaluate(m, opts->validation,
 						  &st.val_loss, &st.val_acc);
 			if (ret)
@@ -848,11 +1044,12 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 				{ "val_acc", st.val_acc },
 			};
 
-			vtpu_progress_end(progress, extra,
-					  opts->validation ? 2 : 0);
+			vtpu_progress_end(progress, extra, validate ? 2 : 0);
 		}
 		if (opts->on_epoch)
 			opts->on_epoch(opts->ctx, &st);
+		if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
+			break;
 	}
 	vtpu_progress_destroy(progress);
 	free(perm);

@@ -799,4 +799,268 @@ TEST(model_bad_inputs)
 	vtpu_dataset_free(&wrong);
 }
 
+/*
+ * Weights as arrays: a round trip through a dense kernel kept in panels
+ * (64 units) is exact, and a tiny model with weights set by hand predicts
+ * softmax(x * scale * W + b), computed here.
+ */
+TEST(weights_as_arrays)
+{
+	struct vtpu_model *m = quadrant_model_of(64), *t;
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 8, .seed = 5);
+	struct vtpu_weight_info wi;
+	float *a, *b, w[3 * 2], bias[2], probs[2], x[3] = { 10, 200, 7 };
+	uint8_t img[3] = { 10, 200, 7 };
+	double z[2], mx, sum;
+	uint32_t i, j;
+
+	EXPECT_EQ(-EINVAL, vtpu_model_get_weights(m, 0, w, 1));
+	TH_LOG("before compiling: %s", vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(4, vtpu_model_num_weights(m));
+	ASSERT_EQ(0, vtpu_model_weight_info(m, 0, &wi));
+	EXPECT_STREQ("dense/kernel", wi.name);
+	EXPECT_EQ(2, wi.ndim);
+	EXPECT_EQ(16, wi.shape[0]);
+	EXPECT_EQ(64, wi.shape[1]);
+	EXPECT_EQ(16 * 64, wi.count);
+	ASSERT_EQ(0, vtpu_model_weight_info(m, 3, &wi));
+	EXPECT_STREQ("dense_1/bias", wi.name);
+	EXPECT_EQ(-EINVAL, vtpu_model_weight_info(m, 4, &wi));
+
+	a = malloc(16 * 64 * sizeof(float));
+	b = malloc(16 * 64 * sizeof(float));
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	for (i = 0; i < 16 * 64; i++)
+		a[i] = (float)i / 1024;
+	ASSERT_EQ(0, vtpu_model_set_weights(m, 0, a, 16 * 64));
+	ASSERT_EQ(0, vtpu_model_get_weights(m, 0, b, 16 * 64));
+	EXPECT_EQ(0, memcmp(a, b, 16 * 64 * sizeof(float)));
+	/* bad calls change nothing */
+	EXPECT_EQ(-EINVAL, vtpu_model_set_weights(m, 0, a, 16 * 64 - 1));
+	TH_LOG("wrong count: %s", vtpu_model_error(m));
+	a[5] = NAN;
+	EXPECT_EQ(-EINVAL, vtpu_model_set_weights(m, 0, a, 16 * 64));
+	TH_LOG("NaN: %s", vtpu_model_error(m));
+	EXPECT_EQ(-EINVAL, vtpu_model_get_weights(m, 9, b, 1));
+	ASSERT_EQ(0, vtpu_model_get_weights(m, 0, b, 16 * 64));
+	EXPECT_EQ(0, b[5] != 5.0f / 1024);
+	free(a);
+	free(b);
+	vtpu_model_destroy(m);
+
+	t = vtpu_model_create(1, 1, 3);
+	ASSERT_EQ(0, vtpu_model_add_dense(t, 2, VTPU_ACT_SOFTMAX));
+	co.input_scale = 1 / 255.0f;
+	ASSERT_EQ(0, vtpu_model_compile(t, &co));
+	for (i = 0; i < 6; i++)
+		w[i] = (float)i / 3 - 1; /* [3, 2] row-major */
+	bias[0] = 0.25f;
+	bias[1] = -0.5f;
+	ASSERT_EQ(0, vtpu_model_set_weights(t, 0, w, 6));
+	ASSERT_EQ(0, vtpu_model_set_weights(t, 1, bias, 2));
+	ASSERT_EQ(0, vtpu_model_predict(t, img, 1, probs));
+	for (j = 0; j < 2; j++) {
+		z[j] = bias[j];
+		for (i = 0; i < 3; i++)
+			z[j] += x[i] * (1 / 255.0f) * w[i * 2 + j];
+	}
+	mx = fmax(z[0], z[1]);
+	sum = exp(z[0] - mx) + exp(z[1] - mx);
+	for (j = 0; j < 2; j++)
+		EXPECT_GT(1e-5, fabs(probs[j] - exp(z[j] - mx) / sum));
+	TH_LOG("predict %.5f %.5f, by hand %.5f %.5f", probs[0], probs[1],
+	       exp(z[0] - mx) / sum, exp(z[1] - mx) / sum);
+	vtpu_model_destroy(t);
+}
+
+/* A functional model: input -> d1 -> d2, d1 + d2 -> softmax. */
+TEST(functional_output_trains)
+{
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	struct vtpu_graph *g = vtpu_model_graph(m);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-2f);
+	VTPU_FIT_OPTS(fo, .epochs = 6);
+	int in, d1, d2, sum, out;
+	double loss, acc;
+
+	in = 0; /* the model's input is the graph's first node */
+	d1 = vtpu_graph_dense(g, in, 16, VTPU_ACT_RELU);
+	d2 = vtpu_graph_dense(g, d1, 16, VTPU_ACT_RELU);
+	sum = vtpu_graph_add(g, d1, d2);
+	out = vtpu_graph_dense(g, sum, 4, VTPU_ACT_SOFTMAX);
+	ASSERT_LE(0, out);
+	EXPECT_EQ(-EINVAL, vtpu_model_set_output(m, d2));
+	TH_LOG("not softmax: %s", vtpu_model_error(m));
+	EXPECT_EQ(-EINVAL, vtpu_model_set_output(m, out + 1));
+	TH_LOG("no such node: %s", vtpu_model_error(m));
+	EXPECT_EQ(-EINVAL, vtpu_model_set_output(m, -1));
+	ASSERT_EQ(0, vtpu_model_set_output(m, out));
+	quadrant_set(&train, 1000, 1);
+	quadrant_set(&test, 200, 2);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
+						      vtpu_model_error(m));
+	EXPECT_EQ(-EINVAL, vtpu_model_set_output(m, out));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &loss, &acc));
+	EXPECT_LT(0.9, acc);
+	TH_LOG("residual dense model: test accuracy %.3f, loss %.3f", acc,
+	       loss);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+static void save_weights(struct vtpu_model *m, float *out)
+{
+	struct vtpu_weight_info wi;
+	int i;
+
+	for (i = 0; i < vtpu_model_num_weights(m); i++) {
+		vtpu_model_weight_info(m, i, &wi);
+		vtpu_model_get_weights(m, i, out, wi.count);
+		out += wi.count;
+	}
+}
+
+/*
+ * A new batch size or input transform keeps the weights, and training on
+ * goes exactly as a model that had them from the start: batch 16 for one
+ * epoch then 32 for one equals a checkpoint of the first epoch loaded
+ * into a model compiled for 32 (weights and Adam's state both kept).
+ */
+TEST(batch_and_input_scale_keep_state)
+{
+	char path[] = "/tmp/vtpu-model-XXXXXX";
+	struct vtpu_dataset train;
+	struct vtpu_model *a = quadrant_model_of(32), *b = quadrant_model_of(32);
+	VTPU_COMPILE_OPTS(c16, .device = "cpu", .batch = 16, .seed = 5);
+	VTPU_COMPILE_OPTS(c32, .device = "cpu", .batch = 32, .seed = 5);
+	VTPU_FIT_OPTS(fo, .epochs = 1, .no_shuffle = true);
+	float wa[16 * 32 + 32 + 32 * 4 + 4], wb[16 * 32 + 32 + 32 * 4 + 4];
+	float pa[64 * 4], pb[64 * 4];
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	quadrant_set(&train, 256, 1);
+	ASSERT_EQ(0, vtpu_model_compile(a, &c16));
+	ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+	ASSERT_EQ(0, vtpu_model_save(a, path));
+	save_weights(a, wa);
+	EXPECT_EQ(-EINVAL, vtpu_model_set_batch(a, 0));
+	ASSERT_EQ(0, vtpu_model_set_batch(a, 32));
+	save_weights(a, wb);
+	EXPECT_EQ(0, memcmp(wa, wb, sizeof(wa)));
+	ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+
+	ASSERT_EQ(0, vtpu_model_compile(b, &c32));
+	ASSERT_EQ(0, vtpu_model_load(b, path));
+	ASSERT_EQ(0, vtpu_model_fit(b, &train, &fo));
+	save_weights(a, wa);
+	save_weights(b, wb);
+	EXPECT_EQ(0, memcmp(wa, wb, sizeof(wa)));
+
+	/* a new input transform: as if compiled with it, same weights */
+	EXPECT_EQ(-EINVAL, vtpu_model_set_input_scale(a, 0, 0));
+	EXPECT_EQ(-EINVAL, vtpu_model_set_input_scale(a, NAN, 0));
+	TH_LOG("NaN scale: %s", vtpu_model_error(a));
+	ASSERT_EQ(0, vtpu_model_set_input_scale(a, 1 / 128.0f, -1));
+	save_weights(a, wa);
+	EXPECT_EQ(0, memcmp(wa, wb, sizeof(wa)));
+	c32.input_scale = 1 / 128.0f;
+	c32.input_shift = -1;
+	ASSERT_EQ(0, vtpu_model_save(a, path));
+	ASSERT_EQ(0, vtpu_model_compile(b, &c32));
+	ASSERT_EQ(0, vtpu_model_load(b, path));
+	ASSERT_EQ(0, vtpu_model_predict(a, train.images, 64, pa));
+	ASSERT_EQ(0, vtpu_model_predict(b, train.images, 64, pb));
+	EXPECT_EQ(0, memcmp(pa, pb, sizeof(pa)));
+	unlink(path);
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
+	vtpu_dataset_free(&train);
+}
+
+struct stop_ctx {
+	struct vtpu_model *m;
+	uint32_t calls, stop_after;
+	double val_loss[4];
+};
+
+static void stop_epoch(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	struct stop_ctx *c = ctx;
+
+	c->val_loss[c->calls++] = st->val_loss;
+	if (c->calls == c->stop_after)
+		vtpu_model_stop(c->m);
+}
+
+/* vtpu_model_stop() ends fit() after the epoch; validation_freq. */
+TEST(fit_stops_and_validates_every_nth)
+{
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = quadrant_model_of(16);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5);
+	struct stop_ctx c = { .m = m, .stop_after = 2 };
+	VTPU_FIT_OPTS(fo, .epochs = 4, .on_epoch = stop_epoch, .ctx = &c,
+		      .validation = &test, .validation_freq = 2);
+
+	quadrant_set(&train, 128, 1);
+	quadrant_set(&test, 64, 2);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	EXPECT_EQ(2, c.calls);
+	EXPECT_TRUE(isnan(c.val_loss[0]));
+	EXPECT_FALSE(isnan(c.val_loss[1]));
+	/* the next fit starts afresh; the last epoch (3) validates too */
+	c.calls = 0;
+	c.stop_after = 0;
+	fo.epochs = 3;
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	EXPECT_EQ(3, c.calls);
+	EXPECT_TRUE(isnan(c.val_loss[0]));
+	EXPECT_FALSE(isnan(c.val_loss[1]));
+	EXPECT_FALSE(isnan(c.val_loss[2]));
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+/*
+ * The device copy of an evaluation set is kept between calls, keyed by the
+ * host array's address: changed contents at the same address are seen.
+ */
+TEST(evaluate_sees_changed_data)
+{
+	struct vtpu_dataset test, copy;
+	struct vtpu_model *m = quadrant_model_of(16);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5);
+	double l1, a1, l2, a2, l3, a3;
+	uint32_t i;
+
+	quadrant_set(&test, 64, 2);
+	quadrant_set(&copy, 64, 2);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l1, &a1));
+	for (i = 0; i < test.n; i++) {
+		test.labels[i] = (test.labels[i] + 1) % 4;
+		copy.labels[i] = test.labels[i];
+		test.images[i * 16] ^= 0xff;
+		copy.images[i * 16] = test.images[i * 16];
+	}
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l2, &a2));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &copy, &l3, &a3));
+	EXPECT_NE(l1, l2);
+	EXPECT_EQ(l3, l2);
+	EXPECT_EQ(a3, a2);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&test);
+	vtpu_dataset_free(&copy);
+}
+
 TEST_HARNESS_MAIN
