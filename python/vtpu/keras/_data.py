@@ -209,8 +209,8 @@ def convert(a, t, what, out=None):
             k = np.argwhere(bad)[0]
             idx = (i + int(k[0]),) + tuple(int(d) for d in k[1:])
             raise NotImageData(
-                "%s[%s] = %r is not an 8-bit pixel value under the model's "
-                "input transform, %s: float input must be 8-bit image data "
+                "%s[%s] = %r is not an 8-bit pixel value under the input "
+                "transform %s: float input must be 8-bit image data "
                 "(pixel * scale + shift for pixels 0..255, the same for all "
                 "data a model sees), because libvtpu's device reads 8-bit "
                 "images and scales them in the compiled program"
