@@ -879,6 +879,30 @@ def test_callback_exceptions_propagate_and_stop_training(quad):
     assert h.epoch == [0, 1]
 
 
+def test_callbacks_may_evaluate_and_predict_but_not_fit(quad):
+    (x, y), (xv, yv) = quad
+    seen = []
+
+    class Eval(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append((self.model.evaluate(xv, yv, verbose=0),
+                         self.model.predict(xv, verbose=0).argmax(1)))
+
+    model = compiled()
+    h = model.fit(x, y, epochs=2, verbose=0, validation_data=(xv, yv),
+                  callbacks=[Eval()])
+    assert [s[0][0] for s in seen] == h.history["val_loss"]
+    assert abs(float((seen[1][1] == yv).mean()) -
+               h.history["val_accuracy"][1]) < 1e-9
+
+    class Refit(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.fit(x, y, verbose=0)
+
+    with pytest.raises(RuntimeError, match="being trained"):
+        model.fit(x, y, epochs=2, verbose=0, callbacks=[Refit()])
+
+
 def test_per_batch_callbacks_are_refused(quad):
     (x, y), _ = quad
 

@@ -122,6 +122,7 @@ class Model:
         self.loss = None
         self.stop_training = False
         self.history = None
+        self._fitting = False
 
     @staticmethod
     def _one(t, what):
@@ -481,6 +482,9 @@ class Model:
                                  "'openblas'" % (gemm,))
             gemm = g
         cfg = _Compiled(opt, lossinfo, names, device, seed, threads, gemm)
+        if self._fitting:
+            raise RuntimeError("compile: the model is being trained (called "
+                               "from a callback?)")
         if self._input is not None:
             self._plan(cfg.from_logits)     # raise now, as Keras would
         if self._c is not None:
@@ -526,6 +530,9 @@ class Model:
         """Train for @epochs on numpy arrays (see vtpu.keras._data for the
         input rules); returns a History."""
         self._need_compiled("fit")
+        if self._fitting:
+            raise RuntimeError("fit: the model is being trained already "
+                               "(fit called from a callback?)")
         where = "fit"
         batch = 32 if batch_size is None else check_int(
             batch_size, "batch_size", 1, where="fit: ")
@@ -645,9 +652,11 @@ class Model:
             run.out = out
         else:
             run.own_lines = verbose > 0
+        self._fitting = True
         try:
             ret = cm.fit(train_ds, fo)
         finally:
+            self._fitting = False
             if out is not None:
                 out.close()
             sys.stdout.flush()
