@@ -151,10 +151,14 @@ class Layer:
             raise ValueError("%strainable=%r is not supported: libvtpu "
                              "trains every layer's weights" % (where,
                                                                trainable))
-        if dtype not in (None, "float32", np.float32) and \
-                np.dtype(dtype) != np.float32:
-            raise ValueError("%sdtype=%r is not supported: libvtpu computes "
-                             "in float32" % (where, dtype))
+        if dtype is not None:
+            try:
+                ok = np.dtype(dtype) == np.float32
+            except TypeError:
+                ok = False
+            if not ok:
+                raise ValueError("%sdtype=%r is not supported: libvtpu "
+                                 "computes in float32" % (where, dtype))
         if name is not None and (not isinstance(name, str) or not name or
                                  "/" in name):
             raise ValueError("%sname=%r must be a non-empty string without "

@@ -610,6 +610,9 @@ class Model:
             images = (images[0][:at], images[1])
             labels = labels[:at]
             n = at
+        # a batch larger than the data set is one batch of all of it (as
+        # Keras); compiled for that, not for the larger size
+        batch = min(batch, n)
         cm = self._ensure_c(batch, t, "fit")
         classes = self._classes()
         train_ds = dataset(images, labels, classes)
