@@ -474,14 +474,17 @@ def test_uint8_images_are_used_in_place(quad):
 
 @pytest.mark.parametrize("kind", ["raw", "unit", "unit64", "std", "halves",
                                   "int64", "sparse_values"])
-def test_float_images_are_8bit_pixels_scaled(kind):
+def test_float_images_are_8bit_pixels_scaled(kind, monkeypatch):
+    # a sample of a few images: one that can miss values, so that the
+    # conversion must look at all of them
+    monkeypatch.setattr(_data, "SAMPLE", 100)
     rng = np.random.default_rng(7)
     px = rng.integers(0, 256, (500, 6, 6, 1)).astype(np.uint8)
     if kind == "sparse_values":
         # values the sample is unlikely to hold all of: only 3 images use
         # odd pixel values
         px &= 0xFE
-        px[[17, 250, 499]] |= 1
+        px[[17, 250]] |= 1
     f = px.astype(np.float32)
     data, scale, shift = {
         "raw": (f, 1, 0),
@@ -490,18 +493,23 @@ def test_float_images_are_8bit_pixels_scaled(kind):
         "std": ((f / 255.0 - 0.3) / 0.25, None, None),
         "halves": (f / 2.0 - 1.0, 0.5, -1.0),
         "int64": (px.astype(np.int64), 1, 0),
-        "sparse_values": (f / 255.0, np.float32(1) / np.float32(255), 0),
+        "sparse_values": ((f / 255.0 - 0.3) / 0.25, None, None),
     }[kind]
+    full = []
+    real = _data._all_values
+    monkeypatch.setattr(_data, "_all_values",
+                        lambda *a: full.append(1) or real(*a))
     arr, t = _data.images(data, (6, 6, 1), "x")
     assert arr.dtype == np.uint8 and arr.flags.c_contiguous
+    assert bool(full) == (kind == "sparse_values")
     if scale is not None:
         assert t == (np.float32(scale), np.float32(shift))
     # what the compiled program feeds the model is the data, within float
     # tolerance
     back = arr.astype(np.float32) * t[0] + t[1]
     np.testing.assert_allclose(back, data, rtol=1e-6, atol=1e-6)
-    if kind != "std":
-        assert np.array_equal(arr, px)
+    assert np.array_equal(arr.astype(int) - arr.min(),
+                          px.astype(int) - px.min())
 
 
 @pytest.mark.parametrize("data,match", [
