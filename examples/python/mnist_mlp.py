@@ -12,8 +12,6 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
 try:
     import vtpu.keras as keras
 except ImportError:  # run from a checkout: its python/ directory

@@ -15,7 +15,6 @@ starts the optimizer afresh, as Keras does.
 The steps of an epoch run inside libvtpu: Python adds no per-step cost.
 """
 import errno
-import numbers
 import os
 import sys
 import time
@@ -27,7 +26,7 @@ from . import backend, callbacks as cbmod, losses, metrics as mmod, \
     optimizers
 from . import _data
 from ._cmodel import CModel, StdoutFile, c_error, dataset, progress_line
-from ._util import UINT32_MAX, check_float, check_int
+from ._util import check_float, check_int
 from .layers import Dense, InputLayer, KerasTensor, Layer, c_shape, \
     _shape_str
 
