@@ -224,7 +224,26 @@ def _shape_nbytes(shape, dtype, nbytes):
     return shape, dtype, math.prod(shape) * dtype.itemsize, True
 
 
-class Device:
+class _Closable:
+    """What Device, Buffer, Fence and Queue share: a context manager that
+    closes them, and a repr that says when they are closed."""
+
+    def _describe(self):
+        """The repr's words: the class and what it names."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return "<vtpu.%s%s>" % (self._describe(),
+                                " closed" if self.closed else "")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Device(_Closable):
     """A vtpu device, or the cpu backend.
 
     Parameters
@@ -283,15 +302,8 @@ class Device:
         self._close = weakref.finalize(self, self._core.close)
         self._cpu_queues = 0
 
-    def __repr__(self):
-        return "<vtpu.Device %s%s>" % (self.path,
-                                       " closed" if self.closed else "")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _describe(self):
+        return "Device %s" % self.path
 
     @property
     def closed(self):
@@ -514,7 +526,7 @@ class Device:
         return Queue(self, priority, timeout_ms, in_fence_timeout_ms)
 
 
-class Buffer:
+class Buffer(_Closable):
     """A device buffer mapped into this process (see Device.buffer).
 
     Attributes
@@ -552,16 +564,9 @@ class Buffer:
             core.ref(bo.handle)
             self._release = weakref.finalize(self, core.unref, bo.handle)
 
-    def __repr__(self):
-        return "<vtpu.Buffer %s %s on %s%s>" % (
-            self.shape, self.dtype, self.device.path,
-            " closed" if self.closed else "")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _describe(self):
+        return "Buffer %s %s on %s" % (self.shape, self.dtype,
+                                       self.device.path)
 
     @property
     def closed(self):
@@ -1166,7 +1171,7 @@ class CommandBuffer:
                          + text, **fields)
 
 
-class Fence:
+class Fence(_Closable):
     """A sync_file: signals when its job ends.
 
     Parameters
@@ -1191,15 +1196,8 @@ class Fence:
         """A fence already signalled (the cpu backend's jobs)."""
         return cls(os.eventfd(1, os.EFD_CLOEXEC), _signalled=True)
 
-    def __repr__(self):
-        return "<vtpu.Fence fd %d%s>" % (self._fd,
-                                          " closed" if self.closed else "")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _describe(self):
+        return "Fence fd %d" % self._fd
 
     @property
     def closed(self):
@@ -1255,7 +1253,7 @@ class Fence:
         return True
 
 
-class Queue:
+class Queue(_Closable):
     """A queue of jobs on a device (see Device.queue).
 
     Attributes
@@ -1289,15 +1287,8 @@ class Queue:
         self.id = qid[0]
         self._destroy = weakref.finalize(self, core.destroy_queue, self.id)
 
-    def __repr__(self):
-        return "<vtpu.Queue %d on %s%s>" % (
-            self.id, self.device.path, " closed" if self.closed else "")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _describe(self):
+        return "Queue %d on %s" % (self.id, self.device.path)
 
     @property
     def closed(self):
