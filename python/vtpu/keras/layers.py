@@ -133,6 +133,41 @@ _NO_REGULARIZERS = ("kernel_regularizer", "bias_regularizer",
                     "bias_constraint")
 
 
+def _check_weight_args(args, where, layer):
+    """Refuse the weight arguments of Dense and Conv2D (@args: their
+    locals()) that libvtpu's @layer does not take: no bias, other
+    initializers, regularizers, constraints."""
+    if args["use_bias"] is not True:
+        raise ValueError("%suse_bias=%r is not supported: libvtpu's %s "
+                         "always has a bias (set it to zeros with "
+                         "set_weights())" % (where, args["use_bias"], layer))
+    _initializer(args["kernel_initializer"], "kernel_initializer",
+                 ("glorotuniform",), where, "kernels glorot-uniform")
+    _initializer(args["bias_initializer"], "bias_initializer", ("zeros",),
+                 where, "biases to zeros")
+    for k in _NO_REGULARIZERS:
+        if args[k] is not None:
+            raise ValueError("%s%s=%r is not supported: libvtpu's training "
+                             "step has no regularizers or constraints"
+                             % (where, k, args[k]))
+
+
+def _channels_last(data_format, where):
+    if data_format not in (None, "channels_last"):
+        raise ValueError("%sdata_format=%r is not supported: libvtpu's "
+                         "images are channels_last (NHWC)"
+                         % (where, data_format))
+
+
+def _image_input(shapes, where, layer):
+    """The (height, width, channels) input of @layer, which takes images."""
+    (s,) = shapes
+    if len(s) != 3:
+        raise ValueError("%sinput of shape %s: %s takes images "
+                         "(batch, height, width, channels)"
+                         % (where, _shape_str((None,) + s), layer))
+    return s
+
 class Layer:
     """The base of vtpu.keras' layers. Custom subclasses cannot be compiled
     (libvtpu runs its own graph, not Python code)."""
@@ -411,20 +446,7 @@ class Dense(Layer):
         where = "Dense: "
         self.units = check_int(units, "units", 1, MAX_NODE, where=where)
         self.activation = activations.get(activation, where=where)
-        if use_bias is not True:
-            raise ValueError("%suse_bias=%r is not supported: libvtpu's "
-                             "dense layer always has a bias (set it to zeros "
-                             "with set_weights())" % (where, use_bias))
-        _initializer(kernel_initializer, "kernel_initializer",
-                     ("glorotuniform",), where, "kernels glorot-uniform")
-        _initializer(bias_initializer, "bias_initializer", ("zeros",), where,
-                     "biases to zeros")
-        loc = locals()
-        for k in _NO_REGULARIZERS:
-            if loc[k] is not None:
-                raise ValueError("%s%s=%r is not supported: libvtpu's "
-                                 "training step has no regularizers or "
-                                 "constraints" % (where, k, loc[k]))
+        _check_weight_args(locals(), where, "dense layer")
         super().__init__(**kwargs)
 
     def _output_shape(self, shapes):
@@ -489,10 +511,7 @@ class Conv2D(Layer):
                              % (where, strides))
         self.padding = check_choice(padding, "padding", ("valid", "same"),
                                     where)
-        if data_format not in (None, "channels_last"):
-            raise ValueError("%sdata_format=%r is not supported: libvtpu's "
-                             "images are channels_last (NHWC)"
-                             % (where, data_format))
+        _channels_last(data_format, where)
         if check_pair(dilation_rate, "dilation_rate", where) != (1, 1):
             raise ValueError("%sdilation_rate=%r is not supported: libvtpu's "
                              "convolution is not dilated"
@@ -505,28 +524,11 @@ class Conv2D(Layer):
             raise ValueError("%sactivation='softmax' is not supported: "
                              "libvtpu computes softmax only in the last "
                              "Dense layer, fused with the loss" % where)
-        if use_bias is not True:
-            raise ValueError("%suse_bias=%r is not supported: libvtpu's "
-                             "convolution always has a bias (set it to "
-                             "zeros with set_weights())" % (where, use_bias))
-        _initializer(kernel_initializer, "kernel_initializer",
-                     ("glorotuniform",), where, "kernels glorot-uniform")
-        _initializer(bias_initializer, "bias_initializer", ("zeros",), where,
-                     "biases to zeros")
-        loc = locals()
-        for k in _NO_REGULARIZERS:
-            if loc[k] is not None:
-                raise ValueError("%s%s=%r is not supported: libvtpu's "
-                                 "training step has no regularizers or "
-                                 "constraints" % (where, k, loc[k]))
+        _check_weight_args(locals(), where, "convolution")
         super().__init__(**kwargs)
 
     def _output_shape(self, shapes):
-        (s,) = shapes
-        if len(s) != 3:
-            raise ValueError("%sinput of shape %s: Conv2D takes images "
-                             "(batch, height, width, channels)"
-                             % (self._where, _shape_str((None,) + s)))
+        s = _image_input(shapes, self._where, "Conv2D")
         out = []
         stride = self.strides[0]
         for size, k, axis in ((s[0], self.kernel_size[0], "height"),
@@ -604,18 +606,11 @@ class MaxPooling2D(Layer):
                              "pooling drops the rows and columns a window "
                              "does not cover (padding='valid')"
                              % (where, padding))
-        if data_format not in (None, "channels_last"):
-            raise ValueError("%sdata_format=%r is not supported: libvtpu's "
-                             "images are channels_last (NHWC)"
-                             % (where, data_format))
+        _channels_last(data_format, where)
         super().__init__(**kwargs)
 
     def _output_shape(self, shapes):
-        (s,) = shapes
-        if len(s) != 3:
-            raise ValueError("%sinput of shape %s: MaxPooling2D takes images "
-                             "(batch, height, width, channels)"
-                             % (self._where, _shape_str((None,) + s)))
+        s = _image_input(shapes, self._where, "MaxPooling2D")
         kh, kw = self.pool_size
         if s[0] < kh or s[1] < kw:
             raise ValueError("%spool_size=%r is larger than the input's "
