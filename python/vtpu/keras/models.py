@@ -63,6 +63,25 @@ def _reject_args(where, **kw):
                          % (where, name, value, why))
 
 
+def _for_generators(max_queue_size, workers, use_multiprocessing):
+    """_reject_args() entries for Keras' arguments for generators."""
+    return dict(max_queue_size=(max_queue_size, 10, "for generators"),
+                workers=(workers, 1, "for generators"),
+                use_multiprocessing=(use_multiprocessing, False,
+                                     "for generators"))
+
+def _pass_args(what, batch_size, verbose, generators, **rejected):
+    """(batch_size, verbose) of evaluate or predict (@what), checked, and
+    the arguments it cannot honour refused: @rejected (as _reject_args
+    takes them), then @generators (max_queue_size, workers,
+    use_multiprocessing)."""
+    if batch_size is not None:
+        batch_size = check_int(batch_size, "batch_size", 1,
+                               where=what + ": ")
+    verbose = _verbose(verbose)
+    _reject_args(what, **rejected, **_for_generators(*generators))
+    return batch_size, verbose
+
 def _fmt(v):
     return ("%.4e" if 0 < abs(v) <= 1e-3 else "%.4f") % v
 
@@ -566,10 +585,7 @@ class Model:
                                    "validation runs at the training batch "
                                    "size (the results do not depend on "
                                    "it)"),
-            max_queue_size=(max_queue_size, 10, "for generators"),
-            workers=(workers, 1, "for generators"),
-            use_multiprocessing=(use_multiprocessing, False,
-                                 "for generators"))
+            **_for_generators(max_queue_size, workers, use_multiprocessing))
         split = check_float(validation_split, "validation_split", 0.0, 1.0,
                             max_open=True, where="fit: ")
         cbs = cbmod.check(callbacks)
@@ -683,20 +699,13 @@ class Model:
         the model's current batch size is used unless this call compiles
         it."""
         self._need_compiled("evaluate")
-        if batch_size is not None:
-            batch_size = check_int(batch_size, "batch_size", 1,
-                                   where="evaluate: ")
-        verbose = _verbose(verbose)
-        _reject_args(
-            "evaluate",
+        batch_size, verbose = _pass_args(
+            "evaluate", batch_size, verbose,
+            (max_queue_size, workers, use_multiprocessing),
             sample_weight=(sample_weight, None,
                            "libvtpu's loss weighs every example alike"),
             steps=(steps, None, "evaluate covers the whole set"),
-            callbacks=(callbacks, None, "evaluate runs inside libvtpu"),
-            max_queue_size=(max_queue_size, 10, "for generators"),
-            workers=(workers, 1, "for generators"),
-            use_multiprocessing=(use_multiprocessing, False,
-                                 "for generators"))
+            callbacks=(callbacks, None, "evaluate runs inside libvtpu"))
         if x is None or y is None:
             raise ValueError("evaluate: x and y are required (numpy arrays)")
         images, t = self._images(x, "x", fixed=True)
@@ -710,11 +719,7 @@ class Model:
         names = self._compiled.metric_names
         logs = [("loss", loss)] + [(k, acc) for k in names]
         if verbose:
-            n = images[0].shape[0]
-            total = -(-n // self._c_batch)
-            sys.stdout.write(progress_line(total, total, elapsed, logs) +
-                             "\n")
-            sys.stdout.flush()
+            self._print_pass(images[0].shape[0], elapsed, logs)
         if return_dict:
             return dict(logs)
         return loss if not names else [v for _, v in logs]
@@ -727,33 +732,29 @@ class Model:
         softmax in the output layer, so the logits themselves are lost, but
         their log-softmax (the logits minus a per-example constant: the
         same argmax, softmax and loss) is not."""
-        if batch_size is not None:
-            batch_size = check_int(batch_size, "batch_size", 1,
-                                   where="predict: ")
-        verbose = _verbose(verbose)
-        _reject_args(
-            "predict",
+        batch_size, verbose = _pass_args(
+            "predict", batch_size, verbose,
+            (max_queue_size, workers, use_multiprocessing),
             steps=(steps, None, "predict covers the whole array"),
-            callbacks=(callbacks, None, "predict runs inside libvtpu"),
-            max_queue_size=(max_queue_size, 10, "for generators"),
-            workers=(workers, 1, "for generators"),
-            use_multiprocessing=(use_multiprocessing, False,
-                                 "for generators"))
+            callbacks=(callbacks, None, "predict runs inside libvtpu"))
         images, t = self._images(x, "x", fixed=True)
         cm = self._ensure_c(None if self._c is not None else
                             (batch_size or 32), t, "predict")
         t0 = time.monotonic()
         probs = cm.predict(images[0], self._classes())
         if verbose:
-            n = images[0].shape[0]
-            total = -(-n // self._c_batch)
-            sys.stdout.write(progress_line(total, total,
-                                           time.monotonic() - t0, []) + "\n")
-            sys.stdout.flush()
+            self._print_pass(images[0].shape[0], time.monotonic() - t0, [])
         if self._from_logits():
             np.maximum(probs, np.finfo(np.float32).tiny, out=probs)
             np.log(probs, out=probs)
         return probs
+
+    def _print_pass(self, n, elapsed, logs):
+        """evaluate's and predict's progress line: one pass over @n
+        examples, done."""
+        total = -(-n // self._c_batch)
+        sys.stdout.write(progress_line(total, total, elapsed, logs) + "\n")
+        sys.stdout.flush()
 
     def predict_on_batch(self, x):
         return self.predict(x, verbose=0)
