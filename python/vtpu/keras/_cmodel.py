@@ -33,6 +33,10 @@ def c_error(ret, msg):
     return OSError(e, "%s (%s)" % (msg, os.strerror(e)))
 
 
+def _floats(a):
+    """A float * to the data of @a, a C-contiguous float32 array."""
+    return ffi.cast("float *", ffi.from_buffer(a))
+
 def dataset(images, labels, classes):
     """A struct vtpu_dataset over numpy arrays (no copy): @images uint8
     C-contiguous (n, ...) with its (h, w, c), @labels uint8 (n,) or None.
@@ -149,16 +153,14 @@ class CModel:
 
     def get_weight(self, i, shape):
         a = np.empty(shape, dtype=np.float32)
-        self.check(lib.vtpu_model_get_weights(
-            self.p, i, ffi.cast("float *", ffi.from_buffer(a)), a.size),
-            "get_weights")
+        self.check(lib.vtpu_model_get_weights(self.p, i, _floats(a), a.size),
+                   "get_weights")
         return a
 
     def set_weight(self, i, a):
         a = np.ascontiguousarray(a, dtype=np.float32)
-        self.check(lib.vtpu_model_set_weights(
-            self.p, i, ffi.cast("float *", ffi.from_buffer(a)), a.size),
-            "set_weights")
+        self.check(lib.vtpu_model_set_weights(self.p, i, _floats(a), a.size),
+                   "set_weights")
 
     def fit(self, train, fo):
         return lib.vtpu_model_fit(self.p, train, fo)
@@ -175,7 +177,7 @@ class CModel:
         probs = np.empty((n, classes), dtype=np.float32)
         self.check(lib.vtpu_model_predict(
             self.p, ffi.cast("uint8_t *", ffi.from_buffer(images)), n,
-            ffi.cast("float *", ffi.from_buffer(probs))), "predict")
+            _floats(probs)), "predict")
         return probs
 
     def save(self, path):
