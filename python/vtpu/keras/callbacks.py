@@ -28,6 +28,14 @@ BATCH_METHODS = (
 )
 
 
+def _resolve_mode(mode, monitor):
+    """mode 'auto' as Keras resolves it: 'max' for an accuracy, else
+    'min'."""
+    if mode == "auto":
+        return "max" if "acc" in monitor and "loss" not in monitor else "min"
+    return mode
+
+
 class Callback:
     """Base class: override the epoch and train methods."""
 
@@ -54,29 +62,13 @@ class Callback:
         pass
 
     # never called: fit() refuses callbacks that override these
-    def on_batch_begin(self, batch, logs=None):
+    def _batch_method(self, batch, logs=None):
         pass
 
-    def on_batch_end(self, batch, logs=None):
-        pass
-
-    def on_train_batch_begin(self, batch, logs=None):
-        pass
-
-    def on_train_batch_end(self, batch, logs=None):
-        pass
-
-    def on_test_batch_begin(self, batch, logs=None):
-        pass
-
-    def on_test_batch_end(self, batch, logs=None):
-        pass
-
-    def on_predict_batch_begin(self, batch, logs=None):
-        pass
-
-    def on_predict_batch_end(self, batch, logs=None):
-        pass
+    on_batch_begin = on_batch_end = _batch_method
+    on_train_batch_begin = on_train_batch_end = _batch_method
+    on_test_batch_begin = on_test_batch_end = _batch_method
+    on_predict_batch_begin = on_predict_batch_end = _batch_method
 
 
 def per_batch(cb):
@@ -193,9 +185,7 @@ class EarlyStopping(Callback):
         self.baseline = baseline
         self.restore_best_weights = bool(restore_best_weights)
         self.start_from_epoch = int(start_from_epoch)
-        if mode == "auto":
-            mode = "max" if "acc" in monitor and "loss" not in monitor \
-                else "min"
+        mode = _resolve_mode(mode, monitor)
         self.mode = mode
         self.stopped_epoch = 0
 
@@ -294,9 +284,7 @@ class ModelCheckpoint(Callback):
         self.monitor = monitor
         self.verbose = verbose
         self.save_best_only = save_best_only
-        if mode == "auto":
-            mode = "max" if "acc" in monitor and "loss" not in monitor \
-                else "min"
+        mode = _resolve_mode(mode, monitor)
         if mode not in ("min", "max"):
             raise ValueError("ModelCheckpoint: mode=%r must be 'auto', 'min' "
                              "or 'max'" % (mode,))
