@@ -37,6 +37,7 @@ def _floats(a):
     """A float * to the data of @a, a C-contiguous float32 array."""
     return ffi.cast("float *", ffi.from_buffer(a))
 
+
 def dataset(images, labels, classes):
     """A struct vtpu_dataset over numpy arrays (no copy): @images uint8
     C-contiguous (n, ...) with its (h, w, c), @labels uint8 (n,) or None.

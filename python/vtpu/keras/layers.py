@@ -168,6 +168,7 @@ def _image_input(shapes, where, layer):
                          % (where, _shape_str((None,) + s), layer))
     return s
 
+
 class Layer:
     """The base of vtpu.keras' layers. Custom subclasses cannot be compiled
     (libvtpu runs its own graph, not Python code)."""

@@ -70,6 +70,7 @@ def _for_generators(max_queue_size, workers, use_multiprocessing):
                 use_multiprocessing=(use_multiprocessing, False,
                                      "for generators"))
 
+
 def _pass_args(what, batch_size, verbose, generators, **rejected):
     """(batch_size, verbose) of evaluate or predict (@what), checked, and
     the arguments it cannot honour refused: @rejected (as _reject_args
@@ -81,6 +82,7 @@ def _pass_args(what, batch_size, verbose, generators, **rejected):
     verbose = _verbose(verbose)
     _reject_args(what, **rejected, **_for_generators(*generators))
     return batch_size, verbose
+
 
 def _fmt(v):
     return ("%.4e" if 0 < abs(v) <= 1e-3 else "%.4f") % v
