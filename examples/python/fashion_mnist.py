@@ -10,23 +10,14 @@ libvtpu's cpu backend). docs/python.md puts the two side by side.
     examples/python/fashion_mnist.py --device cpu \\
         --data ../shared/datasets/fashion-mnist
 """
-import argparse
 import os
-import sys
 
 import numpy as np
 
-try:
-    import vtpu.keras
-except ImportError:  # run from a checkout: its python/ directory
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
-        __file__)), os.pardir, os.pardir, "python"))
-    import vtpu.keras
+import _example  # finds vtpu in a checkout
+import vtpu.keras
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--device", help="/dev/vtpuN or cpu")
-parser.add_argument("--data", help="the Fashion-MNIST directory (default: "
-                    "where tools/get-datasets puts it)")
+parser = _example.parser(__doc__, "Fashion-MNIST")
 parser.add_argument("--seed", type=int, help="weights and shuffling "
                     "(default: random)")
 args = parser.parse_args()

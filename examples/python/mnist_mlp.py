@@ -8,21 +8,10 @@ example); about 98% test accuracy after a few epochs.
 
     examples/python/mnist_mlp.py --device cpu --data ../shared/datasets/mnist
 """
-import argparse
-import os
-import sys
+import _example  # finds vtpu in a checkout
+import vtpu.keras as keras
 
-try:
-    import vtpu.keras as keras
-except ImportError:  # run from a checkout: its python/ directory
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
-        __file__)), os.pardir, os.pardir, "python"))
-    import vtpu.keras as keras
-
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--device", help="/dev/vtpuN or cpu")
-parser.add_argument("--data", help="the MNIST directory (default: where "
-                    "tools/get-datasets puts it)")
+parser = _example.parser(__doc__, "MNIST")
 parser.add_argument("--epochs", type=int, default=5)
 parser.add_argument("--batch-size", type=int, default=128)
 parser.add_argument("--seed", type=int, help="weights, shuffling and "
