@@ -27,6 +27,8 @@ if args.seed is not None:
     vtpu.keras.utils.set_random_seed(args.seed)
 
 # ---- the seed's code --------------------------------------------------------
+# (python/tests/test_examples.py compares this part with docs/python.md's
+# table of the seed's code)
 
 (x_train, y_train), (x_test, y_test) = vtpu.keras.datasets.fashion_mnist.load_data(args.data)
 x_train = np.expand_dims(x_train, -1)
