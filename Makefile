@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # vtpu: top-level build.
 #
-#   make              the module (kmod/vtpu.ko) and all of user space (build/)
+#   make              the module (kmod/vtpu.ko) and all of user space (build/),
+#                     the Python package's generated declarations included
 #   make check        host unit tests, then the selftests in a VM (or on the
 #                     host with VTPU_VM_FLAGS=--host) against the real module,
 #                     on Debian's 6.1 and 6.12 kernels,
@@ -66,6 +67,11 @@ DRM_LIBS := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
 # (libvtpu/openblas.c); only programs that call cblas_* add BLAS_LIBS.
 BLAS_LIBS := -lopenblas
 LDLIBS_LIBVTPU := $(DRM_LIBS) -lz -lpthread -lm -ldl
+# Debian's python3: it generates the Python package's declarations of
+# libvtpu (python/python.mk) and make install puts the package where it
+# looks; without it (no PY_VER) both leave the package out.
+PYTHON ?= /usr/bin/python3
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 
 .PHONY: all module user deps check demo bench clean \
 	kselftest-headers FORCE
@@ -134,6 +140,7 @@ include $(SRCTOP)/tools/tools.mk
 include $(SRCTOP)/examples/examples.mk
 include $(SRCTOP)/selftests/vtpu/selftests.mk
 include $(SRCTOP)/libvtpu/tests/tests.mk
+include $(SRCTOP)/python/python.mk
 include $(SRCTOP)/install.mk
 # make fuzz (the validator under libFuzzer) and make check-debug (KASAN,
 # lockdep, kmemleak, fault injection): optional tiers with their own deps
@@ -143,7 +150,8 @@ include $(SRCTOP)/install.mk
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/engine/%.o)
 LIBVTPU_OBJS := $(LIBVTPU_SRCS:%.c=$(OBJ)/libvtpu/%.o)
 
-user: $(LIBVTPU) $(LIBVTPU_SO_LINKS) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS)
+user: $(LIBVTPU) $(LIBVTPU_SO_LINKS) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS) \
+	$(PY_GEN)
 
 $(OBJ)/engine/%.o: $(SRCTOP)/kmod/engine/%.c
 	@mkdir -p $(@D)

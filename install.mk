@@ -29,11 +29,11 @@ DKMS_SRCDIR := /usr/src/vtpu-$(VTPU_VERSION)
 # where DKMS keeps what it has added (dkms.conf's default)
 DKMS_TREE := /var/lib/dkms
 
-# the Python package (python/vtpu): where Debian's python3 looks, for
-# PREFIX=/usr its own dist-packages, else PREFIX's local one
-# (/usr/local/lib/python3.11/dist-packages); _config.py tells it LIBDIR
-PYTHON ?= /usr/bin/python3
-PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+# the Python package (python/vtpu, and the declarations generated from the
+# headers, python/python.mk's PY_GEN): where Debian's python3 (Makefile's
+# PYTHON) looks, for PREFIX=/usr its own dist-packages, else PREFIX's
+# local one (/usr/local/lib/python3.11/dist-packages); _config.py tells it
+# LIBDIR
 PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PY_VER)/dist-packages)
 PY_FILES := $(patsubst $(SRCTOP)/python/%,%,$(wildcard $(SRCTOP)/python/vtpu/*.py \
 	$(SRCTOP)/python/vtpu/*/*.py))
@@ -96,7 +96,8 @@ endif
 
 # only what is installed is built (not the tests)
 install-files: $(LIBVTPU) $(LIBVTPU_SO_LINKS) $(BUILD)/lib/vtpu.pc \
-		$(foreach p,$(INSTALL_PROGS),$(BIN)/$(firstword $(subst :, ,$(p))))
+		$(foreach p,$(INSTALL_PROGS),$(BIN)/$(firstword $(subst :, ,$(p)))) \
+		$(PY_GEN)
 	$(call say,INSTALL,$(D)$(LIBDIR))$(INSTALL) -d $(D)$(LIBDIR)/pkgconfig
 	@$(INSTALL) -m 755 $(LIBVTPU_SO) $(D)$(LIBDIR)/
 	@ln -sfn $(notdir $(LIBVTPU_SO)) $(D)$(LIBDIR)/$(LIBVTPU_SONAME)
@@ -123,6 +124,7 @@ install-files: $(LIBVTPU) $(LIBVTPU_SO_LINKS) $(BUILD)/lib/vtpu.pc \
 ifneq ($(PY_VER),)
 	$(call say,INSTALL,$(D)$(PYTHONDIR)/vtpu)set -e; for f in $(PY_FILES); do \
 	  $(INSTALL) -D -m 644 $(SRCTOP)/python/$$f $(D)$(PYTHONDIR)/$$f; done
+	@$(INSTALL) -m 644 $(PY_CDEF) $(D)$(PYTHONDIR)/vtpu/
 	@printf '# SPDX-License-Identifier: MIT\n# written by make install\nLIBDIR = "%s"\n' \
 	  '$(LIBDIR)' >$(D)$(PYTHONDIR)/vtpu/_config.py
 	@$(INSTALL) -d $(D)$(EXAMPLESDIR)/python

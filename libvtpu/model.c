@@ -36,6 +36,7 @@ struct prog_entry {
 	struct vg_program prog;
 	struct vtpu_bo work;
 	bool used;
+	uint64_t last_use;	/* the model's use_clock when last asked for */
 };
 
 /* A dataset's copy in device memory. */
@@ -58,6 +59,7 @@ struct vtpu_model {
 	struct vtpu_bo state;
 	struct vtpu_bo metrics;
 	struct prog_entry progs[MAX_PROGS];
+	uint64_t use_clock;
 	struct devset sets[MAX_SETS];
 	struct devset train; /* rewritten in a new order every epoch */
 	struct vtpu_rng rng;
@@ -303,26 +305,37 @@ void vtpu_model_destroy(struct vtpu_model *m)
 	free(m);
 }
 
-/* Return: the program for (kind, batch), compiling it the first time. */
+/*
+ * Return: the program for (kind, batch), compiling it the first time. With
+ * every slot taken, the least recently used program goes, but never @keep
+ * (the caller holds it: a pass's full-batch program while it gets its
+ * remainder's) nor the training step for the model's batch.
+ */
 static struct prog_entry *get_prog(struct vtpu_model *m,
 				   enum vg_prog_kind kind, uint32_t batch,
-				   int *ret)
+				   const struct prog_entry *keep, int *ret)
 {
 	struct prog_entry *e, *slot = NULL;
 	int i;
 
 	for (i = 0; i < MAX_PROGS; i++) {
 		e = &m->progs[i];
-		if (e->used && e->prog.kind == kind && e->prog.batch == batch)
+		if (e->used && e->prog.kind == kind && e->prog.batch == batch) {
+			e->last_use = ++m->use_clock;
 			return e;
+		}
 		if (!e->used && !slot)
 			slot = e;
 	}
-	if (!slot) { /* evict the newest non-training program */
-		for (i = MAX_PROGS - 1; i > 0; i--)
-			if (m->progs[i].prog.kind != VG_PROG_TRAIN)
-				break;
-		slot = &m->progs[i];
+	if (!slot) {
+		for (i = 0; i < MAX_PROGS; i++) {
+			e = &m->progs[i];
+			if (e == keep || (e->prog.kind == VG_PROG_TRAIN &&
+					  e->prog.batch == m->batch))
+				continue;
+			if (!slot || e->last_use < slot->last_use)
+				slot = e;
+		}
 		vg_program_fini(&slot->prog);
 		vg_bo_destroy(&m->rt, &slot->work);
 		slot->used = false;
@@ -342,6 +355,7 @@ static struct prog_entry *get_prog(struct vtpu_model *m,
 		return NULL;
 	}
 	slot->used = true;
+	slot->last_use = ++m->use_clock;
 	return slot;
 }
 
@@ -455,7 +469,7 @@ int vtpu_model_compile(struct vtpu_model *m,
 	}
 	init_weights(m);
 
-	e = get_prog(m, VG_PROG_TRAIN, m->batch, &ret);
+	e = get_prog(m, VG_PROG_TRAIN, m->batch, NULL, &ret);
 	if (!e) {
 		release(m);
 		return ret;
@@ -473,7 +487,7 @@ int vtpu_model_set_batch(struct vtpu_model *m, uint32_t batch)
 		return fail(m, -EINVAL, "the model is not compiled");
 	if (!batch)
 		return fail(m, -EINVAL, "batch 0");
-	e = get_prog(m, VG_PROG_TRAIN, batch, &ret);
+	e = get_prog(m, VG_PROG_TRAIN, batch, NULL, &ret);
 	if (!e)
 		return ret;
 	m->batch = batch;
@@ -499,7 +513,7 @@ int vtpu_model_set_input_scale(struct vtpu_model *m, float scale, float shift)
 	release_progs(m);
 	m->g->input_scale = scale;
 	m->g->input_shift = shift;
-	e = get_prog(m, VG_PROG_TRAIN, m->batch, &ret);
+	e = get_prog(m, VG_PROG_TRAIN, m->batch, NULL, &ret);
 	if (!e) {
 		m->g->input_scale = old_scale;
 		m->g->input_shift = old_shift;
@@ -787,12 +801,12 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 	char why[256] = "";
 
 	if (p->steps) {
-		full = get_prog(m, p->kind, m->batch, &ret);
+		full = get_prog(m, p->kind, m->batch, NULL, &ret);
 		if (!full)
 			return ret;
 	}
 	if (p->rem) {
-		part = get_prog(m, p->kind, p->rem, &ret);
+		part = get_prog(m, p->kind, p->rem, full, &ret);
 		if (!part)
 			return ret;
 	}

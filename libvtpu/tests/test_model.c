@@ -1063,4 +1063,51 @@ TEST(evaluate_sees_changed_data)
 	vtpu_dataset_free(&copy);
 }
 
+/*
+ * More batch sizes than program slots: each fit with a remainder needs two
+ * programs, and once the slots are full the pass's full-batch program must
+ * not be evicted to compile its remainder's. The results equal a fresh
+ * model's with the same weights.
+ */
+TEST(many_batch_sizes_share_the_program_slots)
+{
+	static const uint32_t batches[] = { 3, 5, 7, 9, 11, 13, 15, 23 };
+	struct vtpu_dataset train, test;
+	struct vtpu_model *a = quadrant_model_of(16), *b = quadrant_model_of(16);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .seed = 5);
+	VTPU_FIT_OPTS(fo, .epochs = 1);
+	float w[16 * 16 + 16 + 16 * 4 + 4], pa[50 * 4], pb[50 * 4];
+	struct vtpu_weight_info wi;
+	double la, aa, lb, ab;
+	float *p = w;
+	uint32_t i;
+
+	quadrant_set(&train, 64, 1);
+	quadrant_set(&test, 50, 2);
+	ASSERT_EQ(0, vtpu_model_compile(a, &co));
+	ASSERT_EQ(0, vtpu_model_compile(b, &co));
+	for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
+		ASSERT_EQ(0, vtpu_model_set_batch(a, batches[i]));
+		ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+	}
+	ASSERT_EQ(0, vtpu_model_evaluate(a, &test, &la, &aa));
+	ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
+	for (i = 0; i < 4; i++) {
+		vtpu_model_weight_info(a, i, &wi);
+		ASSERT_EQ(0, vtpu_model_get_weights(a, i, p, wi.count));
+		ASSERT_EQ(0, vtpu_model_set_weights(b, i, p, wi.count));
+		p += wi.count;
+	}
+	ASSERT_EQ(0, vtpu_model_set_batch(b, 23));
+	ASSERT_EQ(0, vtpu_model_evaluate(b, &test, &lb, &ab));
+	ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
+	EXPECT_EQ(la, lb);
+	EXPECT_EQ(aa, ab);
+	EXPECT_EQ(0, memcmp(pa, pb, sizeof(pa)));
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
 TEST_HARNESS_MAIN

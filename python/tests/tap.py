@@ -48,4 +48,16 @@ def pytest_collectreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    _emit("1..%d" % _count)
+    _emit("\n1..%d" % _count)
+
+
+def pytest_report_teststatus(report, config):
+    """No progress letters: a TAP line must start its line."""
+    if hasattr(report, "wasxfail") or report.when != "call" and \
+            not report.skipped:
+        return None
+    if report.passed:
+        return "passed", "", "PASSED"
+    if report.failed:
+        return "failed", "", "FAILED"
+    return "skipped", "", "SKIPPED"

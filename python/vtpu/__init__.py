@@ -8,3 +8,6 @@
 
 and the Keras-style training API in vtpu.keras.
 """
+
+from .device import (PARAMS, Buffer, CommandBuffer, Device, Fence, Job,
+                     Queue, VtpuError, Window, devices)

@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: MIT
+"""The examples' datasets as numpy arrays, in Keras' shapes.
+
+    (x_train, y_train), (x_test, y_test) = vtpu.datasets.mnist.load_data()
+
+mnist and fashion_mnist: x uint8 (60000, 28, 28) and (10000, 28, 28),
+y uint8 (60000,) and (10000,); cifar10: x uint8 (50000, 32, 32, 3) and
+(10000, 32, 32, 3), y uint8 (50000, 1) and (10000, 1), as
+tf.keras.datasets returns them. The files are read by libvtpu's loaders
+(vtpu_load_mnist, vtpu_load_cifar10), which check them thoroughly.
+
+Unlike Keras, nothing is downloaded here: @path is the directory the files
+are in (tools/get-datasets fetches and verifies them), or a Keras-style
+.npz file holding x_train, y_train, x_test and y_test. Without @path:
+$VTPU_DATA/<name> when VTPU_DATA is set, else the first of
+<checkout>/data/<name> (where tools/get-datasets puts them) and
+./data/<name> (the C examples' default) that exists; <name> is mnist,
+fashion-mnist or cifar10.
+"""
+import errno as _errno
+import os
+import sys
+import types
+
+import numpy as np
+
+__all__ = ["mnist", "fashion_mnist", "cifar10"]
+
+_TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(
+    __file__)), os.pardir, os.pardir))
+
+
+def _default_dirs(name):
+    env = os.environ.get("VTPU_DATA")
+    if env:
+        return [os.path.join(env, name)]
+    dirs = []
+    if os.path.exists(os.path.join(_TOP, "tools", "get-datasets")):
+        dirs.append(os.path.join(_TOP, "data", name))
+    dirs.append(os.path.join("data", name))
+    return dirs
+
+
+def _missing(name, tried):
+    return FileNotFoundError(
+        _errno.ENOENT,
+        "no %s dataset in %s: fetch it with tools/get-datasets (from a vtpu "
+        "checkout: tools/get-datasets %s, or tools/get-datasets --from DIR "
+        "for local copies), set VTPU_DATA to the folder holding %s/, or "
+        "pass load_data(path=DIR)" % (name, " or ".join(tried), name, name),
+        tried[0])
+
+
+def _resolve(name, path):
+    if path is not None:
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError("path must be a directory name, not %s"
+                            % type(path).__name__)
+        path = os.fsdecode(path)
+        if not os.path.exists(path):
+            raise _missing(name, [path])
+        return path
+    tried = _default_dirs(name)
+    for d in tried:
+        if os.path.isdir(d):
+            return d
+    raise _missing(name, tried)
+
+
+def _from_npz(path, name):
+    with np.load(path) as f:
+        missing = [k for k in ("x_train", "y_train", "x_test", "y_test")
+                   if k not in f]
+        if missing:
+            raise ValueError("%s: not a Keras %s file: no %s in it"
+                             % (path, name, ", ".join(missing)))
+        return (f["x_train"], f["y_train"]), (f["x_test"], f["y_test"])
+
+
+def _load(loader, d, train):
+    from ._ffi import ffi, lib
+
+    ds = ffi.new("struct vtpu_dataset *")
+    err = ffi.new("char[512]")
+    ret = getattr(lib, loader)(os.fsencode(d), train, ds, err, len(err))
+    if ret:
+        msg = ffi.string(err).decode("utf-8", "replace")
+        e = -ret
+        if e == _errno.ENOENT:
+            raise FileNotFoundError(e, msg + " (tools/get-datasets fetches "
+                                    "the datasets)", d)
+        if e == _errno.ENOMEM:
+            raise MemoryError(msg)
+        if e == _errno.EINVAL:
+            raise ValueError(msg)
+        raise OSError(e, msg, d)
+    try:
+        shape = (ds.n, ds.height, ds.width, ds.channels)
+        size = ds.n * ds.height * ds.width * ds.channels
+        x = np.frombuffer(ffi.buffer(ds.images, size), np.uint8).copy()
+        y = np.frombuffer(ffi.buffer(ds.labels, ds.n), np.uint8).copy()
+    finally:
+        lib.vtpu_dataset_free(ds)
+    return x.reshape(shape), y
+
+
+def _make(modname, name, loader, doc):
+    def load_data(path=None):
+        d = _resolve(name, path)
+        if os.path.isfile(d) and d.endswith(".npz"):
+            return _from_npz(d, name)
+        if not os.path.isdir(d):
+            raise NotADirectoryError(
+                _errno.ENOTDIR, "load_data(path=...) wants the directory "
+                "the %s files are in (or a Keras .npz file)" % name, d)
+        x_train, y_train = _load(loader, d, True)
+        x_test, y_test = _load(loader, d, False)
+        if loader == "vtpu_load_mnist":
+            # Keras: (n, 28, 28) images, (n,) labels
+            x_train = x_train.reshape(x_train.shape[:3])
+            x_test = x_test.reshape(x_test.shape[:3])
+        else:
+            # Keras: (n, 32, 32, 3) images, (n, 1) labels
+            y_train, y_test = y_train[:, None], y_test[:, None]
+        return (x_train, y_train), (x_test, y_test)
+
+    load_data.__doc__ = doc
+    mod = types.ModuleType(__name__ + "." + modname, doc)
+    mod.load_data = load_data
+    sys.modules[mod.__name__] = mod  # import vtpu.datasets.mnist works too
+    return mod
+
+
+mnist = _make("mnist", "mnist", "vtpu_load_mnist", """\
+MNIST handwritten digits: (x_train, y_train), (x_test, y_test), uint8,
+x (60000, 28, 28) / (10000, 28, 28), y (60000,) / (10000,) in 0..9.
+@path: the directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
+(see the module's documentation for the default).""")
+
+fashion_mnist = _make("fashion_mnist", "fashion-mnist", "vtpu_load_mnist",
+                      """\
+Fashion-MNIST (Zalando's 28x28 clothing images, MNIST's format and shapes):
+(x_train, y_train), (x_test, y_test), uint8, x (60000, 28, 28) /
+(10000, 28, 28), y (60000,) / (10000,) in 0..9.""")
+
+cifar10 = _make("cifar10", "cifar10", "vtpu_load_cifar10", """\
+CIFAR-10, the binary version: (x_train, y_train), (x_test, y_test), uint8,
+x (50000, 32, 32, 3) / (10000, 32, 32, 3) channels last, y (50000, 1) /
+(10000, 1) in 0..9. @path: cifar-10-batches-bin or the directory holding
+it.""")

@@ -1,0 +1,786 @@
+# SPDX-License-Identifier: MIT
+"""vtpu.keras.layers: the layers libvtpu's graph computes.
+
+Shapes are Keras' (channels last); a layer called on a symbolic tensor
+(vtpu.keras.Input) checks its input shape at once and raises, as Keras
+does, before anything is compiled. Each layer becomes a node of libvtpu's
+graph (vtpu_graph_*) when the model is compiled; Dropout(0), InputLayer,
+Activation('linear') and a softmax folded into the Dense layer before it
+are no node of their own.
+
+Every Keras argument is accepted by name; one libvtpu cannot honour
+(use_bias=False, dilation_rate, data_format='channels_first', a regularizer,
+a non-default initializer, ...) is a ValueError naming it, never ignored.
+"""
+import itertools
+
+import numpy as np
+
+from . import activations, backend
+from ._util import check_choice, check_float, check_int, check_pair
+
+__all__ = [
+    "Layer", "InputLayer", "Input", "Dense", "Conv2D", "Convolution2D",
+    "MaxPooling2D", "MaxPool2D", "Flatten", "Dropout", "ReLU", "Activation",
+    "Softmax", "Add", "add",
+]
+
+# libvtpu's graph: at most 2^28 values per example in one node
+MAX_NODE = 1 << 28
+
+_serial = itertools.count()
+
+
+def _shape_str(shape):
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + \
+        ("," if len(shape) == 1 else "") + ")"
+
+
+class KerasTensor:
+    """A symbolic tensor: what Input() and a layer called on one return.
+    @shape is Keras' full shape, (None,) + the per-example shape."""
+
+    def __init__(self, feature_shape, layer, inputs, index=0):
+        self._feature_shape = tuple(int(d) for d in feature_shape)
+        self._layer = layer
+        self._inputs = list(inputs)
+        self._index = index
+        self._serial = next(_serial)
+
+    @property
+    def shape(self):
+        return (None,) + self._feature_shape
+
+    @property
+    def dtype(self):
+        return "float32"
+
+    @property
+    def name(self):
+        return self._layer.name
+
+    def __repr__(self):
+        return "<KerasTensor: shape=%s dtype=float32 (created by layer " \
+            "'%s')>" % (_shape_str(self.shape), self._layer.name)
+
+    def __add__(self, other):
+        """a + b: an Add layer (residual connections)."""
+        if not isinstance(other, KerasTensor):
+            return NotImplemented
+        return Add()([self, other])
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("a symbolic KerasTensor has no values: build a "
+                        "Model from it and call predict()")
+
+
+def _feature_shape(shape, name, where):
+    """A per-example shape: 1 to 3 positive ints (features; h, w; h, w, c)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError("%s%s must be a tuple of positive integers, not %r"
+                        % (where, name, shape))
+    if not 1 <= len(shape) <= 3:
+        raise ValueError(
+            "%s%s=%r: libvtpu's models take vectors (features,), 2-D "
+            "(height, width) or 3-D (height, width, channels) examples"
+            % (where, name, tuple(shape)))
+    out = []
+    for d in shape:
+        if d is None:
+            raise ValueError("%s%s=%r: every dimension must be known (libvtpu "
+                             "compiles its programs for fixed shapes)"
+                             % (where, name, tuple(shape)))
+        out.append(check_int(d, name, 1, where=where))
+    if int(np.prod(out)) > MAX_NODE:
+        raise ValueError("%s%s=%r: more than 2^28 values per example"
+                         % (where, name, tuple(shape)))
+    return tuple(out)
+
+
+def c_shape(shape):
+    """Keras' per-example shape -> libvtpu's (h, w, c)."""
+    if len(shape) == 3:
+        return shape
+    if len(shape) == 2:
+        return (shape[0], shape[1], 1)
+    return (1, 1, shape[0])
+
+
+def _reject(where, name, value, default, why):
+    """A Keras argument libvtpu cannot honour: ValueError unless default."""
+    if value is default or (default is not None and value == default):
+        return
+    raise ValueError("%s%s=%r is not supported: %s" % (where, name, value,
+                                                       why))
+
+
+def _initializer(value, name, accepted, where, what):
+    if isinstance(value, str) and value.replace("_", "").lower() in accepted:
+        return
+    if type(value).__name__.replace("_", "").lower() in accepted and \
+            getattr(value, "seed", None) is None:
+        return
+    raise ValueError(
+        "%s%s=%r is not supported: libvtpu initialises %s (seeded by "
+        "compile(seed=...)); set other values with set_weights()"
+        % (where, name, value, what))
+
+
+_NO_REGULARIZERS = ("kernel_regularizer", "bias_regularizer",
+                    "activity_regularizer", "kernel_constraint",
+                    "bias_constraint")
+
+
+def _check_weight_args(args, where, layer):
+    """Refuse the weight arguments of Dense and Conv2D (@args: their
+    locals()) that libvtpu's @layer does not take: no bias, other
+    initializers, regularizers, constraints."""
+    if args["use_bias"] is not True:
+        raise ValueError("%suse_bias=%r is not supported: libvtpu's %s "
+                         "always has a bias (set it to zeros with "
+                         "set_weights())" % (where, args["use_bias"], layer))
+    _initializer(args["kernel_initializer"], "kernel_initializer",
+                 ("glorotuniform",), where, "kernels glorot-uniform")
+    _initializer(args["bias_initializer"], "bias_initializer", ("zeros",),
+                 where, "biases to zeros")
+    for k in _NO_REGULARIZERS:
+        if args[k] is not None:
+            raise ValueError("%s%s=%r is not supported: libvtpu's training "
+                             "step has no regularizers or constraints"
+                             % (where, k, args[k]))
+
+
+def _channels_last(data_format, where):
+    if data_format not in (None, "channels_last"):
+        raise ValueError("%sdata_format=%r is not supported: libvtpu's "
+                         "images are channels_last (NHWC)"
+                         % (where, data_format))
+
+
+def _image_input(shapes, where, layer):
+    """The (height, width, channels) input of @layer, which takes images."""
+    (s,) = shapes
+    if len(s) != 3:
+        raise ValueError("%sinput of shape %s: %s takes images "
+                         "(batch, height, width, channels)"
+                         % (where, _shape_str((None,) + s), layer))
+    return s
+
+
+class Layer:
+    """The base of vtpu.keras' layers. Custom subclasses cannot be compiled
+    (libvtpu runs its own graph, not Python code)."""
+
+    _prefix = None      # Keras' name prefix: the snake-case class name
+    _has_weights = False
+
+    def __init__(self, trainable=True, name=None, dtype=None,
+                 input_shape=None, batch_input_shape=None, input_dim=None,
+                 batch_size=None, **kwargs):
+        where = "%s: " % type(self).__name__
+        for k in kwargs:
+            raise TypeError("%sKeyword argument not understood: %r"
+                            % (where, k))
+        if trainable is not True:
+            raise ValueError("%strainable=%r is not supported: libvtpu "
+                             "trains every layer's weights" % (where,
+                                                               trainable))
+        if dtype is not None:
+            try:
+                ok = np.dtype(dtype) == np.float32
+            except TypeError:
+                ok = False
+            if not ok:
+                raise ValueError("%sdtype=%r is not supported: libvtpu "
+                                 "computes in float32" % (where, dtype))
+        if name is not None and (not isinstance(name, str) or not name or
+                                 "/" in name):
+            raise ValueError("%sname=%r must be a non-empty string without "
+                             "'/'" % (where, name))
+        self.name = name or backend.unique_object_name(
+            self._prefix or backend.to_snake_case(type(self).__name__))
+        self._where = "%s %r: " % (type(self).__name__, self.name)
+        shape = None
+        if input_shape is not None:
+            shape = _feature_shape(input_shape, "input_shape", where)
+        if batch_input_shape is not None:
+            if not isinstance(batch_input_shape, (tuple, list)) or \
+                    len(batch_input_shape) < 2:
+                raise ValueError("%sbatch_input_shape=%r must be (batch,) + "
+                                 "the example's shape"
+                                 % (where, batch_input_shape))
+            if batch_input_shape[0] is not None:
+                raise ValueError("%sbatch_input_shape=%r: a fixed batch size "
+                                 "is not supported; pass fit(batch_size=...)"
+                                 % (where, batch_input_shape))
+            shape = _feature_shape(tuple(batch_input_shape[1:]),
+                                   "batch_input_shape", where)
+        if input_dim is not None:
+            shape = (check_int(input_dim, "input_dim", 1, MAX_NODE,
+                               where=where),)
+        if batch_size is not None:
+            raise ValueError("%sbatch_size=%r is not supported: pass "
+                             "fit(batch_size=...)" % (where, batch_size))
+        self._input_shape_arg = shape
+        self._inbound = None     # the KerasTensors it was called on
+        self._outputs = None     # the KerasTensor it made
+        self._model = None       # the model it is part of
+
+    # ---- calling on symbolic tensors -----------------------------------
+
+    def __call__(self, inputs, *args, **kwargs):
+        where = self._where
+        if args or kwargs:
+            names = ", ".join(list(kwargs) or ["a positional argument"])
+            raise TypeError("%scalled with %s: vtpu.keras layers take one "
+                            "input (Add: a list)" % (where, names))
+        tensors = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+        for t in tensors:
+            if not isinstance(t, KerasTensor):
+                raise TypeError(
+                    "%scalled on %s: vtpu.keras layers are called on "
+                    "symbolic tensors (vtpu.keras.Input(shape=...)) to build "
+                    "a model; compute on data with model.predict()"
+                    % (where, type(t).__name__))
+        if self._inbound is not None:
+            raise ValueError(
+                "%sthe layer is used twice: shared layers (one layer, one "
+                "set of weights, called on two inputs) are not supported by "
+                "libvtpu's graph; create a second layer" % where)
+        if type(self)._c_build is Layer._c_build:
+            raise NotImplementedError(
+                "%scustom layers cannot be compiled: libvtpu runs its own "
+                "graph (Dense, Conv2D, MaxPooling2D, Flatten, Dropout, ReLU, "
+                "Activation, Softmax, Add)" % where)
+        self._check_inputs(tensors)
+        shape = self._output_shape([t._feature_shape for t in tensors])
+        out = KerasTensor(shape, self, tensors)
+        self._inbound = list(tensors)
+        self._outputs = out
+        return out
+
+    def _check_inputs(self, tensors):
+        if len(tensors) != 1:
+            raise ValueError("%stakes one input, not %d"
+                             % (self._where, len(tensors)))
+
+    def _output_shape(self, shapes):
+        return shapes[0]
+
+    def compute_output_shape(self, input_shape):
+        """Keras' (None, ...) shape in -> the shape out."""
+        if isinstance(input_shape, list):
+            shapes = [tuple(s)[1:] for s in input_shape]
+        else:
+            shapes = [tuple(input_shape)[1:]]
+        return (None,) + self._output_shape(shapes)
+
+    # ---- what it is ----------------------------------------------------
+
+    @property
+    def built(self):
+        return self._outputs is not None
+
+    def _need_built(self, what):
+        if not self.built:
+            raise ValueError("%s%s: the layer has not been built (add it to "
+                             "a model with a known input shape, or call it "
+                             "on a tensor)" % (self._where, what))
+
+    @property
+    def input(self):
+        self._need_built("input")
+        return self._inbound[0] if len(self._inbound) == 1 else \
+            list(self._inbound)
+
+    @property
+    def output(self):
+        self._need_built("output")
+        return self._outputs
+
+    @property
+    def input_shape(self):
+        self._need_built("input_shape")
+        s = [t.shape for t in self._inbound]
+        return s[0] if len(s) == 1 else s
+
+    @property
+    def output_shape(self):
+        self._need_built("output_shape")
+        return self._outputs.shape
+
+    @property
+    def trainable(self):
+        return True
+
+    def _weight_shapes(self):
+        """[(suffix, shape)] of its weights, Keras' order and layout."""
+        return []
+
+    def count_params(self):
+        self._need_built("count_params()")
+        return int(sum(np.prod(s) for _, s in self._weight_shapes()))
+
+    def get_weights(self):
+        """The layer's weights as numpy arrays (kernel, bias), read from the
+        compiled model; [] for layers without weights."""
+        if not self._weight_shapes():
+            return []
+        if self._model is None:
+            raise ValueError("%sget_weights(): the layer is not part of a "
+                             "model; libvtpu keeps weights per model"
+                             % self._where)
+        return self._model._layer_get_weights(self)
+
+    def set_weights(self, weights):
+        if self._model is None:
+            if not self._weight_shapes() and not weights:
+                return
+            raise ValueError("%sset_weights(): the layer is not part of a "
+                             "model; libvtpu keeps weights per model"
+                             % self._where)
+        self._model._layer_set_weights(self, weights)
+
+    @property
+    def weights(self):
+        return self.get_weights()
+
+    def get_config(self):
+        return {"name": self.name, "trainable": True, "dtype": "float32"}
+
+    def __repr__(self):
+        return "<%s name=%s>" % (type(self).__name__, self.name)
+
+    # ---- lowering to libvtpu's graph -----------------------------------
+
+    def _c_build(self, lib, g, nodes, ctx):
+        """Add the layer to graph @g on input nodes @nodes; return its node
+        (or its input's, for layers that are no node of their own)."""
+        raise NotImplementedError
+
+    # kind of layer, for the model's checks
+    _softmax = False     # a standalone softmax (folded into a Dense)
+    _identity = False    # no node of its own
+
+
+def _graph_node(ret, layer):
+    if ret < 0:
+        raise ValueError("%slibvtpu's graph refused the layer (errno %d)"
+                         % (layer._where, -ret))
+    return ret
+
+
+class InputLayer(Layer):
+    """The model's input: images (h, w, c), (h, w) or vectors (features,)."""
+
+    _identity = True
+
+    def __init__(self, input_shape=None, batch_size=None, dtype=None,
+                 input_tensor=None, sparse=None, name=None, ragged=None,
+                 type_spec=None, shape=None, batch_shape=None, **kwargs):
+        where = "InputLayer: "
+        for k, v in (("input_tensor", input_tensor), ("type_spec", type_spec)):
+            if v is not None:
+                raise ValueError("%s%s is not supported" % (where, k))
+        for k, v in (("sparse", sparse), ("ragged", ragged)):
+            if v:
+                raise ValueError("%s%s=True is not supported: libvtpu takes "
+                                 "dense arrays" % (where, k))
+        if shape is not None:
+            if input_shape is not None:
+                raise ValueError("%sgive shape or input_shape, not both"
+                                 % where)
+            input_shape = shape
+        if batch_shape is not None:
+            if batch_shape[0] is not None:
+                raise ValueError("%sbatch_shape=%r: a fixed batch size is not "
+                                 "supported; pass fit(batch_size=...)"
+                                 % (where, batch_shape))
+            input_shape = tuple(batch_shape[1:])
+        if input_shape is None:
+            raise ValueError("%sshape is required (Input(shape=(28, 28, 1)))"
+                             % where)
+        if name is None:
+            name = backend.unique_object_name("input", zero_based=False)
+        super().__init__(name=name, dtype=dtype, batch_size=batch_size,
+                         **kwargs)
+        self._input_shape_arg = _feature_shape(input_shape, "shape", where)
+        self._inbound = []
+        self._outputs = KerasTensor(self._input_shape_arg, self, [])
+
+    @property
+    def input_shape(self):
+        return self._outputs.shape
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return 0    # vtpu_model_create() made the input node
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None,
+          tensor=None, ragged=None, type_spec=None, batch_shape=None,
+          **kwargs):
+    """A symbolic input of per-example @shape (channels last), for the
+    functional API: x = Input(shape=(28, 28, 1)); y = Dense(10)(x) ..."""
+    if shape is None and batch_shape is None:
+        raise ValueError("Input: shape is required, e.g. Input(shape=(28, "
+                         "28, 1))")
+    return InputLayer(input_shape=shape, batch_size=batch_size, name=name,
+                      dtype=dtype, sparse=sparse, input_tensor=tensor,
+                      ragged=ragged, type_spec=type_spec,
+                      batch_shape=batch_shape, **kwargs).output
+
+
+class Dense(Layer):
+    """act(x @ kernel + bias) on a vector (add Flatten() before it for
+    images); kernel glorot-uniform, bias zeros. activation 'softmax' only in
+    the last layer (libvtpu fuses it with the cross-entropy loss)."""
+
+    _has_weights = True
+
+    def __init__(self, units, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        where = "Dense: "
+        self.units = check_int(units, "units", 1, MAX_NODE, where=where)
+        self.activation = activations.get(activation, where=where)
+        _check_weight_args(locals(), where, "dense layer")
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        (s,) = shapes
+        if len(s) != 1:
+            raise ValueError(
+                "%sinput of shape %s: Keras applies Dense to the last axis "
+                "of a %d-D input, libvtpu's dense layer to the whole "
+                "example; add Flatten() before it"
+                % (self._where, _shape_str((None,) + s), len(s) + 1))
+        return (self.units,)
+
+    def _weight_shapes(self):
+        n = self._inbound[0]._feature_shape[0]
+        return [("kernel", (n, self.units)), ("bias", (self.units,))]
+
+    def _c_build(self, lib, g, nodes, ctx):
+        act = self.activation
+        if self in ctx.softmax_dense:
+            act = "softmax"
+        code = {None: lib.VTPU_ACT_NONE, "relu": lib.VTPU_ACT_RELU,
+                "softmax": lib.VTPU_ACT_SOFTMAX}[act]
+        return _graph_node(lib.vtpu_graph_dense(g, nodes[0], self.units,
+                                                code), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(units=self.units,
+                 activation=activations.serialize(self.activation))
+        return c
+
+
+def _window_out(size, k, s, padding):
+    if padding == "valid":
+        return (size - k) // s + 1 if size >= k else 0
+    return -(-size // s)
+
+
+class Conv2D(Layer):
+    """2-D convolution over (h, w, c) images, channels last: filters of
+    kernel_size, one stride for both axes, 'valid' or 'same' padding (as
+    TensorFlow pads when the total padding is even), activation None or
+    'relu'."""
+
+    _has_weights = True
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format=None, dilation_rate=(1, 1), groups=1,
+                 activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        where = "Conv2D: "
+        self.filters = check_int(filters, "filters", 1, MAX_NODE,
+                                 where=where)
+        self.kernel_size = check_pair(kernel_size, "kernel_size", where)
+        self.strides = check_pair(strides, "strides", where)
+        if self.strides[0] != self.strides[1]:
+            raise ValueError("%sstrides=%r is not supported: libvtpu's "
+                             "convolution takes one stride for both axes"
+                             % (where, strides))
+        self.padding = check_choice(padding, "padding", ("valid", "same"),
+                                    where)
+        _channels_last(data_format, where)
+        if check_pair(dilation_rate, "dilation_rate", where) != (1, 1):
+            raise ValueError("%sdilation_rate=%r is not supported: libvtpu's "
+                             "convolution is not dilated"
+                             % (where, dilation_rate))
+        if check_int(groups, "groups", 1, where=where) != 1:
+            raise ValueError("%sgroups=%r is not supported: libvtpu's "
+                             "convolution is not grouped" % (where, groups))
+        self.activation = activations.get(activation, where=where)
+        if self.activation == "softmax":
+            raise ValueError("%sactivation='softmax' is not supported: "
+                             "libvtpu computes softmax only in the last "
+                             "Dense layer, fused with the loss" % where)
+        _check_weight_args(locals(), where, "convolution")
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        s = _image_input(shapes, self._where, "Conv2D")
+        out = []
+        stride = self.strides[0]
+        for size, k, axis in ((s[0], self.kernel_size[0], "height"),
+                              (s[1], self.kernel_size[1], "width")):
+            o = _window_out(size, k, stride, self.padding)
+            if o < 1:
+                raise ValueError("%skernel_size=%r is larger than the "
+                                 "input's %s %d (padding='valid')"
+                                 % (self._where, self.kernel_size, axis,
+                                    size))
+            if self.padding == "same":
+                total = max((o - 1) * stride + k - size, 0)
+                if total % 2:
+                    raise ValueError(
+                        "%spadding='same' with kernel_size=%r, strides=%r "
+                        "on a %s of %d pads %d pixels: libvtpu pads both "
+                        "sides alike and cannot put the odd one on one side "
+                        "as TensorFlow does; use an odd kernel size, other "
+                        "strides or padding='valid'"
+                        % (self._where, self.kernel_size, self.strides, axis,
+                           size, total))
+            out.append(o)
+        shape = (out[0], out[1], self.filters)
+        if int(np.prod(shape)) > MAX_NODE:
+            raise ValueError("%soutput %s: more than 2^28 values per example"
+                             % (self._where, _shape_str((None,) + shape)))
+        return shape
+
+    def _weight_shapes(self):
+        c = self._inbound[0]._feature_shape[2]
+        kh, kw = self.kernel_size
+        return [("kernel", (kh, kw, c, self.filters)),
+                ("bias", (self.filters,))]
+
+    def _c_build(self, lib, g, nodes, ctx):
+        act = lib.VTPU_ACT_RELU if self.activation == "relu" else \
+            lib.VTPU_ACT_NONE
+        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
+            lib.VTPU_PAD_VALID
+        return _graph_node(lib.vtpu_graph_conv2d(
+            g, nodes[0], self.filters, self.kernel_size[0],
+            self.kernel_size[1], self.strides[0], pad, act), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(filters=self.filters, kernel_size=self.kernel_size,
+                 strides=self.strides, padding=self.padding,
+                 activation=activations.serialize(self.activation))
+        return c
+
+
+Convolution2D = Conv2D
+
+
+class MaxPooling2D(Layer):
+    """Max over pool_size windows, stride = the window (libvtpu's pooling
+    does not overlap), padding 'valid'."""
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
+                 data_format=None, **kwargs):
+        where = "MaxPooling2D: "
+        self.pool_size = check_pair(pool_size, "pool_size", where)
+        if strides is not None:
+            st = check_pair(strides, "strides", where)
+            if st != self.pool_size:
+                raise ValueError(
+                    "%sstrides=%r is not supported: libvtpu's max pooling "
+                    "moves by the window (strides=None or equal to "
+                    "pool_size=%r)" % (where, strides, self.pool_size))
+        self.strides = self.pool_size
+        self.padding = check_choice(padding, "padding", ("valid", "same"),
+                                    where)
+        if self.padding != "valid":
+            raise ValueError("%spadding=%r is not supported: libvtpu's max "
+                             "pooling drops the rows and columns a window "
+                             "does not cover (padding='valid')"
+                             % (where, padding))
+        _channels_last(data_format, where)
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        s = _image_input(shapes, self._where, "MaxPooling2D")
+        kh, kw = self.pool_size
+        if s[0] < kh or s[1] < kw:
+            raise ValueError("%spool_size=%r is larger than the input's "
+                             "%dx%d" % (self._where, self.pool_size, s[0],
+                                        s[1]))
+        return (s[0] // kh, s[1] // kw, s[2])
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_maxpool(
+            g, nodes[0], self.pool_size[0], self.pool_size[1]), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(pool_size=self.pool_size, strides=self.strides,
+                 padding="valid")
+        return c
+
+
+MaxPool2D = MaxPooling2D
+
+
+class Flatten(Layer):
+    """The example as a vector (no data moves)."""
+
+    def __init__(self, data_format=None, **kwargs):
+        if data_format not in (None, "channels_last"):
+            raise ValueError("Flatten: data_format=%r is not supported: "
+                             "libvtpu's images are channels_last (NHWC)"
+                             % (data_format,))
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        return (int(np.prod(shapes[0])),)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_flatten(g, nodes[0]), self)
+
+
+class Dropout(Layer):
+    """While training, zero each value with probability rate and scale the
+    rest by 1/(1-rate), new masks every step (seeded by compile(seed=));
+    the identity in evaluate() and predict()."""
+
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        where = "Dropout: "
+        self.rate = check_float(rate, "rate", 0.0, 1.0, max_open=True,
+                                where=where)
+        if noise_shape is not None:
+            raise ValueError("%snoise_shape=%r is not supported: libvtpu "
+                             "drops each value independently"
+                             % (where, noise_shape))
+        if seed is not None:
+            raise ValueError("%sseed=%r is not supported: libvtpu draws the "
+                             "masks from the model's seed (compile(seed=...))"
+                             % (where, seed))
+        super().__init__(**kwargs)
+        self._identity = self.rate == 0.0
+
+    def _c_build(self, lib, g, nodes, ctx):
+        if self._identity:
+            return nodes[0]
+        return _graph_node(lib.vtpu_graph_dropout(g, nodes[0], self.rate),
+                           self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(rate=self.rate)
+        return c
+
+
+class ReLU(Layer):
+    """max(x, 0)."""
+
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0,
+                 **kwargs):
+        where = "ReLU: "
+        if max_value is not None:
+            raise ValueError("%smax_value=%r is not supported: libvtpu's ReLU "
+                             "is max(x, 0)" % (where, max_value))
+        for k, v in (("negative_slope", negative_slope),
+                     ("threshold", threshold)):
+            if check_float(v, k, where=where) != 0.0:
+                raise ValueError("%s%s=%r is not supported: libvtpu's ReLU "
+                                 "is max(x, 0)" % (where, k, v))
+        super().__init__(**kwargs)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_relu(g, nodes[0]), self)
+
+
+class Activation(Layer):
+    """Activation('relu'), ('linear') or ('softmax'): softmax only as the
+    model's last layer, right after a Dense layer without activation (the
+    pair becomes libvtpu's dense layer with softmax, fused with the loss)."""
+
+    def __init__(self, activation, **kwargs):
+        self.activation = activations.get(activation, where="Activation: ")
+        super().__init__(**kwargs)
+        self._softmax = self.activation == "softmax"
+        self._identity = self.activation is None or self._softmax
+
+    def _c_build(self, lib, g, nodes, ctx):
+        if self._identity:
+            return nodes[0]
+        return _graph_node(lib.vtpu_graph_relu(g, nodes[0]), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(activation=activations.serialize(self.activation))
+        return c
+
+
+class Softmax(Layer):
+    """softmax over the last axis: only as the model's last layer, right
+    after a Dense layer without activation (see Activation)."""
+
+    _softmax = True
+    _identity = True
+
+    def __init__(self, axis=-1, **kwargs):
+        if isinstance(axis, (list, tuple)) or check_int(
+                axis, "axis", -1, where="Softmax: ") != -1:
+            raise ValueError("Softmax: axis=%r is not supported: softmax is "
+                             "over the last axis (-1)" % (axis,))
+        super().__init__(**kwargs)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return nodes[0]
+
+
+class Add(Layer):
+    """The sum of two or more inputs of the same shape (residual
+    connections): Add()([x, y])."""
+
+    def _check_inputs(self, tensors):
+        if len(tensors) < 2:
+            raise ValueError("%sAdd takes a list of at least 2 inputs, not "
+                             "%d" % (self._where, len(tensors)))
+        if len(set(id(t) for t in tensors)) != len(tensors):
+            raise ValueError("%sthe same tensor is added to itself: libvtpu's "
+                             "add takes two different nodes" % self._where)
+        shapes = [t._feature_shape for t in tensors]
+        if any(s != shapes[0] for s in shapes):
+            raise ValueError("%sinputs of different shapes %s: Add takes "
+                             "inputs of one shape" % (
+                                 self._where, ", ".join(
+                                     _shape_str((None,) + s)
+                                     for s in shapes)))
+
+    def _c_build(self, lib, g, nodes, ctx):
+        node = nodes[0]
+        for other in nodes[1:]:
+            node = _graph_node(lib.vtpu_graph_add(g, node, other), self)
+        return node
+
+
+def add(inputs, **kwargs):
+    """Add()(inputs)."""
+    return Add(**kwargs)(inputs)
+
+
+_SUPPORTED = ("Dense, Conv2D, MaxPooling2D, Flatten, Dropout, ReLU, "
+              "Activation, Softmax, Add, Input/InputLayer")
+
+
+def __getattr__(name):
+    # tf.keras.layers.BatchNormalization and friends: say what there is
+    if name[:1].isupper():
+        raise AttributeError(
+            "vtpu.keras.layers has no %s: libvtpu's graph computes %s"
+            % (name, _SUPPORTED))
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
