@@ -42,77 +42,47 @@
 /* Returns a sum of the accumulators, so that the loop cannot be dropped. */
 typedef float (*bp_loop_fn)(unsigned long iters);
 
-__attribute__((target("avx512f,fma")))
-static float bp_loop_avx512(unsigned long iters)
-{
-	__m512 acc[BP_ACC], a = _mm512_set1_ps(BP_MUL), b = _mm512_set1_ps(BP_ADD);
-	unsigned long i;
-	int j, k;
-
-	for (j = 0; j < BP_ACC; j++)
-		acc[j] = _mm512_set1_ps(1.0f + j);
-	for (i = 0; i < iters; i++) {
-		for (k = 0; k < BP_INNER; k++)
-#pragma GCC unroll 16
-			for (j = 0; j < BP_ACC; j++)
-				acc[j] = _mm512_fmadd_ps(acc[j], a, b);
-		/* keeps the compiler from folding the inner loop */
-		__asm__ volatile("" : "+v"(a));
-	}
-	for (j = 1; j < BP_ACC; j++)
-		acc[0] = _mm512_add_ps(acc[0], acc[j]);
-	return _mm512_reduce_add_ps(acc[0]);
+/*
+ * One loop, compiled once per level with GCC's vector extensions, @width
+ * floats a vector: acc * a + b contracts to one FMA where the target has
+ * FMA (GNU C contracts by default) and stays a multiply and an add on
+ * SSE2, the portable level (two FLOPs a pair either way).
+ */
+#define BP_LOOP(name, isa, width)					\
+__attribute__((target(isa)))						\
+static float name(unsigned long iters)					\
+{									\
+	typedef float vf __attribute__((vector_size((width) * 4)));	\
+	vf acc[BP_ACC], a, b;						\
+	unsigned long i;						\
+	float s = 0;							\
+	int j, k;							\
+									\
+	for (k = 0; k < (width); k++) {					\
+		a[k] = BP_MUL;						\
+		b[k] = BP_ADD;						\
+	}								\
+	for (j = 0; j < BP_ACC; j++)					\
+		for (k = 0; k < (width); k++)				\
+			acc[j][k] = 1.0f + j;				\
+	for (i = 0; i < iters; i++) {					\
+		for (k = 0; k < BP_INNER; k++)				\
+			_Pragma("GCC unroll 16")			\
+			for (j = 0; j < BP_ACC; j++)			\
+				acc[j] = acc[j] * a + b;		\
+		/* keeps the compiler from folding the inner loop */	\
+		__asm__ volatile("" : "+v"(a));				\
+	}								\
+	for (j = 1; j < BP_ACC; j++)					\
+		acc[0] += acc[j];					\
+	for (k = 0; k < (width); k++)					\
+		s += acc[0][k];						\
+	return s;							\
 }
 
-__attribute__((target("avx2,fma")))
-static float bp_loop_avx2(unsigned long iters)
-{
-	__m256 acc[BP_ACC], a = _mm256_set1_ps(BP_MUL), b = _mm256_set1_ps(BP_ADD);
-	float out[8], s = 0;
-	unsigned long i;
-	int j, k;
-
-	for (j = 0; j < BP_ACC; j++)
-		acc[j] = _mm256_set1_ps(1.0f + j);
-	for (i = 0; i < iters; i++) {
-		for (k = 0; k < BP_INNER; k++)
-#pragma GCC unroll 16
-			for (j = 0; j < BP_ACC; j++)
-				acc[j] = _mm256_fmadd_ps(acc[j], a, b);
-		__asm__ volatile("" : "+x"(a));
-	}
-	for (j = 1; j < BP_ACC; j++)
-		acc[0] = _mm256_add_ps(acc[0], acc[j]);
-	_mm256_storeu_ps(out, acc[0]);
-	for (j = 0; j < 8; j++)
-		s += out[j];
-	return s;
-}
-
-/* The portable level: SSE2 multiplies and adds (no FMA), two FLOPs a pair. */
-static float bp_loop_sse(unsigned long iters)
-{
-	__m128 acc[BP_ACC], a = _mm_set1_ps(BP_MUL), b = _mm_set1_ps(BP_ADD);
-	float out[4], s = 0;
-	unsigned long i;
-	int j, k;
-
-	for (j = 0; j < BP_ACC; j++)
-		acc[j] = _mm_set1_ps(1.0f + j);
-	for (i = 0; i < iters; i++) {
-		for (k = 0; k < BP_INNER; k++)
-#pragma GCC unroll 16
-			for (j = 0; j < BP_ACC; j++)
-				acc[j] = _mm_add_ps(_mm_mul_ps(acc[j], a), b);
-		__asm__ volatile("" : "+x"(a));
-	}
-	for (j = 1; j < BP_ACC; j++)
-		acc[0] = _mm_add_ps(acc[0], acc[j]);
-	_mm_storeu_ps(out, acc[0]);
-	for (j = 0; j < 4; j++)
-		s += out[j];
-	return s;
-}
+BP_LOOP(bp_loop_avx512, "avx512f,fma", 16)
+BP_LOOP(bp_loop_avx2, "avx2,fma", 8)
+BP_LOOP(bp_loop_sse, "sse2", 4)
 
 struct bp_thread {
 	bp_loop_fn loop;
