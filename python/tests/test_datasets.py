@@ -10,7 +10,7 @@ import pytest
 
 import vtpu.datasets as datasets
 
-SHARED = os.environ.get("VTPU_SHARED_DATASETS", "/work/shared/datasets")
+from _paths import SHARED  # noqa: E402
 
 
 def need(name):

@@ -16,7 +16,7 @@ import pytest
 TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), os.pardir,
                                     os.pardir))
 EXAMPLES = os.path.join(TOP, "examples", "python")
-SHARED = os.environ.get("VTPU_SHARED_DATASETS", "/work/shared/datasets")
+from _paths import SHARED  # noqa: E402
 
 DOCS = os.path.join(TOP, "docs", "python.md")
 

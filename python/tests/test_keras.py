@@ -17,7 +17,7 @@ from vtpu.keras import layers as L
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), os.pardir,
                                     os.pardir))
-SHARED = os.environ.get("VTPU_SHARED_DATASETS", "/work/shared/datasets")
+from _paths import SHARED  # noqa: E402
 MNIST = os.path.join(SHARED, "mnist")
 FASHION = os.path.join(SHARED, "fashion-mnist")
 
