@@ -377,6 +377,19 @@ static struct cp_geom cp_geom(const uint32_t *s)
  * conv(x, w) + bias at conv pixel (n, oy, ox), channel o, in double; with
  * @mag, also the sum of its terms' magnitudes there
  */
+/* The CONV_POOL command of @g, its operands to be filled in. */
+static struct vtpu_conv_pool_desc cp_desc(const struct cp_geom *g)
+{
+	return (struct vtpu_conv_pool_desc){
+		.win = { .n = g->n, .h = g->h, .w = g->w, .c = g->c,
+			 .kh = g->kh, .kw = g->kw, .stride_h = g->sh,
+			 .stride_w = g->sw, .pad_h = g->ph, .pad_w = g->pw },
+		.oc = g->oc, .pool_h = g->qh, .pool_w = g->qw,
+		.pool_stride_h = g->qsh, .pool_stride_w = g->qsw,
+		.flags = g->flags,
+	};
+}
+
 static double cp_conv_ref(const struct cp_geom *g, const float *x,
 			  const float *w, const float *bias, size_t n,
 			  uint32_t oy, uint32_t ox, uint32_t o, double *mag)
@@ -518,15 +531,7 @@ TEST(conv_pool)
 		void *keep[5];
 		size_t sizes[5] = { g.ny * 4, g.ny, g.nw * 4, g.oc * 4,
 				    g.nw * 4 };
-		struct vtpu_conv_pool_desc d = {
-			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
-				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
-				 .stride_w = g.sw, .pad_h = g.ph,
-				 .pad_w = g.pw },
-			.oc = g.oc, .pool_h = g.qh, .pool_w = g.qw,
-			.pool_stride_h = g.qsh, .pool_stride_w = g.qsw,
-			.flags = g.flags,
-		};
+		struct vtpu_conv_pool_desc d = cp_desc(&g);
 		struct vtpu_conv_pool_desc dg;
 		struct vtpu_cmdbuf cb;
 		long bad = 0, diff = 0;
@@ -645,15 +650,7 @@ TEST(conv_pool_wgrad_tap_tiles)
 		float *keepb = malloc(g.oc * 4);
 		uint8_t *idx = ib.map;
 		double *rdw = malloc(g.nw * 8), *rdb = malloc(g.oc * 8), md;
-		struct vtpu_conv_pool_desc d = {
-			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
-				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
-				 .stride_w = g.sw, .pad_h = g.ph,
-				 .pad_w = g.pw },
-			.oc = g.oc, .pool_h = g.qh, .pool_w = g.qw,
-			.pool_stride_h = g.qsh, .pool_stride_w = g.qsw,
-			.flags = g.flags,
-		};
+		struct vtpu_conv_pool_desc d = cp_desc(&g);
 		struct vtpu_cmdbuf cb;
 		long bad = 0, diff = 0;
 		int t;
