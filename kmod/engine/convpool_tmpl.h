@@ -681,7 +681,8 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c;
 	u64 stride, p, px, py, n, oy[CP_NP], ox[CP_NP];
 	float patch[CP_NP][CP_KC], *dyb = buf;
-	u8 *ib = (u8 *)(buf + CP_OB);
+	/* only a partial block has @buf: full ones pass NULL */
+	u8 *ib = part ? (u8 *)(buf + CP_OB) : NULL;
 	const float *src[CP_NP];
 	CPV db[2 * CP_NV], gj[CP_NP][2 * CP_NV];
 	struct cp_qpos qp;
