@@ -10,6 +10,7 @@ LIBVTPU_SRCS := \
 # the data side of training: datasets, batches, progress, checkpoints
 LIBVTPU_SRCS += \
 	data.c \
+	text.c \
 	progress.c \
 	checkpoint.c
 LIBVTPU_SRCS += \

@@ -9,7 +9,7 @@
 # loss and optimizers, the validator), sharing test_ops.h; one binary each,
 # as the harness (6.1) registers tests in a per-file static list.
 TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise train validate)
-HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model) \
+HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model test_text) \
 	$(TEST_OPS)
 
 # test_data reads the real datasets beside the checkout.
