@@ -489,6 +489,8 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 #define WINDOW_RULES "pad < k and h + 2 pad >= k"
 #define POOL_RULES \
 	WINDOW_RULES ", pool in conv output, < 255 taps, taps*kh*kw*c*oc <= 2^22"
+#define BATCHED_RULES \
+	"as GEMM's; batch*m*n <= 2^31, strides <= 2^36, stride_c >= one C"
 #define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 
@@ -893,8 +895,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 			    FIELD(vtpu_cmd_gemm_batched, m, 1, VTPU_MAX_DIM),
 			    FIELD(vtpu_cmd_gemm_batched, n, 1, VTPU_MAX_DIM),
 			    FIELD(vtpu_cmd_gemm_batched, k, 1, VTPU_MAX_DIM) },
-		.rules = "as GEMM's; batch*m*n <= 2^31, strides <= 2^36, "
-			 "stride_c >= one C",
+		.rules = BATCHED_RULES,
 		.extent = gemm_batched_extent,
 		.check = vtpu_gemm_batched_check,
 		.prepare = vtpu_gemm_batched_prepare,
