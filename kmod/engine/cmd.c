@@ -396,7 +396,7 @@ static u64 conv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	}
 }
 
-bool vtpu_embedding_decode(const struct vtpu_cmd_embedding *e)
+bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e)
 {
 	u64 r;
 
@@ -410,7 +410,7 @@ static u64 embedding_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 {
 	const struct vtpu_cmd_embedding *e = (const void *)cmd;
 
-	if (!vtpu_embedding_decode(e))
+	if (!vtpu_embedding_ok(e))
 		return 0;
 	switch (id) {
 	case VTPU_OPERAND_INDEX:
@@ -423,7 +423,7 @@ static u64 embedding_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	}
 }
 
-bool vtpu_gemm_batched_decode(const struct vtpu_cmd_gemm_batched *g)
+bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g)
 {
 	bool ta = g->flags & VTPU_GEMM_TRANS_A;
 	bool tb = g->flags & VTPU_GEMM_TRANS_B;
@@ -459,7 +459,7 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 
 	if (id != VTPU_OPERAND_C)
 		*align = es ? es : 4;
-	if (!vtpu_gemm_batched_decode(g))
+	if (!vtpu_gemm_batched_ok(g))
 		return 0;
 	switch (id) {
 	case VTPU_OPERAND_A:

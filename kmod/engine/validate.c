@@ -597,7 +597,7 @@ int vtpu_embedding_check(struct vtpu_engine_check *v,
 
 	if (e->flags & ~(grad ? VTPU_EMBEDDING_FLAGS : 0))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
-	if (!vtpu_embedding_decode(e))
+	if (!vtpu_embedding_ok(e))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	ret = check_operands(v, hdr, ids, 3);
 	if (!ret)
