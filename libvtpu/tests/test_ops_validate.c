@@ -500,6 +500,21 @@ TEST(validator)
 	vtpu_cpu_bo_destroy(&r.b1);
 }
 
+/* What the library says of @cmd, run alone on b0, b1: in @msg. */
+static void words_of(struct rej *r, const void *cmd, char *msg, size_t len)
+{
+	struct vtpu_cmdbuf cb;
+	struct vtpu_job job = { 0 };
+
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_use(&cb, &r->b0);
+	vtpu_cmdbuf_use(&cb, &r->b1);
+	vtpu_cmdbuf_append(&cb, cmd);
+	vtpu_cpu_run(r->cpu, &cb, &job);
+	vtpu_job_strerror(&cb, &job, msg, len);
+	vtpu_cmdbuf_fini(&cb);
+}
+
 /* EMBEDDING, EMBEDDING_GRAD and GEMM_BATCHED: every rejection path. */
 TEST(seq_ops_validator)
 {
@@ -650,6 +665,27 @@ TEST(seq_ops_validator)
 	     (bg.stride_c = 64, bg.a = (struct vtpu_operand)OPND(1, 100),
 	      bg.stride_a = 0), VTPU_ERR_OVERLAP, VTPU_OPERAND_C);
 #undef CASE
+
+	/* the batched GEMM's strides, said in words */
+	{
+		char msg[256];
+
+		bg = bg0;
+		bg.stride_c = 15;
+		words_of(&r, &bg, msg, sizeof(msg));
+		EXPECT_NE(NULL, strstr(msg, "stride_c 15 is smaller than one "
+				       "C (16 elements)")) TH_LOG("%s", msg);
+		bg = bg0;
+		bg.stride_b = VTPU_MAX_ELEMS + 1;
+		words_of(&r, &bg, msg, sizeof(msg));
+		EXPECT_NE(NULL, strstr(msg, "operand B: stride 68719476737"))
+			TH_LOG("%s", msg);
+		bg = bg0;
+		bg.lda = 2;
+		words_of(&r, &bg, msg, sizeof(msg));
+		EXPECT_NE(NULL, strstr(msg, "operand A: leading dimension 2"))
+			TH_LOG("%s", msg);
+	}
 
 	vtpu_cpu_destroy(r.cpu);
 	vtpu_cpu_bo_destroy(&r.b0);
