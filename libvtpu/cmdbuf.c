@@ -463,3 +463,64 @@ int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
 	d.step = opnd(step);
 	return vtpu_cmdbuf_append(cb, &d);
 }
+
+static int cmdbuf_embedding(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			    uint32_t n, uint32_t vocab, uint32_t dim,
+			    uint32_t flags, struct vtpu_ref ids,
+			    struct vtpu_ref table, struct vtpu_ref y)
+{
+	struct vtpu_cmd_embedding c;
+
+	CMD_INIT(&c, opcode);
+	c.n = n;
+	c.vocab = vocab;
+	c.dim = dim;
+	c.flags = flags;
+	c.ids = opnd(ids);
+	c.table = opnd(table);
+	c.y = opnd(y);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_embedding(struct vtpu_cmdbuf *cb, uint32_t n, uint32_t vocab,
+			  uint32_t dim, struct vtpu_ref ids,
+			  struct vtpu_ref table, struct vtpu_ref y)
+{
+	return cmdbuf_embedding(cb, VTPU_OP_EMBEDDING, n, vocab, dim, 0, ids,
+				table, y);
+}
+
+int vtpu_cmdbuf_embedding_grad(struct vtpu_cmdbuf *cb, uint32_t n,
+			       uint32_t vocab, uint32_t dim, uint32_t flags,
+			       struct vtpu_ref ids, struct vtpu_ref dy,
+			       struct vtpu_ref dtable)
+{
+	return cmdbuf_embedding(cb, VTPU_OP_EMBEDDING_GRAD, n, vocab, dim,
+				flags, ids, dtable, dy);
+}
+
+int vtpu_cmdbuf_gemm_batched(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_gemm_batched_desc *g)
+{
+	struct vtpu_cmd_gemm_batched c;
+
+	CMD_INIT(&c, VTPU_OP_GEMM_BATCHED);
+	c.batch = g->batch;
+	c.m = g->m;
+	c.n = g->n;
+	c.k = g->k;
+	c.flags = g->flags;
+	c.lda = g->lda ? g->lda : (g->flags & VTPU_GEMM_TRANS_A) ? g->m : g->k;
+	c.ldb = g->ldb ? g->ldb : (g->flags & VTPU_GEMM_TRANS_B) ? g->k : g->n;
+	c.ldc = g->ldc ? g->ldc : g->n;
+	c.dtype = g->dtype;
+	c.alpha = f32_bits(g->alpha);
+	c.beta = f32_bits(g->beta);
+	c.stride_a = g->stride_a;
+	c.stride_b = g->stride_b;
+	c.stride_c = g->stride_c;
+	c.a = opnd(g->a);
+	c.b = opnd(g->b);
+	c.c = opnd(g->c);
+	return vtpu_cmdbuf_append(cb, &c);
+}

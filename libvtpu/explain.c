@@ -151,6 +151,57 @@ static bool explain_panels(struct strbuf *sb, const void *cmd, uint32_t avail,
 	return false;
 }
 
+/*
+ * A GEMM_BATCHED's bad leading dimension or stride (the validator's
+ * order: A's, B's, then C's ldc, stride, and the Cs' overlap); false if
+ * the command is not one.
+ */
+static bool explain_batched(struct strbuf *sb, const void *cmd,
+			    uint32_t avail, uint32_t operand,
+			    const char *oname)
+{
+	const struct vtpu_cmd_gemm_batched *g = cmd;
+	uint32_t ld, need;
+	uint64_t stride;
+	bool ta, tb;
+
+	if (!cmd || avail < sizeof(*g) ||
+	    g->hdr.opcode != VTPU_OP_GEMM_BATCHED)
+		return false;
+	ta = g->flags & VTPU_GEMM_TRANS_A;
+	tb = g->flags & VTPU_GEMM_TRANS_B;
+	switch (operand) {
+	case VTPU_OPERAND_A:
+		ld = g->lda;
+		need = ta ? g->m : g->k;
+		stride = g->stride_a;
+		break;
+	case VTPU_OPERAND_B:
+		ld = g->ldb;
+		need = tb ? g->k : g->n;
+		stride = g->stride_b;
+		break;
+	default:
+		ld = g->ldc;
+		need = g->n;
+		stride = g->stride_c;
+		break;
+	}
+	if (ld < need)
+		sb_printf(sb, "operand %s: leading dimension %u is smaller "
+			  "than its row length %u", oname, ld, need);
+	else if (stride > VTPU_MAX_ELEMS)
+		sb_printf(sb, "operand %s: stride %llu is past %llu elements",
+			  oname, (unsigned long long)stride,
+			  (unsigned long long)VTPU_MAX_ELEMS);
+	else
+		sb_printf(sb, "operand %s: stride_c %llu is smaller than one "
+			  "C (%llu elements): the batch's Cs would overlap",
+			  oname, (unsigned long long)stride,
+			  (unsigned long long)(g->m - 1) * g->ldc + g->n);
+	return true;
+}
+
 /* ---- the table's fields -------------------------------------------------- */
 
 /* A command's scalar fields, its window's first: where each one is. */
@@ -408,7 +459,8 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 			explain_shape(&sb, cmd, desc);
 		break;
 	case VTPU_ERR_BAD_STRIDE:
-		if (explain_panels(&sb, cmd, avail, reason, operand, oname))
+		if (explain_panels(&sb, cmd, avail, reason, operand, oname) ||
+		    explain_batched(&sb, cmd, avail, operand, oname))
 			break;
 		if (cmd && !operand_lookup(cmd, &hdr, avail, operand, &oi) &&
 		    oi.ld_name)

@@ -396,6 +396,86 @@ static u64 conv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	}
 }
 
+bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e)
+{
+	u64 r;
+
+	return window_dim_ok(e->n) && window_dim_ok(e->vocab) &&
+	       window_dim_ok(e->dim) && mul_elems(e->n, e->dim, &r) &&
+	       mul_elems(e->vocab, e->dim, &r);
+}
+
+static u64 embedding_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
+			    u32 *align)
+{
+	const struct vtpu_cmd_embedding *e = (const void *)cmd;
+
+	if (!vtpu_embedding_ok(e))
+		return 0;
+	switch (id) {
+	case VTPU_OPERAND_INDEX:
+		return (u64)e->n * 4;
+	case VTPU_OPERAND_W:
+	case VTPU_OPERAND_DW:
+		return (u64)e->vocab * e->dim * 4;
+	default:	/* Y, DY */
+		return (u64)e->n * e->dim * 4;
+	}
+}
+
+bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g)
+{
+	bool ta = g->flags & VTPU_GEMM_TRANS_A;
+	bool tb = g->flags & VTPU_GEMM_TRANS_B;
+	u64 mn;
+
+	if (!window_dim_ok(g->batch) || !window_dim_ok(g->m) ||
+	    !window_dim_ok(g->n) || !window_dim_ok(g->k) ||
+	    !vtpu_dtype_size(g->dtype))
+		return false;
+	if (g->lda < (ta ? g->m : g->k) || g->ldb < (tb ? g->k : g->n) ||
+	    g->ldc < g->n)
+		return false;
+	if (g->stride_a > VTPU_MAX_ELEMS || g->stride_b > VTPU_MAX_ELEMS ||
+	    g->stride_c > VTPU_MAX_ELEMS)
+		return false;
+	/* (below 2^48: no overflow) */
+	mn = (u64)g->m * g->n;
+	return mn <= VTPU_GEMM_BATCHED_MAX_C / g->batch;
+}
+
+/*
+ * A batch of matrices: (batch - 1) strides and one matrix, below 2^61
+ * elements (strides at most 2^36, batch 2^24, a matrix below 2^57).
+ */
+static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
+			       u32 *align)
+{
+	const struct vtpu_cmd_gemm_batched *g = (const void *)cmd;
+	bool ta = g->flags & VTPU_GEMM_TRANS_A;
+	bool tb = g->flags & VTPU_GEMM_TRANS_B;
+	u32 es = vtpu_dtype_size(g->dtype);
+	u64 stride;
+
+	if (id != VTPU_OPERAND_C)
+		*align = es ? es : 4;
+	if (!vtpu_gemm_batched_ok(g))
+		return 0;
+	switch (id) {
+	case VTPU_OPERAND_A:
+		stride = (u64)(g->batch - 1) * g->stride_a * es;
+		return stride + matrix_bytes(ta ? g->k : g->m,
+					     ta ? g->m : g->k, g->lda, es);
+	case VTPU_OPERAND_B:
+		stride = (u64)(g->batch - 1) * g->stride_b * es;
+		return stride + matrix_bytes(tb ? g->n : g->k,
+					     tb ? g->k : g->n, g->ldb, es);
+	default:	/* C */
+		stride = (u64)(g->batch - 1) * g->stride_c * 4;
+		return stride + matrix_bytes(g->m, g->n, g->ldc, 4);
+	}
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 /* An operand: id, read (IN) or written (OUT), alignment, field. */
@@ -409,6 +489,9 @@ static u64 conv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 #define WINDOW_RULES "pad < k and h + 2 pad >= k"
 #define POOL_RULES \
 	WINDOW_RULES ", pool in conv output, < 255 taps, taps*kh*kw*c*oc <= 2^22"
+#define BATCHED_RULES \
+	"as GEMM's; batch*m*n <= 2^31, strides <= 2^36, stride_c >= one C"
+#define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 
 /*
@@ -760,6 +843,64 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.prepare = vtpu_conv_gemm_prepare,
 		.run = vtpu_gemm_run,
 		.describe = vtpu_conv_gemm_describe,
+	},
+	[VTPU_OP_EMBEDDING] = {
+		.name = "EMBEDDING",
+		.size = sizeof(struct vtpu_cmd_embedding),
+		.flags_at = FLAGS_AT(vtpu_cmd_embedding),
+		.noperands = 3,
+		.operands = { OUT(Y, vtpu_cmd_embedding, y, 4),
+			      IN(INDEX, vtpu_cmd_embedding, ids, 4),
+			      IN(W, vtpu_cmd_embedding, table, 4) },
+		.fields = { FIELD(vtpu_cmd_embedding, n, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_embedding, vocab, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_embedding, dim, 1, VTPU_MAX_DIM) },
+		.rules = EMBEDDING_RULES,
+		.extent = embedding_extent,
+		.check = vtpu_embedding_check,
+		.prepare = vtpu_embedding_prepare,
+		.run = vtpu_embedding_run,
+		.describe = vtpu_embedding_describe,
+	},
+	[VTPU_OP_EMBEDDING_GRAD] = {
+		.name = "EMBEDDING_GRAD",
+		.size = sizeof(struct vtpu_cmd_embedding),
+		.flags_at = FLAGS_AT(vtpu_cmd_embedding),
+		.flags = VTPU_EMBEDDING_FLAGS,
+		.noperands = 3,
+		.operands = { OUT(DW, vtpu_cmd_embedding, table, 4),
+			      IN(INDEX, vtpu_cmd_embedding, ids, 4),
+			      IN(DY, vtpu_cmd_embedding, y, 4) },
+		.fields = { FIELD(vtpu_cmd_embedding, n, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_embedding, vocab, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_embedding, dim, 1, VTPU_MAX_DIM) },
+		.rules = EMBEDDING_RULES,
+		.extent = embedding_extent,
+		.check = vtpu_embedding_check,
+		.prepare = vtpu_embedding_prepare,
+		.run = vtpu_embedding_run,
+		.describe = vtpu_embedding_describe,
+	},
+	[VTPU_OP_GEMM_BATCHED] = {
+		.name = "GEMM_BATCHED",
+		.size = sizeof(struct vtpu_cmd_gemm_batched),
+		.flags_at = FLAGS_AT(vtpu_cmd_gemm_batched),
+		.flags = VTPU_GEMM_BATCHED_FLAGS,
+		.noperands = 3,
+		.operands = { IN(A, vtpu_cmd_gemm_batched, a, 0),
+			      IN(B, vtpu_cmd_gemm_batched, b, 0),
+			      OUT(C, vtpu_cmd_gemm_batched, c, 4) },
+		.fields = { FIELD(vtpu_cmd_gemm_batched, batch, 1,
+				  VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_gemm_batched, m, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_gemm_batched, n, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_gemm_batched, k, 1, VTPU_MAX_DIM) },
+		.rules = BATCHED_RULES,
+		.extent = gemm_batched_extent,
+		.check = vtpu_gemm_batched_check,
+		.prepare = vtpu_gemm_batched_prepare,
+		.run = vtpu_gemm_run,
+		.describe = vtpu_gemm_batched_describe,
 	},
 };
 

@@ -41,6 +41,13 @@ bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
 		      struct vtpu_engine_window *g, u64 *rows);
 
+/* cmd.c: are an EMBEDDING's, a GEMM_BATCHED's fields in range? */
+bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e);
+bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g);
+
+/* gemm.c: tile a GEMM_BATCHED (op->gemm set, with its batch fields). */
+void vtpu_gemm_prepare_batched(struct vtpu_engine_op *op);
+
 /*
  * cmd.c: vtpu_engine_operand() and the alignment the operand's offset
  * needs, from one look at the table (the validator wants both).
@@ -216,11 +223,15 @@ VTPU_CHECK(vtpu_cast_check);
 VTPU_CHECK(vtpu_dropout_check);
 VTPU_CHECK(vtpu_conv_pool_check);
 VTPU_CHECK(vtpu_conv_check);
+VTPU_CHECK(vtpu_embedding_check);
+VTPU_CHECK(vtpu_gemm_batched_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
 VTPU_DESCRIBE(vtpu_gemm_describe);
 VTPU_DESCRIBE(vtpu_conv_gemm_describe);
+VTPU_PREPARE(vtpu_gemm_batched_prepare);
+VTPU_DESCRIBE(vtpu_gemm_batched_describe);
 VTPU_RUN(vtpu_gemm_run);			/* gemm.c */
 VTPU_PREPARE(vtpu_fill_prepare);		/* ops_memory.c */
 VTPU_RUN(vtpu_fill_run);
@@ -251,6 +262,9 @@ VTPU_PREPARE(vtpu_sgd_prepare);			/* ops_optim.c */
 VTPU_PREPARE(vtpu_adam_step_prepare);
 VTPU_PREPARE(vtpu_adam_prepare);
 VTPU_RUN(vtpu_optim_run);
+VTPU_PREPARE(vtpu_embedding_prepare);		/* ops_embedding.c */
+VTPU_RUN(vtpu_embedding_run);
+VTPU_DESCRIBE(vtpu_embedding_describe);
 
 /* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,

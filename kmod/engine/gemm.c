@@ -518,10 +518,50 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	op->flops = 2ull * m * n * g->k;
 }
 
-void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
-		   void *scratch)
+/*
+ * GEMM_BATCHED: the products' tiles are one product's (op->gemm's grid,
+ * from vtpu_gemm_prepare() with the workers a product gets), or, when a
+ * product is one tile of little work, groups of whole products, as many
+ * as make about BATCH_CALL_WORK a call: each product costs its flops
+ * per step and BATCH_PRODUCT_COST for its packing and calls.
+ */
+#define BATCH_CALL_WORK (4 * GEMM_TILE_FLOPS_MIN)
+#define BATCH_PRODUCT_COST 4096u
+
+void vtpu_gemm_prepare_batched(struct vtpu_engine_op *op)
 {
-	const struct vtpu_engine_gemm *g = &op->gemm;
+	struct vtpu_engine_gemm *g = &op->gemm;
+	u32 workers = op->workers, batch = g->batch, group = 1;
+	u64 work, tiles;
+
+	/* a product's share of the workers (the batch gives the others) */
+	op->workers = batch >= workers ? 1 : vtpu_div_up(workers, batch);
+	vtpu_gemm_prepare(op);
+	op->workers = workers;
+	if (op->ntiles == 1) {
+		work = 2ull * g->m * g->n * g->kc + BATCH_PRODUCT_COST;
+		group = (u32)vtpu_min_u64(batch,
+					  vtpu_min_u64(BATCH_CALL_WORK / work,
+						       VTPU_MAX_DIM));
+		if (!group)
+			group = 1;
+		/* but one group a worker, at least, if there are enough */
+		tiles = vtpu_div_up(batch, gemm_min(workers, 1u << 16));
+		if (group > tiles)
+			group = (u32)tiles;
+	}
+	/* tiles <= batch * m * n < 2^32: the validator's bound */
+	g->batch_tiles = op->ntiles;
+	g->batch_group = group;
+	op->ntiles = g->batch_tiles * vtpu_div_up(batch, group);
+	op->flops *= batch;
+}
+
+/* One tile of a GEMM; @g is op->gemm, or one of a batch's products. */
+static void gemm_run_tile(const struct vtpu_engine_op *op,
+			  const struct vtpu_engine_gemm *g, u32 tile,
+			  u32 step, void *scratch)
+{
 	const struct vtpu_gemm_level *lv = gemm_simd(op->simd);
 	u32 ti = tile / g->ntiles_n, tj = tile - ti * g->ntiles_n;
 	u32 rows = g->m, k = g->k;
@@ -577,6 +617,38 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		lv->tn(&st, scratch);
 	else
 		gemm_op_level(op)->step(&st, scratch);
+}
+
+/*
+ * A GEMM_BATCHED tile: a tile of one product, or a group of whole
+ * products. Each product is op->gemm moved to its matrices: its tiling
+ * and kernels are the GEMM's, so are its sums.
+ */
+static void gemm_run_batched(const struct vtpu_engine_op *op, u32 tile,
+			     u32 step, void *scratch)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+	u64 es = vtpu_dtype_size(g->dtype);
+	u64 b = (u64)(tile / g->batch_tiles) * g->batch_group;
+	u64 end = vtpu_min_u64(b + g->batch_group, g->batch);
+	struct vtpu_engine_gemm one = *g;
+
+	tile %= g->batch_tiles;
+	for (; b < end; b++) {
+		one.a = (const u8 *)g->a + b * g->stride_a * es;
+		one.b = (const u8 *)g->b + b * g->stride_b * es;
+		one.c = g->c + b * g->stride_c;
+		gemm_run_tile(op, &one, tile, step, scratch);
+	}
+}
+
+void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		   void *scratch)
+{
+	if (op->gemm.batch)
+		gemm_run_batched(op, tile, step, scratch);
+	else
+		gemm_run_tile(op, &op->gemm, tile, step, scratch);
 }
 
 size_t vtpu_gemm_scratch_size(void)

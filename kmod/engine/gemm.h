@@ -101,6 +101,7 @@
 /**
  * struct vtpu_gemm_memo - which block of B a worker's scratch holds packed
  * @seq: the op's (struct vtpu_engine_op), or 0 for none
+ * @b: the B it is of (a GEMM_BATCHED's products have one each)
  * @j0: its first column
  * @nt: its columns
  * @p0: its first k
@@ -116,6 +117,7 @@
  */
 struct vtpu_gemm_memo {
 	u64 seq;
+	const void *b;
 	u32 j0, nt, p0, kc;
 };
 

@@ -633,11 +633,11 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	u32 kc = st->kc, i, j;
 
 	/* B's block as this worker's previous tile of the op left it? */
-	if (memo->seq != st->seq || memo->j0 != st->j0 ||
+	if (memo->seq != st->seq || memo->b != g->b || memo->j0 != st->j0 ||
 	    memo->nt != st->nt || memo->p0 != st->p0 || memo->kc != kc) {
 		GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
-		*memo = (struct vtpu_gemm_memo){ st->seq, st->j0, st->nt,
-						 st->p0, kc };
+		*memo = (struct vtpu_gemm_memo){ st->seq, g->b, st->j0,
+						 st->nt, st->p0, kc };
 	}
 	GEMM_FN(gemm_pack_a)(ap, g, st->i0, st->mt, st->p0, kc);
 

@@ -121,3 +121,41 @@ int vtpu_conv_gemm_describe(const struct vtpu_engine_op *op, char *buf,
 	return snprintf(buf, len, "%ux%ux%u k%ux%u", g->m, g->n, g->k,
 			g->win.kh, g->win.kw);
 }
+
+void vtpu_gemm_batched_prepare(struct vtpu_engine_op *op,
+			       const struct vtpu_cmd_hdr *cmd,
+			       const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_gemm_batched *c = (const void *)cmd;
+	struct vtpu_engine_gemm *g = &op->gemm;
+
+	g->m = c->m;
+	g->n = c->n;
+	g->k = c->k;
+	g->flags = c->flags;
+	g->lda = c->lda;
+	g->ldb = c->ldb;
+	g->ldc = c->ldc;
+	g->dtype = c->dtype;
+	g->alpha = vtpu_f32_from_bits(c->alpha);
+	g->beta = vtpu_f32_from_bits(c->beta);
+	g->a = vtpu_operand_ptr(bufs, &c->a);
+	g->b = vtpu_operand_ptr(bufs, &c->b);
+	g->c = vtpu_operand_ptr(bufs, &c->c);
+	g->batch = c->batch;
+	g->stride_a = c->stride_a;
+	g->stride_b = c->stride_b;
+	g->stride_c = c->stride_c;
+	vtpu_gemm_prepare_batched(op);
+}
+
+/* batch x (m x n x k), and which operands are turned */
+int vtpu_gemm_batched_describe(const struct vtpu_engine_op *op, char *buf,
+			       size_t len)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+
+	return snprintf(buf, len, "%ux %ux%ux%u%s%s", g->batch, g->m, g->n,
+			g->k, g->flags & VTPU_GEMM_TRANS_A ? " At" : "",
+			g->flags & VTPU_GEMM_TRANS_B ? " Bt" : "");
+}

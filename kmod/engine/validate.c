@@ -582,6 +582,70 @@ int vtpu_conv_check(struct vtpu_engine_check *v,
 	return ret;
 }
 
+int vtpu_embedding_check(struct vtpu_engine_check *v,
+			 const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_embedding *e = (const void *)hdr;
+	/* the output first */
+	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_INDEX,
+				   VTPU_OPERAND_W };
+	static const u32 bwd[] = { VTPU_OPERAND_DW, VTPU_OPERAND_INDEX,
+				   VTPU_OPERAND_DY };
+	bool grad = hdr->opcode == VTPU_OP_EMBEDDING_GRAD;
+	const u32 *ids = grad ? bwd : fwd;
+	int ret;
+
+	if (e->flags & ~(grad ? VTPU_EMBEDDING_FLAGS : 0))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!vtpu_embedding_ok(e))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = check_operands(v, hdr, ids, 3);
+	if (!ret)
+		ret = check_outputs(v, hdr, ids, 1, ids + 1, 2);
+	return ret;
+}
+
+int vtpu_gemm_batched_check(struct vtpu_engine_check *v,
+			    const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_gemm_batched *g = (const void *)hdr;
+	bool ta = g->flags & VTPU_GEMM_TRANS_A;
+	bool tb = g->flags & VTPU_GEMM_TRANS_B;
+	int ret;
+
+	if (g->flags & ~VTPU_GEMM_BATCHED_FLAGS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (g->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!dim_ok(g->batch) || !dim_ok(g->m) || !dim_ok(g->n) ||
+	    !dim_ok(g->k) ||
+	    (u64)g->m * g->n > VTPU_GEMM_BATCHED_MAX_C / g->batch)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (!vtpu_dtype_size(g->dtype))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_DTYPE);
+	if (g->lda < (ta ? g->m : g->k) || g->stride_a > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_A, VTPU_ERR_BAD_STRIDE);
+	if (g->ldb < (tb ? g->k : g->n) || g->stride_b > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_B, VTPU_ERR_BAD_STRIDE);
+	/* the Cs may not overlap: each one's span within its stride */
+	if (g->ldc < g->n || g->stride_c > VTPU_MAX_ELEMS ||
+	    (g->batch > 1 &&
+	     g->stride_c < (u64)(g->m - 1) * g->ldc + g->n))
+		return reject(v, VTPU_OPERAND_C, VTPU_ERR_BAD_STRIDE);
+	ret = check_operand(v, hdr, VTPU_OPERAND_A);
+	if (!ret)
+		ret = check_operand(v, hdr, VTPU_OPERAND_B);
+	if (!ret)
+		ret = check_operand(v, hdr, VTPU_OPERAND_C);
+	if (ret)
+		return ret;
+	/* Tiles of the Cs are written while other tiles read As and Bs. */
+	if (overlap(hdr, VTPU_OPERAND_C, VTPU_OPERAND_A) ||
+	    overlap(hdr, VTPU_OPERAND_C, VTPU_OPERAND_B))
+		return reject(v, VTPU_OPERAND_C, VTPU_ERR_OVERLAP);
+	return 0;
+}
+
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err)
 {

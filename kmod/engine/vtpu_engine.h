@@ -108,6 +108,16 @@ struct vtpu_engine_gemm {
 	u32 implicit;
 	u32 flip_oc;
 	struct vtpu_engine_window win;
+	/*
+	 * GEMM_BATCHED: @batch products of the shape above, C_b at c +
+	 * b * stride_c (elements; A's and B's likewise); tiles of one
+	 * product (@batch_tiles of them, the grid above) or, when a product
+	 * is one tile, of @batch_group whole products. 0 for one GEMM.
+	 */
+	u32 batch;
+	u32 batch_tiles;
+	u32 batch_group;
+	u64 stride_a, stride_b, stride_c;
 };
 
 /* IM2COL, COL2IM, MAXPOOL, MAXPOOL_GRAD */
@@ -174,6 +184,17 @@ struct vtpu_engine_xent {
 	u32 ngrad;		/* tiles 1..ngrad write dlogits/probs */
 };
 
+/* EMBEDDING, EMBEDDING_GRAD */
+struct vtpu_engine_embedding {
+	u32 n, vocab, dim, flags;
+	const u32 *ids;
+	float *table;		/* EMBEDDING reads it, the gradient writes it */
+	float *y;		/* EMBEDDING writes it, the gradient reads it */
+	u32 width;		/* EMBEDDING_GRAD: columns per tile */
+	u32 rows;		/* EMBEDDING_GRAD: ids or table rows per step */
+	u32 zsteps;		/* EMBEDDING_GRAD: steps that zero the table */
+};
+
 /* SGD, ADAM_STEP, ADAM */
 struct vtpu_engine_optim {
 	u64 count;
@@ -231,6 +252,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_optim optim;
 		struct vtpu_engine_cast cast;
 		struct vtpu_engine_dropout dropout;
+		struct vtpu_engine_embedding emb;
 	};
 };
 

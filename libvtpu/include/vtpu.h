@@ -391,6 +391,43 @@ VTPU_API int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t co
 VTPU_API int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
 			uint32_t seed, struct vtpu_ref x, struct vtpu_ref z,
 			struct vtpu_ref mask, struct vtpu_ref step);
+/**
+ * vtpu_cmdbuf_embedding() - y [n, dim] = the rows of table [vocab, dim]
+ * that ids (u32 [n]) name; an id >= vocab gives a zero row (struct
+ * vtpu_cmd_embedding).
+ */
+VTPU_API int vtpu_cmdbuf_embedding(struct vtpu_cmdbuf *cb, uint32_t n,
+			  uint32_t vocab, uint32_t dim, struct vtpu_ref ids,
+			  struct vtpu_ref table, struct vtpu_ref y);
+/**
+ * vtpu_cmdbuf_embedding_grad() - dtable [vocab, dim] = the rows of dy
+ * [n, dim] added at the rows ids name, in the order of the ids; ids >=
+ * vocab skipped. dtable is zeroed first unless flags has
+ * VTPU_EMBEDDING_ACCUMULATE.
+ */
+VTPU_API int vtpu_cmdbuf_embedding_grad(struct vtpu_cmdbuf *cb, uint32_t n,
+			       uint32_t vocab, uint32_t dim, uint32_t flags,
+			       struct vtpu_ref ids, struct vtpu_ref dy,
+			       struct vtpu_ref dtable);
+/**
+ * struct vtpu_gemm_batched_desc - a GEMM_BATCHED (struct
+ * vtpu_cmd_gemm_batched): batch products C_b = alpha * op(A_b) *
+ * op(B_b) + beta * C_b, with A_b at a + b * stride_a elements (B's and
+ * C's likewise). lda/ldb/ldc of 0 mean "packed", as for vtpu_gemm_desc;
+ * strides are taken as they are (0 for A or B: one for every product).
+ */
+struct vtpu_gemm_batched_desc {
+	uint32_t batch, m, n, k;
+	uint32_t flags;		/* VTPU_GEMM_TRANS_A, VTPU_GEMM_TRANS_B */
+	uint32_t lda, ldb, ldc;
+	uint32_t dtype;
+	float alpha, beta;
+	uint64_t stride_a, stride_b, stride_c;
+	struct vtpu_ref a, b, c;
+};
+/** vtpu_cmdbuf_gemm_batched() - append a GEMM_BATCHED. */
+VTPU_API int vtpu_cmdbuf_gemm_batched(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_gemm_batched_desc *g);
 
 /* ---- submission and completion ------------------------------------------ */
 

@@ -1461,6 +1461,9 @@ TEST(dense_tiles_split_columns)
 	}
 }
 
+/* Elements an embedding op's call touches, at most (VTPU_OPS_CHUNK). */
+#define EMB_CALL_MAX 65536u
+
 TEST(calls_bounded)
 {
 	static const struct { uint32_t m, n, k, flags, dtype; } gemms[] = {
@@ -1477,6 +1480,25 @@ TEST(calls_bounded)
 		{ 16, 32, 32, 256, 5, 5, 256 },
 		{ 64, 16, 16, 1024, 3, 3, 64 },
 		{ 4, 8, 8, 60000, 3, 3, 32 },
+	};
+	/* n vocab dim */
+	static const uint32_t embs[][3] = {
+		{ 1 << 24, 1 << 24, 4096 },
+		{ 4096, 4096, 1 << 24 },
+		{ 1, 1 << 24, 4096 },
+		{ 1 << 24, 1, 1 },
+	};
+	static const struct {
+		uint32_t batch, m, n, k, flags;
+	} bgemms[] = {
+		{ 2, 4096, 4096, 4096, 0 },
+		{ 2, 4096, 4096, 4096, VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B },
+		{ 1 << 20, 16, 16, 16, VTPU_GEMM_TRANS_B },
+		{ 1 << 24, 8, 16, 64, 0 },
+		{ 1 << 20, 1, 1, 1, 0 },
+		{ 1000, 1, 1, 1 << 24, 0 },
+		{ 4, 16, 4096, 1 << 20, VTPU_GEMM_TRANS_A },
+		{ 64, 512, 512, 1 << 16, VTPU_GEMM_TRANS_B },
 	};
 	static uint8_t dummy[64];
 	struct vtpu_engine_buf bufs[4];
@@ -1539,6 +1561,33 @@ TEST(calls_bounded)
 		ASSERT_EQ(0, i ? vtpu_cmdbuf_conv_pool_wgrad(&cb, &d) :
 				 vtpu_cmdbuf_conv_pool(&cb, &d));
 	}
+	/*
+	 * The embedding ops at their limits: the most ids, the widest rows,
+	 * the largest table (the gradient zeroes it in steps first), the
+	 * table scattered to with and without zeroing it.
+	 */
+	for (i = 0; i < sizeof(embs) / sizeof(embs[0]); i++) {
+		ASSERT_EQ(0, vtpu_cmdbuf_embedding(&cb, embs[i][0], embs[i][1],
+						   embs[i][2], VTPU_REF(0, 0),
+						   VTPU_REF(1, 0),
+						   VTPU_REF(2, 0)));
+		ASSERT_EQ(0, vtpu_cmdbuf_embedding_grad(&cb, embs[i][0],
+			embs[i][1], embs[i][2], i % 2 ?
+			VTPU_EMBEDDING_ACCUMULATE : 0, VTPU_REF(0, 0),
+			VTPU_REF(2, 0), VTPU_REF(1, 0)));
+	}
+	/* batches of products at GEMM's limits, and of the smallest */
+	for (i = 0; i < sizeof(bgemms) / sizeof(bgemms[0]); i++)
+		ASSERT_EQ(0, vtpu_cmdbuf_gemm_batched(&cb,
+			&(struct vtpu_gemm_batched_desc){
+			.batch = bgemms[i].batch, .m = bgemms[i].m,
+			.n = bgemms[i].n, .k = bgemms[i].k,
+			.flags = bgemms[i].flags, .alpha = 1,
+			.stride_a = (uint64_t)bgemms[i].m * bgemms[i].k,
+			.stride_b = (uint64_t)bgemms[i].k * bgemms[i].n,
+			.stride_c = (uint64_t)bgemms[i].m * bgemms[i].n,
+			.a = VTPU_REF(0, 0), .b = VTPU_REF(1, 0),
+			.c = VTPU_REF(2, 0) }));
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1550,6 +1599,16 @@ TEST(calls_bounded)
 
 			vtpu_engine_op_prepare(&op, cmd, bufs, simd, 1);
 			per = op.flops / ((uint64_t)op.ntiles * op.nsteps);
+			/*
+			 * The embedding ops move memory: elements a call
+			 * touches, at most the ops' chunk (65536), whatever
+			 * the average says.
+			 */
+			if (cmd->opcode == VTPU_OP_EMBEDDING)
+				per = op.chunk > EMB_CALL_MAX ? ~0ull : 0;
+			if (cmd->opcode == VTPU_OP_EMBEDDING_GRAD)
+				per = (uint64_t)op.emb.rows * op.emb.width >
+					      EMB_CALL_MAX ? ~0ull : 0;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
@@ -1560,7 +1619,8 @@ TEST(calls_bounded)
 	}
 	TH_LOG("%u commands on %d levels: %ld calls over %llu MFLOP", cmds,
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
-	EXPECT_EQ(25, cmds);
+	EXPECT_EQ(25 + 2 * sizeof(embs) / sizeof(embs[0]) +
+		  sizeof(bgemms) / sizeof(bgemms[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

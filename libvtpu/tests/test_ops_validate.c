@@ -500,6 +500,198 @@ TEST(validator)
 	vtpu_cpu_bo_destroy(&r.b1);
 }
 
+/* What the library says of @cmd, run alone on b0, b1: in @msg. */
+static void words_of(struct rej *r, const void *cmd, char *msg, size_t len)
+{
+	struct vtpu_cmdbuf cb;
+	struct vtpu_job job = { 0 };
+
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_use(&cb, &r->b0);
+	vtpu_cmdbuf_use(&cb, &r->b1);
+	vtpu_cmdbuf_append(&cb, cmd);
+	vtpu_cpu_run(r->cpu, &cb, &job);
+	vtpu_job_strerror(&cb, &job, msg, len);
+	vtpu_cmdbuf_fini(&cb);
+}
+
+/* EMBEDDING, EMBEDDING_GRAD and GEMM_BATCHED: every rejection path. */
+TEST(seq_ops_validator)
+{
+	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),
+			 .b0 = bo_new(4096), .b1 = bo_new(4096) };
+	/* 16 ids (64 bytes), a table of 8 x 16 (512), y 16 x 16 (1024) */
+	const struct vtpu_cmd_embedding em0 = {
+		.hdr = HDR(VTPU_OP_EMBEDDING, vtpu_cmd_embedding),
+		.n = 16, .vocab = 8, .dim = 16,
+		.ids = OPND(0, 0), .table = OPND(0, 512), .y = OPND(1, 0),
+	};
+	/* the gradient: dtable in b1, ids and dy in b0 */
+	const struct vtpu_cmd_embedding eg0 = {
+		.hdr = HDR(VTPU_OP_EMBEDDING_GRAD, vtpu_cmd_embedding),
+		.n = 16, .vocab = 8, .dim = 16,
+		.ids = OPND(0, 0), .table = OPND(1, 2048), .y = OPND(0, 1024),
+	};
+	/* 4 products of 4 x 4 x 4, packed: 256 bytes for each operand */
+	const struct vtpu_cmd_gemm_batched bg0 = {
+		.hdr = HDR(VTPU_OP_GEMM_BATCHED, vtpu_cmd_gemm_batched),
+		.batch = 4, .m = 4, .n = 4, .k = 4, .lda = 4, .ldb = 4,
+		.ldc = 4, .alpha = 0x3f800000, .stride_a = 16, .stride_b = 16,
+		.stride_c = 16, .a = OPND(0, 0), .b = OPND(0, 256),
+		.c = OPND(1, 0),
+	};
+	struct vtpu_cmd_embedding em;
+	struct vtpu_cmd_gemm_batched bg;
+
+	ASSERT_NE(NULL, r.cpu);
+#define CASE(var, base, what, mut, reason, operand)                           \
+	do {                                                                  \
+		var = base;                                                   \
+		mut;                                                          \
+		check_cmd(_metadata, &r, what, &var, reason, operand);        \
+	} while (0)
+
+	/* EMBEDDING, EMBEDDING_GRAD */
+	CASE(em, em0, "embedding ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(em, em0, "embedding ids over the table ok",
+	     em.ids = em.table, VTPU_ERR_NONE, 0);
+	CASE(em, eg0, "embedding_grad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(em, eg0, "embedding_grad accumulate ok",
+	     em.flags = VTPU_EMBEDDING_ACCUMULATE, VTPU_ERR_NONE, 0);
+	CASE(em, em0, "embedding accumulate",
+	     em.flags = VTPU_EMBEDDING_ACCUMULATE, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(em, eg0, "embedding_grad unknown flag", em.flags = 2,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(em, em0, "embedding n 0", em.n = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(em, em0, "embedding vocab 0", em.vocab = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(em, eg0, "embedding_grad vocab 0", em.vocab = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(em, em0, "embedding dim 0", em.dim = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(em, em0, "embedding dim > MAX_DIM", em.dim = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(em, em0, "embedding n * dim past the element limit",
+	     (em.n = VTPU_MAX_DIM, em.dim = VTPU_MAX_DIM),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(em, eg0, "embedding_grad vocab * dim past the element limit",
+	     (em.vocab = VTPU_MAX_DIM, em.dim = VTPU_MAX_DIM),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(em, em0, "embedding table too small", em.vocab = 100,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_W);
+	CASE(em, em0, "embedding ids past their buffer", em.ids.offset = 4040,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_INDEX);
+	CASE(em, em0, "embedding ids misaligned", em.ids.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_INDEX);
+	CASE(em, em0, "embedding y too small", em.n = 65,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_Y);
+	CASE(em, em0, "embedding y over the table",
+	     em.y = (struct vtpu_operand)OPND(0, 1000), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(em, em0, "embedding y over the ids", em.ids = em.y,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(em, eg0, "embedding_grad dtable over dy",
+	     em.table = (struct vtpu_operand)OPND(0, 1536), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DW);
+	CASE(em, eg0, "embedding_grad dtable over the ids",
+	     em.ids = (struct vtpu_operand)OPND(1, 2048), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DW);
+	CASE(em, eg0, "embedding_grad dtable too small", em.vocab = 33,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DW);
+	CASE(em, eg0, "embedding_grad dy bad buffer", em.y.buf = 2,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_DY);
+
+	/* GEMM_BATCHED */
+	CASE(bg, bg0, "gemm_batched ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(bg, bg0, "gemm_batched one B for all ok", bg.stride_b = 0,
+	     VTPU_ERR_NONE, 0);
+	CASE(bg, bg0, "gemm_batched turned, with gaps ok",
+	     (bg.flags = VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B,
+	      bg.stride_c = 20), VTPU_ERR_NONE, 0);
+	CASE(bg, bg0, "gemm_batched batch 1, stride_c 0 ok",
+	     (bg.batch = 1, bg.stride_c = 0), VTPU_ERR_NONE, 0);
+	CASE(bg, bg0, "gemm_batched bf16 at 2 bytes ok",
+	     (bg.dtype = VTPU_DTYPE_BF16, bg.a.offset = 2), VTPU_ERR_NONE, 0);
+	CASE(bg, bg0, "gemm_batched bias", bg.flags = VTPU_GEMM_BIAS,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(bg, bg0, "gemm_batched C in panels", bg.flags = VTPU_GEMM_C_PANELS,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(bg, bg0, "gemm_batched pad", bg.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(bg, bg0, "gemm_batched batch 0", bg.batch = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bg, bg0, "gemm_batched batch > MAX_DIM",
+	     bg.batch = VTPU_MAX_DIM + 1, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bg, bg0, "gemm_batched k 0", bg.k = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bg, bg0, "gemm_batched batch * m * n > 2^31",
+	     (bg.batch = 1u << 23, bg.m = 16, bg.n = 17, bg.ldc = 17),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bg, bg0, "gemm_batched dtype", bg.dtype = 7, VTPU_ERR_BAD_DTYPE,
+	     0);
+	CASE(bg, bg0, "gemm_batched lda < k", bg.lda = 3, VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_A);
+	CASE(bg, bg0, "gemm_batched ldb < k (turned)",
+	     (bg.flags = VTPU_GEMM_TRANS_B, bg.n = 2, bg.ldc = 2, bg.ldb = 3),
+	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_B);
+	CASE(bg, bg0, "gemm_batched ldc < n", bg.ldc = 3, VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched stride_a past the element limit",
+	     bg.stride_a = VTPU_MAX_ELEMS + 1, VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_A);
+	CASE(bg, bg0, "gemm_batched stride_b past the element limit",
+	     bg.stride_b = ~0ull, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_B);
+	CASE(bg, bg0, "gemm_batched Cs overlap (stride_c < one C)",
+	     bg.stride_c = 15, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched one C for all", bg.stride_c = 0,
+	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched Cs overlap (ldc padding)",
+	     (bg.ldc = 8, bg.stride_c = 27), VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched As past their buffer", bg.stride_a = 1000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_A);
+	CASE(bg, bg0, "gemm_batched far strides, no overflow",
+	     (bg.batch = VTPU_MAX_DIM, bg.m = bg.n = bg.k = 1,
+	      bg.lda = bg.ldb = bg.ldc = 1, bg.stride_a = VTPU_MAX_ELEMS,
+	      bg.stride_c = VTPU_MAX_ELEMS),
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_A);
+	CASE(bg, bg0, "gemm_batched Cs past their buffer", bg.c.offset = 3900,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched A misaligned", bg.a.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_A);
+	CASE(bg, bg0, "gemm_batched Cs over the As",
+	     bg.c = (struct vtpu_operand)OPND(0, 128), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched Cs over the Bs",
+	     bg.b = (struct vtpu_operand)OPND(1, 200), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched C gap over an A",
+	     (bg.stride_c = 64, bg.a = (struct vtpu_operand)OPND(1, 100),
+	      bg.stride_a = 0), VTPU_ERR_OVERLAP, VTPU_OPERAND_C);
+#undef CASE
+
+	/* the batched GEMM's strides, said in words */
+	{
+		char msg[256];
+
+		bg = bg0;
+		bg.stride_c = 15;
+		words_of(&r, &bg, msg, sizeof(msg));
+		EXPECT_NE(NULL, strstr(msg, "stride_c 15 is smaller than one "
+				       "C (16 elements)")) TH_LOG("%s", msg);
+		bg = bg0;
+		bg.stride_b = VTPU_MAX_ELEMS + 1;
+		words_of(&r, &bg, msg, sizeof(msg));
+		EXPECT_NE(NULL, strstr(msg, "operand B: stride 68719476737"))
+			TH_LOG("%s", msg);
+		bg = bg0;
+		bg.lda = 2;
+		words_of(&r, &bg, msg, sizeof(msg));
+		EXPECT_NE(NULL, strstr(msg, "operand A: leading dimension 2"))
+			TH_LOG("%s", msg);
+	}
+
+	vtpu_cpu_destroy(r.cpu);
+	vtpu_cpu_bo_destroy(&r.b0);
+	vtpu_cpu_bo_destroy(&r.b1);
+}
+
 /* A GEMM in panels that breaks their rules: rejected, and said in words. */
 TEST(gemm_panels_rejected_in_words)
 {

@@ -6,9 +6,10 @@
 # test is one C file: libvtpu/tests/test_NAME.c -> build/bin/test_NAME,
 # which tools/run-checks runs ("$bin"/test_*).
 # test_ops_*: the training ops by family (conv and pooling, element-wise,
-# loss and optimizers, the validator), sharing test_ops.h; one binary each,
-# as the harness (6.1) registers tests in a per-file static list.
-TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise train validate)
+# loss and optimizers, the sequence ops, the validator), sharing
+# test_ops.h; one binary each, as the harness (6.1) registers tests in a
+# per-file static list.
+TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise seq train validate)
 HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model test_text) \
 	$(TEST_OPS)
 

@@ -212,6 +212,55 @@ def test_reduce_and_softmax_xent(dev):
     assert correct.array[0] == (lg.argmax(1) == labels.array).sum()
 
 
+def test_embedding_and_its_gradient(dev):
+    n, vocab, dim = 12, 5, 7
+    ids, table = dev.buffer(n, "uint32"), dev.buffer((vocab, dim))
+    y, dy, dt = dev.buffer((n, dim)), dev.buffer((n, dim)), \
+        dev.buffer((vocab, dim))
+    ids.array[:] = [0, 1, 4, 4, 5, 0xffffffff, 2, 2, 2, 3, 1, 0]
+    table.array[:] = rand((vocab, dim), 7)
+    dy.array[:] = rand((n, dim), 8)
+    run(dev, vtpu.CommandBuffer(dev).embedding(ids, table, y)
+        .embedding_grad(ids, dy, dt))
+    ok = ids.array < vocab
+    want = np.zeros((n, dim), np.float32)
+    want[ok] = table.array[ids.array[ok]]
+    assert np.array_equal(y.array, want)
+    grad = np.zeros((vocab, dim))
+    np.add.at(grad, ids.array[ok], dy.array[ok].astype(np.float64))
+    assert np.allclose(dt.array, grad, atol=1e-6)
+    # accumulate: the same sums again, on top
+    run(dev, vtpu.CommandBuffer(dev).embedding_grad(ids, dy, dt,
+                                                    accumulate=True))
+    assert np.allclose(dt.array, 2 * grad, atol=1e-5)
+
+
+def test_gemm_batched(dev):
+    bt, m, n, k = 3, 5, 6, 4
+    q, kk, v = dev.buffer((bt, m, k)), dev.buffer((bt, n, k)), \
+        dev.buffer((bt, n, 2))
+    s, ctx = dev.buffer((bt, m, n)), dev.buffer((bt, m, 2))
+    w = dev.buffer((k, n))
+    q.array[:] = rand((bt, m, k), 9)
+    kk.array[:] = rand((bt, n, k), 10)
+    v.array[:] = rand((bt, n, 2), 11)
+    w.array[:] = rand((k, n), 12)
+    # scores = Q K^T / 2, then context = scores V
+    run(dev, vtpu.CommandBuffer(dev).gemm_batched(q, kk, s, trans_b=True,
+                                                  alpha=0.5)
+        .gemm_batched(s, v, ctx))
+    sc = 0.5 * np.einsum("bmk,bnk->bmn", q.array, kk.array)
+    assert np.allclose(s.array, sc, atol=1e-5)
+    assert np.allclose(ctx.array, np.einsum("bmn,bnj->bmj", s.array,
+                                            v.array), atol=1e-5)
+    # one B (2-D) for every product, beta 1
+    before = s.array.copy()
+    run(dev, vtpu.CommandBuffer(dev).gemm_batched(q, w, s, beta=1.0))
+    assert np.allclose(s.array, before + q.array @ w.array, atol=1e-5)
+    with pytest.raises(ValueError):
+        vtpu.CommandBuffer(dev).gemm_batched(q, v, s)
+
+
 # ---- fences ----------------------------------------------------------------
 
 def test_fence_of_a_done_job(dev):

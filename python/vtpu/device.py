@@ -948,6 +948,130 @@ class CommandBuffer:
         self._emit("reduce", lib.vtpu_cmdbuf_reduce, op, m, n, ldx, alpha,
                    beta, r["x"], r["y"])
 
+    @staticmethod
+    def _shape(operand):
+        """A whole typed Buffer's shape, else None."""
+        if isinstance(operand, Buffer) and operand._typed:
+            return tuple(operand.shape)
+        return None
+
+    def _emb_dims(self, what, ids, table, n, vocab, dim):
+        """n from ids' elements, vocab and dim from table's 2-D shape."""
+        shape = self._shape2(table)
+        n = self._elems(ids) if n is None else n
+        vocab = shape[0] if vocab is None and shape else vocab
+        dim = shape[1] if dim is None and shape else dim
+        if vocab is None or dim is None:
+            raise ValueError("%s: give vocab and dim (the table is not a "
+                             "2-D buffer)" % what)
+        return n, vocab, dim
+
+    @_command
+    def embedding(self, ids, table, y, *, n=None, vocab=None, dim=None):
+        """y [n, dim] = the rows of table [vocab, dim] that ids (uint32
+        [n]) name; an id >= vocab (e.g. 0xffffffff for padding) gives a
+        zero row. n defaults to ids' elements, vocab and dim to table's
+        2-D shape."""
+        n, vocab, dim = self._emb_dims("embedding", ids, table, n, vocab,
+                                       dim)
+        r = self._refs(ids=(ids, _U32), table=(table, _F32), y=(y, _F32))
+        self._emit("embedding", lib.vtpu_cmdbuf_embedding, n, vocab, dim,
+                   r["ids"], r["table"], r["y"])
+
+    @_command
+    def embedding_grad(self, ids, dy, dtable, *, accumulate=False, n=None,
+                       vocab=None, dim=None):
+        """dtable [vocab, dim] = the rows of dy [n, dim] added at the rows
+        ids name, in the order of the ids (ids >= vocab skipped); dtable is
+        zeroed first, unless accumulate."""
+        n, vocab, dim = self._emb_dims("embedding_grad", ids, dtable, n,
+                                       vocab, dim)
+        r = self._refs(ids=(ids, _U32), dy=(dy, _F32),
+                       dtable=(dtable, _F32))
+        self._emit("embedding_grad", lib.vtpu_cmdbuf_embedding_grad, n,
+                   vocab, dim,
+                   lib.VTPU_EMBEDDING_ACCUMULATE if accumulate else 0,
+                   r["ids"], r["dy"], r["dtable"])
+
+    @_command
+    def gemm_batched(self, a, b, c, *, batch=None, m=None, n=None, k=None,
+                     alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
+                     lda=0, ldb=0, ldc=0, stride_a=None, stride_b=None,
+                     stride_c=None, dtype=None):
+        """C_i = alpha * op(A_i) @ op(B_i) + beta * C_i for i < batch, as
+        attention's Q K^T and P V per sequence.
+
+        Operands are whole, packed 3-D buffers ([batch, rows, cols]) or a
+        2-D one for an A or B that every product shares (its stride 0);
+        otherwise give the dimensions, the leading dimensions and the
+        strides (elements from one matrix to the next; default: packed).
+        dtype of A and B as for gemm.
+        """
+        def dims_of(op, ld, trans):
+            """(batch or None, (rows, cols) of op(X) or None, 2-D?)"""
+            shape = self._shape(op) if not ld else None
+            if not shape or len(shape) not in (2, 3):
+                return None, None, False
+            rows, cols = shape[-2:]
+            return (shape[0] if len(shape) == 3 else None,
+                    (cols, rows) if trans else (rows, cols), len(shape) == 2)
+
+        dims = {"batch": [batch], "m": [m], "n": [n], "k": [k]}
+        ba, sa, a2 = dims_of(a, lda, trans_a)
+        bb, sb, b2 = dims_of(b, ldb, trans_b)
+        bc, sc, _ = dims_of(c, ldc, False)
+        for bt in (ba, bb, bc):
+            dims["batch"].append(bt)
+        if sa:
+            dims["m"].append(sa[0])
+            dims["k"].append(sa[1])
+        if sb:
+            dims["k"].append(sb[0])
+            dims["n"].append(sb[1])
+        if sc:
+            dims["m"].append(sc[0])
+            dims["n"].append(sc[1])
+        for d, vals in dims.items():
+            known = {int(v) for v in vals if v is not None}
+            if not known:
+                raise ValueError("gemm_batched: give %s (no operand's "
+                                 "shape says it)" % d)
+            if len(known) > 1:
+                raise ValueError("gemm_batched: the shapes disagree on %s"
+                                 % d)
+            dims[d] = known.pop()
+        m, n, k = dims["m"], dims["n"], dims["k"]
+        ar, ac = (k, m) if trans_a else (m, k)
+        br, bc_ = (n, k) if trans_b else (k, n)
+
+        def packed(rows, cols, ld, shared):
+            return 0 if shared else rows * (ld or cols)
+
+        if stride_a is None:
+            stride_a = packed(ar, ac, lda, a2)
+        if stride_b is None:
+            stride_b = packed(br, bc_, ldb, b2)
+        if stride_c is None:
+            stride_c = packed(m, n, ldc, False)
+        if dtype is None:
+            first = a[0] if isinstance(a, tuple) else a
+            dtype = ("bfloat16" if isinstance(first, Buffer) and
+                     first.dtype == np.uint16 else "float32")
+        ab = {"float32": _F32, "bfloat16": _BF16}.get(dtype)
+        if ab is None:
+            raise ValueError("gemm_batched: dtype must be 'float32' or "
+                             "'bfloat16'")
+        r = self._refs(a=(a, ab), b=(b, ab), c=(c, _F32))
+        desc = ffi.new("struct vtpu_gemm_batched_desc *", dict(
+            dims, flags=((lib.VTPU_GEMM_TRANS_A if trans_a else 0) |
+                         (lib.VTPU_GEMM_TRANS_B if trans_b else 0)),
+            lda=lda, ldb=ldb, ldc=ldc,
+            dtype=lib.VTPU_DTYPE_BF16 if dtype == "bfloat16"
+            else lib.VTPU_DTYPE_F32,
+            alpha=alpha, beta=beta, stride_a=stride_a, stride_b=stride_b,
+            stride_c=stride_c, a=r["a"], b=r["b"], c=r["c"]))
+        self._emit("gemm_batched", lib.vtpu_cmdbuf_gemm_batched, desc)
+
     @_command
     def softmax_xent(self, logits, labels, loss, correct, *, dlogits=None,
                      probs=None, m=None, n=None, scale=None):

@@ -638,6 +638,69 @@ static inline int gen_shape_conv(struct gen_ctx *g, uint32_t op,
 	return vtpu_cmdbuf_conv_wgrad(g->cb, &cd);
 }
 
+static inline int gen_shape_embedding(struct gen_ctx *g, uint32_t op,
+				      struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	uint32_t n = gen_range(r, 1, 40), vocab = gen_range(r, 1, 20);
+	uint32_t dim = gen_range(r, 1, 40);
+
+	p->fresh = GEN_BIT(VTPU_OPERAND_INDEX);
+	if (op == VTPU_OP_EMBEDDING)
+		return vtpu_cmdbuf_embedding(g->cb, n, vocab, dim,
+					     VTPU_REF_NONE, VTPU_REF_NONE,
+					     VTPU_REF_NONE);
+	return vtpu_cmdbuf_embedding_grad(g->cb, n, vocab, dim,
+					  gen_one_in(r, 2) ?
+					  VTPU_EMBEDDING_ACCUMULATE : 0,
+					  VTPU_REF_NONE, VTPU_REF_NONE,
+					  VTPU_REF_NONE);
+}
+
+static inline void gen_fill_embedding(struct gen_ctx *g,
+				      const struct vtpu_cmd_hdr *cmd)
+{
+	const struct vtpu_cmd_embedding *e = (const void *)cmd;
+	uint32_t *ids;
+	uint64_t bytes = 0, i;
+
+	ids = gen_opnd(g, cmd, VTPU_OPERAND_INDEX, &bytes);
+	for (i = 0; i < bytes / 4; i++)		/* repeats, some past vocab */
+		ids[i] = gen_one_in(g->rng, 8) ? 0xffffffffu :
+						 gen_below(g->rng, e->vocab + 2);
+}
+
+static inline int gen_shape_gemm_batched(struct gen_ctx *g, uint32_t op,
+					 struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_gemm_batched_desc d = { 0 };
+	uint32_t ar, ac, br, bc;
+
+	d.batch = gen_range(r, 1, 6);
+	d.m = gen_range(r, 1, 12);
+	d.n = gen_range(r, 1, 12);
+	d.k = gen_range(r, 1, 12);
+	d.flags = gen_below(r, 4);
+	d.dtype = gen_one_in(r, 4) ? VTPU_DTYPE_BF16 : VTPU_DTYPE_F32;
+	ar = d.flags & VTPU_GEMM_TRANS_A ? d.k : d.m;
+	ac = d.flags & VTPU_GEMM_TRANS_A ? d.m : d.k;
+	br = d.flags & VTPU_GEMM_TRANS_B ? d.n : d.k;
+	bc = d.flags & VTPU_GEMM_TRANS_B ? d.k : d.n;
+	d.lda = ac + gen_below(r, 3);
+	d.ldb = bc + gen_below(r, 3);
+	d.ldc = d.n + gen_below(r, 3);
+	/* packed, with gaps, or one A or B for every product */
+	d.stride_a = gen_one_in(r, 4) ? 0 :
+		     (uint64_t)(ar - 1) * d.lda + ac + gen_below(r, 3);
+	d.stride_b = gen_one_in(r, 4) ? 0 :
+		     (uint64_t)(br - 1) * d.ldb + bc + gen_below(r, 3);
+	d.stride_c = (uint64_t)(d.m - 1) * d.ldc + d.n + gen_below(r, 3);
+	d.alpha = gen_scalar(g);
+	d.beta = gen_one_in(r, 3) ? 0.0f : gen_scalar(g);
+	return vtpu_cmdbuf_gemm_batched(g->cb, &d);
+}
+
 /*
  * The opcodes the streams use: those with an entry here and in the
  * engine's table. DROPOUT has none yet (it came after the generator).
@@ -664,6 +727,9 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_CONV] = { gen_shape_conv },
 	[VTPU_OP_CONV_DGRAD] = { gen_shape_conv },
 	[VTPU_OP_CONV_WGRAD] = { gen_shape_conv },
+	[VTPU_OP_EMBEDDING] = { gen_shape_embedding, gen_fill_embedding },
+	[VTPU_OP_EMBEDDING_GRAD] = { gen_shape_embedding, gen_fill_embedding },
+	[VTPU_OP_GEMM_BATCHED] = { gen_shape_gemm_batched },
 };
 
 static inline int gen_known(uint32_t op)

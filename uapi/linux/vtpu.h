@@ -499,6 +499,9 @@ struct vtpu_wait {
  * @VTPU_OP_CONV: struct vtpu_cmd_conv
  * @VTPU_OP_CONV_DGRAD: struct vtpu_cmd_conv
  * @VTPU_OP_CONV_WGRAD: struct vtpu_cmd_conv
+ * @VTPU_OP_EMBEDDING: struct vtpu_cmd_embedding
+ * @VTPU_OP_EMBEDDING_GRAD: struct vtpu_cmd_embedding
+ * @VTPU_OP_GEMM_BATCHED: struct vtpu_cmd_gemm_batched
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -522,6 +525,9 @@ enum vtpu_opcode {
 	VTPU_OP_CONV = 18,
 	VTPU_OP_CONV_DGRAD = 19,
 	VTPU_OP_CONV_WGRAD = 20,
+	VTPU_OP_EMBEDDING = 21,
+	VTPU_OP_EMBEDDING_GRAD = 22,
+	VTPU_OP_GEMM_BATCHED = 23,
 	VTPU_OP_COUNT
 };
 
@@ -1154,6 +1160,106 @@ struct vtpu_cmd_dropout {
 	struct vtpu_operand z;
 	struct vtpu_operand mask;
 	struct vtpu_operand step;
+};
+
+/* struct vtpu_cmd_embedding.flags (EMBEDDING_GRAD; EMBEDDING's are 0) */
+#define VTPU_EMBEDDING_ACCUMULATE (1u << 0) /* add to dtable, not zero it */
+#define VTPU_EMBEDDING_FLAGS VTPU_EMBEDDING_ACCUMULATE
+
+/**
+ * struct vtpu_cmd_embedding - EMBEDDING: y = the rows of table that ids
+ * name (a lookup); EMBEDDING_GRAD: its adjoint, dtable = the rows of dy
+ * added up at the rows of the table they came from (a scatter-add)
+ * @hdr: opcode VTPU_OP_EMBEDDING or VTPU_OP_EMBEDDING_GRAD
+ * @n: token ids, 1..VTPU_MAX_DIM
+ * @vocab: rows of the table, 1..VTPU_MAX_DIM
+ * @dim: columns of the table and of y, 1..VTPU_MAX_DIM; n * dim and
+ *       vocab * dim at most VTPU_MAX_ELEMS
+ * @flags: EMBEDDING_GRAD: VTPU_EMBEDDING_ACCUMULATE; EMBEDDING: zero
+ * @ids: u32 [n] (INDEX), read. Ids are data, checked as they are read:
+ *       an id >= vocab (0xffffffff, say, for padding) names no row.
+ *       EMBEDDING writes a zero row of y for it, EMBEDDING_GRAD skips it.
+ * @table: f32 [vocab, dim]: EMBEDDING's input (W), EMBEDDING_GRAD's
+ *         output (DW), zeroed first unless VTPU_EMBEDDING_ACCUMULATE
+ * @y: f32 [n, dim]: EMBEDDING's output (Y), EMBEDDING_GRAD's input (DY)
+ *
+ * EMBEDDING: y[i][j] = table[ids[i]][j] (0 when ids[i] >= vocab).
+ * EMBEDDING_GRAD: dtable[ids[i]][j] += dy[i][j] for i = 0, 1, .., n - 1
+ * in that order, ids >= vocab skipped: a row named by several ids sums
+ * them in the order of i, whatever the number of workers (workers split
+ * the columns, never the ids). It is the exact adjoint of EMBEDDING:
+ * <dy, EMBEDDING(table)> = <EMBEDDING_GRAD(dy), table>. Outputs overlap
+ * nothing.
+ */
+struct vtpu_cmd_embedding {
+	struct vtpu_cmd_hdr hdr;
+	__u32 n;
+	__u32 vocab;
+	__u32 dim;
+	__u32 flags;
+	struct vtpu_operand ids;
+	struct vtpu_operand table;
+	struct vtpu_operand y;
+};
+
+/* struct vtpu_cmd_gemm_batched.flags: VTPU_GEMM_TRANS_A, _TRANS_B only */
+#define VTPU_GEMM_BATCHED_FLAGS (VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B)
+/* Most elements of C a batched GEMM writes: batch * m * n, at most this. */
+#define VTPU_GEMM_BATCHED_MAX_C (1ull << 31)
+
+/**
+ * struct vtpu_cmd_gemm_batched - batch GEMMs of one shape, as attention
+ * needs (Q K^T and P V per sequence and head): for b < batch,
+ * C_b = alpha * op(A_b) * op(B_b) + beta * C_b
+ * @hdr: opcode VTPU_OP_GEMM_BATCHED
+ * @batch: matrices, 1..VTPU_MAX_DIM; batch * m * n at most
+ *         VTPU_GEMM_BATCHED_MAX_C
+ * @m: rows of each C, 1..VTPU_MAX_DIM
+ * @n: columns of each C, 1..VTPU_MAX_DIM
+ * @k: the reduced dimension, 1..VTPU_MAX_DIM
+ * @flags: VTPU_GEMM_BATCHED_FLAGS (no bias, ReLU or panels)
+ * @lda: as struct vtpu_cmd_gemm's, for every A_b
+ * @ldb: as struct vtpu_cmd_gemm's, for every B_b
+ * @ldc: as struct vtpu_cmd_gemm's, for every C_b
+ * @dtype: of A and B, VTPU_DTYPE_F32 or VTPU_DTYPE_BF16; C is f32
+ * @alpha: binary32 bits
+ * @beta: binary32 bits; with beta == 0, C is not read
+ * @pad: must be zero
+ * @stride_a: elements from A_b to A_(b+1), 0..VTPU_MAX_ELEMS (0: one A
+ *            for every product)
+ * @stride_b: elements from B_b to B_(b+1), 0..VTPU_MAX_ELEMS
+ * @stride_c: elements from C_b to C_(b+1), at most VTPU_MAX_ELEMS and, with
+ *            batch > 1, at least the elements one C spans ((m - 1) * ldc
+ *            + n), so that the Cs do not overlap (VTPU_ERR_BAD_STRIDE)
+ * @a: A_0 (A); the operand spans (batch - 1) * stride_a elements more
+ *     than one A
+ * @b: B_0 (B), likewise
+ * @c: C_0 (C), likewise; may overlap neither a nor b (as spans)
+ *
+ * Each product is the GEMM struct vtpu_cmd_gemm with the same fields
+ * computes (the same kernels, the same sums over k in order), so
+ * C_b is bitwise what that command would write.
+ */
+struct vtpu_cmd_gemm_batched {
+	struct vtpu_cmd_hdr hdr;
+	__u32 batch;
+	__u32 m;
+	__u32 n;
+	__u32 k;
+	__u32 flags;
+	__u32 lda;
+	__u32 ldb;
+	__u32 ldc;
+	__u32 dtype;
+	__u32 alpha;
+	__u32 beta;
+	__u32 pad;
+	__u64 stride_a;
+	__u64 stride_b;
+	__u64 stride_c;
+	struct vtpu_operand a;
+	struct vtpu_operand b;
+	struct vtpu_operand c;
 };
 
 #if defined(__cplusplus)
