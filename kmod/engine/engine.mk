@@ -24,6 +24,7 @@ ENGINE_SRCS := \
 	ops_elementwise.c \
 	ops_reduce.c \
 	ops_loss.c \
+	ops_softmax.c \
 	ops_optim.c
 
 # Integer-only objects, callable outside kernel_fpu_begin()/end().
@@ -52,6 +53,7 @@ ENGINE_CFLAGS_ops_convpool_avx512 := $(ENGINE_CP_CFLAGS) -mavx512f -mfma \
 ENGINE_CFLAGS_ops_elementwise := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_reduce := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)
+ENGINE_CFLAGS_ops_softmax := $(ENGINE_VEC_CFLAGS)
 # -fno-math-errno: sqrt is an instruction, never a libm call (vectorised
 # as sqrtps in user space and in the kernel alike).
 ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno

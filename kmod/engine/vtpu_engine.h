@@ -174,6 +174,19 @@ struct vtpu_engine_xent {
 	u32 ngrad;		/* tiles 1..ngrad write dlogits/probs */
 };
 
+/* SOFTMAX, SOFTMAX_GRAD */
+struct vtpu_engine_softmax {
+	u32 m, n, group, flags;
+	bool grad;
+	const float *x;		/* SOFTMAX: x; SOFTMAX_GRAD: dy */
+	const float *y;		/* SOFTMAX_GRAD: the forward's y */
+	float *out;		/* SOFTMAX: y; SOFTMAX_GRAD: dx */
+	const u32 *lengths;	/* NULL without VTPU_SOFTMAX_LENGTHS */
+	u32 rows;		/* rows per chunk */
+	u32 nchunks;
+	u32 ntiles;		/* tile t does chunks t, t + ntiles, ... */
+};
+
 /* SGD, ADAM_STEP, ADAM */
 struct vtpu_engine_optim {
 	u64 count;
@@ -228,6 +241,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_ew ew;
 		struct vtpu_engine_reduce reduce;
 		struct vtpu_engine_xent xent;
+		struct vtpu_engine_softmax softmax;
 		struct vtpu_engine_optim optim;
 		struct vtpu_engine_cast cast;
 		struct vtpu_engine_dropout dropout;
@@ -464,7 +478,7 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
  * vtpu_engine_op_run() - run one step of one tile
  * @op: from vtpu_engine_op_prepare()
  * @tile: 0..op->ntiles-1
- * @step: 0..op->nsteps-1; steps of a tile run in order on one worker
+ * @step: 0..op->nsteps-1; steps of a tile run in order on one worker,
  * @scratch: the worker's scratch, vtpu_engine_scratch_size() bytes
  */
 void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,

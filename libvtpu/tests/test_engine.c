@@ -1539,6 +1539,20 @@ TEST(calls_bounded)
 		ASSERT_EQ(0, i ? vtpu_cmdbuf_conv_pool_wgrad(&cb, &d) :
 				 vtpu_cmdbuf_conv_pool(&cb, &d));
 	}
+	/* SOFTMAX, SOFTMAX_GRAD: rows of the largest n, the most rows */
+	for (i = 0; i < 4; i++) {
+		struct vtpu_softmax_desc d = {
+			.m = i & 1 ? VTPU_MAX_DIM : 1u << 20,
+			.n = i & 1 ? 4096 : VTPU_SOFTMAX_MAX_COLS,
+			.rows_per_group = 7,
+			.flags = VTPU_SOFTMAX_FLAGS, .x = VTPU_REF(0, 0),
+			.y = VTPU_REF(1, 0), .dy = VTPU_REF(2, 0),
+			.lengths = VTPU_REF(3, 0),
+		};
+
+		ASSERT_EQ(0, i < 2 ? vtpu_cmdbuf_softmax(&cb, &d) :
+				     vtpu_cmdbuf_softmax_grad(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1560,7 +1574,7 @@ TEST(calls_bounded)
 	}
 	TH_LOG("%u commands on %d levels: %ld calls over %llu MFLOP", cmds,
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
-	EXPECT_EQ(25, cmds);
+	EXPECT_EQ(29, cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

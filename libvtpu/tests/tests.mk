@@ -8,7 +8,8 @@
 # test_ops_*: the training ops by family (conv and pooling, element-wise,
 # loss and optimizers, the validator), sharing test_ops.h; one binary each,
 # as the harness (6.1) registers tests in a per-file static list.
-TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise train validate)
+TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise softmax train \
+	validate)
 HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model) \
 	$(TEST_OPS)
 

@@ -317,6 +317,7 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_W = 24,	/* convolution weights */
 	VTPU_OPERAND_DW = 25,	/* gradient of W (output) */
 	VTPU_OPERAND_DBIAS = 26,	/* gradient of BIAS (output) */
+	VTPU_OPERAND_LENGTHS = 27,	/* softmax: valid columns per group */
 };
 
 /**
@@ -499,6 +500,8 @@ struct vtpu_wait {
  * @VTPU_OP_CONV: struct vtpu_cmd_conv
  * @VTPU_OP_CONV_DGRAD: struct vtpu_cmd_conv
  * @VTPU_OP_CONV_WGRAD: struct vtpu_cmd_conv
+ * @VTPU_OP_SOFTMAX: struct vtpu_cmd_softmax
+ * @VTPU_OP_SOFTMAX_GRAD: struct vtpu_cmd_softmax
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -522,6 +525,8 @@ enum vtpu_opcode {
 	VTPU_OP_CONV = 18,
 	VTPU_OP_CONV_DGRAD = 19,
 	VTPU_OP_CONV_WGRAD = 20,
+	VTPU_OP_SOFTMAX = 21,
+	VTPU_OP_SOFTMAX_GRAD = 22,
 	VTPU_OP_COUNT
 };
 
@@ -996,6 +1001,67 @@ struct vtpu_cmd_softmax_xent {
 	struct vtpu_operand loss;
 	struct vtpu_operand correct;
 	struct vtpu_operand probs;
+};
+
+/* struct vtpu_cmd_softmax.flags */
+#define VTPU_SOFTMAX_LENGTHS (1u << 0) /* lengths given: masks the columns */
+#define VTPU_SOFTMAX_CAUSAL (1u << 1)  /* row r sees columns <= r % g */
+#define VTPU_SOFTMAX_FLAGS (VTPU_SOFTMAX_LENGTHS | VTPU_SOFTMAX_CAUSAL)
+
+/* Largest row of a SOFTMAX (one row is one unit of work). */
+#define VTPU_SOFTMAX_MAX_COLS (1u << 16)
+
+/**
+ * struct vtpu_cmd_softmax - masked softmax over the last axis, and its
+ * gradient (one struct for both opcodes, as CONV and CONV_DGRAD)
+ * @hdr: opcode VTPU_OP_SOFTMAX or VTPU_OP_SOFTMAX_GRAD
+ * @m: rows, 1..VTPU_MAX_DIM
+ * @n: columns (the softmax axis), 1..VTPU_SOFTMAX_MAX_COLS; m * n at most
+ *     VTPU_MAX_ELEMS
+ * @rows_per_group: g, 1..VTPU_MAX_DIM: consecutive rows that share one
+ *     length (attention scores [batch * heads * queries, keys] with g =
+ *     queries); rows r with the same r / g are a group
+ * @flags: VTPU_SOFTMAX_*
+ * @x: f32 [m, n]. SOFTMAX: the input (X). SOFTMAX_GRAD: the output dx
+ *     (DX), written
+ * @y: f32 [m, n]. SOFTMAX: the output (Y), written. SOFTMAX_GRAD: the
+ *     forward's output y (Y), read
+ * @dy: f32 [m, n]. SOFTMAX: unused, all zero. SOFTMAX_GRAD: the gradient
+ *      of y (DY), read
+ * @lengths: u32 [ceil(m / g)] (LENGTHS), read, with VTPU_SOFTMAX_LENGTHS;
+ *           all zero without it
+ *
+ * Row r's valid columns are j < v(r), a prefix: v(r) = n, lowered to
+ * lengths[r / g] with VTPU_SOFTMAX_LENGTHS (any value: one >= n means
+ * n, 0 means none) and to r % g + 1 with VTPU_SOFTMAX_CAUSAL (a
+ * decoder's self-attention: query i of a sequence sees keys 0..i).
+ *
+ * SOFTMAX: y[r][j] = exp(x[r][j] - M) / sum over valid k of exp(x[r][k]
+ * - M) for valid j, M the row's valid max (stable for any finite x); 0
+ * exactly for masked j, and a row with no valid column is all 0 (not
+ * NaN). Masked x are never read. exp and the sum are in double, y is
+ * rounded to f32.
+ *
+ * SOFTMAX_GRAD: dx[r][j] = y[r][j] * (dy[r][j] - s), s = sum over valid
+ * k of dy[r][k] * y[r][k] (in double), for valid j; 0 exactly for masked
+ * j, whose y and dy are never read. Give it the forward's flags, g and
+ * lengths (a masked y is 0 anyway, so without them dx is the same where
+ * dy is finite).
+ *
+ * Rows are split among tiles; each row is computed by one call, its sums
+ * in column order: the result does not depend on the workers. The
+ * outputs may not overlap the inputs (x, y, dy, lengths).
+ */
+struct vtpu_cmd_softmax {
+	struct vtpu_cmd_hdr hdr;
+	__u32 m;
+	__u32 n;
+	__u32 rows_per_group;
+	__u32 flags;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
+	struct vtpu_operand dy;
+	struct vtpu_operand lengths;
 };
 
 /* struct vtpu_cmd_sgd.flags */
