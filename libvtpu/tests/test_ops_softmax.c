@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Host unit test of the sequence models' softmax ops: SOFTMAX (masked by
- * lengths per group of rows, causal) and SOFTMAX_GRAD (against a double
- * reference and against finite differences of the masked softmax), through
+ * lengths per group of rows, causal), SOFTMAX_GRAD (against a double
+ * reference and against finite differences of the masked softmax), and
+ * SOFTMAX_XENT's mean over the valid rows (VTPU_XENT_MEAN_VALID), through
  * libvtpu's cpu backend on every SIMD level with 1 to 4 threads: bitwise
  * the same on all of them, and close to plain C references in double.
  */
@@ -387,6 +388,112 @@ TEST(softmax_grad_finite_differences)
 	vtpu_cmdbuf_fini(&cbg);
 	vtpu_cpu_destroy(cpu);
 	sm_bufs_free(&b);
+}
+
+/* ---- SOFTMAX_XENT with VTPU_XENT_MEAN_VALID -------------------------------- */
+
+/*
+ * loss and dlogits scaled by scale / (rows with a label < n): mixed
+ * valid and ignored rows, more than one counting step (m > 65536), none
+ * valid; bitwise the same on every executor.
+ */
+TEST(xent_mean_valid)
+{
+	/* m n, ignored one row in `skip` (0: all ignored) */
+	static const uint32_t shapes[][3] = {
+		{ 5, 10, 2 }, { 37, 3, 3 }, { 300, 1000, 4 }, { 70000, 3, 5 },
+		{ 3, 65536, 2 }, { 16, 7, 0 },
+	};
+	struct sm_execs ex;
+	size_t s;
+
+	sm_execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		uint32_t m = shapes[s][0], n = shapes[s][1];
+		uint32_t skip = shapes[s][2], i, j, valid = 0;
+		size_t mn = (size_t)m * n;
+		struct vtpu_bo lb = bo_new(mn * 4), yb = bo_new(m * 4);
+		struct vtpu_bo db = bo_new(mn * 4), sb = bo_new(16);
+		float *x = lb.map, *d = db.map, *loss = sb.map;
+		uint32_t *lab = yb.map;
+		double *rd = malloc(mn * 8), rloss = 0;
+		void *k1 = malloc(mn * 4);
+		float scale = 0.5f, keep_loss = 0;
+		struct vtpu_xent_desc xd = {
+			.m = m, .n = n, .scale = scale,
+			.flags = VTPU_XENT_DLOGITS | VTPU_XENT_MEAN_VALID,
+		};
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		double mdd;
+		int e;
+
+		rng_seed(300 + s);
+		for (i = 0; i < mn; i++)
+			x[i] = frand() * 8;
+		for (i = 0; i < m; i++) {
+			lab[i] = urand() % n;
+			if (!skip || i % skip == 1)
+				lab[i] = i % 2 ? n : 0xfffffff0u;
+			valid += lab[i] < n;
+		}
+		for (i = 0; i < m; i++) {
+			const float *r = x + (size_t)i * n;
+			double mx = r[0], sum = 0;
+
+			for (j = 1; j < n; j++)
+				if (r[j] > mx)
+					mx = r[j];
+			for (j = 0; j < n; j++)
+				sum += exp(r[j] - mx);
+			for (j = 0; j < n; j++)
+				rd[(size_t)i * n + j] = lab[i] < n ?
+					(double)scale / valid *
+					(exp(r[j] - mx) / sum - (j == lab[i])) : 0;
+			if (lab[i] < n)
+				rloss += mx + log(sum) - r[lab[i]];
+		}
+		rloss = valid ? rloss * scale / valid : 0;
+
+		vtpu_cmdbuf_init(&cb);
+		xd.logits = VTPU_REF(vtpu_cmdbuf_use(&cb, &lb), 0);
+		xd.labels = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
+		xd.dlogits = VTPU_REF(vtpu_cmdbuf_use(&cb, &db), 0);
+		xd.loss = VTPU_REF(vtpu_cmdbuf_use(&cb, &sb), 0);
+		xd.correct = VTPU_REF(vtpu_cmdbuf_use(&cb, &sb), 8);
+		vtpu_cmdbuf_softmax_xent(&cb, &xd);
+		for (e = 0; e < ex.n; e++) {
+			memset(d, 0xff, mn * 4);
+			memset(sb.map, 0xff, 16);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			diff += same_bits(d, k1, mn * 4, e);
+			if (e == 0)
+				keep_loss = *loss;
+			diff += memcmp(&keep_loss, loss, 4) != 0;
+		}
+		vtpu_cmdbuf_fini(&cb);
+		mdd = maxdiff(d, rd, mn, 2e-6 / (valid ? valid : 1), &bad);
+		TH_LOG("xent mean_valid m=%u n=%u, %u valid: loss %.9g want "
+		       "%.9g, dlogits maxdiff %.3g", m, n, valid, *loss, rloss,
+		       mdd);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		EXPECT_LE(fabs(*loss - rloss), 1e-6 * (1 + fabs(rloss)));
+		if (!valid) {
+			EXPECT_EQ(0.0f, *loss);
+			for (i = 0; i < mn; i++)
+				bad += d[i] != 0.0f;
+			EXPECT_EQ(0, bad);
+		}
+		vtpu_cpu_bo_destroy(&lb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&db);
+		vtpu_cpu_bo_destroy(&sb);
+		free(rd);
+		free(k1);
+	}
+	sm_execs_fini(&ex);
 }
 
 TEST_HARNESS_MAIN

@@ -300,7 +300,9 @@ TEST(validator)
 	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
 
 	/* SOFTMAX_XENT */
-	CASE(xe, xe0, "xent flags", xe.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(xe, xe0, "xent flags", xe.flags = 8, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(xe, xe0, "xent mean over the valid rows ok",
+	     xe.flags |= VTPU_XENT_MEAN_VALID, VTPU_ERR_NONE, 0);
 	CASE(xe, xe0, "xent n > MAX_CLASSES", xe.n = VTPU_XENT_MAX_CLASSES + 1,
 	     VTPU_ERR_BAD_SHAPE, 0);
 	CASE(xe, xe0, "xent m 0", xe.m = 0, VTPU_ERR_BAD_SHAPE, 0);

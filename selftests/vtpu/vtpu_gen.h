@@ -462,7 +462,7 @@ static inline int gen_shape_xent(struct gen_ctx *g, uint32_t op,
 
 	x.m = gen_range(r, 1, 8);
 	x.n = gen_range(r, 1, 10);
-	x.flags = gen_below(r, 4);
+	x.flags = gen_below(r, 8);	/* DLOGITS, PROBS, MEAN_VALID */
 	x.scale = 1.0f / x.m;
 	p->fresh = GEN_BIT(VTPU_OPERAND_LABELS);
 	if (!(x.flags & VTPU_XENT_DLOGITS))

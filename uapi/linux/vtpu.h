@@ -960,7 +960,9 @@ struct vtpu_cmd_reduce {
 /* struct vtpu_cmd_softmax_xent.flags */
 #define VTPU_XENT_DLOGITS (1u << 0) /* write dlogits */
 #define VTPU_XENT_PROBS (1u << 1)   /* write probs */
-#define VTPU_XENT_FLAGS (VTPU_XENT_DLOGITS | VTPU_XENT_PROBS)
+#define VTPU_XENT_MEAN_VALID (1u << 2) /* scale / (rows with label < n) */
+#define VTPU_XENT_FLAGS                                                        \
+	(VTPU_XENT_DLOGITS | VTPU_XENT_PROBS | VTPU_XENT_MEAN_VALID)
 
 /* Largest class count of a SOFTMAX_XENT (one row is one unit of work). */
 #define VTPU_XENT_MAX_CLASSES (1u << 16)
@@ -972,7 +974,11 @@ struct vtpu_cmd_reduce {
  * @m: rows (examples)
  * @n: classes, 1..VTPU_XENT_MAX_CLASSES
  * @flags: VTPU_XENT_*
- * @scale: binary32 bits, e.g. 1/m for a mean loss
+ * @scale: binary32 bits, e.g. 1/m for a mean loss; with
+ *         VTPU_XENT_MEAN_VALID, loss and dlogits are scaled by scale / v
+ *         instead, v the number of rows whose label is < n (the mean over
+ *         the valid rows with scale = 1, whatever the batch's padding;
+ *         v = 0: loss 0 and dlogits 0)
  * @logits: f32 [m, n] (X)
  * @labels: u32 [m] (LABELS); a label >= n marks an ignored row: it adds
  *          nothing to loss, its dlogits row is 0 and it is never correct
@@ -987,6 +993,10 @@ struct vtpu_cmd_reduce {
  * Rows are split into tiles for dlogits and probs; loss and correct are
  * summed by one tile, in row order, so they are deterministic (that tile
  * recomputes each row's log-sum-exp: one serial pass over the logits).
+ * With VTPU_XENT_MEAN_VALID, each dlogits tile first counts the valid
+ * labels itself, in order, in steps of its own (labels are 4 bytes a
+ * row), before it writes a row; the loss tile counts them as it sums. So
+ * v is known before any row is scaled and no tile waits for another.
  * All outputs are disjoint from each other and from the inputs.
  */
 struct vtpu_cmd_softmax_xent {
