@@ -380,6 +380,37 @@ int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
 	return vtpu_cmdbuf_append(cb, &c);
 }
 
+static int cmdbuf_softmax(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			  const struct vtpu_softmax_desc *d)
+{
+	struct vtpu_cmd_softmax c;
+
+	CMD_INIT(&c, opcode);
+	c.m = d->m;
+	c.n = d->n;
+	c.rows_per_group = d->rows_per_group ? d->rows_per_group : 1;
+	c.flags = d->flags;
+	c.x = opnd(d->x);
+	c.y = opnd(d->y);
+	if (opcode == VTPU_OP_SOFTMAX_GRAD)
+		c.dy = opnd(d->dy);
+	if (d->flags & VTPU_SOFTMAX_LENGTHS)
+		c.lengths = opnd(d->lengths);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_softmax(struct vtpu_cmdbuf *cb,
+			const struct vtpu_softmax_desc *d)
+{
+	return cmdbuf_softmax(cb, VTPU_OP_SOFTMAX, d);
+}
+
+int vtpu_cmdbuf_softmax_grad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_softmax_desc *d)
+{
+	return cmdbuf_softmax(cb, VTPU_OP_SOFTMAX_GRAD, d);
+}
+
 int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 		    float momentum, float weight_decay, uint32_t flags,
 		    struct vtpu_ref param, struct vtpu_ref grad,

@@ -335,6 +335,17 @@ static u64 xent_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	}
 }
 
+static u64 softmax_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_softmax *sm = (const void *)cmd;
+
+	if (id == VTPU_OPERAND_LENGTHS)
+		return sm->rows_per_group ?
+			       (u64)vtpu_div_up(sm->m, sm->rows_per_group) * 4 :
+			       0;
+	return (u64)sm->m * sm->n * 4;	/* X, Y, DX, DY */
+}
+
 static u64 adam_step_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 			    u32 *align)
 {
@@ -493,6 +504,11 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	"as GEMM's; batch*m*n <= 2^31, strides <= 2^36, stride_c >= one C"
 #define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
+#define SOFTMAX_RULES "m * n at most the element limit"
+#define SOFTMAX_FIELDS                                                         \
+	{ FIELD(vtpu_cmd_softmax, m, 1, VTPU_MAX_DIM),                         \
+	  FIELD(vtpu_cmd_softmax, n, 1, VTPU_SOFTMAX_MAX_COLS),                \
+	  FIELD(vtpu_cmd_softmax, rows_per_group, 1, VTPU_MAX_DIM) }
 
 /*
  * Operands are listed in the order the validator checks them and names
@@ -902,6 +918,42 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.run = vtpu_gemm_run,
 		.describe = vtpu_gemm_batched_describe,
 	},
+	[VTPU_OP_SOFTMAX] = {
+		.name = "SOFTMAX",
+		.size = sizeof(struct vtpu_cmd_softmax),
+		.flags_at = FLAGS_AT(vtpu_cmd_softmax),
+		.flags = VTPU_SOFTMAX_FLAGS,
+		.noperands = 4,
+		.operands = { OUT(Y, vtpu_cmd_softmax, y, 4),
+			      IN(X, vtpu_cmd_softmax, x, 4),
+			      IN(LENGTHS, vtpu_cmd_softmax, lengths, 4),
+			      IN(DY, vtpu_cmd_softmax, dy, 4) },
+		.fields = SOFTMAX_FIELDS,
+		.rules = SOFTMAX_RULES,
+		.extent = softmax_extent,
+		.check = vtpu_softmax_check,
+		.prepare = vtpu_softmax_prepare,
+		.run = vtpu_softmax_run,
+		.describe = vtpu_softmax_describe,
+	},
+	[VTPU_OP_SOFTMAX_GRAD] = {
+		.name = "SOFTMAX_GRAD",
+		.size = sizeof(struct vtpu_cmd_softmax),
+		.flags_at = FLAGS_AT(vtpu_cmd_softmax),
+		.flags = VTPU_SOFTMAX_FLAGS,
+		.noperands = 4,
+		.operands = { OUT(DX, vtpu_cmd_softmax, x, 4),
+			      IN(Y, vtpu_cmd_softmax, y, 4),
+			      IN(DY, vtpu_cmd_softmax, dy, 4),
+			      IN(LENGTHS, vtpu_cmd_softmax, lengths, 4) },
+		.fields = SOFTMAX_FIELDS,
+		.rules = SOFTMAX_RULES,
+		.extent = softmax_extent,
+		.check = vtpu_softmax_check,
+		.prepare = vtpu_softmax_prepare,
+		.run = vtpu_softmax_run,
+		.describe = vtpu_softmax_describe,
+	},
 };
 
 const struct vtpu_engine_op_desc *vtpu_engine_op_desc(u32 opcode)
@@ -957,6 +1009,7 @@ const char *vtpu_engine_operand_name(u32 id)
 		[VTPU_OPERAND_W] = "w",
 		[VTPU_OPERAND_DW] = "dw",
 		[VTPU_OPERAND_DBIAS] = "dbias",
+		[VTPU_OPERAND_LENGTHS] = "lengths",
 	};
 
 	if (id >= OPERAND_IDS || !names[id])

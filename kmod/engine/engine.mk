@@ -25,7 +25,8 @@ ENGINE_SRCS := \
 	ops_reduce.c \
 	ops_loss.c \
 	ops_optim.c \
-	ops_embedding.c
+	ops_embedding.c \
+	ops_softmax.c
 
 # Integer-only objects, callable outside kernel_fpu_begin()/end().
 ENGINE_NOFPU_SRCS := cmd.c validate.c iterate.c
@@ -54,6 +55,7 @@ ENGINE_CFLAGS_ops_elementwise := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_reduce := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_embedding := $(ENGINE_VEC_CFLAGS)
+ENGINE_CFLAGS_ops_softmax := $(ENGINE_VEC_CFLAGS)
 # -fno-math-errno: sqrt is an instruction, never a libm call (vectorised
 # as sqrtps in user space and in the kernel alike).
 ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno

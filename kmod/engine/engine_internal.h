@@ -225,6 +225,7 @@ VTPU_CHECK(vtpu_conv_pool_check);
 VTPU_CHECK(vtpu_conv_check);
 VTPU_CHECK(vtpu_embedding_check);
 VTPU_CHECK(vtpu_gemm_batched_check);
+VTPU_CHECK(vtpu_softmax_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -258,6 +259,9 @@ VTPU_DESCRIBE(vtpu_reduce_describe);
 size_t vtpu_reduce_scratch_size(void);
 VTPU_PREPARE(vtpu_xent_prepare);		/* ops_loss.c */
 VTPU_RUN(vtpu_xent_run);
+VTPU_PREPARE(vtpu_softmax_prepare);		/* ops_softmax.c */
+VTPU_RUN(vtpu_softmax_run);
+VTPU_DESCRIBE(vtpu_softmax_describe);
 VTPU_PREPARE(vtpu_sgd_prepare);			/* ops_optim.c */
 VTPU_PREPARE(vtpu_adam_step_prepare);
 VTPU_PREPARE(vtpu_adam_prepare);

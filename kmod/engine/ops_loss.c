@@ -13,7 +13,16 @@
  *    tile t does chunk s * ngrad + t - 1 at step s, if there is one.
  *
  * Tile 0 recomputes each row's max and log-sum-exp rather than waiting for
- * the other tiles (tiles cannot wait for each other). exp and log are
+ * the other tiles (tiles cannot wait for each other).
+ *
+ * VTPU_XENT_MEAN_VALID scales by scale / v, v the rows with a label < n,
+ * which no tile knows before it has read every label. So tile 0 keeps its
+ * sum (in double) and its count of valid rows in scratch from step to
+ * step (a worker runs a tile's steps back to back) and writes the mean so
+ * far at every step; and with DLOGITS, each dlogits tile first spends
+ * xent.ncount steps counting the labels, XENT_COUNT_CHUNK a step, into its
+ * scratch, then does its chunks at steps ncount, ncount + 1, ... Every
+ * tile counts in the same order: the same v, whatever the workers. exp and log are
  * computed in double here (there is no libm in the kernel): |error| of
  * the float results is below an ulp or so.
  */
@@ -21,6 +30,14 @@
 #include "engine_math.h"
 
 #define XENT_MAX_GRAD_TILES 64u
+/* MEAN_VALID: labels a dlogits tile counts per step */
+#define XENT_COUNT_CHUNK VTPU_OPS_CHUNK
+
+/* What a MEAN_VALID tile carries in scratch from one step to the next. */
+struct xent_state {
+	double loss;		/* tile 0: the loss's sum so far */
+	u64 valid;		/* rows with a label < n so far */
+};
 
 static void xent_tile(struct vtpu_engine_op *op)
 {
@@ -36,6 +53,14 @@ static void xent_tile(struct vtpu_engine_op *op)
 				   x->nchunks : XENT_MAX_GRAD_TILES;
 	op->ntiles = 1 + x->ngrad;
 	op->nsteps = x->nchunks;
+	x->ncount = 0;
+	if ((x->flags & VTPU_XENT_MEAN_VALID) &&
+	    (x->flags & VTPU_XENT_DLOGITS)) {
+		x->ncount = vtpu_div_up(x->m, XENT_COUNT_CHUNK);
+		if (x->ncount + vtpu_div_up(x->nchunks, x->ngrad) > op->nsteps)
+			op->nsteps = x->ncount +
+				     vtpu_div_up(x->nchunks, x->ngrad);
+	}
 	op->flops = 10ull * x->m * x->n * (x->ngrad ? 2 : 1);
 }
 
@@ -76,12 +101,13 @@ static float row_max(const float *x, u32 n, u32 *arg)
 }
 
 /* Tile 0: loss and correct over the rows of chunk @step. */
-static void xent_loss_chunk(const struct vtpu_engine_xent *x, u32 step)
+static void xent_loss_chunk(const struct vtpu_engine_xent *x, u32 step,
+			    struct xent_state *st)
 {
 	u32 i0 = step * x->rows;
 	u32 i1 = x->m - i0 < x->rows ? x->m : i0 + x->rows;
 	double loss = 0.0;
-	u32 correct = 0, i, j, arg;
+	u32 correct = 0, valid = 0, i, j, arg;
 
 	for (i = i0; i < i1; i++) {
 		const float *row = x->logits + (u64)i * x->n;
@@ -95,18 +121,44 @@ static void xent_loss_chunk(const struct vtpu_engine_xent *x, u32 step)
 			sum += vtpu_exp_nonpos((double)row[j] - mx);
 		loss += mx + vtpu_log_ge1(sum) - (double)row[label];
 		correct += arg == label;
+		valid++;
 	}
-	if (step == 0) {
-		*x->loss = (float)(loss * x->scale);
+	if (step == 0)
 		*x->correct = correct;
+	else
+		*x->correct += correct;
+	if (x->flags & VTPU_XENT_MEAN_VALID) {
+		if (step == 0)
+			memset(st, 0, sizeof(*st));
+		st->loss += loss;
+		st->valid += valid;
+		*x->loss = st->valid ?
+			(float)(st->loss * x->scale / (double)st->valid) : 0.0f;
+	} else if (step == 0) {
+		*x->loss = (float)(loss * x->scale);
 	} else {
 		*x->loss += (float)(loss * x->scale);
-		*x->correct += correct;
 	}
 }
 
-/* Tiles 1..ngrad: probs and dlogits of the rows of chunk @c. */
-static void xent_grad_chunk(const struct vtpu_engine_xent *x, u32 c)
+/* A dlogits tile's counting step @step (MEAN_VALID): labels < n. */
+static void xent_count_chunk(const struct vtpu_engine_xent *x, u32 step,
+			     struct xent_state *st)
+{
+	u64 i0 = (u64)step * XENT_COUNT_CHUNK;
+	u64 i1 = vtpu_min_u64(i0 + XENT_COUNT_CHUNK, x->m), i;
+	u64 valid = 0;
+
+	for (i = i0; i < i1; i++)
+		valid += x->labels[i] < x->n;
+	if (step == 0)
+		st->valid = 0;
+	st->valid += valid;
+}
+
+/* Tiles 1..ngrad: probs and dlogits (times @scale) of chunk @c's rows. */
+static void xent_grad_chunk(const struct vtpu_engine_xent *x, u32 c,
+			    float scale)
 {
 	u32 i0 = c * x->rows;
 	u32 i1 = x->m - i0 < x->rows ? x->m : i0 + x->rows;
@@ -138,8 +190,8 @@ static void xent_grad_chunk(const struct vtpu_engine_xent *x, u32 c)
 		}
 		pl = out[label];	/* d may be out */
 		for (j = 0; j < x->n; j++)
-			d[j] = x->scale * out[j];
-		d[label] = x->scale * (pl - 1.0f);
+			d[j] = scale * out[j];
+		d[label] = scale * (pl - 1.0f);
 	}
 }
 
@@ -147,13 +199,23 @@ void vtpu_xent_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		   void *scratch)
 {
 	const struct vtpu_engine_xent *x = &op->xent;
+	struct xent_state *st = scratch;
+	float scale = x->scale;
 	u64 c;
 
 	if (tile == 0) {
-		xent_loss_chunk(x, step);
+		if (step < x->nchunks)
+			xent_loss_chunk(x, step, st);
 		return;
 	}
-	c = (u64)step * x->ngrad + tile - 1;
+	if (step < x->ncount) {
+		xent_count_chunk(x, step, st);
+		return;
+	}
+	if (x->ncount)
+		scale = st->valid ?
+			(float)((double)x->scale / (double)st->valid) : 0.0f;
+	c = (u64)(step - x->ncount) * x->ngrad + tile - 1;
 	if (c < x->nchunks)
-		xent_grad_chunk(x, (u32)c);
+		xent_grad_chunk(x, (u32)c, scale);
 }

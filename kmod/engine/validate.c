@@ -397,6 +397,39 @@ int vtpu_xent_check(struct vtpu_engine_check *v,
 	return ret;
 }
 
+int vtpu_softmax_check(struct vtpu_engine_check *v,
+		       const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_softmax *s = (const void *)hdr;
+	const struct vtpu_cmd_hdr *cmd = &s->hdr;
+	bool grad = cmd->opcode == VTPU_OP_SOFTMAX_GRAD;
+	/* the output first, then the inputs */
+	u32 ids[4] = { VTPU_OPERAND_Y, VTPU_OPERAND_X };
+	u32 n = 2;
+	int ret;
+
+	if (grad) {
+		ids[0] = VTPU_OPERAND_DX;
+		ids[1] = VTPU_OPERAND_Y;
+		ids[n++] = VTPU_OPERAND_DY;
+	}
+	if (s->flags & ~VTPU_SOFTMAX_FLAGS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!dim_ok(s->m) || !s->n || s->n > VTPU_SOFTMAX_MAX_COLS ||
+	    !dim_ok(s->rows_per_group) || (u64)s->m * s->n > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = grad ? 0 : check_unused(v, cmd, VTPU_OPERAND_DY);
+	if (!ret && (s->flags & VTPU_SOFTMAX_LENGTHS))
+		ids[n++] = VTPU_OPERAND_LENGTHS;
+	else if (!ret)
+		ret = check_unused(v, cmd, VTPU_OPERAND_LENGTHS);
+	if (!ret)
+		ret = check_operands(v, cmd, ids, n);
+	if (!ret)
+		ret = check_outputs(v, cmd, ids, 1, ids + 1, n - 1);
+	return ret;
+}
+
 int vtpu_sgd_check(struct vtpu_engine_check *v,
 		   const struct vtpu_cmd_hdr *hdr)
 {

@@ -30,7 +30,8 @@
  * can fail was checked by the validator. @scratch is a per-worker buffer
  * of vtpu_engine_scratch_size() bytes, 64-byte aligned, zeroed when it is
  * allocated and then left to the engine: a worker's tiles of one op may
- * use what its earlier tiles of that op left there.
+ * use what its earlier tiles of that op left there, and a tile's steps
+ * what its earlier steps left (a worker runs a tile's steps back to back).
  *
  * Floating point: every engine object but validate.c is compiled with SSE2
  * at least, the SIMD objects with AVX2+FMA or AVX-512F, so in the kernel
@@ -182,6 +183,20 @@ struct vtpu_engine_xent {
 	u32 rows;		/* rows per chunk */
 	u32 nchunks;		/* = nsteps */
 	u32 ngrad;		/* tiles 1..ngrad write dlogits/probs */
+	u32 ncount;		/* MEAN_VALID: a grad tile's counting steps */
+};
+
+/* SOFTMAX, SOFTMAX_GRAD */
+struct vtpu_engine_softmax {
+	u32 m, n, group, flags;
+	bool grad;
+	const float *x;		/* SOFTMAX: x; SOFTMAX_GRAD: dy */
+	const float *y;		/* SOFTMAX_GRAD: the forward's y */
+	float *out;		/* SOFTMAX: y; SOFTMAX_GRAD: dx */
+	const u32 *lengths;	/* NULL without VTPU_SOFTMAX_LENGTHS */
+	u32 rows;		/* rows per chunk */
+	u32 nchunks;
+	u32 ntiles;		/* tile t does chunks t, t + ntiles, ... */
 };
 
 /* EMBEDDING, EMBEDDING_GRAD */
@@ -249,6 +264,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_ew ew;
 		struct vtpu_engine_reduce reduce;
 		struct vtpu_engine_xent xent;
+		struct vtpu_engine_softmax softmax;
 		struct vtpu_engine_optim optim;
 		struct vtpu_engine_cast cast;
 		struct vtpu_engine_dropout dropout;
@@ -486,7 +502,10 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
  * vtpu_engine_op_run() - run one step of one tile
  * @op: from vtpu_engine_op_prepare()
  * @tile: 0..op->ntiles-1
- * @step: 0..op->nsteps-1; steps of a tile run in order on one worker
+ * @step: 0..op->nsteps-1; steps of a tile run in order on one worker,
+ *	one after the other (no other call in between on that worker), so
+ *	a tile may carry state from one step to the next in @scratch
+ *	(SOFTMAX_XENT's MEAN_VALID count does)
  * @scratch: the worker's scratch, vtpu_engine_scratch_size() bytes
  */
 void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,

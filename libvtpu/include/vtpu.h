@@ -360,6 +360,26 @@ struct vtpu_xent_desc {
 };
 VTPU_API int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_xent_desc *d);
+/**
+ * struct vtpu_softmax_desc - a SOFTMAX or SOFTMAX_GRAD (struct
+ * vtpu_cmd_softmax): one description serves both. x is the forward's
+ * input, or the gradient's dx (written); y the forward's output (written
+ * by SOFTMAX, read by SOFTMAX_GRAD); dy is used by SOFTMAX_GRAD only,
+ * lengths (u32 [ceil(m / rows_per_group)]) with VTPU_SOFTMAX_LENGTHS only
+ * (the builder leaves them out otherwise). rows_per_group 0 means 1.
+ */
+struct vtpu_softmax_desc {
+	uint32_t m, n;
+	uint32_t rows_per_group;
+	uint32_t flags;		/* VTPU_SOFTMAX_* */
+	struct vtpu_ref x, y, dy, lengths;
+};
+/** vtpu_cmdbuf_softmax() - y = masked softmax of x over its rows. */
+VTPU_API int vtpu_cmdbuf_softmax(struct vtpu_cmdbuf *cb,
+			const struct vtpu_softmax_desc *d);
+/** vtpu_cmdbuf_softmax_grad() - dx (d->x) = y * (dy - sum(dy * y)). */
+VTPU_API int vtpu_cmdbuf_softmax_grad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_softmax_desc *d);
 /** vtpu_cmdbuf_sgd() - one SGD step (mom unused when momentum == 0). */
 VTPU_API int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 		    float momentum, float weight_decay, uint32_t flags,

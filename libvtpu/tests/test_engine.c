@@ -1588,6 +1588,29 @@ TEST(calls_bounded)
 			.stride_c = (uint64_t)bgemms[i].m * bgemms[i].n,
 			.a = VTPU_REF(0, 0), .b = VTPU_REF(1, 0),
 			.c = VTPU_REF(2, 0) }));
+	/*
+	 * SOFTMAX, SOFTMAX_GRAD: rows of the largest n, the most rows; the
+	 * loss with MEAN_VALID, whose dlogits tiles count 2^24 labels first
+	 */
+	for (i = 0; i < 4; i++) {
+		struct vtpu_softmax_desc d = {
+			.m = i & 1 ? VTPU_MAX_DIM : 1u << 20,
+			.n = i & 1 ? 4096 : VTPU_SOFTMAX_MAX_COLS,
+			.rows_per_group = 7,
+			.flags = VTPU_SOFTMAX_FLAGS, .x = VTPU_REF(0, 0),
+			.y = VTPU_REF(1, 0), .dy = VTPU_REF(2, 0),
+			.lengths = VTPU_REF(3, 0),
+		};
+
+		ASSERT_EQ(0, i < 2 ? vtpu_cmdbuf_softmax(&cb, &d) :
+				     vtpu_cmdbuf_softmax_grad(&cb, &d));
+	}
+	ASSERT_EQ(0, vtpu_cmdbuf_softmax_xent(&cb, &(struct vtpu_xent_desc){
+		.m = VTPU_MAX_DIM, .n = 4096, .scale = 1,
+		.flags = VTPU_XENT_FLAGS, .logits = VTPU_REF(0, 0),
+		.labels = VTPU_REF(1, 0), .dlogits = VTPU_REF(2, 0),
+		.loss = VTPU_REF(3, 0), .correct = VTPU_REF(3, 4),
+		.probs = VTPU_REF(1, 0) }));
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1620,7 +1643,7 @@ TEST(calls_bounded)
 	TH_LOG("%u commands on %d levels: %ld calls over %llu MFLOP", cmds,
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
 	EXPECT_EQ(25 + 2 * sizeof(embs) / sizeof(embs[0]) +
-		  sizeof(bgemms) / sizeof(bgemms[0]), cmds);
+		  sizeof(bgemms) / sizeof(bgemms[0]) + 5, cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

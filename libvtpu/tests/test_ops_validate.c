@@ -148,6 +148,24 @@ TEST(validator)
 		.win = cv0.win, .oc = 8,
 		.x = OPND(0, 0), .w = OPND(1, 2048), .y = OPND(0, 2048),
 	};
+	/*
+	 * 8 rows of 12, groups of 3 rows: x, y, dy 384 bytes each, lengths
+	 * 3 u32s; the gradient writes dx at x
+	 */
+	const struct vtpu_cmd_softmax sm0 = {
+		.hdr = HDR(VTPU_OP_SOFTMAX, vtpu_cmd_softmax),
+		.m = 8, .n = 12, .rows_per_group = 3,
+		.flags = VTPU_SOFTMAX_LENGTHS | VTPU_SOFTMAX_CAUSAL,
+		.x = OPND(0, 0), .y = OPND(1, 0), .lengths = OPND(0, 1024),
+	};
+	const struct vtpu_cmd_softmax sg0g = {
+		.hdr = HDR(VTPU_OP_SOFTMAX_GRAD, vtpu_cmd_softmax),
+		.m = 8, .n = 12, .rows_per_group = 3,
+		.flags = VTPU_SOFTMAX_LENGTHS,
+		.x = OPND(1, 0), .y = OPND(0, 0), .dy = OPND(0, 512),
+		.lengths = OPND(0, 1024),
+	};
+	struct vtpu_cmd_softmax sm;
 	struct vtpu_cmd_conv cv;
 	struct vtpu_cmd_conv_pool cp;
 	struct vtpu_cmd_dropout dr;
@@ -282,7 +300,9 @@ TEST(validator)
 	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
 
 	/* SOFTMAX_XENT */
-	CASE(xe, xe0, "xent flags", xe.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(xe, xe0, "xent flags", xe.flags = 8, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(xe, xe0, "xent mean over the valid rows ok",
+	     xe.flags |= VTPU_XENT_MEAN_VALID, VTPU_ERR_NONE, 0);
 	CASE(xe, xe0, "xent n > MAX_CLASSES", xe.n = VTPU_XENT_MAX_CLASSES + 1,
 	     VTPU_ERR_BAD_SHAPE, 0);
 	CASE(xe, xe0, "xent m 0", xe.m = 0, VTPU_ERR_BAD_SHAPE, 0);
@@ -304,6 +324,65 @@ TEST(validator)
 	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_CORRECT);
 	CASE(xe, xe0, "xent m*n past buffer", xe.m = 200,
 	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+
+	/* SOFTMAX / SOFTMAX_GRAD */
+	CASE(sm, sm0, "softmax ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(sm, sm0, "softmax without lengths ok",
+	     (sm.flags = 0, memset(&sm.lengths, 0, sizeof(sm.lengths))),
+	     VTPU_ERR_NONE, 0);
+	CASE(sm, sg0g, "softmax_grad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(sm, sm0, "softmax flags", sm.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(sm, sg0g, "softmax_grad flags", sm.flags = 1u << 31,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(sm, sm0, "softmax m 0", sm.m = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sm, sm0, "softmax n 0", sm.n = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sm, sm0, "softmax n > MAX_COLS", sm.n = VTPU_SOFTMAX_MAX_COLS + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sm, sm0, "softmax m > MAX_DIM", sm.m = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sm, sm0, "softmax m * n > MAX_ELEMS",
+	     (sm.m = VTPU_MAX_DIM, sm.n = VTPU_SOFTMAX_MAX_COLS),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sm, sm0, "softmax rows_per_group 0", sm.rows_per_group = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sm, sg0g, "softmax_grad rows_per_group 0",
+	     sm.rows_per_group = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(sm, sm0, "softmax dy set",
+	     sm.dy = (struct vtpu_operand)OPND(0, 2048), VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_DY);
+	CASE(sm, sm0, "softmax unused lengths set",
+	     sm.flags = VTPU_SOFTMAX_CAUSAL, VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_LENGTHS);
+	CASE(sm, sm0, "softmax y past its buffer", sm.y.offset = 3800,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_Y);
+	CASE(sm, sm0, "softmax m * n past the buffers", sm.m = 100,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_Y);
+	CASE(sm, sm0, "softmax x past its buffer", sm.x.offset = 3716,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(sm, sm0, "softmax x bad buffer", sm.x.buf = 2,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_X);
+	/* 8 rows in groups of 1: 8 lengths, 32 bytes, 4 past the buffer */
+	CASE(sm, sm0, "softmax lengths past its buffer",
+	     (sm.rows_per_group = 1, sm.lengths.offset = 4068),
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_LENGTHS);
+	CASE(sm, sm0, "softmax lengths of groups of 3 fit",
+	     sm.lengths.offset = 4084, VTPU_ERR_NONE, 0);
+	CASE(sm, sm0, "softmax lengths misaligned", sm.lengths.offset = 1026,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_LENGTHS);
+	CASE(sm, sm0, "softmax y overlaps x", (sm.y.buf = 0,
+	     sm.y.offset = 380), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(sm, sm0, "softmax y overlaps lengths", (sm.y.buf = 0,
+	     sm.y.offset = 1024 - 384 + 4), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(sm, sm0, "softmax in place", sm.y = sm.x, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(sm, sg0g, "softmax_grad dx overlaps dy", sm.x = sm.dy,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DX);
+	CASE(sm, sg0g, "softmax_grad dx overlaps y", (sm.x.buf = 0,
+	     sm.x.offset = 200), VTPU_ERR_OVERLAP, VTPU_OPERAND_DX);
+	CASE(sm, sg0g, "softmax_grad dy past its buffer",
+	     sm.dy.offset = 3800, VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);
+	CASE(sm, sg0g, "softmax_grad y and dy may overlap",
+	     sm.dy = sm.y, VTPU_ERR_NONE, 0);
 
 	/* SGD */
 	CASE(sg, sg0, "sgd unknown flag", sg.flags = 2, VTPU_ERR_BAD_FLAGS, 0);

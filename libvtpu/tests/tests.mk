@@ -9,7 +9,8 @@
 # loss and optimizers, the sequence ops, the validator), sharing
 # test_ops.h; one binary each, as the harness (6.1) registers tests in a
 # per-file static list.
-TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise seq train validate)
+TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise seq softmax \
+	train validate)
 HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model test_text) \
 	$(TEST_OPS)
 

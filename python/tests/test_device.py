@@ -259,6 +259,55 @@ def test_gemm_batched(dev):
     assert np.allclose(s.array, before + q.array @ w.array, atol=1e-5)
     with pytest.raises(ValueError):
         vtpu.CommandBuffer(dev).gemm_batched(q, v, s)
+def _masked_softmax(x, valid):
+    y = np.zeros_like(x)
+    for r, v in enumerate(valid):
+        if v:
+            e = np.exp(x[r, :v] - x[r, :v].max())
+            y[r, :v] = e / e.sum()
+    return y
+
+
+def test_softmax_masked_and_grad(dev):
+    m, n, g = 6, 5, 3
+    x, y = dev.buffer((m, n)), dev.buffer((m, n))
+    dy, dx = dev.buffer((m, n)), dev.buffer((m, n))
+    lengths = dev.buffer(2, "uint32")
+    x.array[:] = rand((m, n), 7)
+    dy.array[:] = rand((m, n), 8)
+    lengths.array[:] = [2, 9]
+    run(dev, vtpu.CommandBuffer(dev)
+        .softmax(x, y, lengths=lengths, rows_per_group=g, causal=True)
+        .softmax_grad(y, dy, dx, lengths=lengths, rows_per_group=g,
+                      causal=True))
+    valid = [min(2 if r < g else n, r % g + 1) for r in range(m)]
+    want = _masked_softmax(x.array.astype(np.float64), valid)
+    assert np.allclose(y.array, want, atol=1e-6)
+    yy, d = want, dy.array.astype(np.float64)
+    wdx = yy * (d - (d * yy).sum(1, keepdims=True))
+    assert np.allclose(dx.array, wdx, atol=1e-6)
+    assert not y.array[0, 1:].any() and not dx.array[0, 1:].any()
+
+
+def test_softmax_xent_mean_valid(dev):
+    m, n = 6, 4
+    x, d = dev.buffer((m, n)), dev.buffer((m, n))
+    labels = dev.buffer(m, "uint32")
+    loss, correct = dev.buffer(1), dev.buffer(1, "uint32")
+    x.array[:] = rand((m, n), 9)
+    labels.array[:] = [0, n, 3, 7, 1, 2]     # rows 1 and 3: padding
+    run(dev, vtpu.CommandBuffer(dev).softmax_xent(
+        x, labels, loss, correct, dlogits=d, mean_valid=True))
+    ok = labels.array < n
+    lg = x.array.astype(np.float64)
+    p = np.exp(lg - lg.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    lab = np.where(ok, labels.array, 0)
+    want = -np.log(p[np.arange(m), lab])[ok].mean()
+    assert np.isclose(loss.array[0], want, rtol=1e-5)
+    onehot = np.eye(n)[lab]
+    wd = np.where(ok[:, None], (p - onehot) / ok.sum(), 0)
+    assert np.allclose(d.array, wd, atol=1e-6)
 
 
 # ---- fences ----------------------------------------------------------------

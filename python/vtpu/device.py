@@ -1074,12 +1074,16 @@ class CommandBuffer:
 
     @_command
     def softmax_xent(self, logits, labels, loss, correct, *, dlogits=None,
-                     probs=None, m=None, n=None, scale=None):
+                     probs=None, m=None, n=None, scale=None,
+                     mean_valid=False):
         """Softmax cross-entropy of logits [m, n] against labels (uint32
         [m]): loss (float32 [1]) = scale * sum of -log softmax[label]
         (scale default 1/m: the mean), correct (uint32 [1]) = rows whose
         label is the argmax; optionally dlogits, the gradient of loss, and
-        probs, the softmax (float32 [m, n] each)."""
+        probs, the softmax (float32 [m, n] each). A label >= n marks an
+        ignored row (padding); with mean_valid, loss and dlogits are
+        scaled by scale / (rows not ignored) instead (scale default 1:
+        the mean over the valid rows)."""
         shape = self._shape2(logits)
         m = shape[0] if m is None and shape else m
         n = shape[1] if n is None and shape else n
@@ -1089,11 +1093,46 @@ class CommandBuffer:
                        dlogits=(dlogits, _F32), loss=(loss, _F32),
                        correct=(correct, _U32), probs=(probs, _F32))
         flags = ((lib.VTPU_XENT_DLOGITS if dlogits is not None else 0) |
-                 (lib.VTPU_XENT_PROBS if probs is not None else 0))
+                 (lib.VTPU_XENT_PROBS if probs is not None else 0) |
+                 (lib.VTPU_XENT_MEAN_VALID if mean_valid else 0))
+        if scale is None:
+            scale = 1.0 if mean_valid else 1.0 / m if m else 0.0
         desc = ffi.new("struct vtpu_xent_desc *", dict(
-            r, m=m, n=n, flags=flags,
-            scale=1.0 / m if scale is None and m else scale or 0.0))
+            r, m=m, n=n, flags=flags, scale=scale))
         self._emit("softmax_xent", lib.vtpu_cmdbuf_softmax_xent, desc)
+
+    def _softmax(self, name, fn, x, y, dy, lengths, m, n, rows_per_group,
+                 causal):
+        shape = self._shape2(y)
+        m = shape[0] if m is None and shape else m
+        n = shape[1] if n is None and shape else n
+        if m is None or n is None:
+            raise ValueError("%s: give m and n" % name)
+        r = self._refs(x=(x, _F32), y=(y, _F32), dy=(dy, _F32),
+                       lengths=(lengths, _U32))
+        flags = ((lib.VTPU_SOFTMAX_LENGTHS if lengths is not None else 0) |
+                 (lib.VTPU_SOFTMAX_CAUSAL if causal else 0))
+        desc = ffi.new("struct vtpu_softmax_desc *", dict(
+            r, m=m, n=n, rows_per_group=rows_per_group, flags=flags))
+        self._emit(name, fn, desc)
+
+    @_command
+    def softmax(self, x, y, *, lengths=None, rows_per_group=1,
+                causal=False, m=None, n=None):
+        """y = softmax of x [m, n] over its last axis, masked: row r sees
+        columns j < lengths[r // rows_per_group] (uint32, given or not)
+        and, with causal, j <= r % rows_per_group; masked y are 0, a row
+        with none valid is all 0. m and n default to y's 2-D shape."""
+        self._softmax("softmax", lib.vtpu_cmdbuf_softmax, x, y, None,
+                      lengths, m, n, rows_per_group, causal)
+
+    @_command
+    def softmax_grad(self, y, dy, dx, *, lengths=None, rows_per_group=1,
+                     causal=False, m=None, n=None):
+        """dx = y * (dy - sum(dy * y)) per row, from the forward's output
+        y; give the forward's mask (masked dx are 0)."""
+        self._softmax("softmax_grad", lib.vtpu_cmdbuf_softmax_grad, dx, y,
+                      dy, lengths, m, n, rows_per_group, causal)
 
     @_command
     def cast(self, mode, src, dst, count=None, *, scale=0.0, shift=0.0):

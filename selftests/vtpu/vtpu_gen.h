@@ -462,7 +462,7 @@ static inline int gen_shape_xent(struct gen_ctx *g, uint32_t op,
 
 	x.m = gen_range(r, 1, 8);
 	x.n = gen_range(r, 1, 10);
-	x.flags = gen_below(r, 4);
+	x.flags = gen_below(r, 8);	/* DLOGITS, PROBS, MEAN_VALID */
 	x.scale = 1.0f / x.m;
 	p->fresh = GEN_BIT(VTPU_OPERAND_LABELS);
 	if (!(x.flags & VTPU_XENT_DLOGITS))
@@ -482,6 +482,42 @@ static inline void gen_fill_xent(struct gen_ctx *g,
 	lab = gen_opnd(g, cmd, VTPU_OPERAND_LABELS, &bytes);
 	for (i = 0; i < bytes / 4; i++)		/* some ignored rows */
 		lab[i] = gen_below(g->rng, xe->n + 1);
+}
+
+static inline int gen_shape_softmax(struct gen_ctx *g, uint32_t op,
+				    struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_softmax_desc d = { 0 };
+
+	d.m = gen_range(r, 1, 12);
+	d.n = gen_range(r, 1, 20);
+	d.rows_per_group = gen_range(r, 1, 4);
+	d.flags = gen_below(r, 4);
+	if (d.flags & VTPU_SOFTMAX_LENGTHS)
+		p->fresh = GEN_BIT(VTPU_OPERAND_LENGTHS);
+	else
+		p->unused = GEN_BIT(VTPU_OPERAND_LENGTHS);
+	if (op == VTPU_OP_SOFTMAX) {
+		p->unused |= GEN_BIT(VTPU_OPERAND_DY);
+		return vtpu_cmdbuf_softmax(g->cb, &d);
+	}
+	return vtpu_cmdbuf_softmax_grad(g->cb, &d);
+}
+
+static inline void gen_fill_softmax(struct gen_ctx *g,
+				    const struct vtpu_cmd_hdr *cmd)
+{
+	const struct vtpu_cmd_softmax *sm = (const void *)cmd;
+	uint32_t *len;
+	uint64_t bytes = 0, i;
+
+	if (!(sm->flags & VTPU_SOFTMAX_LENGTHS))
+		return;
+	len = gen_opnd(g, cmd, VTPU_OPERAND_LENGTHS, &bytes);
+	for (i = 0; i < bytes / 4; i++)		/* 0, within n, past n */
+		len[i] = gen_one_in(g->rng, 8) ? 0xffffffffu :
+						 gen_below(g->rng, sm->n + 2);
 }
 
 static inline int gen_shape_sgd(struct gen_ctx *g, uint32_t op,
@@ -730,6 +766,8 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_EMBEDDING] = { gen_shape_embedding, gen_fill_embedding },
 	[VTPU_OP_EMBEDDING_GRAD] = { gen_shape_embedding, gen_fill_embedding },
 	[VTPU_OP_GEMM_BATCHED] = { gen_shape_gemm_batched },
+	[VTPU_OP_SOFTMAX] = { gen_shape_softmax, gen_fill_softmax },
+	[VTPU_OP_SOFTMAX_GRAD] = { gen_shape_softmax, gen_fill_softmax },
 };
 
 static inline int gen_known(uint32_t op)

@@ -317,6 +317,7 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_W = 24,	/* convolution weights */
 	VTPU_OPERAND_DW = 25,	/* gradient of W (output) */
 	VTPU_OPERAND_DBIAS = 26,	/* gradient of BIAS (output) */
+	VTPU_OPERAND_LENGTHS = 27,	/* softmax: valid columns per group */
 };
 
 /**
@@ -502,6 +503,8 @@ struct vtpu_wait {
  * @VTPU_OP_EMBEDDING: struct vtpu_cmd_embedding
  * @VTPU_OP_EMBEDDING_GRAD: struct vtpu_cmd_embedding
  * @VTPU_OP_GEMM_BATCHED: struct vtpu_cmd_gemm_batched
+ * @VTPU_OP_SOFTMAX: struct vtpu_cmd_softmax
+ * @VTPU_OP_SOFTMAX_GRAD: struct vtpu_cmd_softmax
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -528,6 +531,8 @@ enum vtpu_opcode {
 	VTPU_OP_EMBEDDING = 21,
 	VTPU_OP_EMBEDDING_GRAD = 22,
 	VTPU_OP_GEMM_BATCHED = 23,
+	VTPU_OP_SOFTMAX = 24,
+	VTPU_OP_SOFTMAX_GRAD = 25,
 	VTPU_OP_COUNT
 };
 
@@ -961,7 +966,9 @@ struct vtpu_cmd_reduce {
 /* struct vtpu_cmd_softmax_xent.flags */
 #define VTPU_XENT_DLOGITS (1u << 0) /* write dlogits */
 #define VTPU_XENT_PROBS (1u << 1)   /* write probs */
-#define VTPU_XENT_FLAGS (VTPU_XENT_DLOGITS | VTPU_XENT_PROBS)
+#define VTPU_XENT_MEAN_VALID (1u << 2) /* scale / (rows with label < n) */
+#define VTPU_XENT_FLAGS                                                        \
+	(VTPU_XENT_DLOGITS | VTPU_XENT_PROBS | VTPU_XENT_MEAN_VALID)
 
 /* Largest class count of a SOFTMAX_XENT (one row is one unit of work). */
 #define VTPU_XENT_MAX_CLASSES (1u << 16)
@@ -973,7 +980,11 @@ struct vtpu_cmd_reduce {
  * @m: rows (examples)
  * @n: classes, 1..VTPU_XENT_MAX_CLASSES
  * @flags: VTPU_XENT_*
- * @scale: binary32 bits, e.g. 1/m for a mean loss
+ * @scale: binary32 bits, e.g. 1/m for a mean loss; with
+ *         VTPU_XENT_MEAN_VALID, loss and dlogits are scaled by scale / v
+ *         instead, v the number of rows whose label is < n (the mean over
+ *         the valid rows with scale = 1, whatever the batch's padding;
+ *         v = 0: loss 0 and dlogits 0)
  * @logits: f32 [m, n] (X)
  * @labels: u32 [m] (LABELS); a label >= n marks an ignored row: it adds
  *          nothing to loss, its dlogits row is 0 and it is never correct
@@ -988,6 +999,10 @@ struct vtpu_cmd_reduce {
  * Rows are split into tiles for dlogits and probs; loss and correct are
  * summed by one tile, in row order, so they are deterministic (that tile
  * recomputes each row's log-sum-exp: one serial pass over the logits).
+ * With VTPU_XENT_MEAN_VALID, each dlogits tile first counts the valid
+ * labels itself, in order, in steps of its own (labels are 4 bytes a
+ * row), before it writes a row; the loss tile counts them as it sums. So
+ * v is known before any row is scaled and no tile waits for another.
  * All outputs are disjoint from each other and from the inputs.
  */
 struct vtpu_cmd_softmax_xent {
@@ -1002,6 +1017,67 @@ struct vtpu_cmd_softmax_xent {
 	struct vtpu_operand loss;
 	struct vtpu_operand correct;
 	struct vtpu_operand probs;
+};
+
+/* struct vtpu_cmd_softmax.flags */
+#define VTPU_SOFTMAX_LENGTHS (1u << 0) /* lengths given: masks the columns */
+#define VTPU_SOFTMAX_CAUSAL (1u << 1)  /* row r sees columns <= r % g */
+#define VTPU_SOFTMAX_FLAGS (VTPU_SOFTMAX_LENGTHS | VTPU_SOFTMAX_CAUSAL)
+
+/* Largest row of a SOFTMAX (one row is one unit of work). */
+#define VTPU_SOFTMAX_MAX_COLS (1u << 16)
+
+/**
+ * struct vtpu_cmd_softmax - masked softmax over the last axis, and its
+ * gradient (one struct for both opcodes, as CONV and CONV_DGRAD)
+ * @hdr: opcode VTPU_OP_SOFTMAX or VTPU_OP_SOFTMAX_GRAD
+ * @m: rows, 1..VTPU_MAX_DIM
+ * @n: columns (the softmax axis), 1..VTPU_SOFTMAX_MAX_COLS; m * n at most
+ *     VTPU_MAX_ELEMS
+ * @rows_per_group: g, 1..VTPU_MAX_DIM: consecutive rows that share one
+ *     length (attention scores [batch * heads * queries, keys] with g =
+ *     queries); rows r with the same r / g are a group
+ * @flags: VTPU_SOFTMAX_*
+ * @x: f32 [m, n]. SOFTMAX: the input (X). SOFTMAX_GRAD: the output dx
+ *     (DX), written
+ * @y: f32 [m, n]. SOFTMAX: the output (Y), written. SOFTMAX_GRAD: the
+ *     forward's output y (Y), read
+ * @dy: f32 [m, n]. SOFTMAX: unused, all zero. SOFTMAX_GRAD: the gradient
+ *      of y (DY), read
+ * @lengths: u32 [ceil(m / g)] (LENGTHS), read, with VTPU_SOFTMAX_LENGTHS;
+ *           all zero without it
+ *
+ * Row r's valid columns are j < v(r), a prefix: v(r) = n, lowered to
+ * lengths[r / g] with VTPU_SOFTMAX_LENGTHS (any value: one >= n means
+ * n, 0 means none) and to r % g + 1 with VTPU_SOFTMAX_CAUSAL (a
+ * decoder's self-attention: query i of a sequence sees keys 0..i).
+ *
+ * SOFTMAX: y[r][j] = exp(x[r][j] - M) / sum over valid k of exp(x[r][k]
+ * - M) for valid j, M the row's valid max (stable for any finite x); 0
+ * exactly for masked j, and a row with no valid column is all 0 (not
+ * NaN). Masked x are never read. exp and the sum are in double, y is
+ * rounded to f32.
+ *
+ * SOFTMAX_GRAD: dx[r][j] = y[r][j] * (dy[r][j] - s), s = sum over valid
+ * k of dy[r][k] * y[r][k] (in double), for valid j; 0 exactly for masked
+ * j, whose y and dy are never read. Give it the forward's flags, g and
+ * lengths (a masked y is 0 anyway, so without them dx is the same where
+ * dy is finite).
+ *
+ * Rows are split among tiles; each row is computed by one call, its sums
+ * in column order: the result does not depend on the workers. The
+ * outputs may not overlap the inputs (x, y, dy, lengths).
+ */
+struct vtpu_cmd_softmax {
+	struct vtpu_cmd_hdr hdr;
+	__u32 m;
+	__u32 n;
+	__u32 rows_per_group;
+	__u32 flags;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
+	struct vtpu_operand dy;
+	struct vtpu_operand lengths;
 };
 
 /* struct vtpu_cmd_sgd.flags */
