@@ -302,6 +302,10 @@ static const u8 ew_uses[VTPU_EW_COUNT] = {
 	[VTPU_EW_RELU] = 0,
 	[VTPU_EW_RELU_GRAD] = EW_Y,
 	[VTPU_EW_ADD_SCALAR] = EW_ALPHA,
+	[VTPU_EW_SIGMOID] = 0,
+	[VTPU_EW_SIGMOID_GRAD] = EW_Y,
+	[VTPU_EW_TANH] = 0,
+	[VTPU_EW_TANH_GRAD] = EW_Y,
 };
 
 /* z may be exactly @in (element i read before element i is written). */

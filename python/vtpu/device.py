@@ -922,8 +922,10 @@ class CommandBuffer:
         """z = op(x, y) over count float32 elements (default: all of x).
 
         op is "add", "sub", "mul", "scale" (alpha * x), "axpy" (alpha * x
-        + y), "axpby", "relu", "relu_grad" (x > 0 ? y : 0) or
-        "add_scalar" (x + alpha); y is None for the ops that do not read
+        + y), "axpby", "relu", "relu_grad" (x > 0 ? y : 0),
+        "add_scalar" (x + alpha), "sigmoid", "sigmoid_grad" (y * x * (1 -
+        x), x the sigmoid's output), "tanh" or "tanh_grad" (y * (1 - x *
+        x), x the tanh's output); y is None for the ops that do not read
         it; alpha and beta must be 0 for the ops that do not use them.
         """
         op = _name(_EW_OPS, op, "elementwise op")

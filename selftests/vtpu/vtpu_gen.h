@@ -425,6 +425,8 @@ static inline int gen_shape_elementwise(struct gen_ctx *g, uint32_t op,
 		[VTPU_EW_SCALE] = 2, [VTPU_EW_AXPY] = 3,
 		[VTPU_EW_AXPBY] = 7, [VTPU_EW_RELU] = 0,
 		[VTPU_EW_RELU_GRAD] = 1, [VTPU_EW_ADD_SCALAR] = 2,
+		[VTPU_EW_SIGMOID] = 0, [VTPU_EW_SIGMOID_GRAD] = 1,
+		[VTPU_EW_TANH] = 0, [VTPU_EW_TANH_GRAD] = 1,
 	};
 	struct gen_rng *r = g->rng;
 	uint32_t ew = gen_below(r, VTPU_EW_COUNT), u = uses[ew];

@@ -873,7 +873,17 @@ struct vtpu_cmd_conv {
  * @VTPU_EW_RELU: z = x < 0 ? 0 : x (y unused; NaN stays NaN)
  * @VTPU_EW_RELU_GRAD: z = x > 0 ? y : 0 (x: the ReLU's input, y: dy)
  * @VTPU_EW_ADD_SCALAR: z = x + alpha (y unused)
+ * @VTPU_EW_SIGMOID: z = 1 / (1 + e^-x) (y unused), from e^-|x| so it
+ *                   never overflows; NaN stays NaN, +-Inf give 1 and 0
+ * @VTPU_EW_SIGMOID_GRAD: z = y * x * (1 - x) (x: the sigmoid's output,
+ *                        y: dy)
+ * @VTPU_EW_TANH: z = tanh(x) (y unused), odd, from e^-2|x| (a series near
+ *                0); saturates at +-1, NaN stays NaN
+ * @VTPU_EW_TANH_GRAD: z = y * (1 - x * x) (x: the tanh's output, y: dy)
  * @VTPU_EW_COUNT: number of sub-ops
+ *
+ * SIGMOID and TANH are within an ulp or two of the exact value (rounded
+ * from double); the gradients are float arithmetic, in that order.
  */
 enum vtpu_ew_op {
 	VTPU_EW_ADD = 0,
@@ -885,6 +895,10 @@ enum vtpu_ew_op {
 	VTPU_EW_RELU = 6,
 	VTPU_EW_RELU_GRAD = 7,
 	VTPU_EW_ADD_SCALAR = 8,
+	VTPU_EW_SIGMOID = 9,
+	VTPU_EW_SIGMOID_GRAD = 10,
+	VTPU_EW_TANH = 11,
+	VTPU_EW_TANH_GRAD = 12,
 	VTPU_EW_COUNT
 };
 
