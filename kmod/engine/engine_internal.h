@@ -216,6 +216,7 @@ VTPU_CHECK(vtpu_cast_check);
 VTPU_CHECK(vtpu_dropout_check);
 VTPU_CHECK(vtpu_conv_pool_check);
 VTPU_CHECK(vtpu_conv_check);
+VTPU_CHECK(vtpu_clip_norm_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -251,6 +252,8 @@ VTPU_PREPARE(vtpu_sgd_prepare);			/* ops_optim.c */
 VTPU_PREPARE(vtpu_adam_step_prepare);
 VTPU_PREPARE(vtpu_adam_prepare);
 VTPU_RUN(vtpu_optim_run);
+VTPU_PREPARE(vtpu_clip_norm_prepare);
+VTPU_RUN(vtpu_clip_norm_run);
 
 /* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,

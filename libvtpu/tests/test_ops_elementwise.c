@@ -629,7 +629,7 @@ TEST(reduce)
 		uint32_t m = shapes[s][0], n = shapes[s][1];
 		uint32_t ldx = n + shapes[s][2], op;
 
-		for (op = 0; op < 2; op++) {
+		for (op = 0; op <= VTPU_REDUCE_SUMSQ_ROWS; op++) {
 			int b;
 
 			for (b = 0; b < 2; b++) {
@@ -648,7 +648,8 @@ TEST(reduce)
 
 				rng_seed(s * 4 + op * 2 + b);
 				/* quarter integers: every partial sum is exact in
-				 * f32, so any order gives the exact result */
+				 * f32 (their squares' too, below 2^24 / 32), so any
+				 * order gives the exact result */
 				for (i = 0; i < nx; i++)
 					x[i] = (float)(int)(frand() * 16) / 4;
 				for (i = 0; i < ny; i++)
@@ -659,6 +660,9 @@ TEST(reduce)
 				for (i = 0; i < m; i++)
 					for (j = 0; j < n; j++) {
 						double v = alpha * (double)x[(size_t)i * ldx + j];
+
+						if (op == VTPU_REDUCE_SUMSQ_ROWS)
+							v *= x[(size_t)i * ldx + j];
 
 						ref[op == VTPU_REDUCE_COLS ? j : i] += v;
 					}
@@ -683,7 +687,9 @@ TEST(reduce)
 						md = d;
 				}
 				TH_LOG("reduce %s m=%u n=%u ldx=%u beta=%g: maxdiff %.3g (exact data)",
-				       op ? "rows" : "cols", m, n, ldx, beta, md);
+				       op == VTPU_REDUCE_COLS ? "cols" :
+				       op == VTPU_REDUCE_ROWS ? "rows" : "sumsq_rows",
+				       m, n, ldx, beta, md);
 				EXPECT_EQ(0, bad);
 				EXPECT_EQ(0, diff);
 				vtpu_cmdbuf_fini(&cb);
@@ -695,6 +701,174 @@ TEST(reduce)
 			}
 		}
 	}
+	execs_fini(&ex);
+}
+
+/* ---- CLIP_NORM ---------------------------------------------------------- */
+
+/*
+ * Clipping by the global norm of gradients in three buffers, as
+ * torch.nn.utils.clip_grad_norm_ and Keras's global_clipnorm do: REDUCE
+ * SUMSQ_ROWS (m = 1) sums each buffer's squares into one scalar, beta 0
+ * for the first and 1 for the others, then one CLIP_NORM per buffer.
+ * Against a double reference for max_norm below the norm (clipped), above
+ * it and equal to it (unchanged, bitwise); bitwise the same on every
+ * executor.
+ */
+TEST(clip_norm_global)
+{
+	static const uint64_t sizes[3] = { 7, 65536 * 3 + 5, 1000 };
+	static const double ratios[3] = { 0.25, 2.0, 1.0 };
+	struct vtpu_bo gb[3], sb = bo_new(4);
+	float *g0[3], *keep[3], *sumsq = sb.map;
+	double ss = 0, norm;
+	struct execs ex;
+	uint32_t k, r;
+	uint64_t i;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	rng_seed(31);
+	for (k = 0; k < 3; k++) {
+		gb[k] = bo_new(sizes[k] * 4);
+		g0[k] = malloc(sizes[k] * 4);
+		keep[k] = malloc(sizes[k] * 4);
+		for (i = 0; i < sizes[k]; i++) {
+			g0[k][i] = frand() * (k + 1);
+			ss += (double)g0[k][i] * g0[k][i];
+		}
+	}
+	norm = sqrt(ss);
+	for (r = 0; r < 3; r++) {
+		/* equal: the float nearest sqrt(ss) is the norm the op sees */
+		float max_norm = r == 2 ? sqrtf((float)ss) : (float)(norm * ratios[r]);
+		double scale;
+		long bad = 0, diff = 0;
+		double worst = 0;
+		struct vtpu_cmdbuf cb;
+		struct vtpu_ref rs;
+
+		vtpu_cmdbuf_init(&cb);
+		rs = VTPU_REF(vtpu_cmdbuf_use(&cb, &sb), 0);
+		for (k = 0; k < 3; k++)
+			vtpu_cmdbuf_reduce(&cb, VTPU_REDUCE_SUMSQ_ROWS, 1,
+					   (uint32_t)sizes[k], 0, 1.0f,
+					   k ? 1.0f : 0.0f,
+					   VTPU_REF(vtpu_cmdbuf_use(&cb, &gb[k]), 0),
+					   rs);
+		for (k = 0; k < 3; k++)
+			vtpu_cmdbuf_clip_norm(&cb, sizes[k], max_norm, rs,
+					      VTPU_REF(vtpu_cmdbuf_use(&cb, &gb[k]), 0));
+		ASSERT_EQ(0, cb.error);
+		for (e = 0; e < ex.n; e++) {
+			*sumsq = NAN;	/* beta 0: not read */
+			for (k = 0; k < 3; k++)
+				memcpy(gb[k].map, g0[k], sizes[k] * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			for (k = 0; k < 3; k++)
+				diff += same_bits(gb[k].map, keep[k],
+						  sizes[k] * 4, e);
+		}
+		EXPECT_GE(1e-6, fabs(*sumsq - ss) / ss)
+		TH_LOG("sumsq %.9g, want %.9g", (double)*sumsq, ss);
+		scale = norm > max_norm ? max_norm / norm : 1.0;
+		for (k = 0; k < 3; k++) {
+			const float *g = gb[k].map;
+
+			for (i = 0; i < sizes[k]; i++) {
+				double want = g0[k][i] * scale;
+				double err = fabs(g[i] - want);
+
+				if (scale == 1.0)
+					bad += g[i] != g0[k][i];
+				else
+					bad += !(err <= 1e-6 * fabs(want) +
+							1e-30);
+				if (want != 0 && err / fabs(want) > worst)
+					worst = err / fabs(want);
+			}
+		}
+		TH_LOG("clip_norm over 3 buffers, norm %.6g, max_norm %.6g: "
+		       "scale %.6g, worst relative error %.3g, %ld wrong, "
+		       "executors differing %ld", norm, (double)max_norm, scale,
+		       worst, bad, diff);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+	}
+	for (k = 0; k < 3; k++) {
+		vtpu_cpu_bo_destroy(&gb[k]);
+		free(g0[k]);
+		free(keep[k]);
+	}
+	vtpu_cpu_bo_destroy(&sb);
+	execs_fini(&ex);
+}
+
+/*
+ * CLIP_NORM's rule on a given sumsq: scaled by max_norm / sqrt(sumsq)
+ * exactly when that norm is above max_norm; +Inf scales by 0 (torch's
+ * max_norm / inf; an Inf element becomes NaN); NaN and a negative sumsq
+ * (NaN norm) leave x unchanged; a denormal sumsq reads as 0 (DAZ).
+ */
+TEST(clip_norm_rule)
+{
+	static const struct { float sumsq, max_norm, scale; } cases[] = {
+		{ 4.0f, 1.0f, 0.5f },		/* norm 2: halved, exactly */
+		{ 4.0f, 2.0f, 1.0f },		/* norm == max_norm: kept */
+		{ 4.0f, 3.0f, 1.0f },		/* below: kept */
+		{ 0.0f, 1.0f, 1.0f },		/* all zero gradients */
+		{ 1e-40f, 2e-38f, 1.0f },	/* denormal: 0 */
+		{ 0x1p100f, 0x1p-10f, 0x1p-60f },	/* norm 2^50 */
+		{ INFINITY, 1.0f, 0.0f },	/* overflowed: 0 */
+		{ NAN, 1.0f, 1.0f },		/* NaN: kept */
+		{ -4.0f, 1.0f, 1.0f },		/* negative: NaN norm, kept */
+	};
+	const uint64_t n = 65536 * 2 + 3;
+	struct vtpu_bo xb = bo_new(n * 4), sb = bo_new(4);
+	float *x = xb.map, *x0 = malloc(n * 4);
+	struct execs ex;
+	size_t c;
+	uint64_t i;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	rng_seed(5);
+	fill_rand(x0, n);
+	x0[1] = INFINITY;
+	x0[2] = NAN;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct vtpu_cmdbuf cb;
+		long bad = 0;
+
+		vtpu_cmdbuf_init(&cb);
+		vtpu_cmdbuf_clip_norm(&cb, n, cases[c].max_norm,
+				      VTPU_REF(vtpu_cmdbuf_use(&cb, &sb), 0),
+				      VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0));
+		for (e = 0; e < ex.n; e++) {
+			*(float *)sb.map = cases[c].sumsq;
+			memcpy(x, x0, n * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			for (i = 0; i < n; i++) {
+				float want = cases[c].scale == 1.0f ? x0[i] :
+					     x0[i] * cases[c].scale;
+
+				if (memcmp(&want, &x[i], 4) &&
+				    !(isnan(want) && isnan(x[i])))
+					bad++;
+			}
+		}
+		TH_LOG("clip_norm sumsq %g max_norm %g: scale %g, %ld wrong",
+		       (double)cases[c].sumsq, (double)cases[c].max_norm,
+		       (double)cases[c].scale, bad);
+		EXPECT_EQ(0, bad);
+		vtpu_cmdbuf_fini(&cb);
+	}
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&sb);
+	free(x0);
 	execs_fini(&ex);
 }
 

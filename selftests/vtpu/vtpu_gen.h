@@ -448,7 +448,7 @@ static inline int gen_shape_reduce(struct gen_ctx *g, uint32_t op,
 				   struct gen_plan *p)
 {
 	struct gen_rng *r = g->rng;
-	uint32_t rop = gen_below(r, 2), m = gen_range(r, 1, 32);
+	uint32_t rop = gen_below(r, 3), m = gen_range(r, 1, 32);
 	uint32_t n = gen_range(r, 1, 32), ldx = n + gen_below(r, 3);
 
 	return vtpu_cmdbuf_reduce(g->cb, rop, m, n, ldx, gen_scalar(g),
@@ -499,6 +499,16 @@ static inline int gen_shape_sgd(struct gen_ctx *g, uint32_t op,
 	return vtpu_cmdbuf_sgd(g->cb, n, 0.125f, mom,
 			       gen_one_in(r, 2) ? 0.0f : 0.25f, fl,
 			       VTPU_REF_NONE, VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_clip_norm(struct gen_ctx *g, uint32_t op,
+				      struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+
+	return vtpu_cmdbuf_clip_norm(g->cb, gen_range(r, 1, 512),
+				     0.25f + gen_below(r, 8) * 0.5f,
+				     VTPU_REF_NONE, VTPU_REF_NONE);
 }
 
 static inline int gen_shape_adam_step(struct gen_ctx *g, uint32_t op,
@@ -666,6 +676,7 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_CONV] = { gen_shape_conv },
 	[VTPU_OP_CONV_DGRAD] = { gen_shape_conv },
 	[VTPU_OP_CONV_WGRAD] = { gen_shape_conv },
+	[VTPU_OP_CLIP_NORM] = { gen_shape_clip_norm },
 };
 
 static inline int gen_known(uint32_t op)

@@ -317,6 +317,7 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_W = 24,	/* convolution weights */
 	VTPU_OPERAND_DW = 25,	/* gradient of W (output) */
 	VTPU_OPERAND_DBIAS = 26,	/* gradient of BIAS (output) */
+	VTPU_OPERAND_SUMSQ = 27,	/* CLIP_NORM's sum of squares */
 };
 
 /**
@@ -499,6 +500,7 @@ struct vtpu_wait {
  * @VTPU_OP_CONV: struct vtpu_cmd_conv
  * @VTPU_OP_CONV_DGRAD: struct vtpu_cmd_conv
  * @VTPU_OP_CONV_WGRAD: struct vtpu_cmd_conv
+ * @VTPU_OP_CLIP_NORM: struct vtpu_cmd_clip_norm
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -522,6 +524,7 @@ enum vtpu_opcode {
 	VTPU_OP_CONV = 18,
 	VTPU_OP_CONV_DGRAD = 19,
 	VTPU_OP_CONV_WGRAD = 20,
+	VTPU_OP_CLIP_NORM = 21,
 	VTPU_OP_COUNT
 };
 
@@ -933,10 +936,15 @@ struct vtpu_cmd_elementwise {
  *                    (y has n elements: e.g. a bias gradient)
  * @VTPU_REDUCE_ROWS: y[i] = beta * y[i] + sum over j of alpha * x[i][j]
  *                    (y has m elements)
+ * @VTPU_REDUCE_SUMSQ_ROWS: y[i] = beta * y[i] + sum over j of
+ *                          alpha * x[i][j]^2 (y has m elements): with
+ *                          m = 1 and beta = 1 it adds a buffer's squares
+ *                          to one sum, for VTPU_OP_CLIP_NORM
  */
 enum vtpu_reduce_op {
 	VTPU_REDUCE_COLS = 0,
 	VTPU_REDUCE_ROWS = 1,
+	VTPU_REDUCE_SUMSQ_ROWS = 2,
 };
 
 /**
@@ -1041,6 +1049,36 @@ struct vtpu_cmd_sgd {
 	struct vtpu_operand param;
 	struct vtpu_operand grad;
 	struct vtpu_operand mom;
+};
+
+/**
+ * struct vtpu_cmd_clip_norm - clip gradients by their global norm, in place
+ * @hdr: opcode VTPU_OP_CLIP_NORM
+ * @count: elements of x, 1..VTPU_MAX_ELEMS
+ * @max_norm: binary32 bits, the largest norm kept: positive and finite
+ * @pad: must be zero
+ * @sumsq: f32 [1] (SUMSQ), read: the sum of the squares of all the
+ *         gradients clipped together (REDUCE SUMSQ_ROWS with m = 1 over
+ *         each buffer, beta 0 for the first and 1 for the others)
+ * @x: f32 [count] (X), read and written: one of those gradients; may not
+ *     overlap sumsq
+ *
+ * norm = sqrt(sumsq); if norm > max_norm, x = x * (max_norm / norm)
+ * (float arithmetic, correctly rounded), else x is left unchanged, as
+ * Keras's global_clipnorm (tf.clip_by_global_norm) and, but for its 1e-6,
+ * torch.nn.utils.clip_grad_norm_ do. A non-finite norm follows torch where
+ * that is sensible: +Inf (an overflowed sum) scales x by 0, as torch does;
+ * NaN (a NaN gradient, or a negative sumsq) leaves x unchanged, where
+ * torch would make every element NaN: the NaN elements stay NaN either way.
+ * Run one CLIP_NORM per gradient buffer, all with the same sumsq.
+ */
+struct vtpu_cmd_clip_norm {
+	struct vtpu_cmd_hdr hdr;
+	__u64 count;
+	__u32 max_norm;
+	__u32 pad;
+	struct vtpu_operand sumsq;
+	struct vtpu_operand x;
 };
 
 /**
