@@ -430,6 +430,20 @@ int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 	return vtpu_cmdbuf_append(cb, &c);
 }
 
+int vtpu_cmdbuf_clip_norm(struct vtpu_cmdbuf *cb, uint64_t count,
+			  float max_norm, struct vtpu_ref sumsq,
+			  struct vtpu_ref x)
+{
+	struct vtpu_cmd_clip_norm c;
+
+	CMD_INIT(&c, VTPU_OP_CLIP_NORM);
+	c.count = count;
+	c.max_norm = f32_bits(max_norm);
+	c.sumsq = opnd(sumsq);
+	c.x = opnd(x);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
 int vtpu_cmdbuf_adam_step(struct vtpu_cmdbuf *cb, float beta1, float beta2,
 			  struct vtpu_ref state)
 {

@@ -317,7 +317,17 @@ static u64 reduce_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 
 	if (id == VTPU_OPERAND_X)
 		return rd->m ? matrix_bytes(rd->m, rd->n, rd->ldx, 4) : 0;
-	return (u64)(rd->op == VTPU_REDUCE_ROWS ? rd->m : rd->n) * 4;
+	return (u64)(rd->op == VTPU_REDUCE_COLS ? rd->n : rd->m) * 4;
+}
+
+static u64 clip_norm_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
+			    u32 *align)
+{
+	const struct vtpu_cmd_clip_norm *cn = (const void *)cmd;
+
+	if (id == VTPU_OPERAND_SUMSQ)
+		return 4;
+	return cn->count <= VTPU_MAX_ELEMS ? cn->count * 4 : 0;
 }
 
 static u64 xent_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
@@ -651,7 +661,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.operands = { IN(X, vtpu_cmd_reduce, x, 4),
 			      OUT(Y, vtpu_cmd_reduce, y, 4) },
 		.fields = { FIELD(vtpu_cmd_reduce, op, VTPU_REDUCE_COLS,
-				  VTPU_REDUCE_ROWS),
+				  VTPU_REDUCE_SUMSQ_ROWS),
 			    FIELD(vtpu_cmd_reduce, m, 1, VTPU_MAX_DIM),
 			    FIELD(vtpu_cmd_reduce, n, 1, VTPU_MAX_DIM) },
 		.rules = "ldx at least n",
@@ -954,6 +964,20 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.run = vtpu_softmax_run,
 		.describe = vtpu_softmax_describe,
 	},
+	[VTPU_OP_CLIP_NORM] = {
+		.name = "CLIP_NORM",
+		.size = sizeof(struct vtpu_cmd_clip_norm),
+		.noperands = 2,
+		.operands = { IN(SUMSQ, vtpu_cmd_clip_norm, sumsq, 4),
+			      OUT(X, vtpu_cmd_clip_norm, x, 4) },
+		.fields = { FIELD(vtpu_cmd_clip_norm, count, 1,
+				  VTPU_MAX_ELEMS) },
+		.rules = "max_norm positive and finite",
+		.extent = clip_norm_extent,
+		.check = vtpu_clip_norm_check,
+		.prepare = vtpu_clip_norm_prepare,
+		.run = vtpu_clip_norm_run,
+	},
 };
 
 const struct vtpu_engine_op_desc *vtpu_engine_op_desc(u32 opcode)
@@ -1010,6 +1034,7 @@ const char *vtpu_engine_operand_name(u32 id)
 		[VTPU_OPERAND_DW] = "dw",
 		[VTPU_OPERAND_DBIAS] = "dbias",
 		[VTPU_OPERAND_LENGTHS] = "lengths",
+		[VTPU_OPERAND_SUMSQ] = "sumsq",
 	};
 
 	if (id >= OPERAND_IDS || !names[id])

@@ -226,6 +226,7 @@ VTPU_CHECK(vtpu_conv_check);
 VTPU_CHECK(vtpu_embedding_check);
 VTPU_CHECK(vtpu_gemm_batched_check);
 VTPU_CHECK(vtpu_softmax_check);
+VTPU_CHECK(vtpu_clip_norm_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -269,6 +270,8 @@ VTPU_RUN(vtpu_optim_run);
 VTPU_PREPARE(vtpu_embedding_prepare);		/* ops_embedding.c */
 VTPU_RUN(vtpu_embedding_run);
 VTPU_DESCRIBE(vtpu_embedding_describe);
+VTPU_PREPARE(vtpu_clip_norm_prepare);
+VTPU_RUN(vtpu_clip_norm_run);
 
 /* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,

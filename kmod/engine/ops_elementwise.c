@@ -7,6 +7,7 @@
  * read before it is written and by the same iteration.
  */
 #include "engine_internal.h"
+#include "engine_math.h"
 
 /*
  * At most VTPU_OPS_CHUNK elements per tile. An op with enough work (at
@@ -32,6 +33,42 @@ void vtpu_ops_tile(struct vtpu_engine_op *op, u64 count)
 		tiles = 1;
 	op->chunk = ((count + tiles - 1) / tiles + 15) / 16 * 16;
 	op->ntiles = (u32)((count + op->chunk - 1) / op->chunk);
+}
+
+/*
+ * The activations, in double and rounded once: within an ulp of the exact
+ * value. Both work from e^-|x| (vtpu_exp_nonpos() never overflows) and
+ * keep a NaN a NaN (it passes through every step).
+ */
+static float ew_sigmoid(float v)
+{
+	double x = v, e = vtpu_exp_nonpos(x < 0.0 ? x : -x);
+
+	/* 1 / (1 + e^-x), or e^x / (1 + e^x) for x < 0: no cancellation */
+	return (float)((x < 0.0 ? e : 1.0) / (1.0 + e));
+}
+
+/*
+ * tanh |x| = (1 - t) / (1 + t), t = e^-2|x|, with the sign of x (odd by
+ * construction). Below 1/16, 1 - t would cancel: the Taylor series to
+ * x^11 instead (the next term is below 1e-14 of x), which keeps -0.
+ */
+static float ew_tanh(float v)
+{
+	double x = v, a = x < 0.0 ? -x : x, p, t;
+
+	if (a < 0.0625) {
+		t = x * x;
+		p = -1382.0 / 155925.0;
+		p = p * t + 62.0 / 2835.0;
+		p = p * t - 17.0 / 315.0;
+		p = p * t + 2.0 / 15.0;
+		p = p * t - 1.0 / 3.0;
+		return (float)(x * (1.0 + t * p));	/* x = -0: -0 */
+	}
+	t = vtpu_exp_nonpos(-2.0 * a);
+	p = (1.0 - t) / (1.0 + t);
+	return (float)(x < 0.0 ? -p : p);
 }
 
 static void ew_tile(struct vtpu_engine_op *op)
@@ -106,6 +143,22 @@ void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	case VTPU_EW_ADD_SCALAR:
 		for (i = 0; i < n; i++)
 			z[i] = x[i] + a;
+		break;
+	case VTPU_EW_SIGMOID:
+		for (i = 0; i < n; i++)
+			z[i] = ew_sigmoid(x[i]);
+		break;
+	case VTPU_EW_SIGMOID_GRAD:
+		for (i = 0; i < n; i++)
+			z[i] = y[i] * x[i] * (1.0f - x[i]);
+		break;
+	case VTPU_EW_TANH:
+		for (i = 0; i < n; i++)
+			z[i] = ew_tanh(x[i]);
+		break;
+	case VTPU_EW_TANH_GRAD:
+		for (i = 0; i < n; i++)
+			z[i] = y[i] * (1.0f - x[i] * x[i]);
 		break;
 	}
 }

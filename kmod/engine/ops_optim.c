@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * The optimizers: SGD (struct vtpu_cmd_sgd), ADAM_STEP and ADAM (struct
- * vtpu_cmd_adam_step, struct vtpu_cmd_adam). Each parameter element is
+ * vtpu_cmd_adam_step, struct vtpu_cmd_adam), and the gradient clipping
+ * they may follow, CLIP_NORM (struct vtpu_cmd_clip_norm). Each element is
  * updated independently, so tiles are chunks of elements (vtpu_ops_tile()).
  *
  * Adam's step count lives in device memory, in the state that ADAM_STEP
@@ -175,4 +176,39 @@ void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		adam_run(o, i0, n);
 		break;
 	}
+}
+
+void vtpu_clip_norm_prepare(struct vtpu_engine_op *op,
+			    const struct vtpu_cmd_hdr *cmd,
+			    const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_clip_norm *c = (const void *)cmd;
+	struct vtpu_engine_clip *cl = &op->clip;
+
+	cl->count = c->count;
+	cl->max_norm = vtpu_f32_from_bits(c->max_norm);
+	cl->sumsq = vtpu_operand_ptr(bufs, &c->sumsq);
+	cl->x = vtpu_operand_ptr(bufs, &c->x);
+	vtpu_ops_tile(op, cl->count);
+	op->flops = cl->count;
+}
+
+/*
+ * Every tile computes the same scale from sumsq (no tile writes it). A
+ * NaN norm fails the comparison (x unchanged); +Inf gives a scale of 0.
+ */
+void vtpu_clip_norm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+			void *scratch)
+{
+	const struct vtpu_engine_clip *cl = &op->clip;
+	u64 i0 = (u64)tile * op->chunk;
+	u64 n = vtpu_min_u64(op->chunk, cl->count - i0), i;
+	float norm = optim_sqrt(*cl->sumsq), s;
+	float *x = cl->x + i0;
+
+	if (!(norm > cl->max_norm))
+		return;
+	s = cl->max_norm / norm;
+	for (i = 0; i < n; i++)
+		x[i] *= s;
 }

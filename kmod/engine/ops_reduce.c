@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * REDUCE (struct vtpu_cmd_reduce): row or column sums of a matrix.
+ * REDUCE (struct vtpu_cmd_reduce): row or column sums of a matrix, or
+ * row sums of its squares (SUMSQ_ROWS, tiled as ROWS).
  *
  * Each tile owns a block of outputs; its steps walk the reduced dimension
  * in blocks, in order. A step sums its block into a partial (scratch for
@@ -107,6 +108,24 @@ static float sum_row(const float *x, u32 n, float a)
 	return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
+/* The same for a * x[j]^2, in the same order. */
+static float sumsq_row(const float *x, u32 n, float a)
+{
+	float s[8] = { 0 };
+	u32 j, k;
+
+	for (j = 0; j + 8 <= n; j += 8)
+		for (k = 0; k < 8; k++)
+			s[k] += a * (x[j + k] * x[j + k]);
+	for (k = 0; j < n; j++, k++)
+		s[k] += a * (x[j] * x[j]);
+	return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+/*
+ * ROWS and SUMSQ_ROWS: a tile owns tblock rows, a step sblock columns of
+ * them (a long row, m = 1, is one tile of many steps).
+ */
 static void reduce_rows(const struct vtpu_engine_reduce *r, u32 tile,
 			u32 step)
 {
@@ -118,7 +137,9 @@ static void reduce_rows(const struct vtpu_engine_reduce *r, u32 tile,
 	for (i = 0; i < nr; i++) {
 		const float *x = r->x + (u64)(i0 + i) * r->ldx + j0;
 		float *y = r->y + i0 + i;
-		float part = sum_row(x, nc, r->alpha);
+		float part = r->op == VTPU_REDUCE_SUMSQ_ROWS ?
+				     sumsq_row(x, nc, r->alpha) :
+				     sum_row(x, nc, r->alpha);
 
 		*y = (step ? *y : reduce_init(r, *y)) + part;
 	}

@@ -302,6 +302,10 @@ static const u8 ew_uses[VTPU_EW_COUNT] = {
 	[VTPU_EW_RELU] = 0,
 	[VTPU_EW_RELU_GRAD] = EW_Y,
 	[VTPU_EW_ADD_SCALAR] = EW_ALPHA,
+	[VTPU_EW_SIGMOID] = 0,
+	[VTPU_EW_SIGMOID_GRAD] = EW_Y,
+	[VTPU_EW_TANH] = 0,
+	[VTPU_EW_TANH_GRAD] = EW_Y,
 };
 
 /* z may be exactly @in (element i read before element i is written). */
@@ -352,7 +356,7 @@ int vtpu_reduce_check(struct vtpu_engine_check *v,
 	static const u32 out = VTPU_OPERAND_Y, in = VTPU_OPERAND_X;
 	int ret;
 
-	if (r->op != VTPU_REDUCE_COLS && r->op != VTPU_REDUCE_ROWS)
+	if (r->op > VTPU_REDUCE_SUMSQ_ROWS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
 	if (!dim_ok(r->m) || !dim_ok(r->n))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
@@ -533,6 +537,31 @@ int vtpu_dropout_check(struct vtpu_engine_check *v,
 		ret = reject(v, VTPU_OPERAND_Z, VTPU_ERR_OVERLAP);
 	if (!ret && overlap(cmd, VTPU_OPERAND_Z, VTPU_OPERAND_STEP))
 		ret = reject(v, VTPU_OPERAND_Z, VTPU_ERR_OVERLAP);
+	return ret;
+}
+
+/* 0 < max_norm < +Inf, as binary32 bits: positive, below the Inf pattern */
+#define F32_INF_BITS 0x7f800000u
+
+int vtpu_clip_norm_check(struct vtpu_engine_check *v,
+			 const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_clip_norm *c = (const void *)hdr;
+	static const u32 out = VTPU_OPERAND_X, in = VTPU_OPERAND_SUMSQ;
+	int ret;
+
+	if (c->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	/* the bits of +0 and of the denormals too: they read as 0 (DAZ) */
+	if (!c->count || c->count > VTPU_MAX_ELEMS ||
+	    c->max_norm < 0x00800000u || c->max_norm >= F32_INF_BITS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	ret = check_operand(v, hdr, in);
+	if (!ret)
+		ret = check_operand(v, hdr, out);
+	/* tiles scale x while others read sumsq */
+	if (!ret)
+		ret = check_outputs(v, hdr, &out, 1, &in, 1);
 	return ret;
 }
 

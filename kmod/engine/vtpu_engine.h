@@ -220,6 +220,14 @@ struct vtpu_engine_optim {
 	const float *grad;
 };
 
+/* CLIP_NORM */
+struct vtpu_engine_clip {
+	u64 count;
+	float max_norm;
+	const float *sumsq;
+	float *x;
+};
+
 struct vtpu_engine_cast {
 	u32 mode;		/* enum vtpu_cast_mode */
 	float scale, shift;
@@ -266,6 +274,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_xent xent;
 		struct vtpu_engine_softmax softmax;
 		struct vtpu_engine_optim optim;
+		struct vtpu_engine_clip clip;
 		struct vtpu_engine_cast cast;
 		struct vtpu_engine_dropout dropout;
 		struct vtpu_engine_embedding emb;

@@ -342,8 +342,8 @@ VTPU_API int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
 			    struct vtpu_ref z);
 /**
  * vtpu_cmdbuf_reduce() - y = beta * y + sums of alpha * x [m x n] over rows
- * (VTPU_REDUCE_COLS, y[n]) or columns (VTPU_REDUCE_ROWS, y[m]); ldx 0
- * means n.
+ * (VTPU_REDUCE_COLS, y[n]) or columns (VTPU_REDUCE_ROWS, y[m]), or of
+ * alpha * x^2 over columns (VTPU_REDUCE_SUMSQ_ROWS, y[m]); ldx 0 means n.
  */
 VTPU_API int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
 		       uint32_t n, uint32_t ldx, float alpha, float beta,
@@ -385,6 +385,14 @@ VTPU_API int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 		    float momentum, float weight_decay, uint32_t flags,
 		    struct vtpu_ref param, struct vtpu_ref grad,
 		    struct vtpu_ref mom);
+/**
+ * vtpu_cmdbuf_clip_norm() - x[count] *= max_norm / sqrt(sumsq[0]) when that
+ * norm exceeds max_norm (struct vtpu_cmd_clip_norm): clipping by the global
+ * norm of gradients whose squares REDUCE SUMSQ_ROWS summed into sumsq.
+ */
+VTPU_API int vtpu_cmdbuf_clip_norm(struct vtpu_cmdbuf *cb, uint64_t count,
+			  float max_norm, struct vtpu_ref sumsq,
+			  struct vtpu_ref x);
 /** vtpu_cmdbuf_adam_step() - advance the Adam state f32[2] one step. */
 VTPU_API int vtpu_cmdbuf_adam_step(struct vtpu_cmdbuf *cb, float beta1, float beta2,
 			  struct vtpu_ref state);

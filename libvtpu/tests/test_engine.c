@@ -1611,6 +1611,21 @@ TEST(calls_bounded)
 		.labels = VTPU_REF(1, 0), .dlogits = VTPU_REF(2, 0),
 		.loss = VTPU_REF(3, 0), .correct = VTPU_REF(3, 4),
 		.probs = VTPU_REF(1, 0) }));
+	/*
+	 * Gradient clipping: one long row's sum of squares runs in steps,
+	 * a square matrix's in tiles of rows; the largest activation and
+	 * CLIP_NORM in tiles of elements.
+	 */
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, vtpu_cmdbuf_reduce(&cb, VTPU_REDUCE_SUMSQ_ROWS,
+						i ? VTPU_MAX_DIM : 1,
+						VTPU_MAX_DIM, 0, 1.0f, 1.0f,
+						VTPU_REF(0, 0), VTPU_REF(1, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_elementwise(&cb, VTPU_EW_TANH, VTPU_MAX_ELEMS,
+					     0, 0, VTPU_REF(0, 0),
+					     VTPU_REF_NONE, VTPU_REF(1, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_clip_norm(&cb, VTPU_MAX_ELEMS, 1.0f,
+					   VTPU_REF(1, 0), VTPU_REF(0, 0)));
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1643,7 +1658,7 @@ TEST(calls_bounded)
 	TH_LOG("%u commands on %d levels: %ld calls over %llu MFLOP", cmds,
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
 	EXPECT_EQ(25 + 2 * sizeof(embs) / sizeof(embs[0]) +
-		  sizeof(bgemms) / sizeof(bgemms[0]) + 5, cmds);
+		  sizeof(bgemms) / sizeof(bgemms[0]) + 5 + 4, cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

@@ -6,6 +6,8 @@
  * the engine flushes denormals (vtpu_denormals.h's check, which
  * vtpu_submit runs on the device).
  */
+#include <float.h>
+
 #include "test_ops.h"
 #include "../../selftests/vtpu/vtpu_denormals.h"
 
@@ -78,10 +80,65 @@ static float ew_ref(uint32_t op, float x, float y, float a, float b)
 	return NAN;
 }
 
+/* The activations and their gradients (x: the activation's output). */
+static int ew_is_activation(uint32_t op)
+{
+	return op == VTPU_EW_SIGMOID || op == VTPU_EW_SIGMOID_GRAD ||
+	       op == VTPU_EW_TANH || op == VTPU_EW_TANH_GRAD;
+}
+
+static double sigmoid_ref(double x)
+{
+	return x < 0 ? exp(x) / (1.0 + exp(x)) : 1.0 / (1.0 + exp(-x));
+}
+
+static double act_ref(uint32_t op, double x, double y)
+{
+	switch (op) {
+	case VTPU_EW_SIGMOID: return sigmoid_ref(x);
+	case VTPU_EW_SIGMOID_GRAD: return y * x * (1.0 - x);
+	case VTPU_EW_TANH: return tanh(x);
+	case VTPU_EW_TANH_GRAD: return y * (1.0 - x * x);
+	}
+	return NAN;
+}
+
+/* An ulp of a float near |v| (that of FLT_MIN below it: flushed). */
+static double ulp_of(double v)
+{
+	v = fabs(v);
+	if (v < FLT_MIN)
+		v = FLT_MIN;
+	return ldexp(1.0, ilogb(v) - 23);
+}
+
+/*
+ * Within the op's bound of the double reference: SIGMOID and TANH two
+ * ulps (they are rounded once from double); the gradients the rounding
+ * of three float operations, 1 - x * x's product included.
+ */
+static int act_close(uint32_t op, float x, float y, float got)
+{
+	double want = act_ref(op, x, y), tol;
+
+	if (isnan(want))
+		return isnan(got);
+	if (isinf(want))
+		return got == want;
+	if (op == VTPU_EW_SIGMOID || op == VTPU_EW_TANH)
+		/* a denormal result may be flushed to 0 (FTZ) */
+		tol = fabs(want) < FLT_MIN ? FLT_MIN : 2 * ulp_of(want);
+	else
+		tol = 4 * FLT_EPSILON * (fabs(want) + fabs((double)y) *
+					 ((double)x * x + fabs(x))) + FLT_MIN;
+	return fabs(got - want) <= tol;
+}
+
 static int ew_uses_y(uint32_t op)
 {
 	return op != VTPU_EW_SCALE && op != VTPU_EW_RELU &&
-	       op != VTPU_EW_ADD_SCALAR;
+	       op != VTPU_EW_ADD_SCALAR && op != VTPU_EW_SIGMOID &&
+	       op != VTPU_EW_TANH;
 }
 
 TEST(elementwise)
@@ -151,16 +208,20 @@ TEST(elementwise)
 				for (i = 0; i < n; i++) {
 					float want = ew_ref(op, x0[i], y0[i], a, b);
 
-					if (memcmp(&want, &z[i], 4) &&
-					    !(isnan(want) && isnan(z[i])))
+					if (ew_is_activation(op))
+						bad += !act_close(op, x0[i], y0[i],
+								  z[i]);
+					else if (memcmp(&want, &z[i], 4) &&
+						 !(isnan(want) && isnan(z[i])))
 						bad++;
 				}
 				if (ci == 3)
 					TH_LOG("elementwise op %u count %llu %s: %ld "
-					       "mismatches (exact)", op,
+					       "mismatches (%s)", op,
 					       (unsigned long long)n,
 					       inplace == 0 ? "z" : inplace == 1 ?
-					       "in place z=x" : "in place z=y", bad);
+					       "in place z=x" : "in place z=y", bad,
+					       ew_is_activation(op) ? "ulps" : "exact");
 				EXPECT_EQ(0, bad);
 				EXPECT_EQ(0, diff);
 				vtpu_cmdbuf_fini(&cb);
@@ -173,6 +234,191 @@ TEST(elementwise)
 			}
 		}
 	}
+	execs_fini(&ex);
+}
+
+/* Run one activation sub-op over x[n] into z[n] (y: dy, or NULL). */
+static void act_run(struct __test_metadata *_metadata, struct vtpu_cpu *cpu,
+		    uint32_t op, struct vtpu_bo *xb, struct vtpu_bo *yb,
+		    struct vtpu_bo *zb, uint64_t n)
+{
+	struct vtpu_cmdbuf cb;
+
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_elementwise(&cb, op, n, 0, 0,
+				VTPU_REF(vtpu_cmdbuf_use(&cb, xb), 0),
+				yb ? VTPU_REF(vtpu_cmdbuf_use(&cb, yb), 0) :
+				     VTPU_REF_NONE,
+				VTPU_REF(vtpu_cmdbuf_use(&cb, zb), 0));
+	ASSERT_EQ(0, run(cpu, &cb));
+	vtpu_cmdbuf_fini(&cb);
+}
+
+/*
+ * SIGMOID and TANH over [-40, 40] in fine steps, the tails far past their
+ * saturation, the cut-over of tanh's series (1/16) and special values:
+ * within 2 ulps of libm in double, bitwise the same on every executor,
+ * monotone, in [0, 1] and [-1, 1], saturated exactly at +-1 (and 0),
+ * tanh odd bitwise (-0 kept), NaN kept.
+ */
+TEST(activations)
+{
+	static const float special[] = {
+		0.0f, -0.0f, 1e-30f, -1e-30f, 1e-8f, -1e-8f, 0.0625f,
+		-0.0625f, 0.06249999f, 0.06250001f, 9.0f, 9.1f, 17.0f, 88.7f,
+		-88.7f, 103.9f, -103.9f, 110.0f, -110.0f, 200.0f, -200.0f,
+		1e30f, -1e30f, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, NAN,
+	};
+	const uint64_t ns = sizeof(special) / sizeof(special[0]);
+	const uint64_t nsweep = 400001, n = nsweep + ns;
+	struct vtpu_bo xb = bo_new(n * 4), zb = bo_new(n * 4);
+	struct vtpu_bo mb = bo_new(n * 4);
+	float *x = xb.map, *z = zb.map, *neg = mb.map;
+	void *keep = malloc(n * 4);
+	uint32_t ops[2] = { VTPU_EW_SIGMOID, VTPU_EW_TANH }, k;
+	struct execs ex;
+	uint64_t i;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (i = 0; i < nsweep; i++)
+		x[i] = (float)(-40.0 + 80.0 * i / (nsweep - 1));
+	memcpy(x + nsweep, special, sizeof(special));
+	for (k = 0; k < 2; k++) {
+		uint32_t op = ops[k];
+		long bad = 0, range = 0, mono = 0, odd = 0, diff = 0;
+		double worst = 0;
+
+		for (e = 0; e < ex.n; e++) {
+			memset(z, 0, n * 4);
+			act_run(_metadata, ex.cpu[e], op, &xb, NULL, &zb, n);
+			diff += same_bits(z, keep, n * 4, e);
+		}
+		for (i = 0; i < n; i++) {
+			double want = act_ref(op, x[i], 0), u;
+
+			if (isnan(want)) {
+				bad += !isnan(z[i]);
+				continue;
+			}
+			u = fabs(z[i] - want) / ulp_of(want);
+			if (u > worst && fabs(want) >= FLT_MIN)
+				worst = u;
+			bad += !act_close(op, x[i], 0, z[i]);
+			range += op == VTPU_EW_SIGMOID ?
+				 !(z[i] >= 0.0f && z[i] <= 1.0f) :
+				 !(z[i] >= -1.0f && z[i] <= 1.0f);
+			if (i && i < nsweep && z[i] < z[i - 1])
+				mono++;
+		}
+		/* saturation, exactly */
+		for (i = nsweep; i < n; i++) {
+			if (!(fabs(x[i]) >= 20.0f))
+				continue;
+			if (op == VTPU_EW_TANH)
+				bad += z[i] != (x[i] > 0 ? 1.0f : -1.0f);
+			else
+				bad += z[i] != (x[i] > 0 ? 1.0f : 0.0f);
+		}
+		if (op == VTPU_EW_TANH) {
+			/* odd, bitwise: tanh(-x) == -tanh(x), -0 included */
+			for (i = 0; i < n; i++)
+				x[i] = -x[i];
+			memcpy(keep, z, n * 4);
+			act_run(_metadata, ex.cpu[0], op, &xb, NULL, &mb, n);
+			for (i = 0; i < n; i++) {
+				float m = -((float *)keep)[i];
+
+				x[i] = -x[i];
+				if (memcmp(&m, &neg[i], 4) &&
+				    !(isnan(m) && isnan(neg[i])))
+					odd++;
+			}
+			EXPECT_TRUE(signbit(z[nsweep + 1]) && z[nsweep + 1] == 0)
+			TH_LOG("tanh(-0) = %g", (double)z[nsweep + 1]);
+		} else {
+			EXPECT_EQ(0.5f, z[nsweep]);
+		}
+		TH_LOG("%s over %llu points: worst %.2f ulp, %ld outside the "
+		       "bound, %ld out of range, %ld not monotone, %ld not odd, "
+		       "executors differing %ld",
+		       op == VTPU_EW_SIGMOID ? "sigmoid" : "tanh",
+		       (unsigned long long)n, worst, bad, range, mono, odd,
+		       diff);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, range);
+		EXPECT_EQ(0, mono);
+		EXPECT_EQ(0, odd);
+		EXPECT_EQ(0, diff);
+		EXPECT_GE(2.0, worst);
+	}
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&zb);
+	vtpu_cpu_bo_destroy(&mb);
+	free(keep);
+	execs_fini(&ex);
+}
+
+/*
+ * The gradients, checked against central differences of the forward
+ * function in double: for s = SIGMOID(x) (the engine's), SIGMOID_GRAD(s,
+ * dy) must be dy * (sigmoid(x + h) - sigmoid(x - h)) / 2h, and the same
+ * for TANH. The bound is the engine's float rounding of s (an ulp, which
+ * 1 - s and 1 - s^2 magnify where the function saturates) with the
+ * difference's own error far below it.
+ */
+TEST(activation_grads_fd)
+{
+	const uint64_t n = 65536 * 2 + 11;
+	struct vtpu_bo xb = bo_new(n * 4), sb = bo_new(n * 4);
+	struct vtpu_bo yb = bo_new(n * 4), gb = bo_new(n * 4);
+	float *x = xb.map, *sv = sb.map, *dy = yb.map, *g = gb.map;
+	const double h = 1e-4;
+	struct execs ex;
+	uint32_t k;
+	uint64_t i;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	rng_seed(77);
+	for (i = 0; i < n; i++) {
+		x[i] = 5.0f * frand();	/* to where the slope is 1e-2 */
+		dy[i] = frand();
+	}
+	for (k = 0; k < 2; k++) {
+		uint32_t fwd = k ? VTPU_EW_TANH : VTPU_EW_SIGMOID;
+		uint32_t bwd = k ? VTPU_EW_TANH_GRAD : VTPU_EW_SIGMOID_GRAD;
+		double worst = 0;
+		long bad = 0;
+
+		act_run(_metadata, ex.cpu[ex.n - 1], fwd, &xb, NULL, &sb, n);
+		act_run(_metadata, ex.cpu[ex.n - 1], bwd, &sb, &yb, &gb, n);
+		for (i = 0; i < n; i++) {
+			double xd = x[i], fd, tol, err;
+
+			fd = k ? (tanh(xd + h) - tanh(xd - h)) / (2 * h) :
+				 (sigmoid_ref(xd + h) - sigmoid_ref(xd - h)) /
+					 (2 * h);
+			fd *= dy[i];
+			/* ulp(s) times d/ds of the gradient, twice, + rounding */
+			tol = fabs(dy[i]) * (4 * ulp_of(sv[i]) + 1e-7) +
+			      4 * FLT_EPSILON * fabs(fd);
+			err = fabs(g[i] - fd);
+			if (err / (fabs(dy[i]) + 1e-30) > worst)
+				worst = err / (fabs(dy[i]) + 1e-30);
+			bad += !(err <= tol);
+		}
+		TH_LOG("%s against central differences of %s over %llu: "
+		       "worst |error| / |dy| %.3g, %ld outside the bound",
+		       k ? "tanh_grad" : "sigmoid_grad", k ? "tanh" : "sigmoid",
+		       (unsigned long long)n, worst, bad);
+		EXPECT_EQ(0, bad);
+	}
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&sb);
+	vtpu_cpu_bo_destroy(&yb);
+	vtpu_cpu_bo_destroy(&gb);
 	execs_fini(&ex);
 }
 
@@ -383,7 +629,7 @@ TEST(reduce)
 		uint32_t m = shapes[s][0], n = shapes[s][1];
 		uint32_t ldx = n + shapes[s][2], op;
 
-		for (op = 0; op < 2; op++) {
+		for (op = 0; op <= VTPU_REDUCE_SUMSQ_ROWS; op++) {
 			int b;
 
 			for (b = 0; b < 2; b++) {
@@ -402,7 +648,8 @@ TEST(reduce)
 
 				rng_seed(s * 4 + op * 2 + b);
 				/* quarter integers: every partial sum is exact in
-				 * f32, so any order gives the exact result */
+				 * f32 (their squares' too, below 2^24 / 32), so any
+				 * order gives the exact result */
 				for (i = 0; i < nx; i++)
 					x[i] = (float)(int)(frand() * 16) / 4;
 				for (i = 0; i < ny; i++)
@@ -413,6 +660,9 @@ TEST(reduce)
 				for (i = 0; i < m; i++)
 					for (j = 0; j < n; j++) {
 						double v = alpha * (double)x[(size_t)i * ldx + j];
+
+						if (op == VTPU_REDUCE_SUMSQ_ROWS)
+							v *= x[(size_t)i * ldx + j];
 
 						ref[op == VTPU_REDUCE_COLS ? j : i] += v;
 					}
@@ -437,7 +687,9 @@ TEST(reduce)
 						md = d;
 				}
 				TH_LOG("reduce %s m=%u n=%u ldx=%u beta=%g: maxdiff %.3g (exact data)",
-				       op ? "rows" : "cols", m, n, ldx, beta, md);
+				       op == VTPU_REDUCE_COLS ? "cols" :
+				       op == VTPU_REDUCE_ROWS ? "rows" : "sumsq_rows",
+				       m, n, ldx, beta, md);
 				EXPECT_EQ(0, bad);
 				EXPECT_EQ(0, diff);
 				vtpu_cmdbuf_fini(&cb);
@@ -449,6 +701,174 @@ TEST(reduce)
 			}
 		}
 	}
+	execs_fini(&ex);
+}
+
+/* ---- CLIP_NORM ---------------------------------------------------------- */
+
+/*
+ * Clipping by the global norm of gradients in three buffers, as
+ * torch.nn.utils.clip_grad_norm_ and Keras's global_clipnorm do: REDUCE
+ * SUMSQ_ROWS (m = 1) sums each buffer's squares into one scalar, beta 0
+ * for the first and 1 for the others, then one CLIP_NORM per buffer.
+ * Against a double reference for max_norm below the norm (clipped), above
+ * it and equal to it (unchanged, bitwise); bitwise the same on every
+ * executor.
+ */
+TEST(clip_norm_global)
+{
+	static const uint64_t sizes[3] = { 7, 65536 * 3 + 5, 1000 };
+	static const double ratios[3] = { 0.25, 2.0, 1.0 };
+	struct vtpu_bo gb[3], sb = bo_new(4);
+	float *g0[3], *keep[3], *sumsq = sb.map;
+	double ss = 0, norm;
+	struct execs ex;
+	uint32_t k, r;
+	uint64_t i;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	rng_seed(31);
+	for (k = 0; k < 3; k++) {
+		gb[k] = bo_new(sizes[k] * 4);
+		g0[k] = malloc(sizes[k] * 4);
+		keep[k] = malloc(sizes[k] * 4);
+		for (i = 0; i < sizes[k]; i++) {
+			g0[k][i] = frand() * (k + 1);
+			ss += (double)g0[k][i] * g0[k][i];
+		}
+	}
+	norm = sqrt(ss);
+	for (r = 0; r < 3; r++) {
+		/* equal: the float nearest sqrt(ss) is the norm the op sees */
+		float max_norm = r == 2 ? sqrtf((float)ss) : (float)(norm * ratios[r]);
+		double scale;
+		long bad = 0, diff = 0;
+		double worst = 0;
+		struct vtpu_cmdbuf cb;
+		struct vtpu_ref rs;
+
+		vtpu_cmdbuf_init(&cb);
+		rs = VTPU_REF(vtpu_cmdbuf_use(&cb, &sb), 0);
+		for (k = 0; k < 3; k++)
+			vtpu_cmdbuf_reduce(&cb, VTPU_REDUCE_SUMSQ_ROWS, 1,
+					   (uint32_t)sizes[k], 0, 1.0f,
+					   k ? 1.0f : 0.0f,
+					   VTPU_REF(vtpu_cmdbuf_use(&cb, &gb[k]), 0),
+					   rs);
+		for (k = 0; k < 3; k++)
+			vtpu_cmdbuf_clip_norm(&cb, sizes[k], max_norm, rs,
+					      VTPU_REF(vtpu_cmdbuf_use(&cb, &gb[k]), 0));
+		ASSERT_EQ(0, cb.error);
+		for (e = 0; e < ex.n; e++) {
+			*sumsq = NAN;	/* beta 0: not read */
+			for (k = 0; k < 3; k++)
+				memcpy(gb[k].map, g0[k], sizes[k] * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			for (k = 0; k < 3; k++)
+				diff += same_bits(gb[k].map, keep[k],
+						  sizes[k] * 4, e);
+		}
+		EXPECT_GE(1e-6, fabs(*sumsq - ss) / ss)
+		TH_LOG("sumsq %.9g, want %.9g", (double)*sumsq, ss);
+		scale = norm > max_norm ? max_norm / norm : 1.0;
+		for (k = 0; k < 3; k++) {
+			const float *g = gb[k].map;
+
+			for (i = 0; i < sizes[k]; i++) {
+				double want = g0[k][i] * scale;
+				double err = fabs(g[i] - want);
+
+				if (scale == 1.0)
+					bad += g[i] != g0[k][i];
+				else
+					bad += !(err <= 1e-6 * fabs(want) +
+							1e-30);
+				if (want != 0 && err / fabs(want) > worst)
+					worst = err / fabs(want);
+			}
+		}
+		TH_LOG("clip_norm over 3 buffers, norm %.6g, max_norm %.6g: "
+		       "scale %.6g, worst relative error %.3g, %ld wrong, "
+		       "executors differing %ld", norm, (double)max_norm, scale,
+		       worst, bad, diff);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+	}
+	for (k = 0; k < 3; k++) {
+		vtpu_cpu_bo_destroy(&gb[k]);
+		free(g0[k]);
+		free(keep[k]);
+	}
+	vtpu_cpu_bo_destroy(&sb);
+	execs_fini(&ex);
+}
+
+/*
+ * CLIP_NORM's rule on a given sumsq: scaled by max_norm / sqrt(sumsq)
+ * exactly when that norm is above max_norm; +Inf scales by 0 (torch's
+ * max_norm / inf; an Inf element becomes NaN); NaN and a negative sumsq
+ * (NaN norm) leave x unchanged; a denormal sumsq reads as 0 (DAZ).
+ */
+TEST(clip_norm_rule)
+{
+	static const struct { float sumsq, max_norm, scale; } cases[] = {
+		{ 4.0f, 1.0f, 0.5f },		/* norm 2: halved, exactly */
+		{ 4.0f, 2.0f, 1.0f },		/* norm == max_norm: kept */
+		{ 4.0f, 3.0f, 1.0f },		/* below: kept */
+		{ 0.0f, 1.0f, 1.0f },		/* all zero gradients */
+		{ 1e-40f, 2e-38f, 1.0f },	/* denormal: 0 */
+		{ 0x1p100f, 0x1p-10f, 0x1p-60f },	/* norm 2^50 */
+		{ INFINITY, 1.0f, 0.0f },	/* overflowed: 0 */
+		{ NAN, 1.0f, 1.0f },		/* NaN: kept */
+		{ -4.0f, 1.0f, 1.0f },		/* negative: NaN norm, kept */
+	};
+	const uint64_t n = 65536 * 2 + 3;
+	struct vtpu_bo xb = bo_new(n * 4), sb = bo_new(4);
+	float *x = xb.map, *x0 = malloc(n * 4);
+	struct execs ex;
+	size_t c;
+	uint64_t i;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	rng_seed(5);
+	fill_rand(x0, n);
+	x0[1] = INFINITY;
+	x0[2] = NAN;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct vtpu_cmdbuf cb;
+		long bad = 0;
+
+		vtpu_cmdbuf_init(&cb);
+		vtpu_cmdbuf_clip_norm(&cb, n, cases[c].max_norm,
+				      VTPU_REF(vtpu_cmdbuf_use(&cb, &sb), 0),
+				      VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0));
+		for (e = 0; e < ex.n; e++) {
+			*(float *)sb.map = cases[c].sumsq;
+			memcpy(x, x0, n * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			for (i = 0; i < n; i++) {
+				float want = cases[c].scale == 1.0f ? x0[i] :
+					     x0[i] * cases[c].scale;
+
+				if (memcmp(&want, &x[i], 4) &&
+				    !(isnan(want) && isnan(x[i])))
+					bad++;
+			}
+		}
+		TH_LOG("clip_norm sumsq %g max_norm %g: scale %g, %ld wrong",
+		       (double)cases[c].sumsq, (double)cases[c].max_norm,
+		       (double)cases[c].scale, bad);
+		EXPECT_EQ(0, bad);
+		vtpu_cmdbuf_fini(&cb);
+	}
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&sb);
+	free(x0);
 	execs_fini(&ex);
 }
 

@@ -93,6 +93,12 @@ TEST(validator)
 		.count = 128, .param = OPND(0, 0), .grad = OPND(1, 0),
 		.m = OPND(0, 1024), .v = OPND(0, 2048), .state = OPND(1, 4088),
 	};
+	/* x: 256 floats in b0; sumsq: one float in b1 */
+	const struct vtpu_cmd_clip_norm cn0 = {
+		.hdr = HDR(VTPU_OP_CLIP_NORM, vtpu_cmd_clip_norm),
+		.count = 256, .max_norm = 0x3f800000 /* 1.0 */,
+		.sumsq = OPND(1, 4092), .x = OPND(0, 0),
+	};
 	const struct vtpu_cmd_cast ca0 = {
 		.hdr = HDR(VTPU_OP_CAST, vtpu_cmd_cast),
 		.mode = VTPU_CAST_F32_TO_BF16, .count = 1024,
@@ -178,6 +184,7 @@ TEST(validator)
 	struct vtpu_cmd_adam_step as;
 	struct vtpu_cmd_adam ad;
 	struct vtpu_cmd_cast ca;
+	struct vtpu_cmd_clip_norm cn;
 
 	ASSERT_NE(NULL, r.cpu);
 #define CASE(var, base, what, mut, reason, operand)                           \
@@ -288,7 +295,17 @@ TEST(validator)
 	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_Z);
 
 	/* REDUCE */
-	CASE(rd, rd0, "reduce bad op", rd.op = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(rd, rd0, "reduce sumsq_rows ok", rd.op = VTPU_REDUCE_SUMSQ_ROWS,
+	     VTPU_ERR_NONE, 0);
+	CASE(rd, rd0, "reduce sumsq_rows y[m] out of bounds",
+	     (rd.op = VTPU_REDUCE_SUMSQ_ROWS, rd.m = 1, rd.n = 1024,
+	      rd.ldx = 1024, rd.y.offset = 4096), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_Y);
+	CASE(rd, rd0, "reduce sumsq_rows y overlaps x",
+	     (rd.op = VTPU_REDUCE_SUMSQ_ROWS, rd.y.buf = 0, rd.y.offset = 60),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(rd, rd0, "reduce bad op", rd.op = VTPU_REDUCE_SUMSQ_ROWS + 1,
+	     VTPU_ERR_BAD_FLAGS, 0);
 	CASE(rd, rd0, "reduce m 0", rd.m = 0, VTPU_ERR_BAD_SHAPE, 0);
 	CASE(rd, rd0, "reduce n > MAX_DIM", (rd.n = VTPU_MAX_DIM + 1,
 	     rd.ldx = rd.n), VTPU_ERR_BAD_SHAPE, 0);
@@ -454,6 +471,77 @@ TEST(validator)
 	     dr.z.offset = 3072), VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
 	CASE(dr, dr0, "dropout step misaligned", dr.step.offset = 4090,
 	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_STEP);
+
+	/* ELEMENTWISE's activations: y and alpha as their table says */
+	CASE(ew, ew0, "elementwise sigmoid ok",
+	     (ew.op = VTPU_EW_SIGMOID, memset(&ew.y, 0, sizeof(ew.y))),
+	     VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise tanh in place ok",
+	     (ew.op = VTPU_EW_TANH, memset(&ew.y, 0, sizeof(ew.y)),
+	      ew.z = ew.x), VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise sigmoid_grad ok",
+	     ew.op = VTPU_EW_SIGMOID_GRAD, VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise tanh_grad z == y ok",
+	     (ew.op = VTPU_EW_TANH_GRAD, ew.z = ew.y), VTPU_ERR_NONE, 0);
+	CASE(ew, ew0, "elementwise sigmoid unused y not zero",
+	     ew.op = VTPU_EW_SIGMOID, VTPU_ERR_BAD_PAD, VTPU_OPERAND_Y);
+	CASE(ew, ew0, "elementwise tanh unused y not zero",
+	     ew.op = VTPU_EW_TANH, VTPU_ERR_BAD_PAD, VTPU_OPERAND_Y);
+	CASE(ew, ew0, "elementwise tanh alpha unused",
+	     (ew.op = VTPU_EW_TANH, memset(&ew.y, 0, sizeof(ew.y)),
+	      ew.alpha = 0x3f800000), VTPU_ERR_BAD_PAD, 0);
+	CASE(ew, ew0, "elementwise sigmoid_grad beta unused",
+	     (ew.op = VTPU_EW_SIGMOID_GRAD, ew.beta = 1), VTPU_ERR_BAD_PAD, 0);
+	CASE(ew, ew0, "elementwise tanh_grad y past its buffer",
+	     (ew.op = VTPU_EW_TANH_GRAD, ew.y.offset = 3076),
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_Y);
+	CASE(ew, ew0, "elementwise sigmoid_grad z partly over y",
+	     (ew.op = VTPU_EW_SIGMOID_GRAD, ew.z.buf = 0, ew.z.offset = 1028),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Z);
+
+	/* CLIP_NORM */
+	CASE(cn, cn0, "clip_norm ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(cn, cn0, "clip_norm largest max_norm ok", cn.max_norm = 0x7f7fffff,
+	     VTPU_ERR_NONE, 0);
+	CASE(cn, cn0, "clip_norm smallest max_norm ok", cn.max_norm = 0x00800000,
+	     VTPU_ERR_NONE, 0);
+	CASE(cn, cn0, "clip_norm max_norm 0", cn.max_norm = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm max_norm -0", cn.max_norm = 0x80000000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm max_norm -1", cn.max_norm = 0xbf800000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm max_norm denormal", cn.max_norm = 0x00000001,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm max_norm +Inf", cn.max_norm = 0x7f800000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm max_norm NaN", cn.max_norm = 0x7fc00000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm max_norm -NaN", cn.max_norm = 0xffc00000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm pad", cn.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(cn, cn0, "clip_norm count 0", cn.count = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm count > MAX_ELEMS",
+	     cn.count = VTPU_MAX_ELEMS + 1, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm count * 4 overflows", cn.count = 1ull << 62,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(cn, cn0, "clip_norm x past its buffer", cn.count = 1025,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(cn, cn0, "clip_norm x misaligned", cn.x.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_X);
+	CASE(cn, cn0, "clip_norm sumsq out of bounds", cn.sumsq.offset = 4096,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_SUMSQ);
+	CASE(cn, cn0, "clip_norm sumsq misaligned", cn.sumsq.offset = 4090,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_SUMSQ);
+	CASE(cn, cn0, "clip_norm sumsq bad buffer", cn.sumsq.buf = 2,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_SUMSQ);
+	CASE(cn, cn0, "clip_norm sumsq operand pad", cn.sumsq.pad = 1,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_SUMSQ);
+	CASE(cn, cn0, "clip_norm x over sumsq (its last element)",
+	     (cn.sumsq.buf = 0, cn.sumsq.offset = 1020), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_X);
+	CASE(cn, cn0, "clip_norm sumsq just past x ok",
+	     (cn.sumsq.buf = 0, cn.sumsq.offset = 1024), VTPU_ERR_NONE, 0);
 
 	/* CONV_POOL / CONV_POOL_WGRAD */
 	CASE(cp, cp0, "conv_pool ok", (void)0, VTPU_ERR_NONE, 0);

@@ -922,8 +922,10 @@ class CommandBuffer:
         """z = op(x, y) over count float32 elements (default: all of x).
 
         op is "add", "sub", "mul", "scale" (alpha * x), "axpy" (alpha * x
-        + y), "axpby", "relu", "relu_grad" (x > 0 ? y : 0) or
-        "add_scalar" (x + alpha); y is None for the ops that do not read
+        + y), "axpby", "relu", "relu_grad" (x > 0 ? y : 0),
+        "add_scalar" (x + alpha), "sigmoid", "sigmoid_grad" (y * x * (1 -
+        x), x the sigmoid's output), "tanh" or "tanh_grad" (y * (1 - x *
+        x), x the tanh's output); y is None for the ops that do not read
         it; alpha and beta must be 0 for the ops that do not use them.
         """
         op = _name(_EW_OPS, op, "elementwise op")
@@ -936,8 +938,9 @@ class CommandBuffer:
     def reduce(self, op, x, y, *, m=None, n=None, ldx=0, alpha=1.0,
                beta=0.0):
         """y = beta * y + sums of alpha * x [m, n]: over its rows ("cols":
-        y[n], e.g. a bias gradient) or its columns ("rows": y[m]); m and
-        n default to x's 2-D shape."""
+        y[n], e.g. a bias gradient) or its columns ("rows": y[m]), or sums
+        of alpha * x^2 over its columns ("sumsq_rows": y[m]); m and n
+        default to x's 2-D shape."""
         op = _name(_REDUCE_OPS, op, "reduce op")
         shape = self._shape2(x, ldx)
         m = shape[0] if m is None and shape else m
@@ -1268,6 +1271,17 @@ class CommandBuffer:
         self._emit("sgd", lib.vtpu_cmdbuf_sgd, count, lr, momentum,
                    weight_decay, lib.VTPU_SGD_NESTEROV if nesterov else 0,
                    r["param"], r["grad"], r["mom"])
+
+    @_command
+    def clip_norm(self, sumsq, x, *, max_norm, count=None):
+        """Clip by global norm, in place: x *= max_norm / sqrt(sumsq[0])
+        when that norm is above max_norm (sumsq: float32 [1], the sum of
+        the squares of all the gradients, from reduce("sumsq_rows", ...)
+        with beta 0 then 1); count: default all of x."""
+        r = self._refs(sumsq=(sumsq, _F32), x=(x, _F32))
+        count = self._elems(x) if count is None else count
+        self._emit("clip_norm", lib.vtpu_cmdbuf_clip_norm, count, max_norm,
+                   r["sumsq"], r["x"])
 
     @_command
     def adam_step(self, state, *, beta1=0.9, beta2=0.999):

@@ -425,6 +425,8 @@ static inline int gen_shape_elementwise(struct gen_ctx *g, uint32_t op,
 		[VTPU_EW_SCALE] = 2, [VTPU_EW_AXPY] = 3,
 		[VTPU_EW_AXPBY] = 7, [VTPU_EW_RELU] = 0,
 		[VTPU_EW_RELU_GRAD] = 1, [VTPU_EW_ADD_SCALAR] = 2,
+		[VTPU_EW_SIGMOID] = 0, [VTPU_EW_SIGMOID_GRAD] = 1,
+		[VTPU_EW_TANH] = 0, [VTPU_EW_TANH_GRAD] = 1,
 	};
 	struct gen_rng *r = g->rng;
 	uint32_t ew = gen_below(r, VTPU_EW_COUNT), u = uses[ew];
@@ -446,7 +448,7 @@ static inline int gen_shape_reduce(struct gen_ctx *g, uint32_t op,
 				   struct gen_plan *p)
 {
 	struct gen_rng *r = g->rng;
-	uint32_t rop = gen_below(r, 2), m = gen_range(r, 1, 32);
+	uint32_t rop = gen_below(r, 3), m = gen_range(r, 1, 32);
 	uint32_t n = gen_range(r, 1, 32), ldx = n + gen_below(r, 3);
 
 	return vtpu_cmdbuf_reduce(g->cb, rop, m, n, ldx, gen_scalar(g),
@@ -533,6 +535,16 @@ static inline int gen_shape_sgd(struct gen_ctx *g, uint32_t op,
 	return vtpu_cmdbuf_sgd(g->cb, n, 0.125f, mom,
 			       gen_one_in(r, 2) ? 0.0f : 0.25f, fl,
 			       VTPU_REF_NONE, VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+static inline int gen_shape_clip_norm(struct gen_ctx *g, uint32_t op,
+				      struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+
+	return vtpu_cmdbuf_clip_norm(g->cb, gen_range(r, 1, 512),
+				     0.25f + gen_below(r, 8) * 0.5f,
+				     VTPU_REF_NONE, VTPU_REF_NONE);
 }
 
 static inline int gen_shape_adam_step(struct gen_ctx *g, uint32_t op,
@@ -768,6 +780,7 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_GEMM_BATCHED] = { gen_shape_gemm_batched },
 	[VTPU_OP_SOFTMAX] = { gen_shape_softmax, gen_fill_softmax },
 	[VTPU_OP_SOFTMAX_GRAD] = { gen_shape_softmax, gen_fill_softmax },
+	[VTPU_OP_CLIP_NORM] = { gen_shape_clip_norm },
 };
 
 static inline int gen_known(uint32_t op)

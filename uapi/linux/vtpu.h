@@ -318,6 +318,7 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_DW = 25,	/* gradient of W (output) */
 	VTPU_OPERAND_DBIAS = 26,	/* gradient of BIAS (output) */
 	VTPU_OPERAND_LENGTHS = 27,	/* softmax: valid columns per group */
+	VTPU_OPERAND_SUMSQ = 28,	/* CLIP_NORM's sum of squares */
 };
 
 /**
@@ -505,6 +506,7 @@ struct vtpu_wait {
  * @VTPU_OP_GEMM_BATCHED: struct vtpu_cmd_gemm_batched
  * @VTPU_OP_SOFTMAX: struct vtpu_cmd_softmax
  * @VTPU_OP_SOFTMAX_GRAD: struct vtpu_cmd_softmax
+ * @VTPU_OP_CLIP_NORM: struct vtpu_cmd_clip_norm
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -533,6 +535,7 @@ enum vtpu_opcode {
 	VTPU_OP_GEMM_BATCHED = 23,
 	VTPU_OP_SOFTMAX = 24,
 	VTPU_OP_SOFTMAX_GRAD = 25,
+	VTPU_OP_CLIP_NORM = 26,
 	VTPU_OP_COUNT
 };
 
@@ -884,7 +887,17 @@ struct vtpu_cmd_conv {
  * @VTPU_EW_RELU: z = x < 0 ? 0 : x (y unused; NaN stays NaN)
  * @VTPU_EW_RELU_GRAD: z = x > 0 ? y : 0 (x: the ReLU's input, y: dy)
  * @VTPU_EW_ADD_SCALAR: z = x + alpha (y unused)
+ * @VTPU_EW_SIGMOID: z = 1 / (1 + e^-x) (y unused), from e^-|x| so it
+ *                   never overflows; NaN stays NaN, +-Inf give 1 and 0
+ * @VTPU_EW_SIGMOID_GRAD: z = y * x * (1 - x) (x: the sigmoid's output,
+ *                        y: dy)
+ * @VTPU_EW_TANH: z = tanh(x) (y unused), odd, from e^-2|x| (a series near
+ *                0); saturates at +-1, NaN stays NaN
+ * @VTPU_EW_TANH_GRAD: z = y * (1 - x * x) (x: the tanh's output, y: dy)
  * @VTPU_EW_COUNT: number of sub-ops
+ *
+ * SIGMOID and TANH are within an ulp or two of the exact value (rounded
+ * from double); the gradients are float arithmetic, in that order.
  */
 enum vtpu_ew_op {
 	VTPU_EW_ADD = 0,
@@ -896,6 +909,10 @@ enum vtpu_ew_op {
 	VTPU_EW_RELU = 6,
 	VTPU_EW_RELU_GRAD = 7,
 	VTPU_EW_ADD_SCALAR = 8,
+	VTPU_EW_SIGMOID = 9,
+	VTPU_EW_SIGMOID_GRAD = 10,
+	VTPU_EW_TANH = 11,
+	VTPU_EW_TANH_GRAD = 12,
 	VTPU_EW_COUNT
 };
 
@@ -930,10 +947,15 @@ struct vtpu_cmd_elementwise {
  *                    (y has n elements: e.g. a bias gradient)
  * @VTPU_REDUCE_ROWS: y[i] = beta * y[i] + sum over j of alpha * x[i][j]
  *                    (y has m elements)
+ * @VTPU_REDUCE_SUMSQ_ROWS: y[i] = beta * y[i] + sum over j of
+ *                          alpha * x[i][j]^2 (y has m elements): with
+ *                          m = 1 and beta = 1 it adds a buffer's squares
+ *                          to one sum, for VTPU_OP_CLIP_NORM
  */
 enum vtpu_reduce_op {
 	VTPU_REDUCE_COLS = 0,
 	VTPU_REDUCE_ROWS = 1,
+	VTPU_REDUCE_SUMSQ_ROWS = 2,
 };
 
 /**
@@ -1109,6 +1131,36 @@ struct vtpu_cmd_sgd {
 	struct vtpu_operand param;
 	struct vtpu_operand grad;
 	struct vtpu_operand mom;
+};
+
+/**
+ * struct vtpu_cmd_clip_norm - clip gradients by their global norm, in place
+ * @hdr: opcode VTPU_OP_CLIP_NORM
+ * @count: elements of x, 1..VTPU_MAX_ELEMS
+ * @max_norm: binary32 bits, the largest norm kept: positive and finite
+ * @pad: must be zero
+ * @sumsq: f32 [1] (SUMSQ), read: the sum of the squares of all the
+ *         gradients clipped together (REDUCE SUMSQ_ROWS with m = 1 over
+ *         each buffer, beta 0 for the first and 1 for the others)
+ * @x: f32 [count] (X), read and written: one of those gradients; may not
+ *     overlap sumsq
+ *
+ * norm = sqrt(sumsq); if norm > max_norm, x = x * (max_norm / norm)
+ * (float arithmetic, correctly rounded), else x is left unchanged, as
+ * Keras's global_clipnorm (tf.clip_by_global_norm) and, but for its 1e-6,
+ * torch.nn.utils.clip_grad_norm_ do. A non-finite norm follows torch where
+ * that is sensible: +Inf (an overflowed sum) scales x by 0, as torch does;
+ * NaN (a NaN gradient, or a negative sumsq) leaves x unchanged, where
+ * torch would make every element NaN: the NaN elements stay NaN either way.
+ * Run one CLIP_NORM per gradient buffer, all with the same sumsq.
+ */
+struct vtpu_cmd_clip_norm {
+	struct vtpu_cmd_hdr hdr;
+	__u64 count;
+	__u32 max_norm;
+	__u32 pad;
+	struct vtpu_operand sumsq;
+	struct vtpu_operand x;
 };
 
 /**
