@@ -21,8 +21,6 @@ NODE = "/dev/vtpu0"
 
 
 @pytest.fixture(params=["cpu", NODE])
-
-
 def dev(request):
     if request.param != "cpu" and not os.path.exists(request.param):
         pytest.skip("%s does not exist (vtpu.ko not loaded)"
@@ -33,8 +31,6 @@ def dev(request):
 
 
 @pytest.fixture
-
-
 def node():
     if not os.path.exists(NODE):
         pytest.skip("%s does not exist (vtpu.ko not loaded)" % NODE)
@@ -762,40 +758,3 @@ def test_cast_and_dropout(dev):
     assert 0.3 < (masks[0] != 0).mean() < 0.7
     assert np.array_equal(masks[0], masks[1])       # same step, same mask
     assert not np.array_equal(masks[0], masks[2])   # next step, new mask
-
-
-def test_activations_and_clip_norm(dev):
-    n = 64
-    x0 = rand(n, 60) * 4
-    x, s, t = filled(dev, x0), dev.buffer(n), dev.buffer(n)
-    dy = filled(dev, rand(n, 61))
-    ds, dt = dev.buffer(n), dev.buffer(n)
-    run(dev, vtpu.CommandBuffer(dev).elementwise("sigmoid", x, None, s)
-        .elementwise("tanh", x, None, t)
-        .elementwise("sigmoid_grad", s, dy, ds)
-        .elementwise("tanh_grad", t, dy, dt))
-    sig = 1 / (1 + np.exp(-x0.astype(np.float64)))
-    th = np.tanh(x0.astype(np.float64))
-    assert np.allclose(s.array, sig, rtol=1e-6, atol=1e-7)
-    assert np.allclose(t.array, th, rtol=1e-6, atol=1e-7)
-    assert np.allclose(ds.array, dy.array * sig * (1 - sig), atol=1e-6)
-    assert np.allclose(dt.array, dy.array * (1 - th * th), atol=1e-6)
-
-    # global norm over two buffers, as torch's clip_grad_norm_
-    g0, h0 = rand(n, 62), rand(2 * n, 63)
-    g, h, sumsq = filled(dev, g0), filled(dev, h0), dev.buffer(1)
-    norm = np.sqrt((g0.astype(np.float64) ** 2).sum() +
-                   (h0.astype(np.float64) ** 2).sum())
-    run(dev, vtpu.CommandBuffer(dev)
-        .reduce("sumsq_rows", g, sumsq, m=1, n=n)
-        .reduce("sumsq_rows", h, sumsq, m=1, n=2 * n, beta=1.0)
-        .clip_norm(sumsq, g, max_norm=norm / 4)
-        .clip_norm(sumsq, h, max_norm=norm / 4))
-    assert np.isclose(sumsq.array[0], norm * norm, rtol=1e-6)
-    assert np.allclose(g.array, g0 / 4, rtol=1e-5)
-    assert np.allclose(h.array, h0 / 4, rtol=1e-5)
-    # below max_norm: unchanged
-    run(dev, vtpu.CommandBuffer(dev).clip_norm(sumsq, h, max_norm=norm))
-    assert np.allclose(h.array, h0 / 4, rtol=1e-5)
-    with pytest.raises(vtpu.VtpuError):
-        run(dev, vtpu.CommandBuffer(dev).clip_norm(sumsq, h, max_norm=0.0))
