@@ -420,6 +420,74 @@ static void seeds_train(void)
 }
 
 /* A training-like stream, repeated over a dataset with strides. */
+/* The sequence ops (issue 26): embeddings, batched GEMM, masked softmax,
+ * the activations, gradient clipping, the mean over valid rows. */
+static void seeds_seq(void)
+{
+	static const uint64_t sz[] = { 4096, 4096, 4096, 4096, 4096 };
+	struct vtpu_gemm_batched_desc g = {
+		.batch = 3, .m = 5, .n = 6, .k = 4, .flags = VTPU_GEMM_TRANS_B,
+		.alpha = 0.5f, .stride_a = 20, .stride_b = 24, .stride_c = 30,
+		.a = R(0, 0), .b = R(1, 0), .c = R(2, 0),
+	};
+	struct vtpu_softmax_desc sm = {
+		.m = 12, .n = 7, .rows_per_group = 4,
+		.flags = VTPU_SOFTMAX_LENGTHS | VTPU_SOFTMAX_CAUSAL,
+		.x = R(0, 0), .y = R(1, 0), .dy = VTPU_REF_NONE,
+		.lengths = R(3, 0),
+	};
+	struct vtpu_xent_desc x = {
+		.m = 8, .n = 10, .scale = 1.0f,
+		.flags = VTPU_XENT_DLOGITS | VTPU_XENT_MEAN_VALID,
+		.logits = R(0, 0), .labels = R(1, 0), .dlogits = R(2, 0),
+		.loss = R(3, 0), .correct = R(3, 4), .probs = VTPU_REF_NONE,
+	};
+	struct vtpu_cmdbuf cb;
+
+	stream_begin(&cb, 5);
+	vtpu_cmdbuf_embedding(&cb, 9, 5, 7, R(0, 0), R(1, 0), R(2, 0));
+	seed("embedding", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	vtpu_cmdbuf_embedding_grad(&cb, 9, 5, 7, VTPU_EMBEDDING_ACCUMULATE,
+				   R(0, 0), R(2, 0), R(1, 0));
+	seed("embedding_grad", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	vtpu_cmdbuf_gemm_batched(&cb, &g);
+	seed("gemm_batched", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	vtpu_cmdbuf_softmax(&cb, &sm);
+	seed("softmax_masked", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	sm.x = R(2, 0);
+	sm.dy = R(4, 0);
+	vtpu_cmdbuf_softmax_grad(&cb, &sm);
+	seed("softmax_grad", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	vtpu_cmdbuf_softmax_xent(&cb, &x);
+	seed("softmax_xent_mean_valid", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	vtpu_cmdbuf_elementwise(&cb, VTPU_EW_SIGMOID, 200, 0, 0, R(0, 0),
+				VTPU_REF_NONE, R(1, 0));
+	vtpu_cmdbuf_elementwise(&cb, VTPU_EW_SIGMOID_GRAD, 200, 0, 0, R(1, 0),
+				R(2, 0), R(3, 0));
+	seed("ew_sigmoid", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	vtpu_cmdbuf_elementwise(&cb, VTPU_EW_TANH, 300, 0, 0, R(0, 0),
+				VTPU_REF_NONE, R(0, 0));
+	vtpu_cmdbuf_elementwise(&cb, VTPU_EW_TANH_GRAD, 300, 0, 0, R(0, 0),
+				R(2, 0), R(3, 0));
+	seed("ew_tanh", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	vtpu_cmdbuf_reduce(&cb, VTPU_REDUCE_SUMSQ_ROWS, 1, 500, 0, 1.0f, 0.0f,
+			   R(0, 0), R(4, 0));
+	vtpu_cmdbuf_reduce(&cb, VTPU_REDUCE_SUMSQ_ROWS, 1, 300, 0, 1.0f, 1.0f,
+			   R(1, 0), R(4, 0));
+	vtpu_cmdbuf_clip_norm(&cb, 500, 1.0f, R(4, 0), R(0, 0));
+	vtpu_cmdbuf_clip_norm(&cb, 300, 1.0f, R(4, 0), R(1, 0));
+	seed("clip_norm", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_fini(&cb);
+}
+
 static void seeds_repeat(void)
 {
 	static const uint64_t sz[] = { 16384, 4096, 4096, 4096 };
@@ -450,6 +518,7 @@ int main(int argc, char **argv)
 	seeds_window();
 	seeds_vector();
 	seeds_train();
+	seeds_seq();
 	seeds_repeat();
 	printf("fuzz seeds: %d written to %s, %d bad\n", nseeds, outdir, nbad);
 	return nbad ? 1 : 0;

@@ -49,8 +49,11 @@ extern "C" {
  *      per-client limits (VTPU_PARAM_CLIENT_*), read-only exports
  *      (VTPU_ERR_READ_ONLY), one dma-buf per buffer and mode
  *   4: VTPU_PARAM_DRIVER_VERSION, VTPU_PARAM_KERNEL_VERSION
+ *   5: the sequence ops: EMBEDDING, EMBEDDING_GRAD, GEMM_BATCHED, SOFTMAX,
+ *      SOFTMAX_GRAD, CLIP_NORM; VTPU_EW_SIGMOID, VTPU_EW_TANH and their
+ *      gradients, VTPU_REDUCE_SUMSQ_ROWS, VTPU_XENT_MEAN_VALID
  */
-#define VTPU_API_VERSION 4
+#define VTPU_API_VERSION 5
 
 /*
  * VTPU_PARAM_DRIVER_VERSION's encoding of a release MAJOR.MINOR.PATCH
