@@ -515,10 +515,22 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 #define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 #define SOFTMAX_RULES "m * n at most the element limit"
-#define SOFTMAX_FIELDS                                                         \
-	{ FIELD(vtpu_cmd_softmax, m, 1, VTPU_MAX_DIM),                         \
-	  FIELD(vtpu_cmd_softmax, n, 1, VTPU_SOFTMAX_MAX_COLS),                \
-	  FIELD(vtpu_cmd_softmax, rows_per_group, 1, VTPU_MAX_DIM) }
+
+/* What the two opcodes of one command struct share in the table. */
+#define EMBEDDING_COMMON                                                       \
+	.fields = { FIELD(vtpu_cmd_embedding, n, 1, VTPU_MAX_DIM),             \
+		    FIELD(vtpu_cmd_embedding, vocab, 1, VTPU_MAX_DIM),         \
+		    FIELD(vtpu_cmd_embedding, dim, 1, VTPU_MAX_DIM) },         \
+	.rules = EMBEDDING_RULES, .extent = embedding_extent,                  \
+	.check = vtpu_embedding_check, .prepare = vtpu_embedding_prepare,      \
+	.run = vtpu_embedding_run, .describe = vtpu_embedding_describe
+#define SOFTMAX_COMMON                                                         \
+	.fields = { FIELD(vtpu_cmd_softmax, m, 1, VTPU_MAX_DIM),               \
+		    FIELD(vtpu_cmd_softmax, n, 1, VTPU_SOFTMAX_MAX_COLS),      \
+		    FIELD(vtpu_cmd_softmax, rows_per_group, 1, VTPU_MAX_DIM) }, \
+	.rules = SOFTMAX_RULES, .extent = softmax_extent,                      \
+	.check = vtpu_softmax_check, .prepare = vtpu_softmax_prepare,          \
+	.run = vtpu_softmax_run, .describe = vtpu_softmax_describe
 
 /*
  * Operands are listed in the order the validator checks them and names
@@ -878,15 +890,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.operands = { OUT(Y, vtpu_cmd_embedding, y, 4),
 			      IN(INDEX, vtpu_cmd_embedding, ids, 4),
 			      IN(W, vtpu_cmd_embedding, table, 4) },
-		.fields = { FIELD(vtpu_cmd_embedding, n, 1, VTPU_MAX_DIM),
-			    FIELD(vtpu_cmd_embedding, vocab, 1, VTPU_MAX_DIM),
-			    FIELD(vtpu_cmd_embedding, dim, 1, VTPU_MAX_DIM) },
-		.rules = EMBEDDING_RULES,
-		.extent = embedding_extent,
-		.check = vtpu_embedding_check,
-		.prepare = vtpu_embedding_prepare,
-		.run = vtpu_embedding_run,
-		.describe = vtpu_embedding_describe,
+		EMBEDDING_COMMON,
 	},
 	[VTPU_OP_EMBEDDING_GRAD] = {
 		.name = "EMBEDDING_GRAD",
@@ -897,15 +901,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.operands = { OUT(DW, vtpu_cmd_embedding, table, 4),
 			      IN(INDEX, vtpu_cmd_embedding, ids, 4),
 			      IN(DY, vtpu_cmd_embedding, y, 4) },
-		.fields = { FIELD(vtpu_cmd_embedding, n, 1, VTPU_MAX_DIM),
-			    FIELD(vtpu_cmd_embedding, vocab, 1, VTPU_MAX_DIM),
-			    FIELD(vtpu_cmd_embedding, dim, 1, VTPU_MAX_DIM) },
-		.rules = EMBEDDING_RULES,
-		.extent = embedding_extent,
-		.check = vtpu_embedding_check,
-		.prepare = vtpu_embedding_prepare,
-		.run = vtpu_embedding_run,
-		.describe = vtpu_embedding_describe,
+		EMBEDDING_COMMON,
 	},
 	[VTPU_OP_GEMM_BATCHED] = {
 		.name = "GEMM_BATCHED",
@@ -938,13 +934,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 			      IN(X, vtpu_cmd_softmax, x, 4),
 			      IN(LENGTHS, vtpu_cmd_softmax, lengths, 4),
 			      IN(DY, vtpu_cmd_softmax, dy, 4) },
-		.fields = SOFTMAX_FIELDS,
-		.rules = SOFTMAX_RULES,
-		.extent = softmax_extent,
-		.check = vtpu_softmax_check,
-		.prepare = vtpu_softmax_prepare,
-		.run = vtpu_softmax_run,
-		.describe = vtpu_softmax_describe,
+		SOFTMAX_COMMON,
 	},
 	[VTPU_OP_SOFTMAX_GRAD] = {
 		.name = "SOFTMAX_GRAD",
@@ -956,13 +946,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 			      IN(Y, vtpu_cmd_softmax, y, 4),
 			      IN(DY, vtpu_cmd_softmax, dy, 4),
 			      IN(LENGTHS, vtpu_cmd_softmax, lengths, 4) },
-		.fields = SOFTMAX_FIELDS,
-		.rules = SOFTMAX_RULES,
-		.extent = softmax_extent,
-		.check = vtpu_softmax_check,
-		.prepare = vtpu_softmax_prepare,
-		.run = vtpu_softmax_run,
-		.describe = vtpu_softmax_describe,
+		SOFTMAX_COMMON,
 	},
 	[VTPU_OP_CLIP_NORM] = {
 		.name = "CLIP_NORM",

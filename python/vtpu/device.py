@@ -694,6 +694,36 @@ def _command(method):
     return wrapper
 
 
+def _agree(cmd, dims, detail=""):
+    """{name: [candidates, None for unknown]} -> {name: the one value};
+    ValueError when none is known or they disagree."""
+    out = {}
+    for d, vals in dims.items():
+        known = {int(v) for v in vals if v is not None}
+        if not known:
+            raise ValueError("%s: give %s (no operand's shape says it)"
+                             % (cmd, d))
+        if len(known) > 1:
+            raise ValueError("%s: the shapes disagree on %s%s"
+                             % (cmd, d, detail))
+        out[d] = known.pop()
+    return out
+
+
+def _gemm_dtype(cmd, a, dtype):
+    """(A's and B's element check, VTPU_DTYPE_*) of a GEMM's inputs: as
+    given, else bfloat16 when A is a uint16 buffer, else float32."""
+    if dtype is None:
+        first = a[0] if isinstance(a, tuple) else a
+        dtype = ("bfloat16" if isinstance(first, Buffer) and
+                 first.dtype == np.uint16 else "float32")
+    ab = {"float32": _F32, "bfloat16": _BF16}.get(dtype)
+    if ab is None:
+        raise ValueError("%s: dtype must be 'float32' or 'bfloat16'" % cmd)
+    return ab, (lib.VTPU_DTYPE_BF16 if dtype == "bfloat16"
+                else lib.VTPU_DTYPE_F32)
+
+
 class CommandBuffer:
     """A command stream being built (struct vtpu_cmdbuf), and the buffers
     its commands name.
@@ -867,25 +897,10 @@ class CommandBuffer:
         if sc:
             dims["m"].append(sc[0])
             dims["n"].append(sc[1])
-        for d, vals in dims.items():
-            known = {int(v) for v in vals if v is not None}
-            if not known:
-                raise ValueError("gemm: give %s (no operand's shape says it)"
-                                 % d)
-            if len(known) > 1:
-                raise ValueError("gemm: the shapes disagree on %s: A %s%s, "
-                                 "B %s%s, C %s" % (
-                                     d, sa, " (transposed)" if trans_a
-                                     else "", sb, " (transposed)" if trans_b
-                                     else "", sc))
-            dims[d] = known.pop()
-        if dtype is None:
-            first = a[0] if isinstance(a, tuple) else a
-            dtype = ("bfloat16" if isinstance(first, Buffer) and
-                     first.dtype == np.uint16 else "float32")
-        ab = {"float32": _F32, "bfloat16": _BF16}.get(dtype)
-        if ab is None:
-            raise ValueError("gemm: dtype must be 'float32' or 'bfloat16'")
+        dims = _agree("gemm", dims, ": A %s%s, B %s%s, C %s" % (
+            sa, " (transposed)" if trans_a else "",
+            sb, " (transposed)" if trans_b else "", sc))
+        ab, dt = _gemm_dtype("gemm", a, dtype)
         r = self._refs(a=(a, ab), b=(b, ab), c=(c, _F32), bias=(bias, _F32))
         flags |= ((lib.VTPU_GEMM_TRANS_A if trans_a else 0) |
                   (lib.VTPU_GEMM_TRANS_B if trans_b else 0) |
@@ -893,9 +908,7 @@ class CommandBuffer:
                   (lib.VTPU_GEMM_RELU if relu else 0))
         desc = ffi.new("struct vtpu_gemm_desc *", dict(
             dims, flags=flags, lda=lda, ldb=ldb, ldc=ldc,
-            dtype=lib.VTPU_DTYPE_BF16 if dtype == "bfloat16"
-            else lib.VTPU_DTYPE_F32,
-            alpha=alpha, beta=beta,
+            dtype=dt, alpha=alpha, beta=beta,
             a_buf=r["a"][0], a_off=r["a"][1], b_buf=r["b"][0],
             b_off=r["b"][1], c_buf=r["c"][0], c_off=r["c"][1],
             bias_buf=r["bias"][0], bias_off=r["bias"][1]))
@@ -1034,15 +1047,7 @@ class CommandBuffer:
         if sc:
             dims["m"].append(sc[0])
             dims["n"].append(sc[1])
-        for d, vals in dims.items():
-            known = {int(v) for v in vals if v is not None}
-            if not known:
-                raise ValueError("gemm_batched: give %s (no operand's "
-                                 "shape says it)" % d)
-            if len(known) > 1:
-                raise ValueError("gemm_batched: the shapes disagree on %s"
-                                 % d)
-            dims[d] = known.pop()
+        dims = _agree("gemm_batched", dims)
         m, n, k = dims["m"], dims["n"], dims["k"]
         ar, ac = (k, m) if trans_a else (m, k)
         br, bc_ = (n, k) if trans_b else (k, n)
@@ -1056,21 +1061,12 @@ class CommandBuffer:
             stride_b = packed(br, bc_, ldb, b2)
         if stride_c is None:
             stride_c = packed(m, n, ldc, False)
-        if dtype is None:
-            first = a[0] if isinstance(a, tuple) else a
-            dtype = ("bfloat16" if isinstance(first, Buffer) and
-                     first.dtype == np.uint16 else "float32")
-        ab = {"float32": _F32, "bfloat16": _BF16}.get(dtype)
-        if ab is None:
-            raise ValueError("gemm_batched: dtype must be 'float32' or "
-                             "'bfloat16'")
+        ab, dt = _gemm_dtype("gemm_batched", a, dtype)
         r = self._refs(a=(a, ab), b=(b, ab), c=(c, _F32))
         desc = ffi.new("struct vtpu_gemm_batched_desc *", dict(
             dims, flags=((lib.VTPU_GEMM_TRANS_A if trans_a else 0) |
                          (lib.VTPU_GEMM_TRANS_B if trans_b else 0)),
-            lda=lda, ldb=ldb, ldc=ldc,
-            dtype=lib.VTPU_DTYPE_BF16 if dtype == "bfloat16"
-            else lib.VTPU_DTYPE_F32,
+            lda=lda, ldb=ldb, ldc=ldc, dtype=dt,
             alpha=alpha, beta=beta, stride_a=stride_a, stride_b=stride_b,
             stride_c=stride_c, a=r["a"], b=r["b"], c=r["c"]))
         self._emit("gemm_batched", lib.vtpu_cmdbuf_gemm_batched, desc)
