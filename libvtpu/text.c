@@ -1046,12 +1046,10 @@ static int by_key(const void *a, const void *b, void *ctx)
 
 int vtpu_text_buckets(const uint32_t *lens, uint32_t n, uint32_t width,
 		      uint32_t batch, struct vtpu_rng *rng, uint32_t *order,
-		      struct vtpu_text_batch **batches, uint32_t *nbatches)
+		      struct vtpu_text_batch *b, uint32_t *nbatches)
 {
 	uint32_t *key, i, j, nb = 0, cnt = 0;
-	struct vtpu_text_batch *b;
 
-	*batches = NULL;
 	*nbatches = 0;
 	if (!n || !width || !batch)
 		return -EINVAL;
@@ -1067,17 +1065,7 @@ int vtpu_text_buckets(const uint32_t *lens, uint32_t n, uint32_t width,
 		order[i] = i;
 	}
 	qsort_r(order, n, sizeof(*order), by_key, key);
-	/* count the batches: each bucket is cut into batches */
-	for (i = 0; i < n; i = j) {
-		for (j = i; j < n && key[order[j]] == key[order[i]]; j++)
-			;
-		nb += (j - i + batch - 1) / batch;
-	}
-	b = malloc((size_t)nb * sizeof(*b));
-	if (!b) {
-		free(key);
-		return -ENOMEM;
-	}
+	/* each bucket is cut into batches */
 	for (i = 0; i < n; i = j) {
 		uint32_t k;
 
@@ -1092,6 +1080,7 @@ int vtpu_text_buckets(const uint32_t *lens, uint32_t n, uint32_t width,
 			cnt++;
 		}
 	}
+	nb = cnt;
 	if (rng) {
 		for (i = nb; i > 1; i--) {
 			uint32_t r = (uint32_t)vtpu_rng_below(rng, i);
@@ -1102,7 +1091,6 @@ int vtpu_text_buckets(const uint32_t *lens, uint32_t n, uint32_t width,
 		}
 	}
 	free(key);
-	*batches = b;
 	*nbatches = nb;
 	return 0;
 }

@@ -242,7 +242,8 @@ struct vtpu_text_batch {
  * @rng: shuffles the examples within each bucket and the batches' order
  *	(NULL: sorted, in order)
  * @order: n indices, written: the examples in batch order
- * @batches, @nbatches: allocated (free()), the batches in order
+ * @batches: room for @n batches (there are at most n), written in order
+ * @nbatches: written, how many
  *
  * Padding is then at most width - 1 per example, and a model compiles
  * once per distinct length, not once per batch.
@@ -251,7 +252,7 @@ struct vtpu_text_batch {
  */
 VTPU_API int vtpu_text_buckets(const uint32_t *lens, uint32_t n, uint32_t width,
 			       uint32_t batch, struct vtpu_rng *rng,
-			       uint32_t *order, struct vtpu_text_batch **batches,
+			       uint32_t *order, struct vtpu_text_batch *batches,
 			       uint32_t *nbatches);
 
 #ifdef __cplusplus

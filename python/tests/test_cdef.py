@@ -20,7 +20,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir,
                                    os.pardir))
 GEN = os.path.join(TOP, "tools", "gen-cdef")
 INCLUDE = [os.path.join(TOP, "libvtpu", "include"), os.path.join(TOP, "uapi")]
-HEADERS = ["vtpu.h", "vtpu_data.h", "vtpu_model.h"]
+HEADERS = ["vtpu.h", "vtpu_data.h", "vtpu_model.h", "vtpu_text.h"]
 CDEFS = _ffi.CDEF
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """libvtpu through cffi's ABI mode: the declarations are the C headers'
-(libvtpu/include/vtpu.h, vtpu_data.h, vtpu_model.h and uapi/linux/vtpu.h),
-generated from them at build time by tools/gen-cdef into the module
+(libvtpu/include/vtpu.h, vtpu_data.h, vtpu_model.h, vtpu_text.h and
+uapi/linux/vtpu.h), generated from them at build time by tools/gen-cdef into the module
 _cdef_gen.py, and loaded from libvtpu.so.0 at import.
 
 Which declarations: the build tree's build/python/vtpu/_cdef_gen.py when
