@@ -353,7 +353,9 @@ static u64 softmax_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 		return sm->rows_per_group ?
 			       (u64)vtpu_div_up(sm->m, sm->rows_per_group) * 4 :
 			       0;
-	return (u64)sm->m * sm->n * 4;	/* X, Y, DX, DY */
+	/* X, Y, DX, DY; the fields are below 2^32 each, m * n * 4 may not be */
+	return sm->n && sm->m <= VTPU_MAX_ELEMS / sm->n ?
+		       (u64)sm->m * sm->n * 4 : 0;
 }
 
 static u64 adam_step_extent(const struct vtpu_cmd_hdr *cmd, u32 id,

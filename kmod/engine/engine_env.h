@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * The engine's whole view of its environment: fixed-width types, memcpy,
- * memset and snprintf, an errno value, and a counter (ENGINE_SEQ_*) that
- * hands out numbers once each, to any thread. The engine is built twice, into
+ * memset and snprintf, an errno value, a counter (ENGINE_SEQ_*) that
+ * hands out numbers once each, to any thread, and ENGINE_LOAD_U32(): one
+ * load of an index that buffer memory holds (user space may change it
+ * while a job runs: a bound checked on one load must hold for the value
+ * used, so the compiler may not load it twice). The engine is built twice, into
  * vtpu.ko and into libvtpu's cpu backend, and includes nothing else.
  */
 #ifndef VTPU_ENGINE_ENV_H
@@ -20,6 +23,7 @@ int snprintf(char *buf, size_t size, const char *fmt, ...);
 #define ENGINE_UNLIKELY(x) unlikely(x)
 #define ENGINE_SEQ_DEFINE(name) static atomic64_t name = ATOMIC64_INIT(0)
 #define ENGINE_SEQ_NEXT(name) ((u64)atomic64_inc_return(&(name)))
+#define ENGINE_LOAD_U32(p) READ_ONCE(*(p))
 #else
 #include <stdint.h>
 #include <stddef.h>
@@ -38,6 +42,7 @@ typedef int64_t s64;
 #define ENGINE_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ENGINE_SEQ_DEFINE(name) static u64 name
 #define ENGINE_SEQ_NEXT(name) __atomic_add_fetch(&(name), 1, __ATOMIC_RELAXED)
+#define ENGINE_LOAD_U32(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #ifndef noinline
 #define noinline __attribute_noinline__ /* glibc <sys/cdefs.h> */
 #endif

@@ -73,7 +73,7 @@ static void embedding_fwd(const struct vtpu_engine_op *op, u32 tile)
 	for (; i0 < end; i0 += len, row++, col = 0) {
 		len = vtpu_min_u64(e->dim - col, end - i0);
 		dst = e->y + i0;
-		id = e->ids[row];
+		id = ENGINE_LOAD_U32(&e->ids[row]);
 		if (id >= e->vocab) {
 			for (j = 0; j < len; j++)
 				dst[j] = 0.0f;
@@ -109,7 +109,7 @@ static void embedding_grad(const struct vtpu_engine_op *op, u32 tile,
 	i = (u64)(step - e->zsteps) * e->rows;
 	i1 = vtpu_min_u64(i + e->rows, e->n);
 	for (; i < i1; i++) {
-		id = e->ids[i];
+		id = ENGINE_LOAD_U32(&e->ids[i]);
 		if (id >= e->vocab)
 			continue;
 		src = e->y + i * e->dim + c0;

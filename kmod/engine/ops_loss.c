@@ -111,7 +111,7 @@ static void xent_loss_chunk(const struct vtpu_engine_xent *x, u32 step,
 
 	for (i = i0; i < i1; i++) {
 		const float *row = x->logits + (u64)i * x->n;
-		u32 label = x->labels[i];
+		u32 label = ENGINE_LOAD_U32(&x->labels[i]);
 		double mx, sum = 0.0;
 
 		if (label >= x->n)	/* ignored row */
@@ -169,7 +169,7 @@ static void xent_grad_chunk(const struct vtpu_engine_xent *x, u32 c,
 		float *out = x->probs ? x->probs + (u64)i * x->n :
 					x->dlogits + (u64)i * x->n;
 		float *d = x->dlogits ? x->dlogits + (u64)i * x->n : NULL;
-		u32 label = x->labels[i];
+		u32 label = ENGINE_LOAD_U32(&x->labels[i]);
 		double mx = row_max(row, x->n, &arg), sum = 0.0, inv;
 		float pl;
 

@@ -54,10 +54,13 @@ void vtpu_softmax_prepare(struct vtpu_engine_op *op,
 /* Row @r's valid columns: [0, v). */
 static u32 softmax_valid(const struct vtpu_engine_softmax *s, u32 r)
 {
-	u32 v = s->n;
+	u32 v = s->n, len;
 
-	if (s->lengths && s->lengths[r / s->group] < v)
-		v = s->lengths[r / s->group];
+	if (s->lengths) {
+		len = ENGINE_LOAD_U32(&s->lengths[r / s->group]);
+		if (len < v)
+			v = len;
+	}
 	if ((s->flags & VTPU_SOFTMAX_CAUSAL) && r % s->group < v)
 		v = r % s->group + 1;
 	return v;
