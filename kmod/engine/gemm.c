@@ -519,11 +519,12 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 }
 
 /*
- * GEMM_BATCHED: the products' tiles are one product's (op->gemm's grid,
- * from vtpu_gemm_prepare() with the workers a product gets), or, when a
- * product is one tile of little work, groups of whole products, as many
- * as make about BATCH_CALL_WORK a call: each product costs its flops
- * per step and BATCH_PRODUCT_COST for its packing and calls.
+ * GEMM_BATCHED: a tile is one tile of a product's grid (op->gemm's, from
+ * vtpu_gemm_prepare() with the workers a product gets) in a group of
+ * products, as many as make about BATCH_CALL_WORK a call: each product
+ * costs its tile's flops per step and BATCH_PRODUCT_COST for its packing
+ * and calls. Large products are groups of one; small ones, even those
+ * whose grid has a few tiles, are not a tile each.
  */
 #define BATCH_CALL_WORK (4 * GEMM_TILE_FLOPS_MIN)
 #define BATCH_PRODUCT_COST 4096u
@@ -538,18 +539,17 @@ void vtpu_gemm_prepare_batched(struct vtpu_engine_op *op)
 	op->workers = batch >= workers ? 1 : vtpu_div_up(workers, batch);
 	vtpu_gemm_prepare(op);
 	op->workers = workers;
-	if (op->ntiles == 1) {
-		work = 2ull * g->m * g->n * g->kc + BATCH_PRODUCT_COST;
-		group = (u32)vtpu_min_u64(batch,
-					  vtpu_min_u64(BATCH_CALL_WORK / work,
-						       VTPU_MAX_DIM));
-		if (!group)
-			group = 1;
-		/* but one group a worker, at least, if there are enough */
-		tiles = vtpu_div_up(batch, gemm_min(workers, 1u << 16));
-		if (group > tiles)
-			group = (u32)tiles;
-	}
+	/* a step of one product's tile, and what a call of it costs */
+	work = 2ull * g->mt * g->nt * g->kc + BATCH_PRODUCT_COST;
+	group = (u32)vtpu_min_u64(batch, vtpu_min_u64(BATCH_CALL_WORK / work,
+						      VTPU_MAX_DIM));
+	if (!group)
+		group = 1;
+	/* but a tile a worker, at least, if there are enough */
+	tiles = vtpu_div_up(batch, vtpu_div_up(gemm_min(workers, 1u << 16),
+					       op->ntiles));
+	if (group > tiles)
+		group = (u32)tiles;
 	/* tiles <= batch * m * n < 2^32: the validator's bound */
 	g->batch_tiles = op->ntiles;
 	g->batch_group = group;

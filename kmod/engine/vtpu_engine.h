@@ -111,9 +111,9 @@ struct vtpu_engine_gemm {
 	struct vtpu_engine_window win;
 	/*
 	 * GEMM_BATCHED: @batch products of the shape above, C_b at c +
-	 * b * stride_c (elements; A's and B's likewise); tiles of one
-	 * product (@batch_tiles of them, the grid above) or, when a product
-	 * is one tile, of @batch_group whole products. 0 for one GEMM.
+	 * b * stride_c (elements; A's and B's likewise); a tile is one of
+	 * a product's @batch_tiles (the grid above) in @batch_group
+	 * products in turn. 0 for one GEMM.
 	 */
 	u32 batch;
 	u32 batch_tiles;

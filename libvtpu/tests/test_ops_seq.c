@@ -226,6 +226,9 @@ TEST(gemm_batched)
 		{ 200, 16, 16, 8, VTPU_GEMM_TRANS_B, 0, 0, 0, 0.125f, 0.0f },
 		{ 24, 9, 64, 64, 0, 2, 0, 1, 1.0f, 0.0f },
 		{ 8, 64, 64, 32, VTPU_GEMM_TRANS_B, 0, 0, 0, 1.0f, -2.0f },
+		/* small products whose grid has several tiles, grouped */
+		{ 1000, 1, 33, 1, VTPU_GEMM_TRANS_A, 0, 0, 0, 1.0f, 0.0f },
+		{ 300, 40, 70, 16, 0, 1, 3, 0, 1.0f, 0.5f },
 	};
 	struct seq_execs ex;
 	size_t s;
