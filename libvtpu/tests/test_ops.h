@@ -25,29 +25,40 @@
 #include "kselftest_harness.h"
 #include "vtpu.h"
 
-/* ---- executors: every SIMD level x {1, 2} threads ------------------------ */
+/* ---- executors: every SIMD level x 1..N threads ------------------------- */
 
-#define MAX_EXEC 6
+#define MAX_EXEC_THREADS 4
+#define MAX_EXEC (3 * MAX_EXEC_THREADS)
 
 struct execs {
 	struct vtpu_cpu *cpu[MAX_EXEC];
+	int first[MAX_EXEC];	/* its level's first executor (1 thread) */
 	int n;
 };
 
-static inline void execs_init(struct execs *ex)
+/* Every SIMD level this machine has, with 1..@threads threads each. */
+static inline void execs_init_threads(struct execs *ex, int threads)
 {
 	int simd, t;
 
 	memset(ex, 0, sizeof(*ex));
 	for (simd = VTPU_SIMD_SCALAR; simd <= VTPU_SIMD_AVX512; simd++) {
-		for (t = 1; t <= 2; t++) {
+		for (t = 1; t <= threads && t <= MAX_EXEC_THREADS; t++) {
 			struct vtpu_cpu *cpu = vtpu_cpu_create(t, simd,
 							       VTPU_CPU_GEMM_ENGINE);
 
-			if (cpu)
-				ex->cpu[ex->n++] = cpu;
+			if (!cpu)
+				continue;
+			ex->first[ex->n] = t == 1;
+			ex->cpu[ex->n++] = cpu;
 		}
 	}
+}
+
+/* Every SIMD level x {1, 2} threads. */
+static inline void execs_init(struct execs *ex)
+{
+	execs_init_threads(ex, 2);
 }
 
 static inline void execs_fini(struct execs *ex)

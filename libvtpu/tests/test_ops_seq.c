@@ -12,43 +12,6 @@
  */
 #include "test_ops.h"
 
-/* ---- executors: every SIMD level x 1..4 threads -------------------------- */
-
-#define SEQ_THREADS 4
-#define SEQ_MAX_EXEC (3 * SEQ_THREADS)
-
-struct seq_execs {
-	struct vtpu_cpu *cpu[SEQ_MAX_EXEC];
-	int first[SEQ_MAX_EXEC];	/* the level's first: 1 thread */
-	int n;
-};
-
-static void seq_execs_init(struct seq_execs *ex)
-{
-	int simd, t;
-
-	memset(ex, 0, sizeof(*ex));
-	for (simd = VTPU_SIMD_SCALAR; simd <= VTPU_SIMD_AVX512; simd++) {
-		for (t = 1; t <= SEQ_THREADS; t++) {
-			struct vtpu_cpu *cpu = vtpu_cpu_create(t, simd,
-							       VTPU_CPU_GEMM_ENGINE);
-
-			if (!cpu)
-				continue;
-			ex->first[ex->n] = t == 1;
-			ex->cpu[ex->n++] = cpu;
-		}
-	}
-}
-
-static void seq_execs_fini(struct seq_execs *ex)
-{
-	int i;
-
-	for (i = 0; i < ex->n; i++)
-		vtpu_cpu_destroy(ex->cpu[i]);
-}
-
 /* ---- EMBEDDING, EMBEDDING_GRAD --------------------------------------------- */
 
 /*
@@ -76,10 +39,10 @@ TEST(embedding)
 		{ 33, 1000, 64 }, { 5000, 3, 40 }, { 4000, 300, 33 },
 		{ 3, 10, 70001 }, { 2, 1, 1 },
 	};
-	struct seq_execs ex;
+	struct execs ex;
 	size_t s;
 
-	seq_execs_init(&ex);
+	execs_init_threads(&ex, 4);
 	ASSERT_GT(ex.n, 0);
 	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		uint32_t n = shapes[s][0], vocab = shapes[s][1];
@@ -194,7 +157,7 @@ TEST(embedding)
 		free(k1);
 		free(k2);
 	}
-	seq_execs_fini(&ex);
+	execs_fini(&ex);
 }
 
 /* ---- GEMM_BATCHED ------------------------------------------------------------ */
@@ -230,10 +193,10 @@ TEST(gemm_batched)
 		{ 1000, 1, 33, 1, VTPU_GEMM_TRANS_A, 0, 0, 0, 1.0f, 0.0f },
 		{ 300, 40, 70, 16, 0, 1, 3, 0, 1.0f, 0.5f },
 	};
-	struct seq_execs ex;
+	struct execs ex;
 	size_t s;
 
-	seq_execs_init(&ex);
+	execs_init_threads(&ex, 4);
 	ASSERT_GT(ex.n, 0);
 	for (s = 0; s < sizeof(cases) / sizeof(cases[0]); s++) {
 		const struct bg_case *t = &cases[s];
@@ -341,7 +304,7 @@ TEST(gemm_batched)
 		free(ref);
 		free(keep);
 	}
-	seq_execs_fini(&ex);
+	execs_fini(&ex);
 }
 
 TEST_HARNESS_MAIN

@@ -9,38 +9,6 @@
  */
 #include "test_ops.h"
 
-/* every SIMD level x 1..4 threads */
-#define SM_MAX_EXEC 12
-
-struct sm_execs {
-	struct vtpu_cpu *cpu[SM_MAX_EXEC];
-	int n;
-};
-
-static void sm_execs_init(struct sm_execs *ex)
-{
-	int simd, t;
-
-	memset(ex, 0, sizeof(*ex));
-	for (simd = VTPU_SIMD_SCALAR; simd <= VTPU_SIMD_AVX512; simd++) {
-		for (t = 1; t <= 4; t++) {
-			struct vtpu_cpu *cpu = vtpu_cpu_create(t, simd,
-							       VTPU_CPU_GEMM_ENGINE);
-
-			if (cpu)
-				ex->cpu[ex->n++] = cpu;
-		}
-	}
-}
-
-static void sm_execs_fini(struct sm_execs *ex)
-{
-	int i;
-
-	for (i = 0; i < ex->n; i++)
-		vtpu_cpu_destroy(ex->cpu[i]);
-}
-
 /* Row r's valid columns, as the uAPI defines them. */
 static uint32_t ref_valid(uint32_t r, uint32_t n, uint32_t g, uint32_t flags,
 			  const uint32_t *len)
@@ -147,10 +115,10 @@ TEST(softmax_masked)
 		{ 64, 40, 8 }, { 3, 65536, 1 }, { 1100, 1000, 50 },
 		{ 2000, 3, 4 },
 	};
-	struct sm_execs ex;
+	struct execs ex;
 	size_t s;
 
-	sm_execs_init(&ex);
+	execs_init_threads(&ex, 4);
 	ASSERT_GT(ex.n, 0);
 	TH_LOG("%d executors", ex.n);
 	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
@@ -243,7 +211,7 @@ TEST(softmax_masked)
 		free(k1);
 		free(k2);
 	}
-	sm_execs_fini(&ex);
+	execs_fini(&ex);
 }
 
 /* A decoder's mask, by hand: 2 sequences of 3 queries, lengths 2 and 3. */
@@ -404,10 +372,10 @@ TEST(xent_mean_valid)
 		{ 5, 10, 2 }, { 37, 3, 3 }, { 300, 1000, 4 }, { 70000, 3, 5 },
 		{ 3, 65536, 2 }, { 16, 7, 0 },
 	};
-	struct sm_execs ex;
+	struct execs ex;
 	size_t s;
 
-	sm_execs_init(&ex);
+	execs_init_threads(&ex, 4);
 	ASSERT_GT(ex.n, 0);
 	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		uint32_t m = shapes[s][0], n = shapes[s][1];
@@ -493,7 +461,7 @@ TEST(xent_mean_valid)
 		free(rd);
 		free(k1);
 	}
-	sm_execs_fini(&ex);
+	execs_fini(&ex);
 }
 
 TEST_HARNESS_MAIN
