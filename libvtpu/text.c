@@ -774,27 +774,23 @@ int vtpu_vocab_build(struct vtpu_vocab *v, char *const *sentences, uint32_t n,
 	return ret;
 }
 
-/* Write @s escaped (\s \t \n \\) to @f. */
+/*
+ * A vocabulary file's escapes: the character at i of esc_raw is written
+ * as a backslash and the character at i of esc_code.
+ */
+static const char esc_raw[] = " \t\n\r\\", esc_code[] = "stnr\\";
+
+/* Write @s escaped, then a newline, to @f. */
 static void put_escaped(FILE *f, const char *s)
 {
+	const char *e;
+
 	for (; *s; s++) {
-		switch (*s) {
-		case ' ':
-			fputs("\\s", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		default:
+		e = strchr(esc_raw, *s);
+		if (e) {
+			fputc('\\', f);
+			fputc(esc_code[e - esc_raw], f);
+		} else {
 			fputc(*s, f);
 		}
 	}
@@ -826,6 +822,7 @@ int vtpu_vocab_save(const struct vtpu_vocab *v, const char *path, char *err,
 /* Undo put_escaped() in place; false on a bad escape. */
 static bool unescape(char *s)
 {
+	const char *e;
 	char *w = s;
 
 	for (; *s; s++) {
@@ -833,25 +830,10 @@ static bool unescape(char *s)
 			*w++ = *s;
 			continue;
 		}
-		switch (*++s) {
-		case 's':
-			*w++ = ' ';
-			break;
-		case 't':
-			*w++ = '\t';
-			break;
-		case 'n':
-			*w++ = '\n';
-			break;
-		case 'r':
-			*w++ = '\r';
-			break;
-		case '\\':
-			*w++ = '\\';
-			break;
-		default:
+		e = *++s ? strchr(esc_code, *s) : NULL;
+		if (!e)
 			return false;
-		}
+		*w++ = esc_raw[e - esc_code];
 	}
 	*w = '\0';
 	return true;

@@ -162,7 +162,7 @@ VTPU_API int vtpu_vocab_build(struct vtpu_vocab *v, char *const *sentences,
 /**
  * vtpu_vocab_save() - write @v to @path: a header line
  *	"vtpu-vocab 1 words|chars SIZE", then one token per line, escaped
- *	(\\s space, \\t tab, \\n newline, \\\\ backslash)
+ *	(\\s space, \\t tab, \\n newline, \\r carriage return, \\\\ backslash)
  */
 VTPU_API int vtpu_vocab_save(const struct vtpu_vocab *v, const char *path,
 			     char *err, size_t errlen);
