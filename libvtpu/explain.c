@@ -196,9 +196,12 @@ static bool explain_batched(struct strbuf *sb, const void *cmd,
 			  (unsigned long long)VTPU_MAX_ELEMS);
 	else
 		sb_printf(sb, "operand %s: stride_c %llu is smaller than one "
-			  "C (%llu elements): the batch's Cs would overlap",
-			  oname, (unsigned long long)stride,
-			  (unsigned long long)(g->m - 1) * g->ldc + g->n);
+			  "C (%llu elements) and the rows do not interleave "
+			  "(ldc %u < (batch - 1) * stride_c + n): the batch's "
+			  "Cs would overlap", oname,
+			  (unsigned long long)stride,
+			  (unsigned long long)(g->m - 1) * g->ldc + g->n,
+			  g->ldc);
 	return true;
 }
 

@@ -446,6 +446,21 @@ static u64 embedding_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	}
 }
 
+/*
+ * Do a GEMM_BATCHED's Cs share no element? Either each lies past the one
+ * before, or their rows interleave: element (b, i, j) sits at b * sc +
+ * i * ldc + j with j < n <= sc and b * sc + j < ldc, so that i, then b
+ * and j, follow from the offset. (Fields in range: no overflow.)
+ */
+bool vtpu_gemm_batched_disjoint(const struct vtpu_cmd_gemm_batched *g)
+{
+	u64 sc = g->stride_c;
+
+	if (g->batch == 1 || sc >= (u64)(g->m - 1) * g->ldc + g->n)
+		return true;
+	return sc >= g->n && g->ldc >= (u64)(g->batch - 1) * sc + g->n;
+}
+
 bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g)
 {
 	bool ta = g->flags & VTPU_GEMM_TRANS_A;
@@ -513,7 +528,7 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 #define POOL_RULES \
 	WINDOW_RULES ", pool in conv output, < 255 taps, taps*kh*kw*c*oc <= 2^22"
 #define BATCHED_RULES \
-	"as GEMM's; batch*m*n <= 2^31, strides <= 2^36, stride_c >= one C"
+	"as GEMM's; batch*m*n <= 2^31, strides <= 2^36, Cs share no element"
 #define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 #define SOFTMAX_RULES "m * n at most the element limit"

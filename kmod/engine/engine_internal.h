@@ -44,6 +44,8 @@ bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
 /* cmd.c: are an EMBEDDING's, a GEMM_BATCHED's fields in range? */
 bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e);
 bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g);
+/* cmd.c: do a GEMM_BATCHED's Cs share no element (apart or interleaved)? */
+bool vtpu_gemm_batched_disjoint(const struct vtpu_cmd_gemm_batched *g);
 
 /* gemm.c: tile a GEMM_BATCHED (op->gemm set, with its batch fields). */
 void vtpu_gemm_prepare_batched(struct vtpu_engine_op *op);

@@ -689,10 +689,8 @@ int vtpu_gemm_batched_check(struct vtpu_engine_check *v,
 		return reject(v, VTPU_OPERAND_A, VTPU_ERR_BAD_STRIDE);
 	if (g->ldb < (tb ? g->k : g->n) || g->stride_b > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_B, VTPU_ERR_BAD_STRIDE);
-	/* the Cs may not overlap: each one's span within its stride */
 	if (g->ldc < g->n || g->stride_c > VTPU_MAX_ELEMS ||
-	    (g->batch > 1 &&
-	     g->stride_c < (u64)(g->m - 1) * g->ldc + g->n))
+	    !vtpu_gemm_batched_disjoint(g))
 		return reject(v, VTPU_OPERAND_C, VTPU_ERR_BAD_STRIDE);
 	ret = check_operand(v, hdr, VTPU_OPERAND_A);
 	if (!ret)

@@ -168,6 +168,7 @@ struct bg_case {
 	uint32_t gap;		/* elements between matrices, past each */
 	int shared_b;		/* stride_b = 0: one B for every product */
 	float alpha, beta;
+	int interleave;		/* the Cs' rows side by side (time-major) */
 };
 
 /* elements a rows x cols matrix with leading dimension ld spans */
@@ -179,19 +180,23 @@ static uint64_t span(uint64_t rows, uint64_t cols, uint64_t ld)
 TEST(gemm_batched)
 {
 	static const struct bg_case cases[] = {
-		{ 1, 1, 1, 1, 0, 0, 0, 0, 1.0f, 0.0f },
-		{ 1000, 1, 1, 1, 0, 0, 0, 0, 1.0f, 0.0f },
-		{ 5, 37, 45, 300, 0, 0, 0, 0, 1.0f, 0.0f },
-		{ 5, 37, 45, 300, VTPU_GEMM_TRANS_B, 3, 7, 0, 0.5f, 0.25f },
-		{ 4, 130, 20, 33, VTPU_GEMM_TRANS_A, 1, 0, 0, 1.0f, 1.0f },
+		{ 1, 1, 1, 1, 0, 0, 0, 0, 1.0f, 0.0f, 0 },
+		{ 1000, 1, 1, 1, 0, 0, 0, 0, 1.0f, 0.0f, 0 },
+		{ 5, 37, 45, 300, 0, 0, 0, 0, 1.0f, 0.0f, 0 },
+		{ 5, 37, 45, 300, VTPU_GEMM_TRANS_B, 3, 7, 0, 0.5f, 0.25f, 0 },
+		{ 4, 130, 20, 33, VTPU_GEMM_TRANS_A, 1, 0, 0, 1.0f, 1.0f, 0 },
 		{ 3, 100, 600, 70, VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B, 0, 5,
-		  0, -1.0f, 0.5f },
-		{ 200, 16, 16, 8, VTPU_GEMM_TRANS_B, 0, 0, 0, 0.125f, 0.0f },
-		{ 24, 9, 64, 64, 0, 2, 0, 1, 1.0f, 0.0f },
-		{ 8, 64, 64, 32, VTPU_GEMM_TRANS_B, 0, 0, 0, 1.0f, -2.0f },
+		  0, -1.0f, 0.5f, 0 },
+		{ 200, 16, 16, 8, VTPU_GEMM_TRANS_B, 0, 0, 0, 0.125f, 0.0f, 0 },
+		{ 24, 9, 64, 64, 0, 2, 0, 1, 1.0f, 0.0f, 0 },
+		{ 8, 64, 64, 32, VTPU_GEMM_TRANS_B, 0, 0, 0, 1.0f, -2.0f, 0 },
 		/* small products whose grid has several tiles, grouped */
-		{ 1000, 1, 33, 1, VTPU_GEMM_TRANS_A, 0, 0, 0, 1.0f, 0.0f },
-		{ 300, 40, 70, 16, 0, 1, 3, 0, 1.0f, 0.5f },
+		{ 1000, 1, 33, 1, VTPU_GEMM_TRANS_A, 0, 0, 0, 1.0f, 0.0f, 0 },
+		{ 300, 40, 70, 16, 0, 1, 3, 0, 1.0f, 0.5f, 0 },
+		/* interleaved Cs: row i of C_b at i * ldc + b * stride_c */
+		{ 64, 12, 32, 20, 0, 0, 0, 0, 1.0f, 0.0f, 1 },
+		{ 7, 30, 45, 9, VTPU_GEMM_TRANS_A, 2, 3, 0, 1.0f, 1.0f, 1 },
+		{ 5, 3, 200, 33, VTPU_GEMM_TRANS_B, 0, 1, 1, 0.5f, 0.0f, 1 },
 	};
 	struct execs ex;
 	size_t s;
@@ -209,6 +214,11 @@ TEST(gemm_batched)
 		uint64_t sa = span(ar, ac, lda) + t->gap;
 		uint64_t sb = t->shared_b ? 0 : span(br, bc, ldb) + t->gap;
 		uint64_t sc = span(t->m, t->n, ldc) + t->gap;
+
+		if (t->interleave) {
+			sc = t->n + t->gap;
+			ldc = (t->batch - 1) * sc + t->n + t->lpad;
+		}
 		uint64_t na = (t->batch - 1) * sa + span(ar, ac, lda);
 		uint64_t nb = (t->batch - 1) * sb + span(br, bc, ldb);
 		uint64_t nc = (t->batch - 1) * sc + span(t->m, t->n, ldc);

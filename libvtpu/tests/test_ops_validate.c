@@ -811,6 +811,14 @@ TEST(seq_ops_validator)
 	CASE(bg, bg0, "gemm_batched Cs overlap (ldc padding)",
 	     (bg.ldc = 8, bg.stride_c = 27), VTPU_ERR_BAD_STRIDE,
 	     VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched Cs' rows interleaved ok",
+	     (bg.ldc = 16, bg.stride_c = 4), VTPU_ERR_NONE, 0);
+	CASE(bg, bg0, "gemm_batched interleaved, ldc short of the batch",
+	     (bg.ldc = 15, bg.stride_c = 4), VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_C);
+	CASE(bg, bg0, "gemm_batched interleaved, rows overlap",
+	     (bg.ldc = 16, bg.stride_c = 3), VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_C);
 	CASE(bg, bg0, "gemm_batched As past their buffer", bg.stride_a = 1000,
 	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_A);
 	CASE(bg, bg0, "gemm_batched far strides, no overflow",

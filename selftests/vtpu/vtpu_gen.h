@@ -744,6 +744,10 @@ static inline int gen_shape_gemm_batched(struct gen_ctx *g, uint32_t op,
 	d.stride_b = gen_one_in(r, 4) ? 0 :
 		     (uint64_t)(br - 1) * d.ldb + bc + gen_below(r, 3);
 	d.stride_c = (uint64_t)(d.m - 1) * d.ldc + d.n + gen_below(r, 3);
+	if (gen_one_in(r, 3)) {	/* rows interleaved, as a time-major batch */
+		d.stride_c = d.n + gen_below(r, 2);
+		d.ldc = (d.batch - 1) * d.stride_c + d.n + gen_below(r, 3);
+	}
 	d.alpha = gen_scalar(g);
 	d.beta = gen_one_in(r, 3) ? 0.0f : gen_scalar(g);
 	return vtpu_cmdbuf_gemm_batched(g->cb, &d);

@@ -1359,9 +1359,14 @@ struct vtpu_cmd_embedding {
  * @stride_a: elements from A_b to A_(b+1), 0..VTPU_MAX_ELEMS (0: one A
  *            for every product)
  * @stride_b: elements from B_b to B_(b+1), 0..VTPU_MAX_ELEMS
- * @stride_c: elements from C_b to C_(b+1), at most VTPU_MAX_ELEMS and, with
- *            batch > 1, at least the elements one C spans ((m - 1) * ldc
- *            + n), so that the Cs do not overlap (VTPU_ERR_BAD_STRIDE)
+ * @stride_c: elements from C_b to C_(b+1), at most VTPU_MAX_ELEMS; with
+ *            batch > 1 the Cs may not share an element
+ *            (VTPU_ERR_BAD_STRIDE): either each C lies past the one
+ *            before (stride_c >= (m - 1) * ldc + n), or the Cs' rows
+ *            interleave (stride_c >= n and ldc >= (batch - 1) *
+ *            stride_c + n: row i of every C_b within row i of one wide
+ *            matrix, as a time-major sequence's examples lie side by
+ *            side)
  * @a: A_0 (A); the operand spans (batch - 1) * stride_a elements more
  *     than one A
  * @b: B_0 (B), likewise
