@@ -48,6 +48,16 @@ struct tref {
 	uint64_t off;
 };
 
+/*
+ * What an LSTM keeps for its gradient, time-major: h and c of steps
+ * -1..T-1 ([T + 1][B][H]: step -1 the initial state), the gates'
+ * activations [4][T][B][H] (gate-major, so that each gate of a step is
+ * one contiguous block for the element-wise commands) and tanh(c) [T][B][H].
+ */
+struct lstm_bufs {
+	struct tref hx, cx, act, tc;
+};
+
 struct cx {
 	const struct vtpu_graph *g;
 	enum vg_prog_kind kind;
@@ -62,6 +72,8 @@ struct cx {
 	int *pool_of;	/* conv node -> the maxpool fused with it, or -1 */
 	bool *relu_folded; /* a ReLU node run by its CONV_POOL (VTPU_CONV_RELU) */
 	bool *pool_relu;   /* a maxpool node whose CONV_POOL runs that ReLU */
+	bool *want_bwd;	   /* an LSTM whose states (only) have gradients */
+	struct lstm_bufs *lstm; /* per LSTM node */
 	int state, images, labels, metrics, grads;
 	uint32_t lr_at; /* where the optimizer command's lr is in cb */
 	int err;
@@ -142,6 +154,45 @@ static void gemm(struct cx *cx, uint32_t m, uint32_t n, uint32_t k,
 
 	if (flags & VTPU_GEMM_BIAS)
 		cmd.bias = opnd(bias);
+	emit(cx, &cmd);
+}
+
+/* A GEMM on sub-matrices: explicit leading dimensions, no bias. */
+static void gemm_ld(struct cx *cx, uint32_t m, uint32_t n, uint32_t k,
+		    uint32_t flags, struct tref a, uint32_t lda, struct tref b,
+		    uint32_t ldb, struct tref c, uint32_t ldc, float beta)
+{
+	struct vtpu_cmd_gemm cmd = {
+		.hdr = { VTPU_OP_GEMM, sizeof(cmd) },
+		.m = m, .n = n, .k = k, .flags = flags,
+		.lda = lda, .ldb = ldb, .ldc = ldc, .dtype = VTPU_DTYPE_F32,
+		.alpha = f32_bits(1.0f), .beta = f32_bits(beta),
+		.a = opnd(a), .b = opnd(b), .c = opnd(c),
+	};
+
+	emit(cx, &cmd);
+}
+
+/* One product per example, or per gate: C_i = op(A_i) op(B_i) + beta C_i. */
+struct bgemm {
+	uint32_t batch, m, n, k, flags, lda, ldb, ldc;
+	uint64_t sa, sb, sc;	/* strides, elements */
+	struct tref a, b, c;
+	float beta;
+};
+
+static void gemm_batched(struct cx *cx, const struct bgemm *g)
+{
+	struct vtpu_cmd_gemm_batched cmd = {
+		.hdr = { VTPU_OP_GEMM_BATCHED, sizeof(cmd) },
+		.batch = g->batch, .m = g->m, .n = g->n, .k = g->k,
+		.flags = g->flags, .lda = g->lda, .ldb = g->ldb, .ldc = g->ldc,
+		.dtype = VTPU_DTYPE_F32, .alpha = f32_bits(1.0f),
+		.beta = f32_bits(g->beta), .stride_a = g->sa,
+		.stride_b = g->sb, .stride_c = g->sc,
+		.a = opnd(g->a), .b = opnd(g->b), .c = opnd(g->c),
+	};
+
 	emit(cx, &cmd);
 }
 
@@ -237,54 +288,106 @@ static struct tref act_grad(struct cx *cx, int i, struct tref dy)
 	uint64_t count = cx->B * vg_node_size(n);
 	struct tref dz;
 
-	if (n->act != VTPU_ACT_RELU)
+	if (n->act != VTPU_ACT_RELU && n->act != VTPU_ACT_TANH)
 		return dy;
 	dz = work(cx, count * 4);
-	/* the output is > 0 exactly where the input is */
-	ew(cx, VTPU_EW_RELU_GRAD, count, cx->val[i], dy, dz);
+	/* from the output: > 0 exactly where the input is; 1 - tanh^2 */
+	ew(cx, n->act == VTPU_ACT_RELU ? VTPU_EW_RELU_GRAD : VTPU_EW_TANH_GRAD,
+	   count, cx->val[i], dy, dz);
 	return dz;
 }
 
 /* ---- ops: forward and backward ------------------------------------------ */
 
+static struct tref shifted(struct tref t, uint64_t bytes)
+{
+	return at(t.sid, t.off + bytes);
+}
+
+/*
+ * A dense layer: rows of its input (examples, or steps of a sequence) times
+ * W, plus b. Over a concatenation, each part times its block of W's rows.
+ */
 static void dense_fwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
-	uint32_t k = (uint32_t)vg_node_size(&cx->g->nodes[n->in[0]]);
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+	uint32_t rows = (uint32_t)vg_node_rows(n, cx->B);
+	uint32_t k = (uint32_t)(n->seq ? in->c : vg_node_size(in));
 	uint32_t flags = VTPU_GEMM_BIAS;
 
-	if (n->act == VTPU_ACT_RELU)
-		flags |= VTPU_GEMM_RELU;
-	if (cx->g->params[n->weight].panels)
-		flags |= VTPU_GEMM_B_PANELS;
-	cx->val[i] = work(cx, (uint64_t)cx->B * n->c * 4);
-	gemm(cx, cx->B, n->c, k, flags, cx->val[n->in[0]], param(cx, n->weight),
-	     cx->val[i], param(cx, n->bias), 0.0f);
+	cx->val[i] = work(cx, (uint64_t)rows * n->c * 4);
+	if (in->op == VG_CONCAT) {
+		int x0 = in->in[0], x1 = in->in[1];
+		uint32_t k0 = cx->g->nodes[x0].c, k1 = cx->g->nodes[x1].c;
+		struct tref w = param(cx, n->weight);
+
+		gemm(cx, rows, n->c, k0, VTPU_GEMM_BIAS, cx->val[x0], w,
+		     cx->val[i], param(cx, n->bias), 0.0f);
+		gemm(cx, rows, n->c, k1, 0, cx->val[x1],
+		     shifted(w, (uint64_t)k0 * n->c * 4), cx->val[i], at(0, 0),
+		     1.0f);
+		if (n->act == VTPU_ACT_RELU)
+			ew(cx, VTPU_EW_RELU, (uint64_t)rows * n->c, cx->val[i],
+			   at(0, 0), cx->val[i]);
+	} else {
+		if (n->act == VTPU_ACT_RELU)
+			flags |= VTPU_GEMM_RELU;
+		if (cx->g->params[n->weight].panels)
+			flags |= VTPU_GEMM_B_PANELS;
+		gemm(cx, rows, n->c, k, flags, cx->val[n->in[0]],
+		     param(cx, n->weight), cx->val[i], param(cx, n->bias),
+		     0.0f);
+	}
+	if (n->act == VTPU_ACT_TANH)
+		ew(cx, VTPU_EW_TANH, (uint64_t)rows * n->c, cx->val[i], at(0, 0),
+		   cx->val[i]);
 }
 
-static void dense_bwd(struct cx *cx, int i)
+/* dW (rows @w0 on of it) = x^T dz and dx += dz W^T, for input @x. */
+static void dense_part_bwd(struct cx *cx, int i, int x, uint32_t k,
+			   uint64_t w0, struct tref dz)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
-	int x = n->in[0];
-	uint32_t k = (uint32_t)vg_node_size(&cx->g->nodes[x]);
-	struct tref dz = act_grad(cx, i, cx->grad[i]), dx, tmp;
+	uint32_t rows = (uint32_t)vg_node_rows(n, cx->B);
 	/* dW in W's layout: the optimizer updates them element by element */
 	uint32_t c_panels = 0, b_panels = 0;
+	struct tref dx, tmp;
 
 	if (cx->g->params[n->weight].panels) {
 		c_panels = VTPU_GEMM_C_PANELS;
 		b_panels = VTPU_GEMM_B_PANELS;
 	}
-	/* dW = x^T dz, db = column sums of dz, dx = dz W^T */
-	gemm(cx, k, n->c, cx->B, VTPU_GEMM_TRANS_A | c_panels, cx->val[x], dz,
-	     param_grad(cx, n->weight), at(0, 0), 0.0f);
-	reduce_cols(cx, cx->B, n->c, dz, param_grad(cx, n->bias), 0.0f);
+	gemm(cx, k, n->c, rows, VTPU_GEMM_TRANS_A | c_panels, cx->val[x], dz,
+	     shifted(param_grad(cx, n->weight), w0 * n->c * 4), at(0, 0),
+	     0.0f);
 	if (cx->needs_grad[x]) {
 		dx = grad_begin(cx, x, &tmp);
-		gemm(cx, cx->B, k, n->c, VTPU_GEMM_TRANS_B | b_panels, dz,
-		     param(cx, n->weight), dx, at(0, 0), 0.0f);
+		gemm(cx, rows, k, n->c, VTPU_GEMM_TRANS_B | b_panels, dz,
+		     shifted(param(cx, n->weight), w0 * n->c * 4), dx, at(0, 0),
+		     0.0f);
 		grad_end(cx, x, tmp);
 	}
+}
+
+static void dense_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+	struct tref dz = act_grad(cx, i, cx->grad[i]);
+
+	/* db = column sums of dz */
+	reduce_cols(cx, (uint32_t)vg_node_rows(n, cx->B), n->c, dz,
+		    param_grad(cx, n->bias), 0.0f);
+	if (in->op == VG_CONCAT) {
+		dense_part_bwd(cx, i, in->in[0], cx->g->nodes[in->in[0]].c, 0,
+			       dz);
+		dense_part_bwd(cx, i, in->in[1], cx->g->nodes[in->in[1]].c,
+			       cx->g->nodes[in->in[0]].c, dz);
+		return;
+	}
+	dense_part_bwd(cx, i, n->in[0],
+		       (uint32_t)(n->seq ? in->c : vg_node_size(in)), 0, dz);
 }
 
 static struct vtpu_ref ref(struct tref t)
@@ -757,11 +860,15 @@ static void input_fwd(struct cx *cx, int i)
 /* Loss, correct count, and (training) dlogits or (predict) probs. */
 static void loss_fwd(struct cx *cx, int i)
 {
-	int x = cx->g->nodes[i].in[0];
-	uint32_t classes = cx->g->nodes[i].c;
+	const struct vg_node *n = &cx->g->nodes[i];
+	int x = n->in[0];
+	uint32_t classes = n->c, rows = (uint32_t)vg_node_rows(n, cx->B);
+	/* a sequence: the mean over the steps that are not padding */
 	struct vtpu_cmd_softmax_xent cmd = {
 		.hdr = { VTPU_OP_SOFTMAX_XENT, sizeof(cmd) },
-		.m = cx->B, .n = classes, .scale = f32_bits(1.0f / cx->B),
+		.m = rows, .n = classes,
+		.flags = n->seq ? VTPU_XENT_MEAN_VALID : 0,
+		.scale = f32_bits(n->seq ? 1.0f : 1.0f / cx->B),
 		.logits = opnd(cx->val[x]),
 		.labels = opnd(at(cx->labels, 0)),
 		.loss = opnd(at(cx->metrics, VG_METRIC_LOSS)),
@@ -769,11 +876,11 @@ static void loss_fwd(struct cx *cx, int i)
 	};
 
 	if (cx->kind == VG_PROG_TRAIN) {
-		cmd.flags = VTPU_XENT_DLOGITS;
-		cx->grad[x] = work(cx, (uint64_t)cx->B * classes * 4);
+		cmd.flags |= VTPU_XENT_DLOGITS;
+		cx->grad[x] = work(cx, (uint64_t)rows * classes * 4);
 		cmd.dlogits = opnd(cx->grad[x]);
 	} else if (cx->kind == VG_PROG_PREDICT) {
-		cmd.flags = VTPU_XENT_PROBS;
+		cmd.flags |= VTPU_XENT_PROBS;
 		cmd.probs = opnd(at(cx->metrics, VG_METRIC_PROBS));
 	}
 	emit(cx, &cmd);
@@ -832,6 +939,406 @@ static void add_bwd(struct cx *cx, int i)
 	grad_pass(cx, cx->g->nodes[i].in[1], cx->grad[i]);
 }
 
+/* ---- sequences ------------------------------------------------------- */
+
+/* Token ids [T][B] at the input's offset; its lengths [B] follow them. */
+static void tokens_fwd(struct cx *cx, int i)
+{
+	cx->val[i] = at(cx->images,
+			vg_tokens_offset(cx->g, cx->g->nodes[i].slot, cx->B));
+}
+
+static struct tref token_lengths(struct cx *cx, int tokens)
+{
+	const struct vg_node *t = &cx->g->nodes[tokens];
+
+	return at(cx->images, vg_tokens_offset(cx->g, t->slot, cx->B) +
+				      (uint64_t)t->h * cx->B * 4);
+}
+
+static void embedding_cmd(struct cx *cx, uint32_t opcode, int i,
+			  struct tref table, struct tref y)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_param *p = &cx->g->params[n->weight];
+	struct vtpu_cmd_embedding cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.n = (uint32_t)vg_node_rows(n, cx->B),
+		.vocab = (uint32_t)p->dims[0], .dim = n->c,
+		.ids = opnd(cx->val[n->in[0]]),
+		.table = opnd(table), .y = opnd(y),
+	};
+
+	emit(cx, &cmd);
+}
+
+static void embedding_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+
+	cx->val[i] = work(cx, vg_node_rows(n, cx->B) * n->c * 4);
+	embedding_cmd(cx, VTPU_OP_EMBEDDING, i, param(cx, n->weight),
+		      cx->val[i]);
+}
+
+static void embedding_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+
+	embedding_cmd(cx, VTPU_OP_EMBEDDING_GRAD, i, param_grad(cx, n->weight),
+		      cx->grad[i]);
+}
+
+/* Step @t's block of a time-major [..][B][H] buffer, gate @gate of @act. */
+static struct tref step_of(struct cx *cx, struct tref t, uint32_t units,
+			   uint64_t step)
+{
+	return shifted(t, step * cx->B * units * 4);
+}
+
+static struct tref gate_of(struct cx *cx, int i, int gate, uint64_t step)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+
+	return step_of(cx, cx->lstm[i].act, n->c,
+		       (uint64_t)gate * n->h + step);
+}
+
+/* The step's block is the initial state (a copy) or zeros. */
+static void lstm_init(struct cx *cx, int node, struct tref dst, uint64_t n)
+{
+	if (node >= 0) {
+		struct vtpu_cmd_copy cmd = {
+			.hdr = { VTPU_OP_COPY, sizeof(cmd) },
+			.bytes = n * 4, .dst = opnd(dst),
+			.src = opnd(cx->val[node]),
+		};
+
+		emit(cx, &cmd);
+	} else {
+		struct vtpu_cmd_fill cmd = {
+			.hdr = { VTPU_OP_FILL, sizeof(cmd) },
+			.count = (uint32_t)n, .dst = opnd(dst),
+		};
+
+		emit(cx, &cmd);
+	}
+}
+
+enum { GATE_I, GATE_F, GATE_G, GATE_O };
+
+/*
+ * Forward, unrolled: the input's part of every step's gates (x W + b) as
+ * four GEMMs over all T * B rows first, then per step one GEMM_BATCHED
+ * adding h W_rec to the four gates and eight element-wise commands:
+ * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c).
+ */
+static void lstm_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+	uint32_t H = n->c, T = n->h, B = cx->B, d = in->c, g;
+	uint64_t bh = (uint64_t)B * H, t;
+	struct lstm_bufs *l = &cx->lstm[i];
+	struct tref w = param(cx, n->weight), u = param(cx, n->weight2);
+	struct tref tmp = work(cx, bh * 4);
+
+	l->hx = work(cx, (T + 1) * bh * 4);
+	l->cx = work(cx, (T + 1) * bh * 4);
+	l->act = work(cx, 4 * T * bh * 4);
+	l->tc = work(cx, T * bh * 4);
+	cx->val[i] = step_of(cx, l->hx, H, 1);
+	lstm_init(cx, n->in[1], l->hx, bh);
+	lstm_init(cx, n->in[2], l->cx, bh);
+	for (g = 0; g < 4; g++) {
+		struct vtpu_cmd_gemm cmd = {
+			.hdr = { VTPU_OP_GEMM, sizeof(cmd) },
+			.m = T * B, .n = H, .k = d, .flags = VTPU_GEMM_BIAS,
+			.lda = d, .ldb = 4 * H, .ldc = H,
+			.dtype = VTPU_DTYPE_F32, .alpha = f32_bits(1.0f),
+			.a = opnd(cx->val[n->in[0]]),
+			.b = opnd(shifted(w, (uint64_t)g * H * 4)),
+			.c = opnd(gate_of(cx, i, g, 0)),
+			.bias = opnd(shifted(param(cx, n->bias),
+					     (uint64_t)g * H * 4)),
+		};
+
+		emit(cx, &cmd);
+	}
+	for (t = 0; t < T; t++) {
+		struct bgemm rec = {
+			.batch = 4, .m = B, .n = H, .k = H,
+			.lda = H, .ldb = 4 * H, .ldc = H,
+			.sa = 0, .sb = H, .sc = (uint64_t)T * bh,
+			.a = step_of(cx, l->hx, H, t), .b = u,
+			.c = gate_of(cx, i, GATE_I, t), .beta = 1.0f,
+		};
+		struct tref c = step_of(cx, l->cx, H, t + 1);
+
+		if (t || n->in[1] >= 0)
+			gemm_batched(cx, &rec);
+		ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_I, t), at(0, 0),
+		   gate_of(cx, i, GATE_I, t));
+		ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_F, t), at(0, 0),
+		   gate_of(cx, i, GATE_F, t));
+		ew(cx, VTPU_EW_TANH, bh, gate_of(cx, i, GATE_G, t), at(0, 0),
+		   gate_of(cx, i, GATE_G, t));
+		ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_O, t), at(0, 0),
+		   gate_of(cx, i, GATE_O, t));
+		ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_F, t),
+		   step_of(cx, l->cx, H, t), c);
+		ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_I, t),
+		   gate_of(cx, i, GATE_G, t), tmp);
+		ew(cx, VTPU_EW_ADD, bh, c, tmp, c);
+		ew(cx, VTPU_EW_TANH, bh, c, at(0, 0), step_of(cx, l->tc, H, t));
+		ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_O, t),
+		   step_of(cx, l->tc, H, t), step_of(cx, l->hx, H, t + 1));
+	}
+}
+
+/* h and c after the last step: views of the LSTM's buffers. */
+static void lstm_state_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *l = &cx->g->nodes[n->in[0]];
+	const struct lstm_bufs *b = &cx->lstm[n->in[0]];
+
+	cx->val[i] = step_of(cx, n->slot ? b->cx : b->hx, l->c, l->h);
+}
+
+static void lstm_state_bwd(struct cx *cx, int i)
+{
+	cx->want_bwd[cx->g->nodes[i].in[0]] = true;
+}
+
+/* The gradient of a state output of LSTM @i (slot 0 h, 1 c), or none. */
+static struct tref lstm_state_grad(struct cx *cx, int i, int slot)
+{
+	int k;
+
+	for (k = i + 1; k < cx->g->nnodes; k++)
+		if (cx->g->nodes[k].op == VG_LSTM_STATE &&
+		    cx->g->nodes[k].in[0] == i && cx->g->nodes[k].slot == slot)
+			return cx->grad[k];
+	return at(0, 0);
+}
+
+/* dst (+)= the four gates' dz [rows, H] times their blocks of @w^T. */
+static void lstm_back_gates(struct cx *cx, int i, struct tref dz0,
+			    uint64_t gate_stride, uint32_t rows,
+			    struct tref w, uint32_t wrows, struct tref dst,
+			    bool add)
+{
+	uint32_t H = cx->g->nodes[i].c, g;
+
+	for (g = 0; g < 4; g++)
+		gemm_ld(cx, rows, wrows, H, VTPU_GEMM_TRANS_B,
+			shifted(dz0, g * gate_stride * 4), H,
+			shifted(w, (uint64_t)g * H * 4), 4 * H, dst, wrows,
+			add || g ? 1.0f : 0.0f);
+}
+
+/*
+ * Backward through time: per step (last first) thirteen element-wise
+ * commands give the gates' dz from dh and dc, then dh of the step before
+ * gets dz W_rec^T; after the loop, dW, dW_rec, db and dx each over all
+ * steps at once.
+ */
+static void lstm_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, T = n->h, B = cx->B, d = cx->g->nodes[n->in[0]].c;
+	uint64_t bh = (uint64_t)B * H, gs = (uint64_t)T * bh, t;
+	const struct lstm_bufs *l = &cx->lstm[i];
+	struct tref dh_last = lstm_state_grad(cx, i, 0);
+	struct tref dc_last = lstm_state_grad(cx, i, 1);
+	struct tref dhs = work(cx, T * bh * 4), dc = work(cx, bh * 4);
+	struct tref dz = work(cx, 4 * gs * 4), y = work(cx, bh * 4);
+	struct tref w = param(cx, n->weight), u = param(cx, n->weight2);
+	struct tref dx, tmp;
+	uint32_t g;
+
+	/* dh of every step: from the sequence output and the last state */
+	if (cx->grad[i].sid) {
+		struct vtpu_cmd_copy cmd = {
+			.hdr = { VTPU_OP_COPY, sizeof(cmd) },
+			.bytes = T * bh * 4, .dst = opnd(dhs),
+			.src = opnd(cx->grad[i]),
+		};
+
+		emit(cx, &cmd);
+	} else {
+		struct vtpu_cmd_fill cmd = {
+			.hdr = { VTPU_OP_FILL, sizeof(cmd) },
+			.count = (uint32_t)(T * bh), .dst = opnd(dhs),
+		};
+
+		emit(cx, &cmd);
+	}
+	if (dh_last.sid)
+		ew(cx, VTPU_EW_ADD, bh, step_of(cx, dhs, H, T - 1), dh_last,
+		   step_of(cx, dhs, H, T - 1));
+	lstm_init(cx, -1, dc, bh);
+	if (dc_last.sid)
+		ew(cx, VTPU_EW_ADD, bh, dc, dc_last, dc);
+
+	for (t = T; t-- > 0;) {
+		struct tref dh = step_of(cx, dhs, H, t);
+		struct tref tc = step_of(cx, l->tc, H, t);
+		struct tref gi = gate_of(cx, i, GATE_I, t);
+		struct tref gf = gate_of(cx, i, GATE_F, t);
+		struct tref gg = gate_of(cx, i, GATE_G, t);
+		struct tref go = gate_of(cx, i, GATE_O, t);
+		struct tref dzt = step_of(cx, dz, H, t);
+
+		/* dc += dh o (1 - tanh(c)^2) */
+		ew(cx, VTPU_EW_MUL, bh, dh, go, y);
+		ew(cx, VTPU_EW_TANH_GRAD, bh, tc, y, y);
+		ew(cx, VTPU_EW_ADD, bh, y, dc, dc);
+		/* the gates' dz: o from dh tanh(c); i, f, g from dc */
+		ew(cx, VTPU_EW_MUL, bh, dh, tc, y);
+		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, go, y, shifted(dzt, GATE_O * gs * 4));
+		ew(cx, VTPU_EW_MUL, bh, dc, gg, y);
+		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, gi, y, shifted(dzt, GATE_I * gs * 4));
+		ew(cx, VTPU_EW_MUL, bh, dc, step_of(cx, l->cx, H, t), y);
+		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, gf, y, shifted(dzt, GATE_F * gs * 4));
+		ew(cx, VTPU_EW_MUL, bh, dc, gi, y);
+		ew(cx, VTPU_EW_TANH_GRAD, bh, gg, y, shifted(dzt, GATE_G * gs * 4));
+		/* dc of the step before: through the forget gate */
+		ew(cx, VTPU_EW_MUL, bh, dc, gf, dc);
+		if (t)
+			lstm_back_gates(cx, i, dzt, gs, B, u, H,
+					step_of(cx, dhs, H, t - 1), true);
+	}
+	/* the initial state's gradients */
+	if (n->in[1] >= 0 && cx->needs_grad[n->in[1]]) {
+		dx = grad_begin(cx, n->in[1], &tmp);
+		lstm_back_gates(cx, i, dz, gs, B, u, H, dx, false);
+		grad_end(cx, n->in[1], tmp);
+	}
+	if (n->in[2] >= 0 && cx->needs_grad[n->in[2]])
+		grad_pass(cx, n->in[2], dc);
+	/* over all steps: dW = x^T dz, dW_rec = h'^T dz, db = sums of dz */
+	for (g = 0; g < 4; g++) {
+		struct tref dzg = shifted(dz, g * gs * 4);
+
+		gemm_ld(cx, d, H, T * B, VTPU_GEMM_TRANS_A, cx->val[n->in[0]], d,
+			dzg, H, shifted(param_grad(cx, n->weight), g * H * 4ull),
+			4 * H, 0.0f);
+		gemm_ld(cx, H, H, T * B, VTPU_GEMM_TRANS_A, l->hx, H, dzg, H,
+			shifted(param_grad(cx, n->weight2), g * H * 4ull),
+			4 * H, 0.0f);
+		reduce_cols(cx, T * B, H, dzg,
+			    shifted(param_grad(cx, n->bias), g * H * 4ull),
+			    0.0f);
+	}
+	if (cx->needs_grad[n->in[0]]) {
+		dx = grad_begin(cx, n->in[0], &tmp);
+		lstm_back_gates(cx, i, dz, gs, T * B, w, d, dx, false);
+		grad_end(cx, n->in[0], tmp);
+	}
+}
+
+/*
+ * Luong attention, per example b: scores S_b = Q_b V_b^T [Tq, Tk], P_b =
+ * softmax over the keys (masked past the example's length), context
+ * P_b V_b. Q and V are time-major, so example b's rows are at b * H with
+ * leading dimension B * H: GEMM_BATCHED over the examples, the context's
+ * rows interleaved as the output sequence's are.
+ */
+static void attention_softmax(struct cx *cx, int i, uint32_t opcode,
+			      struct tref x, struct tref y, struct tref dy)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *v = &cx->g->nodes[n->in[1]];
+	struct vtpu_cmd_softmax cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.m = cx->B * n->h, .n = v->h, .rows_per_group = n->h,
+		.x = opnd(x), .y = opnd(y), .dy = opnd(dy),
+	};
+
+	if (n->mask >= 0) {
+		cmd.flags = VTPU_SOFTMAX_LENGTHS;
+		cmd.lengths = opnd(token_lengths(cx, n->mask));
+	}
+	emit(cx, &cmd);
+}
+
+/* C_b = op(A_b) op(B_b) over the examples; time-major operands strided. */
+static void attn_gemm(struct cx *cx, int i, uint32_t flags, uint32_t m,
+		      uint32_t nn, uint32_t k, struct tref a, bool a_seq,
+		      struct tref b, bool b_seq, struct tref c, bool c_seq,
+		      float beta)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, B = cx->B, tq = n->h;
+	uint32_t tk = cx->g->nodes[n->in[1]].h;
+	/* a [Tq][Tk] matrix of scores per example, or a sequence's rows */
+	uint64_t sm = (uint64_t)tq * tk;
+	struct bgemm bg = {
+		.batch = B, .m = m, .n = nn, .k = k, .flags = flags,
+		.lda = a_seq ? B * H : tk, .ldb = b_seq ? B * H : tk,
+		.ldc = c_seq ? B * H : tk,
+		.sa = a_seq ? H : sm, .sb = b_seq ? H : sm,
+		.sc = c_seq ? H : sm, .a = a, .b = b, .c = c, .beta = beta,
+	};
+
+	gemm_batched(cx, &bg);
+}
+
+static void attention_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, tq = n->h, tk = cx->g->nodes[n->in[1]].h;
+	uint64_t scores = (uint64_t)cx->B * tq * tk * 4;
+	struct tref q = cx->val[n->in[0]], v = cx->val[n->in[1]];
+	struct tref s = work(cx, scores);
+
+	cx->aux[i] = work(cx, scores);
+	cx->val[i] = work(cx, (uint64_t)cx->B * tq * H * 4);
+	attn_gemm(cx, i, VTPU_GEMM_TRANS_B, tq, tk, H, q, true, v, true, s,
+		  false, 0.0f);
+	attention_softmax(cx, i, VTPU_OP_SOFTMAX, s, cx->aux[i], at(0, 0));
+	attn_gemm(cx, i, 0, tq, H, tk, cx->aux[i], false, v, true, cx->val[i],
+		  true, 0.0f);
+}
+
+static void attention_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, tq = n->h, tk = cx->g->nodes[n->in[1]].h;
+	uint64_t scores = (uint64_t)cx->B * tq * tk * 4;
+	int qi = n->in[0], vi = n->in[1];
+	struct tref q = cx->val[qi], v = cx->val[vi], dctx = cx->grad[i];
+	struct tref dp = work(cx, scores), ds = work(cx, scores), dx, tmp;
+
+	/* dP_b = dctx_b V_b^T, dS = the softmax's gradient */
+	attn_gemm(cx, i, VTPU_GEMM_TRANS_B, tq, tk, H, dctx, true, v, true, dp,
+		  false, 0.0f);
+	attention_softmax(cx, i, VTPU_OP_SOFTMAX_GRAD, ds, cx->aux[i], dp);
+	if (cx->needs_grad[qi]) {	/* dQ_b = dS_b V_b */
+		dx = grad_begin(cx, qi, &tmp);
+		attn_gemm(cx, i, 0, tq, H, tk, ds, false, v, true, dx, true,
+			  0.0f);
+		grad_end(cx, qi, tmp);
+	}
+	if (cx->needs_grad[vi]) {	/* dV_b = P_b^T dctx_b + dS_b^T Q_b */
+		dx = grad_begin(cx, vi, &tmp);
+		attn_gemm(cx, i, VTPU_GEMM_TRANS_A, tk, H, tq, cx->aux[i],
+			  false, dctx, true, dx, true, 0.0f);
+		attn_gemm(cx, i, VTPU_GEMM_TRANS_A, tk, H, tq, ds, false, q,
+			  true, dx, true, 1.0f);
+		grad_end(cx, vi, tmp);
+	}
+}
+
+/* A concatenation is read in parts by the dense layer that takes it. */
+static void concat_fwd(struct cx *cx, int i)
+{
+	(void)cx;
+	(void)i;
+}
+
 /* The op table: one entry per node type, as kann has. */
 static const struct {
 	void (*fwd)(struct cx *cx, int i);
@@ -845,6 +1352,12 @@ static const struct {
 	[VG_FLATTEN] = { flatten_fwd, flatten_bwd },
 	[VG_ADD] = { add_fwd, add_bwd },
 	[VG_DROPOUT] = { dropout_fwd, dropout_bwd },
+	[VG_TOKENS] = { tokens_fwd, NULL },
+	[VG_EMBEDDING] = { embedding_fwd, embedding_bwd },
+	[VG_LSTM] = { lstm_fwd, lstm_bwd },
+	[VG_LSTM_STATE] = { lstm_state_fwd, lstm_state_bwd },
+	[VG_ATTENTION] = { attention_fwd, attention_bwd },
+	[VG_CONCAT] = { concat_fwd, NULL },
 	[VG_LOSS] = { loss_fwd, NULL },
 };
 
@@ -1010,10 +1523,11 @@ static void lower(struct cx *cx)
 /* How many inputs of the graph's nodes are node @x. */
 static int consumers(const struct vtpu_graph *g, int x)
 {
-	int k, uses = 0;
+	int k, j, uses = 0;
 
 	for (k = 0; k < g->nnodes; k++)
-		uses += (g->nodes[k].in[0] == x) + (g->nodes[k].in[1] == x);
+		for (j = 0; j < VG_MAX_IN; j++)
+			uses += g->nodes[k].in[j] == x;
 	return uses;
 }
 
@@ -1063,14 +1577,15 @@ static void plan_relu_folding(struct cx *cx)
 static void mark_needs_grad(struct cx *cx)
 {
 	const struct vtpu_graph *g = cx->g;
-	int i;
+	int i, j;
 
 	for (i = 0; i < g->nnodes; i++) {
 		const struct vg_node *n = &g->nodes[i];
 
-		cx->needs_grad[i] = n->weight >= 0 ||
-				    (n->in[0] >= 0 && cx->needs_grad[n->in[0]]) ||
-				    (n->in[1] >= 0 && cx->needs_grad[n->in[1]]);
+		cx->needs_grad[i] = n->weight >= 0;
+		for (j = 0; j < VG_MAX_IN; j++)
+			if (n->in[j] >= 0 && cx->needs_grad[n->in[j]])
+				cx->needs_grad[i] = true;
 	}
 }
 
@@ -1092,7 +1607,8 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	int i;
 
 	memset(prog, 0, sizeof(*prog));
-	if (g->input < 0 || g->loss < 0 || !batch || !g->nparam_floats)
+	if ((g->input < 0 && !g->ntokens) || g->loss < 0 || !batch ||
+	    !g->nparam_floats)
 		return -EINVAL;
 	classes = g->nodes[g->loss].c;
 	vg_state_layout(g, opt->kind, &cx.sl);
@@ -1104,8 +1620,10 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	cx.pool_of = calloc(g->nnodes, sizeof(*cx.pool_of));
 	cx.relu_folded = calloc(g->nnodes, sizeof(*cx.relu_folded));
 	cx.pool_relu = calloc(g->nnodes, sizeof(*cx.pool_relu));
+	cx.want_bwd = calloc(g->nnodes, sizeof(*cx.want_bwd));
+	cx.lstm = calloc(g->nnodes, sizeof(*cx.lstm));
 	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of ||
-	    !cx.relu_folded || !cx.pool_relu) {
+	    !cx.relu_folded || !cx.pool_relu || !cx.want_bwd || !cx.lstm) {
 		cx.err = -ENOMEM;
 		goto out;
 	}
@@ -1138,7 +1656,8 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 		ops[g->nodes[i].op].fwd(&cx, i);
 	if (kind == VG_PROG_TRAIN) {
 		for (i = g->nnodes - 1; i >= 0 && !cx.err; i--)
-			if (ops[g->nodes[i].op].bwd && cx.grad[i].sid)
+			if (ops[g->nodes[i].op].bwd &&
+			    (cx.grad[i].sid || cx.want_bwd[i]))
 				ops[g->nodes[i].op].bwd(&cx, i);
 		optimizer(&cx);
 	}
@@ -1167,7 +1686,9 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 						 &pos);)
 		prog->commands++;
 	prog->metrics_stride = VG_METRIC_PROBS +
-		(kind == VG_PROG_PREDICT ? batch * classes * 4 : 0);
+		(kind == VG_PROG_PREDICT ?
+			 vg_node_rows(&g->nodes[g->loss], batch) * classes * 4 :
+			 0);
 	prog->compile_ms = now_ms() - t0;
 out:
 	vtpu_cmdbuf_fini(&cx.cb);
@@ -1179,6 +1700,8 @@ out:
 	free(cx.pool_of);
 	free(cx.relu_folded);
 	free(cx.pool_relu);
+	free(cx.want_bwd);
+	free(cx.lstm);
 	return cx.err;
 }
 

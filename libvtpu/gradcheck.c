@@ -47,8 +47,8 @@ static int gc_setup(struct gc *c, struct vtpu_graph *g, uint32_t batch,
 		    const uint8_t *images, const uint32_t *labels)
 {
 	const struct vg_optim sgd = { .kind = VTPU_OPT_SGD };
-	const struct vg_node *in = &g->nodes[g->input];
-	uint64_t isz = (uint64_t)batch * vg_node_size(in);
+	uint64_t isz = vg_inputs_bytes(g, batch);
+	uint64_t lsz = vg_node_rows(&g->nodes[g->loss], batch) * 4;
 	struct vg_state_layout sl;
 	struct vtpu_rng rng;
 	int ret, i;
@@ -71,13 +71,13 @@ static int gc_setup(struct gc *c, struct vtpu_graph *g, uint32_t batch,
 	if (!ret)
 		ret = vg_bo_create(&c->rt, isz, &c->images);
 	if (!ret)
-		ret = vg_bo_create(&c->rt, batch * 4ull, &c->labels);
+		ret = vg_bo_create(&c->rt, lsz, &c->labels);
 	if (!ret)
 		ret = vg_bo_create(&c->rt, c->eval.metrics_stride, &c->metrics);
 	if (ret)
 		return ret;
 	memcpy(c->images.map, images, isz);
-	memcpy(c->labels.map, labels, batch * 4ull);
+	memcpy(c->labels.map, labels, lsz);
 
 	/* weights of the scale Keras would give them, biases not zero */
 	vtpu_rng_seed(&rng, 42);
@@ -85,7 +85,9 @@ static int gc_setup(struct gc *c, struct vtpu_graph *g, uint32_t batch,
 		const struct vg_param *p = &g->params[i];
 		float *w = (float *)c->state.map + p->offset;
 		float lim = p->is_bias ? 0.1f :
-				sqrtf(6.0f / (p->fan_in + p->fan_out));
+			    p->init == VG_INIT_UNIFORM ?
+					0.5f :
+					sqrtf(6.0f / (p->fan_in + p->fan_out));
 
 		for (uint64_t j = 0; j < p->count; j++)
 			w[j] = lim * (2.0f * (vtpu_rng_next(&rng) >> 40) /

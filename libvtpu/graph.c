@@ -9,12 +9,16 @@
 #include <string.h>
 
 #include "graph_priv.h"
+#include "vtpu_text.h"
 
 static const char *const layer_names[] = {
 	[VG_INPUT] = "input", [VG_DENSE] = "dense",
 	[VG_CONV2D] = "conv2d", [VG_MAXPOOL] = "max_pooling2d",
 	[VG_RELU] = "re_lu",  [VG_FLATTEN] = "flatten",
 	[VG_ADD] = "add",     [VG_DROPOUT] = "dropout",
+	[VG_TOKENS] = "tokens", [VG_EMBEDDING] = "embedding",
+	[VG_LSTM] = "lstm",   [VG_LSTM_STATE] = "lstm_state",
+	[VG_ATTENTION] = "attention", [VG_CONCAT] = "concatenate",
 	[VG_LOSS] = "loss",
 };
 
@@ -44,9 +48,24 @@ uint64_t vtpu_graph_num_params(const struct vtpu_graph *g)
 	return g->nparams_total;
 }
 
+/* A node other ops may take: a concatenation feeds dense layers only. */
 static bool valid_node(const struct vtpu_graph *g, int x)
 {
-	return x >= 0 && x < g->nnodes && g->nodes[x].op != VG_LOSS;
+	return x >= 0 && x < g->nnodes && g->nodes[x].op != VG_LOSS &&
+	       g->nodes[x].op != VG_CONCAT;
+}
+
+/* An image-like tensor (not a sequence, not tokens): conv, pool, flatten. */
+static bool valid_image(const struct vtpu_graph *g, int x)
+{
+	return valid_node(g, x) && !g->nodes[x].seq;
+}
+
+/* A sequence of features (not token ids). */
+static bool valid_seq(const struct vtpu_graph *g, int x)
+{
+	return valid_node(g, x) && g->nodes[x].seq &&
+	       g->nodes[x].op != VG_TOKENS;
 }
 
 /* Return: the new node's index, or -errno. */
@@ -71,6 +90,11 @@ static int add_node(struct vtpu_graph *g, enum vg_op op, int in0, int in1,
 	n->op = op;
 	n->in[0] = in0;
 	n->in[1] = in1;
+	n->in[2] = -1;
+	n->mask = -1;
+	n->weight2 = -1;
+	/* element-wise ops keep their input's layout */
+	n->seq = in0 >= 0 && g->nodes[in0].seq;
 	n->h = h;
 	n->w = w;
 	n->c = c;
@@ -117,6 +141,7 @@ static int add_param(struct vtpu_graph *g, int node, const char *what,
 	p->fan_in = fan_in;
 	p->fan_out = fan_out;
 	p->is_bias = is_bias;
+	p->init = is_bias ? VG_INIT_ZERO : VG_INIT_GLOROT;
 	return g->nparams++;
 }
 
@@ -124,7 +149,7 @@ int vtpu_graph_input(struct vtpu_graph *g, uint32_t h, uint32_t w, uint32_t c)
 {
 	int n;
 
-	if (g->input >= 0)
+	if (g->input >= 0 || g->ntokens)
 		return -EEXIST;
 	n = add_node(g, VG_INPUT, -1, -1, h, w, c);
 	if (n >= 0)
@@ -138,10 +163,18 @@ int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 	uint64_t k, dims[2];
 	int n, ret;
 
-	if (!valid_node(g, x) || !units || act > VTPU_ACT_SOFTMAX)
+	bool seq, cat;
+
+	if (x < 0 || x >= g->nnodes || g->nodes[x].op == VG_LOSS ||
+	    g->nodes[x].op == VG_TOKENS || !units || act > VTPU_ACT_TANH)
 		return -EINVAL;
-	k = vg_node_size(&g->nodes[x]);
-	n = add_node(g, VG_DENSE, x, -1, 1, 1, units);
+	/* on a sequence: the last axis, every step alike (TimeDistributed) */
+	seq = g->nodes[x].seq;
+	cat = g->nodes[x].op == VG_CONCAT;
+	k = seq ? g->nodes[x].c : vg_node_size(&g->nodes[x]);
+	if (k > VTPU_MAX_DIM || (seq && act == VTPU_ACT_SOFTMAX))
+		return -EINVAL;
+	n = add_node(g, VG_DENSE, x, -1, seq ? g->nodes[x].h : 1, 1, units);
 	if (n < 0)
 		return n;
 	g->nodes[n].act = act;
@@ -150,6 +183,8 @@ int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 	ret = add_param(g, n, "kernel", 2, dims, k, units, false);
 	if (ret < 0)
 		return ret;
+	/* over a concatenation: one GEMM per part, on its block of rows */
+	g->params[ret].rows_only = cat;
 	g->nodes[n].weight = ret;
 	ret = add_param(g, n, "bias", 1, &dims[1], k, units, true);
 	if (ret < 0)
@@ -192,8 +227,8 @@ int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 	uint64_t dims[4];
 	int n, ret;
 
-	if (!valid_node(g, x) || !filters || act == VTPU_ACT_SOFTMAX ||
-	    pad > VTPU_PAD_SAME)
+	if (!valid_image(g, x) || !filters || act == VTPU_ACT_SOFTMAX ||
+	    act == VTPU_ACT_TANH || pad > VTPU_PAD_SAME)
 		return -EINVAL;
 	in = &g->nodes[x];
 	if (window_out(in->h, kh, stride, pad, &oh, &ph) ||
@@ -233,7 +268,7 @@ int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw)
 	uint32_t oh, ow, ph, pw;
 	int n;
 
-	if (!valid_node(g, x))
+	if (!valid_image(g, x))
 		return -EINVAL;
 	in = &g->nodes[x];
 	if (window_out(in->h, kh, kh, VTPU_PAD_VALID, &oh, &ph) ||
@@ -253,7 +288,7 @@ int vtpu_graph_relu(struct vtpu_graph *g, int x)
 {
 	const struct vg_node *in;
 
-	if (!valid_node(g, x))
+	if (!valid_node(g, x) || g->nodes[x].op == VG_TOKENS)
 		return -EINVAL;
 	in = &g->nodes[x];
 	return add_node(g, VG_RELU, x, -1, in->h, in->w, in->c);
@@ -261,7 +296,7 @@ int vtpu_graph_relu(struct vtpu_graph *g, int x)
 
 int vtpu_graph_flatten(struct vtpu_graph *g, int x)
 {
-	if (!valid_node(g, x))
+	if (!valid_image(g, x))
 		return -EINVAL;
 	return add_node(g, VG_FLATTEN, x, -1, 1, 1,
 			(uint32_t)vg_node_size(&g->nodes[x]));
@@ -275,7 +310,8 @@ int vtpu_graph_add(struct vtpu_graph *g, int x, int y)
 		return -EINVAL;
 	a = &g->nodes[x];
 	b = &g->nodes[y];
-	if (a->h != b->h || a->w != b->w || a->c != b->c)
+	if (a->h != b->h || a->w != b->w || a->c != b->c || a->seq != b->seq ||
+	    a->op == VG_TOKENS || b->op == VG_TOKENS)
 		return -EINVAL;
 	return add_node(g, VG_ADD, x, y, a->h, a->w, a->c);
 }
@@ -285,7 +321,8 @@ int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate)
 	const struct vg_node *in;
 	int n;
 
-	if (!valid_node(g, x) || !(rate >= 0.0f && rate < 1.0f))
+	if (!valid_node(g, x) || g->nodes[x].op == VG_TOKENS ||
+	    !(rate >= 0.0f && rate < 1.0f))
 		return -EINVAL;
 	in = &g->nodes[x];
 	n = add_node(g, VG_DROPOUT, x, -1, in->h, in->w, in->c);
@@ -304,12 +341,234 @@ int vtpu_graph_loss(struct vtpu_graph *g, int logits)
 	if (!valid_node(g, logits) || g->loss >= 0)
 		return -EINVAL;
 	in = &g->nodes[logits];
-	if (in->h != 1 || in->w != 1 || in->c < 2)
+	if ((!in->seq && in->h != 1) || in->w != 1 || in->c < 2 ||
+	    in->op == VG_TOKENS || in->c > VTPU_XENT_MAX_CLASSES)
 		return -EINVAL;
-	n = add_node(g, VG_LOSS, logits, -1, 1, 1, in->c);
+	n = add_node(g, VG_LOSS, logits, -1, in->h, 1, in->c);
 	if (n >= 0)
 		g->loss = n;
 	return n;
+}
+
+int vtpu_graph_tokens(struct vtpu_graph *g, uint32_t len)
+{
+	int n;
+
+	if (g->input >= 0)
+		return -EEXIST;
+	if (g->ntokens == VG_MAX_TOKEN_INPUTS)
+		return -ENOSPC;
+	if (!len || len > VTPU_MAX_DIM)
+		return -EINVAL;
+	n = add_node(g, VG_TOKENS, -1, -1, len, 1, 1);
+	if (n < 0)
+		return n;
+	g->nodes[n].seq = true;
+	g->nodes[n].slot = g->ntokens;
+	g->tokens[g->ntokens++] = n;
+	return n;
+}
+
+int vtpu_graph_embedding(struct vtpu_graph *g, int tokens, uint32_t vocab,
+			 uint32_t dim)
+{
+	uint64_t dims[2] = { vocab, dim };
+	int n, ret;
+
+	if (tokens < 0 || tokens >= g->nnodes ||
+	    g->nodes[tokens].op != VG_TOKENS || !vocab || !dim ||
+	    vocab > VTPU_MAX_DIM || dim > VTPU_MAX_DIM ||
+	    (uint64_t)vocab * dim > VTPU_MAX_ELEMS)
+		return -EINVAL;
+	n = add_node(g, VG_EMBEDDING, tokens, -1, g->nodes[tokens].h, 1, dim);
+	if (n < 0)
+		return n;
+	ret = add_param(g, n, "embeddings", 2, dims, vocab, dim, false);
+	if (ret < 0)
+		return ret;
+	g->params[ret].init = VG_INIT_UNIFORM;
+	g->params[ret].rows_only = true;	/* looked up by rows */
+	g->nodes[n].weight = ret;
+	return n;
+}
+
+/* An LSTM's initial state: none (-1), or a vector of @units per example. */
+static bool valid_state(const struct vtpu_graph *g, int x, uint32_t units)
+{
+	return x == -1 || (valid_node(g, x) && !g->nodes[x].seq &&
+			   g->nodes[x].h == 1 && g->nodes[x].w == 1 &&
+			   g->nodes[x].c == units);
+}
+
+int vtpu_graph_lstm(struct vtpu_graph *g, int x, uint32_t units, int init_h,
+		    int init_c, struct vtpu_lstm_nodes *out)
+{
+	char name[sizeof(g->nodes[0].name)];
+	uint64_t dims[2];
+	uint32_t d;
+	int n, ret, i;
+
+	if (!valid_seq(g, x) || !units || (uint64_t)4 * units > VTPU_MAX_DIM ||
+	    !valid_state(g, init_h, units) || !valid_state(g, init_c, units) ||
+	    (init_h < 0) != (init_c < 0))
+		return -EINVAL;
+	d = g->nodes[x].c;
+	n = add_node(g, VG_LSTM, x, init_h, g->nodes[x].h, 1, units);
+	if (n < 0)
+		return n;
+	g->nodes[n].in[2] = init_c;
+	/* Keras' layout: gates i, f, c, o side by side, [in, 4 units] */
+	dims[0] = d;
+	dims[1] = 4ull * units;
+	ret = add_param(g, n, "kernel", 2, dims, d, 4 * units, false);
+	if (ret < 0)
+		return ret;
+	g->params[ret].rows_only = true; /* read by gate: column blocks */
+	g->nodes[n].weight = ret;
+	dims[0] = units;
+	ret = add_param(g, n, "recurrent_kernel", 2, dims, units, 4 * units,
+			false);
+	if (ret < 0)
+		return ret;
+	g->params[ret].rows_only = true;
+	g->nodes[n].weight2 = ret;
+	ret = add_param(g, n, "bias", 1, &dims[1], 0, 0, true);
+	if (ret < 0)
+		return ret;
+	g->params[ret].init = VG_INIT_FORGET_ONE;
+	g->nodes[n].bias = ret;
+	if (!out)
+		return n;
+	out->seq = n;
+	memcpy(name, g->nodes[n].name, sizeof(name));
+	for (i = 0; i < 2; i++) {
+		int s = add_node(g, VG_LSTM_STATE, n, -1, 1, 1, units);
+
+		if (s < 0)
+			return s;
+		g->nodes[s].seq = false;
+		g->nodes[s].slot = i;
+		snprintf(g->nodes[s].name, sizeof(g->nodes[s].name), "%.28s/%c",
+			 name, i ? 'c' : 'h');
+		if (i)
+			out->c = s;
+		else
+			out->h = s;
+	}
+	return n;
+}
+
+int vtpu_graph_attention(struct vtpu_graph *g, int query, int value,
+			 int mask)
+{
+	const struct vg_node *q, *v;
+	int n;
+
+	if (!valid_seq(g, query) || !valid_seq(g, value))
+		return -EINVAL;
+	q = &g->nodes[query];
+	v = &g->nodes[value];
+	if (q->c != v->c ||
+	    (mask != -1 && (mask < 0 || mask >= g->nnodes ||
+			    g->nodes[mask].op != VG_TOKENS ||
+			    g->nodes[mask].h != v->h)) ||
+	    v->h > VTPU_SOFTMAX_MAX_COLS)
+		return -EINVAL;
+	n = add_node(g, VG_ATTENTION, query, value, q->h, 1, q->c);
+	if (n >= 0)
+		g->nodes[n].mask = mask;
+	return n;
+}
+
+int vtpu_graph_concat(struct vtpu_graph *g, int x, int y)
+{
+	const struct vg_node *a, *b;
+
+	if (!valid_node(g, x) || !valid_node(g, y) ||
+	    g->nodes[x].op == VG_TOKENS || g->nodes[y].op == VG_TOKENS)
+		return -EINVAL;
+	a = &g->nodes[x];
+	b = &g->nodes[y];
+	/* along the last axis: steps of two sequences, or two vectors */
+	if (a->seq != b->seq || a->w != 1 || b->w != 1 || a->h != b->h ||
+	    (!a->seq && a->h != 1))
+		return -EINVAL;
+	return add_node(g, VG_CONCAT, x, y, a->h, 1, a->c + b->c);
+}
+
+uint64_t vg_tokens_offset(const struct vtpu_graph *g, int slot,
+			  uint32_t batch)
+{
+	uint64_t off = 0;
+	int k;
+
+	for (k = 0; k < slot; k++)
+		off += ((uint64_t)g->nodes[g->tokens[k]].h + 1) * batch * 4;
+	return off;
+}
+
+uint64_t vg_inputs_bytes(const struct vtpu_graph *g, uint32_t batch)
+{
+	if (g->ntokens)
+		return vg_tokens_offset(g, g->ntokens, batch);
+	if (g->input < 0)
+		return 0;
+	return (uint64_t)batch * vg_node_size(&g->nodes[g->input]);
+}
+
+uint64_t vtpu_graph_inputs_size(const struct vtpu_graph *g, uint32_t batch)
+{
+	return vg_inputs_bytes(g, batch);
+}
+
+int vtpu_graph_pack_tokens(const struct vtpu_graph *g, uint32_t batch,
+			   const uint32_t *const *ids, void *out)
+{
+	uint32_t *o = out;
+	uint32_t b, t, len;
+	int k;
+
+	if (!g->ntokens || !batch)
+		return -EINVAL;
+	for (k = 0; k < g->ntokens; k++) {
+		uint32_t T = g->nodes[g->tokens[k]].h;
+		const uint32_t *x = ids[k];
+
+		for (t = 0; t < T; t++)
+			for (b = 0; b < batch; b++)
+				*o++ = x[(uint64_t)b * T + t];
+		for (b = 0; b < batch; b++) {
+			for (len = 0; len < T; len++)
+				if (x[(uint64_t)b * T + len] == VTPU_TOK_PAD)
+					break;
+			*o++ = len;
+		}
+	}
+	return 0;
+}
+
+int64_t vtpu_graph_pack_labels(const struct vtpu_graph *g, uint32_t batch,
+			       const uint32_t *labels, uint32_t *out)
+{
+	const struct vg_node *n;
+	uint32_t b, t;
+	int64_t valid = 0;
+
+	if (g->loss < 0 || !g->nodes[g->loss].seq || !batch)
+		return -EINVAL;
+	n = &g->nodes[g->loss];
+	for (t = 0; t < n->h; t++)
+		for (b = 0; b < batch; b++) {
+			uint32_t y = labels[(uint64_t)b * n->h + t];
+
+			/* SOFTMAX_XENT ignores a row whose label is >= n */
+			if (y == VTPU_TOK_PAD)
+				y = UINT32_MAX;
+			else
+				valid++;
+			out[(uint64_t)t * batch + b] = y;
+		}
+	return valid;
 }
 
 void vg_state_layout(const struct vtpu_graph *g, enum vtpu_optimizer opt,
@@ -334,7 +593,8 @@ void vg_set_layouts(struct vtpu_graph *g, bool panels)
 	for (i = 0; i < g->nparams; i++) {
 		struct vg_param *p = &g->params[i];
 
-		p->panels = panels && !p->is_bias && p->ndim == 2 &&
+		p->panels = panels && !p->is_bias && !p->rows_only &&
+			    p->ndim == 2 &&
 			    p->dims[1] % VTPU_GEMM_PANEL == 0;
 	}
 }

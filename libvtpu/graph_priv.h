@@ -18,13 +18,43 @@ enum vg_op {
 	VG_FLATTEN,
 	VG_ADD,
 	VG_DROPOUT,
-	VG_LOSS,
+	VG_TOKENS,
+	VG_EMBEDDING,
+	VG_LSTM,
+	VG_LSTM_STATE,
+	VG_ATTENTION,
+	VG_CONCAT,
+	VG_LOSS,	/* last: layer_count[] */
 };
 
-/* A node's per-example output is h x w x c (a vector: 1 x 1 x c). */
+/* Token inputs a graph may have (an encoder-decoder has two). */
+#define VG_MAX_TOKEN_INPUTS 8
+/* Inputs of a node: x (and y, or an LSTM's initial h and c). */
+#define VG_MAX_IN 3
+
+/* How a parameter starts (the model's initialiser, Keras' defaults). */
+enum vg_init {
+	VG_INIT_GLOROT,		/* kernels: uniform, sqrt(6 / (fan_in + out)) */
+	VG_INIT_ZERO,		/* biases */
+	VG_INIT_FORGET_ONE,	/* an LSTM's bias: 1 for the forget gate */
+	VG_INIT_UNIFORM,	/* embeddings: uniform in +-0.05 */
+};
+
+/*
+ * A node's per-example output is h x w x c (a vector: 1 x 1 x c). A
+ * sequence (@seq) is h = T steps of c features, stored time-major:
+ * [T][batch][c], so that a step of the whole batch is one contiguous
+ * block (what a recurrence's GEMMs and element-wise commands need) and
+ * an op on the last axis is one GEMM over T * batch rows.
+ */
 struct vg_node {
 	enum vg_op op;
-	int in[2];
+	int in[VG_MAX_IN];		/* -1: none */
+	bool seq;
+	int slot;			/* tokens: which input; lstm_state: 0 h, 1 c */
+	int mask;			/* attention: the tokens whose lengths mask
+					 * the keys, or -1 */
+	int weight2;			/* lstm: the recurrent kernel */
 	uint32_t h, w, c;
 	enum vtpu_activation act;
 	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool */
@@ -42,6 +72,8 @@ struct vg_param {
 	uint64_t offset; /* in floats, within the parameter block */
 	uint32_t fan_in, fan_out;
 	bool is_bias;
+	bool rows_only;	 /* read by column blocks: never in panels */
+	enum vg_init init;
 	bool panels;	 /* stored in panels: vg_set_layouts() */
 };
 
@@ -53,6 +85,8 @@ struct vtpu_graph {
 	uint64_t nparam_floats; /* the parameter block, each one 16-aligned */
 	uint64_t nparams_total; /* sum of params[].count */
 	int input;		/* node, or -1 */
+	int tokens[VG_MAX_TOKEN_INPUTS]; /* token input nodes, in order */
+	int ntokens;
 	float input_scale;	/* pixel value -> input, 1/255 by default */
 	float input_shift;	/* ... plus this, 0 by default */
 	uint32_t seed;		/* dropout masks */
@@ -64,6 +98,20 @@ struct vtpu_graph {
 static inline uint64_t vg_node_size(const struct vg_node *n)
 {
 	return (uint64_t)n->h * n->w * n->c;
+}
+
+/*
+ * The inputs buffer of a graph with token inputs: for each one in order,
+ * u32 ids [T][batch] (time-major) then u32 lengths [batch] (the tokens
+ * before the padding, what attention masks by). Byte offsets.
+ */
+uint64_t vg_tokens_offset(const struct vtpu_graph *g, int slot,
+			  uint32_t batch);
+uint64_t vg_inputs_bytes(const struct vtpu_graph *g, uint32_t batch);
+/* Rows of a node's output over a batch: batch, or T * batch (sequence). */
+static inline uint64_t vg_node_rows(const struct vg_node *n, uint32_t batch)
+{
+	return n->seq ? (uint64_t)n->h * batch : batch;
 }
 
 /*

@@ -366,7 +366,27 @@ static float uniform(struct vtpu_rng *rng, float limit)
 	return (float)((2.0 * u - 1.0) * limit);
 }
 
-/* Keras' defaults: glorot-uniform kernels, zero biases. */
+/* Keras' defaults for one element @j of @pr. */
+static float init_value(struct vtpu_model *m, const struct vg_param *pr,
+			uint64_t j)
+{
+	switch (pr->init) {
+	case VG_INIT_GLOROT:
+		return uniform(&m->rng, sqrtf(6.0f / (pr->fan_in + pr->fan_out)));
+	case VG_INIT_UNIFORM:
+		return uniform(&m->rng, 0.05f);
+	case VG_INIT_FORGET_ONE: /* gates i, f, c, o: unit_forget_bias */
+		return j / (pr->count / 4) == 1 ? 1.0f : 0.0f;
+	default:
+		return 0.0f;
+	}
+}
+
+/*
+ * Keras' defaults: glorot-uniform kernels, zero biases (an LSTM's forget
+ * gate 1), embeddings uniform in +-0.05. (Keras starts an LSTM's
+ * recurrent kernel orthogonal; here it is glorot-uniform too.)
+ */
 static void init_weights(struct vtpu_model *m)
 {
 	float *p = (float *)((char *)m->state.map + m->sl.params);
@@ -374,13 +394,12 @@ static void init_weights(struct vtpu_model *m)
 
 	for (i = 0; i < m->g->nparams; i++) {
 		const struct vg_param *pr = &m->g->params[i];
-		float limit = sqrtf(6.0f / (pr->fan_in + pr->fan_out));
 		uint64_t j;
 
 		/* drawn in row-major order, whatever the layout */
 		for (j = 0; j < pr->count; j++)
 			p[pr->offset + vg_param_index(pr, j)] =
-				pr->is_bias ? 0.0f : uniform(&m->rng, limit);
+				init_value(m, pr, j);
 	}
 }
 

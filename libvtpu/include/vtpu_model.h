@@ -58,6 +58,7 @@ enum vtpu_activation {
 	VTPU_ACT_NONE = 0,
 	VTPU_ACT_RELU = 1,
 	VTPU_ACT_SOFTMAX = 2, /* last layer only: fused with the loss */
+	VTPU_ACT_TANH = 3,    /* dense layers */
 };
 
 enum vtpu_padding {
@@ -98,6 +99,105 @@ VTPU_API int vtpu_graph_add(struct vtpu_graph *g, int x, int y);
  * graph is trained by minimising its mean over the batch.
  */
 VTPU_API int vtpu_graph_loss(struct vtpu_graph *g, int logits);
+
+/* ---- sequences ------------------------------------------------------------ */
+
+/*
+ * A sequence is T steps of c features per example (an embedding's output,
+ * an LSTM's), T fixed per graph: batches of other padded lengths use a
+ * graph built for their length. Dense layers act on its last axis, each
+ * step alike (Keras' TimeDistributed(Dense)); the loss on a sequence of
+ * logits is the mean cross-entropy over the steps whose label is not
+ * padding. Convolutions, pooling and flatten take images only.
+ */
+
+/**
+ * vtpu_graph_tokens() - an input of @len token ids per example (u32; a
+ * graph has either an image input or up to 8 token inputs). Sentences
+ * are left-aligned and padded with VTPU_TOK_PAD (vtpu_text.h); how they
+ * are laid out for the device: vtpu_graph_pack_tokens().
+ */
+VTPU_API int vtpu_graph_tokens(struct vtpu_graph *g, uint32_t len);
+
+/**
+ * vtpu_graph_embedding() - each token id replaced by its row of a
+ * [@vocab, @dim] table (uniform in +-0.05 at first, as Keras); an id >=
+ * @vocab gives a zero row and no gradient.
+ */
+VTPU_API int vtpu_graph_embedding(struct vtpu_graph *g, int tokens,
+				  uint32_t vocab, uint32_t dim);
+
+/** struct vtpu_lstm_nodes - an LSTM's outputs: every step's h, the last h, c */
+struct vtpu_lstm_nodes {
+	int seq, h, c;
+};
+
+/**
+ * vtpu_graph_lstm() - a Keras LSTM (gates i, f, c, o; sigmoid and tanh;
+ * kernel [in, 4 units], recurrent_kernel [units, 4 units], bias [4 units]
+ * with the forget gate's part 1 at first), unrolled over the sequence
+ * @x's steps in the compiled step
+ * @init_h, @init_c: the initial state, vectors of @units (an encoder's
+ *	final state, for a decoder), or both -1 for zeros
+ * @out: if not NULL, the nodes of the outputs (return_sequences and
+ *	return_state: the sequence, the last h and the last c)
+ * Return: the sequence node, or -errno.
+ */
+VTPU_API int vtpu_graph_lstm(struct vtpu_graph *g, int x, uint32_t units,
+			     int init_h, int init_c,
+			     struct vtpu_lstm_nodes *out);
+
+/**
+ * vtpu_graph_attention() - Luong's dot-product attention (Keras'
+ * Attention()): for each step of @query, softmax(query . value^T) over
+ * the steps of @value, then the weighted sum of @value's steps: a
+ * sequence as long as @query, as wide as both.
+ * @mask: a token input as long as @value whose lengths mark the keys
+ *	that are not padding (vtpu_graph_pack_tokens()), or -1 for none
+ */
+VTPU_API int vtpu_graph_attention(struct vtpu_graph *g, int query, int value,
+				  int mask);
+
+/**
+ * vtpu_graph_concat() - @x and @y side by side along the last axis (two
+ * sequences of the same length, or two vectors). Only a dense layer may
+ * take it (it runs as one GEMM per part: nothing is copied).
+ */
+VTPU_API int vtpu_graph_concat(struct vtpu_graph *g, int x, int y);
+
+/**
+ * vtpu_graph_inputs_size() - bytes of the inputs of @batch examples: the
+ * images (u8), or the packed token inputs.
+ */
+VTPU_API uint64_t vtpu_graph_inputs_size(const struct vtpu_graph *g,
+					 uint32_t batch);
+
+/**
+ * vtpu_graph_pack_tokens() - lay out @batch examples' token inputs as the
+ * compiled step reads them: for each token input in the order they were
+ * made, u32 ids [T][batch] (time-major) then u32 lengths [batch], the
+ * tokens before the first VTPU_TOK_PAD
+ * @ids: per token input, u32 [batch][T] (row-major, padded)
+ * @out: vtpu_graph_inputs_size() bytes
+ * Return: 0, or -EINVAL for a graph without token inputs.
+ */
+VTPU_API int vtpu_graph_pack_tokens(const struct vtpu_graph *g,
+				    uint32_t batch,
+				    const uint32_t *const *ids, void *out);
+
+/**
+ * vtpu_graph_pack_labels() - a sequence loss's labels as the step reads
+ * them: u32 [T][batch] time-major, padding (VTPU_TOK_PAD) turned into
+ * an ignored label (>= the classes).
+ * @labels: u32 [batch][T], row-major
+ * @out: u32 [T * batch]
+ * Return: the labels that count (not padding), or -EINVAL without a
+ * sequence loss.
+ */
+VTPU_API int64_t vtpu_graph_pack_labels(const struct vtpu_graph *g,
+					uint32_t batch,
+					const uint32_t *labels,
+					uint32_t *out);
 
 /** vtpu_graph_num_params() - trainable scalars in the graph. */
 VTPU_API uint64_t vtpu_graph_num_params(const struct vtpu_graph *g);
@@ -388,8 +488,11 @@ VTPU_API const char *vtpu_model_error(const struct vtpu_model *m);
  * difference is the derivative: it is skipped.
  * @g: a graph with a loss
  * @batch: examples
- * @images: u8 [batch, input shape]
- * @labels: u32 [batch]
+ * @images: u8 [batch, input shape], or for a graph of token inputs
+ *	vtpu_graph_inputs_size() bytes as vtpu_graph_pack_tokens() lays
+ *	them out
+ * @labels: u32 [batch], or for a sequence loss u32 [T * batch] as
+ *	vtpu_graph_pack_labels() lays them out
  * @max_rel: out, the largest relative error seen
  * Return: 0, -ERANGE if most probes sat on kinks (nothing was checked),
  * -EINVAL for a graph with dropout (its masks change every step), or

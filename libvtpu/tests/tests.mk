@@ -11,7 +11,8 @@
 # per-file static list.
 TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise seq softmax \
 	train validate)
-HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model test_text) \
+HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model \
+	test_seq_model test_text) \
 	$(TEST_OPS)
 
 # test_data reads the real datasets beside the checkout.

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Sequence models in the graph API: token inputs, embeddings, LSTMs,
+ * attention, concatenation and a sequence loss, compiled into one
+ * command stream. The forward pass against a double-precision reference
+ * written here from the layers' definitions (Keras' LSTM, Luong's
+ * attention), the backward pass against finite differences
+ * (vtpu_gradcheck), and the graph's rejections.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include <vtpu_model.h>
+#include <vtpu_text.h>
+
+#include "../graph_priv.h"
+
+/* The encoder-decoder of the translation example, small. */
+struct s2s {
+	uint32_t ts, tt, vs, vt, e, h, a;	/* lengths, vocabularies, sizes */
+	int src, tgt, enc_emb, dec_emb, att, cat, comb, logits, loss;
+	struct vtpu_lstm_nodes enc, dec;
+};
+
+static struct vtpu_graph *build_s2s(struct s2s *m, bool attention)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x;
+
+	if (!g)
+		return NULL;
+	m->src = vtpu_graph_tokens(g, m->ts);
+	m->tgt = vtpu_graph_tokens(g, m->tt);
+	m->enc_emb = vtpu_graph_embedding(g, m->src, m->vs, m->e);
+	vtpu_graph_lstm(g, m->enc_emb, m->h, -1, -1, &m->enc);
+	m->dec_emb = vtpu_graph_embedding(g, m->tgt, m->vt, m->e);
+	vtpu_graph_lstm(g, m->dec_emb, m->h, m->enc.h, m->enc.c, &m->dec);
+	x = m->dec.seq;
+	if (attention) {
+		m->att = vtpu_graph_attention(g, m->dec.seq, m->enc.seq, m->src);
+		m->cat = vtpu_graph_concat(g, m->att, m->dec.seq);
+		m->comb = vtpu_graph_dense(g, m->cat, m->a, VTPU_ACT_TANH);
+		x = m->comb;
+	}
+	m->logits = vtpu_graph_dense(g, x, m->vt, VTPU_ACT_NONE);
+	m->loss = vtpu_graph_loss(g, m->logits);
+	if (m->loss < 0) {
+		vtpu_graph_destroy(g);
+		return NULL;
+	}
+	return g;
+}
+
+static uint64_t rng_state = 1;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng_state >> 33) % n;
+}
+
+/* Sentences: start, words, end, padding; lengths differ per example. */
+static void random_tokens(uint32_t *ids, uint32_t batch, uint32_t T,
+			  uint32_t vocab)
+{
+	uint32_t b, t, len;
+
+	for (b = 0; b < batch; b++) {
+		len = 2 + rnd(T - 1);	/* 2..T */
+		for (t = 0; t < T; t++) {
+			uint32_t *x = &ids[b * T + t];
+
+			if (t == 0)
+				*x = VTPU_TOK_START;
+			else if (t + 1 < len)
+				*x = VTPU_TOK_RESERVED +
+				     rnd(vocab - VTPU_TOK_RESERVED);
+			else
+				*x = t + 1 == len ? VTPU_TOK_END : VTPU_TOK_PAD;
+		}
+	}
+}
+
+/* ---- the reference: double precision, batch-major, plain loops --------- */
+
+static const float *P(const struct vtpu_graph *g, const float *state, int node,
+		      int which)
+{
+	const struct vg_node *n = &g->nodes[node];
+	int p = which == 0 ? n->weight : which == 1 ? n->weight2 : n->bias;
+
+	return state + g->params[p].offset;
+}
+
+static double sigm(double x)
+{
+	return 1 / (1 + exp(-x));
+}
+
+/* y [T][H] (and the last h, c) of an LSTM over x [T][d] from h0, c0. */
+static void ref_lstm(const float *k, const float *r, const float *bias,
+		     const double *x, uint32_t T, uint32_t d, uint32_t H,
+		     double *h, double *c, double *y)
+{
+	double *z = malloc(4 * H * sizeof(*z));
+	uint32_t t, j, q;
+
+	for (t = 0; t < T; t++) {
+		for (j = 0; j < 4 * H; j++) {
+			double s = bias[j];
+
+			for (q = 0; q < d; q++)
+				s += x[t * d + q] * k[q * 4 * H + j];
+			for (q = 0; q < H; q++)
+				s += h[q] * r[q * 4 * H + j];
+			z[j] = s;
+		}
+		for (j = 0; j < H; j++) {
+			double i = sigm(z[j]), f = sigm(z[H + j]);
+			double gg = tanh(z[2 * H + j]), o = sigm(z[3 * H + j]);
+
+			c[j] = f * c[j] + i * gg;
+			h[j] = o * tanh(c[j]);
+			y[t * H + j] = h[j];
+		}
+	}
+	free(z);
+}
+
+static void ref_embed(const float *table, const uint32_t *ids, uint32_t T,
+		      uint32_t vocab, uint32_t d, double *x)
+{
+	uint32_t t, j;
+
+	for (t = 0; t < T; t++)
+		for (j = 0; j < d; j++)
+			x[t * d + j] = ids[t] < vocab ? table[ids[t] * d + j] : 0;
+}
+
+/* The mean cross-entropy over the batch's target tokens that are not pads. */
+static double ref_loss(const struct vtpu_graph *g, const struct s2s *m,
+		       const float *st, uint32_t batch, const uint32_t *src,
+		       const uint32_t *lab, bool attention)
+{
+	uint32_t H = m->h, b, t, j, q, valid = 0;
+	double *xs = malloc(m->ts * m->e * 8), *xt = malloc(m->tt * m->e * 8);
+	double *ys = malloc(m->ts * H * 8), *yt = malloc(m->tt * H * 8);
+	double *hh = malloc(H * 8), *cc = malloc(H * 8);
+	double *feat = malloc((2 * H + m->a) * 8), *sc = malloc(m->ts * 8);
+	double total = 0;
+
+	for (b = 0; b < batch; b++) {
+		const uint32_t *s = src + b * m->ts, *tg = src + batch * m->ts +
+							b * m->tt;
+		uint32_t len = 0;
+
+		while (len < m->ts && s[len] != VTPU_TOK_PAD)
+			len++;
+		memset(hh, 0, H * 8);
+		memset(cc, 0, H * 8);
+		ref_embed(P(g, st, m->enc_emb, 0), s, m->ts, m->vs, m->e, xs);
+		ref_lstm(P(g, st, m->enc.seq, 0), P(g, st, m->enc.seq, 1),
+			 P(g, st, m->enc.seq, 2), xs, m->ts, m->e, H, hh, cc,
+			 ys);
+		ref_embed(P(g, st, m->dec_emb, 0), tg, m->tt, m->vt, m->e, xt);
+		ref_lstm(P(g, st, m->dec.seq, 0), P(g, st, m->dec.seq, 1),
+			 P(g, st, m->dec.seq, 2), xt, m->tt, m->e, H, hh, cc,
+			 yt);
+		for (t = 0; t < m->tt; t++) {
+			const double *in = yt + t * H;
+			uint32_t width = H, y = lab[b * m->tt + t];
+			double mx = -INFINITY, sum = 0, logit[64];
+			const float *w, *bias;
+
+			if (attention) {
+				/* context: softmax over the first len keys */
+				for (q = 0; q < len; q++) {
+					sc[q] = 0;
+					for (j = 0; j < H; j++)
+						sc[q] += in[j] * ys[q * H + j];
+					mx = fmax(mx, sc[q]);
+				}
+				for (q = 0; q < len; q++)
+					sum += sc[q] = exp(sc[q] - mx);
+				for (j = 0; j < H; j++) {
+					feat[j] = 0;
+					for (q = 0; q < len; q++)
+						feat[j] += sc[q] / sum *
+							   ys[q * H + j];
+					feat[H + j] = in[j];
+				}
+				w = P(g, st, m->comb, 0);
+				bias = P(g, st, m->comb, 2);
+				for (j = 0; j < m->a; j++) {
+					double z = bias[j];
+
+					for (q = 0; q < 2 * H; q++)
+						z += feat[q] * w[q * m->a + j];
+					feat[2 * H + j] = tanh(z);
+				}
+				in = feat + 2 * H;
+				width = m->a;
+			}
+			if (y == VTPU_TOK_PAD)
+				continue;
+			w = P(g, st, m->logits, 0);
+			bias = P(g, st, m->logits, 2);
+			mx = -INFINITY;
+			for (j = 0; j < m->vt; j++) {
+				logit[j] = bias[j];
+				for (q = 0; q < width; q++)
+					logit[j] += in[q] * w[q * m->vt + j];
+				mx = fmax(mx, logit[j]);
+			}
+			for (sum = 0, j = 0; j < m->vt; j++)
+				sum += exp(logit[j] - mx);
+			total += mx + log(sum) - logit[y];
+			valid++;
+		}
+	}
+	free(xs);
+	free(xt);
+	free(ys);
+	free(yt);
+	free(hh);
+	free(cc);
+	free(feat);
+	free(sc);
+	return total / valid;
+}
+
+/* Fill the state with weights of a trained network's scale. */
+static void random_state(const struct vtpu_graph *g, float *st)
+{
+	int i;
+
+	for (i = 0; i < g->nparams; i++) {
+		const struct vg_param *p = &g->params[i];
+
+		for (uint64_t j = 0; j < p->count; j++)
+			st[p->offset + j] = (rnd(2001) / 1000.0f - 1.0f) *
+					    (p->is_bias ? 0.2f : 0.6f);
+	}
+}
+
+/* The compiled evaluation step's loss on the cpu backend. */
+static int run_eval(struct vtpu_graph *g, uint32_t batch, const float *params,
+		    const void *inputs, const uint32_t *labels, int threads,
+		    float *loss, uint32_t *correct)
+{
+	const struct vg_optim opt = { .kind = VTPU_OPT_SGD };
+	struct vtpu_bo state, work, in, lab, met;
+	struct vtpu_bo *bufs[VG_NBUFS] = {
+		[VG_BUF_STATE] = &state, [VG_BUF_WORK] = &work,
+		[VG_BUF_IMAGES] = &in, [VG_BUF_LABELS] = &lab,
+		[VG_BUF_METRICS] = &met,
+	};
+	struct vg_state_layout sl;
+	struct vg_program prog;
+	struct vg_runtime rt;
+	uint64_t rows = vg_node_rows(&g->nodes[g->loss], batch);
+	int ret, fence;
+
+	ret = vg_runtime_open(&rt, "cpu", VTPU_CPU_GEMM_ENGINE, threads);
+	if (ret)
+		return ret;
+	vg_set_layouts(g, false);
+	vg_state_layout(g, VTPU_OPT_SGD, &sl);
+	ret = vg_compile(g, VG_PROG_EVAL, batch, &opt, &prog);
+	if (ret) {
+		vg_runtime_close(&rt);
+		return ret;
+	}
+	ret = vg_bo_create(&rt, sl.bytes, &state) ?:
+	      vg_bo_create(&rt, prog.work_bytes, &work) ?:
+	      vg_bo_create(&rt, vg_inputs_bytes(g, batch), &in) ?:
+	      vg_bo_create(&rt, rows * 4, &lab) ?:
+	      vg_bo_create(&rt, prog.metrics_stride, &met);
+	if (!ret) {
+		memcpy(state.map, params, g->nparam_floats * 4);
+		memcpy(in.map, inputs, vg_inputs_bytes(g, batch));
+		memcpy(lab.map, labels, rows * 4);
+		ret = vg_run(&rt, &prog, bufs, NULL, 0, 1, &fence, NULL, 0) ?:
+		      vg_wait(&rt, fence);
+		memcpy(loss, (char *)met.map + VG_METRIC_LOSS, 4);
+		memcpy(correct, (char *)met.map + VG_METRIC_CORRECT, 4);
+	}
+	vg_bo_destroy(&rt, &state);
+	vg_bo_destroy(&rt, &work);
+	vg_bo_destroy(&rt, &in);
+	vg_bo_destroy(&rt, &lab);
+	vg_bo_destroy(&rt, &met);
+	vg_program_fini(&prog);
+	vg_runtime_close(&rt);
+	return ret;
+}
+
+/* Packed inputs and labels of a random batch; ids: [src | tgt] row-major. */
+struct batch {
+	uint32_t *ids, *labels, *packed_labels;
+	void *inputs;
+	int64_t valid;
+};
+
+static int make_batch(struct vtpu_graph *g, const struct s2s *m,
+		      uint32_t batch, struct batch *bt)
+{
+	const uint32_t *parts[2];
+	uint32_t b, t;
+
+	bt->ids = malloc((m->ts + m->tt) * batch * 4);
+	bt->labels = malloc(m->tt * batch * 4);
+	bt->packed_labels = malloc(m->tt * batch * 4);
+	bt->inputs = malloc(vtpu_graph_inputs_size(g, batch));
+	if (!bt->ids || !bt->labels || !bt->packed_labels || !bt->inputs)
+		return -ENOMEM;
+	random_tokens(bt->ids, batch, m->ts, m->vs);
+	random_tokens(bt->ids + batch * m->ts, batch, m->tt, m->vt);
+	/* the decoder reads the target shifted right: labels are next tokens */
+	for (b = 0; b < batch; b++)
+		for (t = 0; t < m->tt; t++)
+			bt->labels[b * m->tt + t] =
+				t + 1 < m->tt ?
+					bt->ids[batch * m->ts + b * m->tt + t + 1] :
+					VTPU_TOK_PAD;
+	parts[0] = bt->ids;
+	parts[1] = bt->ids + batch * m->ts;
+	if (vtpu_graph_pack_tokens(g, batch, parts, bt->inputs))
+		return -EINVAL;
+	bt->valid = vtpu_graph_pack_labels(g, batch, bt->labels,
+					   bt->packed_labels);
+	return bt->valid > 0 ? 0 : -EINVAL;
+}
+
+static void free_batch(struct batch *bt)
+{
+	free(bt->ids);
+	free(bt->labels);
+	free(bt->packed_labels);
+	free(bt->inputs);
+}
+
+TEST(forward_matches_reference)
+{
+	static const int threads[] = { 1, 3 };
+	int attention, k;
+
+	for (attention = 0; attention < 2; attention++) {
+		struct s2s m = { .ts = 7, .tt = 5, .vs = 13, .vt = 11, .e = 6,
+				 .h = 8, .a = 10 };
+		struct vtpu_graph *g = build_s2s(&m, attention);
+		uint32_t batch = 5, correct = 0;
+		struct batch bt;
+		float *st, loss, first = 0;
+		double ref;
+
+		ASSERT_NE(NULL, g);
+		st = calloc(g->nparam_floats, 4);
+		ASSERT_NE(NULL, st);
+		random_state(g, st);
+		ASSERT_EQ(0, make_batch(g, &m, batch, &bt));
+		ref = ref_loss(g, &m, st, batch, bt.ids, bt.labels, attention);
+		for (k = 0; k < 2; k++) {
+			ASSERT_EQ(0, run_eval(g, batch, st, bt.inputs,
+					      bt.packed_labels, threads[k],
+					      &loss, &correct));
+			TH_LOG("%s, %d threads: loss %.7f, reference %.7f "
+			       "(%ld tokens)", attention ? "attention" :
+			       "no attention", threads[k], loss, ref,
+			       (long)bt.valid);
+			EXPECT_GT(1e-5, fabs(loss - ref) / ref);
+			EXPECT_GE((uint32_t)bt.valid, correct);
+			/* the same bits whatever the threads */
+			if (k)
+				EXPECT_EQ(0, memcmp(&loss, &first, 4));
+			first = loss;
+		}
+		free_batch(&bt);
+		free(st);
+		vtpu_graph_destroy(g);
+	}
+}
+
+TEST(gradcheck_encoder_decoder_attention)
+{
+	struct s2s m = { .ts = 6, .tt = 5, .vs = 9, .vt = 8, .e = 5, .h = 6,
+			 .a = 7 };
+	struct vtpu_graph *g = build_s2s(&m, true);
+	struct batch bt;
+	double rel = 1;
+
+	ASSERT_NE(NULL, g);
+	ASSERT_EQ(0, make_batch(g, &m, 3, &bt));
+	EXPECT_EQ(0, vtpu_gradcheck(g, 3, bt.inputs, bt.packed_labels, 10,
+				    &rel));
+	TH_LOG("embedding + LSTM (5-6 steps, state passed on) + masked "
+	       "attention + concat + dense tanh: max relative error %.2e", rel);
+	EXPECT_GT(2e-2, rel);
+	free_batch(&bt);
+	vtpu_graph_destroy(g);
+}
+
+/* The LSTM's sequence output alone (no state passed on), after a dense. */
+TEST(gradcheck_lstm_sequence)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	struct s2s m = { .ts = 4, .tt = 4, .vs = 7, .vt = 7 };
+	int x, tok;
+	struct vtpu_lstm_nodes l;
+	uint32_t *ids = malloc(4 * 4 * 4), *lab = malloc(4 * 4 * 4);
+	uint32_t *plab = malloc(4 * 4 * 4);
+	const uint32_t *parts[1] = { ids };
+	void *in;
+	double rel = 1;
+
+	tok = vtpu_graph_tokens(g, 4);
+	x = vtpu_graph_embedding(g, tok, 7, 3);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_TANH);
+	ASSERT_LE(0, vtpu_graph_lstm(g, x, 4, -1, -1, &l));
+	x = vtpu_graph_lstm(g, l.seq, 3, l.h, l.c, NULL);
+	ASSERT_GT(0, x);	/* an initial state of other units */
+	x = vtpu_graph_lstm(g, l.seq, 4, l.h, l.c, NULL);
+	ASSERT_LE(0, x);
+	x = vtpu_graph_dense(g, x, 7, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	in = malloc(vtpu_graph_inputs_size(g, 4));
+	random_tokens(ids, 4, 4, m.vs);
+	for (int i = 0; i < 16; i++)
+		lab[i] = ids[i];
+	ASSERT_EQ(0, vtpu_graph_pack_tokens(g, 4, parts, in));
+	ASSERT_LT(0, vtpu_graph_pack_labels(g, 4, lab, plab));
+	EXPECT_EQ(0, vtpu_gradcheck(g, 4, in, plab, 12, &rel));
+	TH_LOG("embedding + dense tanh + two stacked LSTMs: max relative "
+	       "error %.2e", rel);
+	EXPECT_GT(2e-2, rel);
+	free(in);
+	free(ids);
+	free(lab);
+	free(plab);
+	vtpu_graph_destroy(g);
+}
+
+TEST(rejections)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	struct vtpu_graph *img = vtpu_graph_create();
+	struct vtpu_lstm_nodes l;
+	int src, tgt, e, d, x, cat, seq2;
+
+	ASSERT_NE(NULL, g);
+	ASSERT_NE(NULL, img);
+	EXPECT_EQ(-EINVAL, vtpu_graph_tokens(g, 0));
+	src = vtpu_graph_tokens(g, 6);
+	tgt = vtpu_graph_tokens(g, 4);
+	ASSERT_LE(0, tgt);
+	EXPECT_EQ(-EEXIST, vtpu_graph_input(g, 28, 28, 1));
+	ASSERT_LE(0, vtpu_graph_input(img, 4, 4, 1));
+	EXPECT_EQ(-EEXIST, vtpu_graph_tokens(img, 4));
+	/* an embedding takes token ids; nothing else does */
+	EXPECT_EQ(-EINVAL, vtpu_graph_embedding(g, src, 0, 4));
+	EXPECT_EQ(-EINVAL, vtpu_graph_embedding(img, 0, 10, 4));
+	EXPECT_EQ(-EINVAL, vtpu_graph_dense(g, src, 4, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, src, 4, -1, -1, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_relu(g, src));
+	e = vtpu_graph_embedding(g, src, 10, 4);
+	d = vtpu_graph_embedding(g, tgt, 10, 4);
+	ASSERT_LE(0, d);
+	/* images only: conv, pooling, flatten; no softmax on a sequence */
+	EXPECT_EQ(-EINVAL, vtpu_graph_flatten(g, e));
+	EXPECT_EQ(-EINVAL, vtpu_graph_maxpool(g, e, 2, 1));
+	EXPECT_EQ(-EINVAL, vtpu_graph_conv2d(g, e, 4, 3, 1, 1, VTPU_PAD_SAME,
+					     VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_dense(g, e, 4, VTPU_ACT_SOFTMAX));
+	/* an LSTM's initial state: both or neither, of its units */
+	ASSERT_LE(0, vtpu_graph_lstm(g, e, 8, -1, -1, &l));
+	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 8, l.h, -1, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 7, l.h, l.c, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 8, l.seq, l.c, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 0, -1, -1, NULL));
+	seq2 = vtpu_graph_lstm(g, d, 8, l.h, l.c, NULL);
+	ASSERT_LE(0, seq2);
+	/* attention: same width; a mask as long as the keys */
+	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, seq2, e, -1));
+	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, seq2, l.seq, tgt));
+	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, seq2, l.seq, e));
+	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, l.h, l.seq, src));
+	x = vtpu_graph_attention(g, seq2, l.seq, src);
+	ASSERT_LE(0, x);
+	/* concatenation: same steps; only a dense layer reads it */
+	EXPECT_EQ(-EINVAL, vtpu_graph_concat(g, x, l.seq));
+	EXPECT_EQ(-EINVAL, vtpu_graph_concat(g, x, l.h));
+	cat = vtpu_graph_concat(g, x, seq2);
+	ASSERT_LE(0, cat);
+	EXPECT_EQ(-EINVAL, vtpu_graph_relu(g, cat));
+	EXPECT_EQ(-EINVAL, vtpu_graph_loss(g, cat));
+	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, cat, cat, -1));
+	x = vtpu_graph_dense(g, cat, 10, VTPU_ACT_NONE);
+	ASSERT_LE(0, x);
+	EXPECT_EQ(-EINVAL, vtpu_graph_pack_labels(g, 2, NULL, NULL));
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	EXPECT_EQ(-EINVAL, vtpu_graph_pack_tokens(img, 2, NULL, NULL));
+	vtpu_graph_destroy(g);
+	vtpu_graph_destroy(img);
+}
+
+/* What the step reads: ids time-major, then the lengths; labels too. */
+TEST(packing)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	const uint32_t a[2 * 3] = { 1, 5, 2, 1, 0, 0 };
+	const uint32_t b[2 * 2] = { 1, 6, 1, 7 };
+	const uint32_t *parts[2] = { a, b };
+	const uint32_t want[] = { 1, 1, 5, 0, 2, 0, 3, 1, 1, 1, 6, 7, 2, 2 };
+	uint32_t out[14], lab[4] = { 6, 2, 0, 0 }, plab[4];
+	int x;
+
+	vtpu_graph_tokens(g, 3);
+	x = vtpu_graph_tokens(g, 2);
+	x = vtpu_graph_embedding(g, x, 9, 2);
+	x = vtpu_graph_dense(g, x, 9, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	EXPECT_EQ(sizeof(out), vtpu_graph_inputs_size(g, 2));
+	ASSERT_EQ(0, vtpu_graph_pack_tokens(g, 2, parts, out));
+	EXPECT_EQ(0, memcmp(out, want, sizeof(want)));
+	EXPECT_EQ(2, vtpu_graph_pack_labels(g, 2, lab, plab));
+	EXPECT_EQ(6u, plab[0]);
+	EXPECT_EQ(UINT32_MAX, plab[1]);
+	EXPECT_EQ(2u, plab[2]);
+	EXPECT_EQ(UINT32_MAX, plab[3]);
+	vtpu_graph_destroy(g);
+}
+
+TEST_HARNESS_MAIN
