@@ -73,6 +73,8 @@ struct cx {
 	bool *relu_folded; /* a ReLU node run by its CONV_POOL (VTPU_CONV_RELU) */
 	bool *pool_relu;   /* a maxpool node whose CONV_POOL runs that ReLU */
 	bool *want_bwd;	   /* an LSTM whose states (only) have gradients */
+	bool *dec;	   /* decoding: a node run step by step */
+	int step;	   /* the step being emitted, or -1: all of them */
 	struct lstm_bufs *lstm; /* per LSTM node */
 	int state, images, labels, metrics, grads;
 	uint32_t lr_at; /* where the optimizer command's lr is in cb */
@@ -305,6 +307,29 @@ static struct tref shifted(struct tref t, uint64_t bytes)
 }
 
 /*
+ * The rows of node @i's output the op emits now: all of them, or when
+ * decoding step by step, the current step's block of a sequence.
+ */
+static uint64_t first_row(const struct cx *cx, int i, uint32_t *rows)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+
+	if (cx->step < 0 || !n->seq) {
+		*rows = (uint32_t)vg_node_rows(n, cx->B);
+		return 0;
+	}
+	*rows = cx->B;
+	return (uint64_t)cx->step * cx->B;
+}
+
+/* @i's output, made on its first use (a step emits one block of it). */
+static void alloc_val(struct cx *cx, int i, uint64_t bytes)
+{
+	if (!cx->val[i].sid)
+		cx->val[i] = work(cx, bytes);
+}
+
+/*
  * A dense layer: rows of its input (examples, or steps of a sequence) times
  * W, plus b. Over a concatenation, each part times its block of W's rows.
  */
@@ -312,36 +337,37 @@ static void dense_fwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	const struct vg_node *in = &cx->g->nodes[n->in[0]];
-	uint32_t rows = (uint32_t)vg_node_rows(n, cx->B);
-	uint32_t k = (uint32_t)(n->seq ? in->c : vg_node_size(in));
+	uint32_t k = (uint32_t)(n->seq ? in->c : vg_node_size(in)), rows;
+	uint64_t r0 = first_row(cx, i, &rows);
 	uint32_t flags = VTPU_GEMM_BIAS;
+	struct tref y;
 
-	cx->val[i] = work(cx, (uint64_t)rows * n->c * 4);
+	alloc_val(cx, i, vg_node_rows(n, cx->B) * n->c * 4);
+	y = shifted(cx->val[i], r0 * n->c * 4);
 	if (in->op == VG_CONCAT) {
 		int x0 = in->in[0], x1 = in->in[1];
 		uint32_t k0 = cx->g->nodes[x0].c, k1 = cx->g->nodes[x1].c;
 		struct tref w = param(cx, n->weight);
 
-		gemm(cx, rows, n->c, k0, VTPU_GEMM_BIAS, cx->val[x0], w,
-		     cx->val[i], param(cx, n->bias), 0.0f);
-		gemm(cx, rows, n->c, k1, 0, cx->val[x1],
-		     shifted(w, (uint64_t)k0 * n->c * 4), cx->val[i], at(0, 0),
-		     1.0f);
+		gemm(cx, rows, n->c, k0, VTPU_GEMM_BIAS,
+		     shifted(cx->val[x0], r0 * k0 * 4), w, y,
+		     param(cx, n->bias), 0.0f);
+		gemm(cx, rows, n->c, k1, 0, shifted(cx->val[x1], r0 * k1 * 4),
+		     shifted(w, (uint64_t)k0 * n->c * 4), y, at(0, 0), 1.0f);
 		if (n->act == VTPU_ACT_RELU)
-			ew(cx, VTPU_EW_RELU, (uint64_t)rows * n->c, cx->val[i],
-			   at(0, 0), cx->val[i]);
+			ew(cx, VTPU_EW_RELU, (uint64_t)rows * n->c, y, at(0, 0),
+			   y);
 	} else {
 		if (n->act == VTPU_ACT_RELU)
 			flags |= VTPU_GEMM_RELU;
 		if (cx->g->params[n->weight].panels)
 			flags |= VTPU_GEMM_B_PANELS;
-		gemm(cx, rows, n->c, k, flags, cx->val[n->in[0]],
-		     param(cx, n->weight), cx->val[i], param(cx, n->bias),
-		     0.0f);
+		gemm(cx, rows, n->c, k, flags,
+		     shifted(cx->val[n->in[0]], r0 * k * 4),
+		     param(cx, n->weight), y, param(cx, n->bias), 0.0f);
 	}
 	if (n->act == VTPU_ACT_TANH)
-		ew(cx, VTPU_EW_TANH, (uint64_t)rows * n->c, cx->val[i], at(0, 0),
-		   cx->val[i]);
+		ew(cx, VTPU_EW_TANH, (uint64_t)rows * n->c, y, at(0, 0), y);
 }
 
 /* dW (rows @w0 on of it) = x^T dz and dx += dz W^T, for input @x. */
@@ -961,12 +987,13 @@ static void embedding_cmd(struct cx *cx, uint32_t opcode, int i,
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	const struct vg_param *p = &cx->g->params[n->weight];
+	uint32_t rows;
+	uint64_t r0 = first_row(cx, i, &rows);
 	struct vtpu_cmd_embedding cmd = {
 		.hdr = { opcode, sizeof(cmd) },
-		.n = (uint32_t)vg_node_rows(n, cx->B),
-		.vocab = (uint32_t)p->dims[0], .dim = n->c,
-		.ids = opnd(cx->val[n->in[0]]),
-		.table = opnd(table), .y = opnd(y),
+		.n = rows, .vocab = (uint32_t)p->dims[0], .dim = n->c,
+		.ids = opnd(shifted(cx->val[n->in[0]], r0 * 4)),
+		.table = opnd(table), .y = opnd(shifted(y, r0 * n->c * 4)),
 	};
 
 	emit(cx, &cmd);
@@ -976,7 +1003,7 @@ static void embedding_fwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 
-	cx->val[i] = work(cx, vg_node_rows(n, cx->B) * n->c * 4);
+	alloc_val(cx, i, vg_node_rows(n, cx->B) * n->c * 4);
 	embedding_cmd(cx, VTPU_OP_EMBEDDING, i, param(cx, n->weight),
 		      cx->val[i]);
 }
@@ -1033,67 +1060,105 @@ enum { GATE_I, GATE_F, GATE_G, GATE_O };
  * adding h W_rec to the four gates and eight element-wise commands:
  * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c).
  */
-static void lstm_fwd(struct cx *cx, int i)
+/* The buffers, the initial state. */
+static void lstm_begin(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
-	const struct vg_node *in = &cx->g->nodes[n->in[0]];
-	uint32_t H = n->c, T = n->h, B = cx->B, d = in->c, g;
-	uint64_t bh = (uint64_t)B * H, t;
+	uint64_t bh = (uint64_t)cx->B * n->c, T = n->h;
 	struct lstm_bufs *l = &cx->lstm[i];
-	struct tref w = param(cx, n->weight), u = param(cx, n->weight2);
-	struct tref tmp = work(cx, bh * 4);
 
 	l->hx = work(cx, (T + 1) * bh * 4);
 	l->cx = work(cx, (T + 1) * bh * 4);
 	l->act = work(cx, 4 * T * bh * 4);
 	l->tc = work(cx, T * bh * 4);
-	cx->val[i] = step_of(cx, l->hx, H, 1);
+	cx->val[i] = step_of(cx, l->hx, n->c, 1);
 	lstm_init(cx, n->in[1], l->hx, bh);
 	lstm_init(cx, n->in[2], l->cx, bh);
+}
+
+/* The input's part of steps t0..t0+nt-1's gates: x W + b, gate by gate. */
+static void lstm_input_part(struct cx *cx, int i, uint32_t t0, uint32_t nt)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, d = cx->g->nodes[n->in[0]].c, g;
+	struct tref x = step_of(cx, cx->val[n->in[0]], d, t0);
+
 	for (g = 0; g < 4; g++) {
 		struct vtpu_cmd_gemm cmd = {
 			.hdr = { VTPU_OP_GEMM, sizeof(cmd) },
-			.m = T * B, .n = H, .k = d, .flags = VTPU_GEMM_BIAS,
-			.lda = d, .ldb = 4 * H, .ldc = H,
-			.dtype = VTPU_DTYPE_F32, .alpha = f32_bits(1.0f),
-			.a = opnd(cx->val[n->in[0]]),
-			.b = opnd(shifted(w, (uint64_t)g * H * 4)),
-			.c = opnd(gate_of(cx, i, g, 0)),
+			.m = nt * cx->B, .n = H, .k = d,
+			.flags = VTPU_GEMM_BIAS, .lda = d, .ldb = 4 * H,
+			.ldc = H, .dtype = VTPU_DTYPE_F32,
+			.alpha = f32_bits(1.0f), .a = opnd(x),
+			.b = opnd(shifted(param(cx, n->weight),
+					  (uint64_t)g * H * 4)),
+			.c = opnd(gate_of(cx, i, g, t0)),
 			.bias = opnd(shifted(param(cx, n->bias),
 					     (uint64_t)g * H * 4)),
 		};
 
 		emit(cx, &cmd);
 	}
-	for (t = 0; t < T; t++) {
-		struct bgemm rec = {
-			.batch = 4, .m = B, .n = H, .k = H,
-			.lda = H, .ldb = 4 * H, .ldc = H,
-			.sa = 0, .sb = H, .sc = (uint64_t)T * bh,
-			.a = step_of(cx, l->hx, H, t), .b = u,
-			.c = gate_of(cx, i, GATE_I, t), .beta = 1.0f,
-		};
-		struct tref c = step_of(cx, l->cx, H, t + 1);
+}
 
-		if (t || n->in[1] >= 0)
-			gemm_batched(cx, &rec);
-		ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_I, t), at(0, 0),
-		   gate_of(cx, i, GATE_I, t));
-		ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_F, t), at(0, 0),
-		   gate_of(cx, i, GATE_F, t));
-		ew(cx, VTPU_EW_TANH, bh, gate_of(cx, i, GATE_G, t), at(0, 0),
-		   gate_of(cx, i, GATE_G, t));
-		ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_O, t), at(0, 0),
-		   gate_of(cx, i, GATE_O, t));
-		ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_F, t),
-		   step_of(cx, l->cx, H, t), c);
-		ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_I, t),
-		   gate_of(cx, i, GATE_G, t), tmp);
-		ew(cx, VTPU_EW_ADD, bh, c, tmp, c);
-		ew(cx, VTPU_EW_TANH, bh, c, at(0, 0), step_of(cx, l->tc, H, t));
-		ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_O, t),
-		   step_of(cx, l->tc, H, t), step_of(cx, l->hx, H, t + 1));
+/* Step t: h W_rec added to the gates, then the cell's element-wise step. */
+static void lstm_step(struct cx *cx, int i, uint64_t t, struct tref tmp)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c;
+	uint64_t bh = (uint64_t)cx->B * H;
+	const struct lstm_bufs *l = &cx->lstm[i];
+	struct bgemm rec = {
+		.batch = 4, .m = cx->B, .n = H, .k = H,
+		.lda = H, .ldb = 4 * H, .ldc = H,
+		.sa = 0, .sb = H, .sc = (uint64_t)n->h * bh,
+		.a = step_of(cx, l->hx, H, t), .b = param(cx, n->weight2),
+		.c = gate_of(cx, i, GATE_I, t), .beta = 1.0f,
+	};
+	struct tref c = step_of(cx, l->cx, H, t + 1);
+
+	if (t || n->in[1] >= 0)
+		gemm_batched(cx, &rec);
+	ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_I, t), at(0, 0),
+	   gate_of(cx, i, GATE_I, t));
+	ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_F, t), at(0, 0),
+	   gate_of(cx, i, GATE_F, t));
+	ew(cx, VTPU_EW_TANH, bh, gate_of(cx, i, GATE_G, t), at(0, 0),
+	   gate_of(cx, i, GATE_G, t));
+	ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_O, t), at(0, 0),
+	   gate_of(cx, i, GATE_O, t));
+	ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_F, t),
+	   step_of(cx, l->cx, H, t), c);
+	ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_I, t),
+	   gate_of(cx, i, GATE_G, t), tmp);
+	ew(cx, VTPU_EW_ADD, bh, c, tmp, c);
+	ew(cx, VTPU_EW_TANH, bh, c, at(0, 0), step_of(cx, l->tc, H, t));
+	ew(cx, VTPU_EW_MUL, bh, gate_of(cx, i, GATE_O, t),
+	   step_of(cx, l->tc, H, t), step_of(cx, l->hx, H, t + 1));
+}
+
+/*
+ * Forward, unrolled: the input's part of every step's gates (x W + b) as
+ * four GEMMs over all T * B rows first, then per step one GEMM_BATCHED
+ * adding h W_rec to the four gates and eight element-wise commands:
+ * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c). Decoding,
+ * one step at a time, its input's part too.
+ */
+static void lstm_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct tref tmp = work(cx, (uint64_t)cx->B * n->c * 4);
+	uint32_t t;
+
+	if (cx->step > 0) {
+		lstm_input_part(cx, i, cx->step, 1);
+		lstm_step(cx, i, cx->step, tmp);
+		return;
 	}
+	lstm_begin(cx, i);
+	lstm_input_part(cx, i, 0, cx->step < 0 ? n->h : 1);
+	for (t = 0; t < (cx->step < 0 ? n->h : 1); t++)
+		lstm_step(cx, i, t, tmp);
 }
 
 /* h and c after the last step: views of the LSTM's buffers. */
@@ -1247,13 +1312,14 @@ static void lstm_bwd(struct cx *cx, int i)
  * rows interleaved as the output sequence's are.
  */
 static void attention_softmax(struct cx *cx, int i, uint32_t opcode,
-			      struct tref x, struct tref y, struct tref dy)
+			      uint32_t nq, struct tref x, struct tref y,
+			      struct tref dy)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	const struct vg_node *v = &cx->g->nodes[n->in[1]];
 	struct vtpu_cmd_softmax cmd = {
 		.hdr = { opcode, sizeof(cmd) },
-		.m = cx->B * n->h, .n = v->h, .rows_per_group = n->h,
+		.m = cx->B * nq, .n = v->h, .rows_per_group = nq,
 		.x = opnd(x), .y = opnd(y), .dy = opnd(dy),
 	};
 
@@ -1264,17 +1330,20 @@ static void attention_softmax(struct cx *cx, int i, uint32_t opcode,
 	emit(cx, &cmd);
 }
 
-/* C_b = op(A_b) op(B_b) over the examples; time-major operands strided. */
-static void attn_gemm(struct cx *cx, int i, uint32_t flags, uint32_t m,
-		      uint32_t nn, uint32_t k, struct tref a, bool a_seq,
-		      struct tref b, bool b_seq, struct tref c, bool c_seq,
-		      float beta)
+/*
+ * C_b = op(A_b) op(B_b) over the examples b: a sequence operand (time-
+ * major: example b's rows at b * H, leading dimension B * H) or @nq x Tk
+ * scores per example, packed.
+ */
+static void attn_gemm(struct cx *cx, int i, uint32_t nq, uint32_t flags,
+		      uint32_t m, uint32_t nn, uint32_t k, struct tref a,
+		      bool a_seq, struct tref b, bool b_seq, struct tref c,
+		      bool c_seq, float beta)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
-	uint32_t H = n->c, B = cx->B, tq = n->h;
+	uint32_t H = n->c, B = cx->B;
 	uint32_t tk = cx->g->nodes[n->in[1]].h;
-	/* a [Tq][Tk] matrix of scores per example, or a sequence's rows */
-	uint64_t sm = (uint64_t)tq * tk;
+	uint64_t sm = (uint64_t)nq * tk;
 	struct bgemm bg = {
 		.batch = B, .m = m, .n = nn, .k = k, .flags = flags,
 		.lda = a_seq ? B * H : tk, .ldb = b_seq ? B * H : tk,
@@ -1286,21 +1355,26 @@ static void attn_gemm(struct cx *cx, int i, uint32_t flags, uint32_t m,
 	gemm_batched(cx, &bg);
 }
 
+/* The forward of query steps q0..q0+nq-1 (all of them, or a decode step). */
 static void attention_fwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
-	uint32_t H = n->c, tq = n->h, tk = cx->g->nodes[n->in[1]].h;
-	uint64_t scores = (uint64_t)cx->B * tq * tk * 4;
-	struct tref q = cx->val[n->in[0]], v = cx->val[n->in[1]];
-	struct tref s = work(cx, scores);
+	uint32_t H = n->c, tk = cx->g->nodes[n->in[1]].h, rows;
+	uint64_t q0 = first_row(cx, i, &rows) / cx->B;
+	uint32_t nq = rows / cx->B;
+	struct tref q, v = cx->val[n->in[1]], s, p;
 
-	cx->aux[i] = work(cx, scores);
-	cx->val[i] = work(cx, (uint64_t)cx->B * tq * H * 4);
-	attn_gemm(cx, i, VTPU_GEMM_TRANS_B, tq, tk, H, q, true, v, true, s,
+	s = work(cx, (uint64_t)cx->B * nq * tk * 4);
+	p = work(cx, (uint64_t)cx->B * nq * tk * 4);
+	alloc_val(cx, i, (uint64_t)cx->B * n->h * H * 4);
+	if (cx->step < 0)
+		cx->aux[i] = p;
+	q = shifted(cx->val[n->in[0]], q0 * cx->B * H * 4);
+	attn_gemm(cx, i, nq, VTPU_GEMM_TRANS_B, nq, tk, H, q, true, v, true, s,
 		  false, 0.0f);
-	attention_softmax(cx, i, VTPU_OP_SOFTMAX, s, cx->aux[i], at(0, 0));
-	attn_gemm(cx, i, 0, tq, H, tk, cx->aux[i], false, v, true, cx->val[i],
-		  true, 0.0f);
+	attention_softmax(cx, i, VTPU_OP_SOFTMAX, nq, s, p, at(0, 0));
+	attn_gemm(cx, i, nq, 0, nq, H, tk, p, false, v, true,
+		  shifted(cx->val[i], q0 * cx->B * H * 4), true, 0.0f);
 }
 
 static void attention_bwd(struct cx *cx, int i)
@@ -1313,20 +1387,20 @@ static void attention_bwd(struct cx *cx, int i)
 	struct tref dp = work(cx, scores), ds = work(cx, scores), dx, tmp;
 
 	/* dP_b = dctx_b V_b^T, dS = the softmax's gradient */
-	attn_gemm(cx, i, VTPU_GEMM_TRANS_B, tq, tk, H, dctx, true, v, true, dp,
+	attn_gemm(cx, i, tq, VTPU_GEMM_TRANS_B, tq, tk, H, dctx, true, v, true, dp,
 		  false, 0.0f);
-	attention_softmax(cx, i, VTPU_OP_SOFTMAX_GRAD, ds, cx->aux[i], dp);
+	attention_softmax(cx, i, VTPU_OP_SOFTMAX_GRAD, tq, ds, cx->aux[i], dp);
 	if (cx->needs_grad[qi]) {	/* dQ_b = dS_b V_b */
 		dx = grad_begin(cx, qi, &tmp);
-		attn_gemm(cx, i, 0, tq, H, tk, ds, false, v, true, dx, true,
+		attn_gemm(cx, i, tq, 0, tq, H, tk, ds, false, v, true, dx, true,
 			  0.0f);
 		grad_end(cx, qi, tmp);
 	}
 	if (cx->needs_grad[vi]) {	/* dV_b = P_b^T dctx_b + dS_b^T Q_b */
 		dx = grad_begin(cx, vi, &tmp);
-		attn_gemm(cx, i, VTPU_GEMM_TRANS_A, tk, H, tq, cx->aux[i],
+		attn_gemm(cx, i, tq, VTPU_GEMM_TRANS_A, tk, H, tq, cx->aux[i],
 			  false, dctx, true, dx, true, 0.0f);
-		attn_gemm(cx, i, VTPU_GEMM_TRANS_A, tk, H, tq, ds, false, q,
+		attn_gemm(cx, i, tq, VTPU_GEMM_TRANS_A, tk, H, tq, ds, false, q,
 			  true, dx, true, 1.0f);
 		grad_end(cx, vi, tmp);
 	}
@@ -1602,7 +1676,8 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	       struct vg_program *prog)
 {
 	double t0 = now_ms();
-	struct cx cx = { .g = g, .kind = kind, .B = batch, .opt = opt };
+	struct cx cx = { .g = g, .kind = kind, .B = batch, .opt = opt,
+			  .step = -1 };
 	uint32_t classes;
 	int i;
 

@@ -87,6 +87,7 @@ struct vtpu_graph {
 	int input;		/* node, or -1 */
 	int tokens[VG_MAX_TOKEN_INPUTS]; /* token input nodes, in order */
 	int ntokens;
+	int decode_slot;	/* VG_PROG_DECODE: the input it generates */
 	float input_scale;	/* pixel value -> input, 1/255 by default */
 	float input_shift;	/* ... plus this, 0 by default */
 	uint32_t seed;		/* dropout masks */
@@ -148,6 +149,7 @@ enum vg_prog_kind {
 	VG_PROG_TRAIN,	 /* forward, loss + gradient, backward, optimizer */
 	VG_PROG_EVAL,	 /* forward, loss and correct count */
 	VG_PROG_PREDICT, /* forward, class probabilities */
+	VG_PROG_DECODE,	 /* greedy: the graph's decode_slot input fed back */
 };
 
 /* Buffer indices every program's stream uses. */
@@ -160,7 +162,10 @@ enum vg_buf {
 	VG_NBUFS
 };
 
-/* Metrics of one iteration, at VG_BUF_METRICS + i * metrics_stride */
+/*
+ * Metrics of one iteration, at VG_BUF_METRICS + i * metrics_stride; a
+ * decode program writes the generated ids [T][batch] at VG_METRIC_PROBS.
+ */
 #define VG_METRIC_LOSS 0
 #define VG_METRIC_CORRECT 4
 #define VG_METRIC_PROBS 8

@@ -43,8 +43,9 @@ struct prog_entry {
 struct devset {
 	const void *key;	/* the host images it was made from */
 	uint32_t n;
-	struct vtpu_bo images;	/* u8 [n, h, w, c] */
-	struct vtpu_bo labels;	/* u32 [n] */
+	struct vtpu_bo images;	/* u8 [n, h, w, c], or packed token batches */
+	struct vtpu_bo labels;	/* u32 [n], or packed per batch */
+	uint32_t *valid;	/* token sets: labels that count, per batch */
 };
 
 struct vtpu_model {
@@ -62,6 +63,7 @@ struct vtpu_model {
 	uint64_t use_clock;
 	struct devset sets[MAX_SETS];
 	struct devset train; /* rewritten in a new order every epoch */
+	struct devset tokset; /* token inputs to evaluate or predict */
 	struct vtpu_rng rng;
 	struct vtpu_model_info info;
 	bool stop;	/* vtpu_model_stop(): fit() returns after this epoch */
@@ -212,6 +214,9 @@ static const char *layer_type(const struct vg_node *n)
 		[VG_CONV2D] = "Conv2D", [VG_MAXPOOL] = "MaxPooling2D",
 		[VG_RELU] = "ReLU", [VG_FLATTEN] = "Flatten",
 		[VG_ADD] = "Add", [VG_DROPOUT] = "Dropout",
+		[VG_TOKENS] = "InputLayer", [VG_EMBEDDING] = "Embedding",
+		[VG_LSTM] = "LSTM", [VG_LSTM_STATE] = "LSTM state",
+		[VG_ATTENTION] = "Attention", [VG_CONCAT] = "Concatenate",
 		[VG_LOSS] = "Loss",
 	};
 
@@ -224,21 +229,31 @@ void vtpu_model_summary(const struct vtpu_model *m, FILE *out)
 	const char *dbl = "=================================================================";
 	int i;
 
-	fprintf(out, "Model: \"sequential\"\n%s\n", rule);
+	/* a model of token inputs is a functional one: its inputs listed */
+	fprintf(out, "Model: \"%s\"\n%s\n",
+		m->g->ntokens ? "functional" : "sequential", rule);
 	fprintf(out, " %-28s%-26s%-10s\n%s\n", "Layer (type)", "Output Shape",
 		"Param #", dbl);
-	for (i = 1; i < m->g->nnodes; i++) {
+	for (i = m->g->ntokens ? 0 : 1; i < m->g->nnodes; i++) {
 		const struct vg_node *n = &m->g->nodes[i];
 		char name[64], shape[48];
 		uint64_t params = 0;
 
-		if (n->op == VG_LOSS)
+		if (n->op == VG_LOSS || n->op == VG_LSTM_STATE)
 			continue;
 		if (n->weight >= 0)
-			params = m->g->params[n->weight].count +
-				 m->g->params[n->bias].count;
+			params += m->g->params[n->weight].count;
+		if (n->weight2 >= 0)
+			params += m->g->params[n->weight2].count;
+		if (n->bias >= 0)
+			params += m->g->params[n->bias].count;
 		snprintf(name, sizeof(name), "%s (%s)", n->name, layer_type(n));
-		if (n->h == 1 && n->w == 1)
+		if (n->op == VG_TOKENS)
+			snprintf(shape, sizeof(shape), "(None, %u)", n->h);
+		else if (n->seq)
+			snprintf(shape, sizeof(shape), "(None, %u, %u)", n->h,
+				 n->c);
+		else if (n->h == 1 && n->w == 1)
 			snprintf(shape, sizeof(shape), "(None, %u)", n->c);
 		else
 			snprintf(shape, sizeof(shape), "(None, %u, %u, %u)",
@@ -259,6 +274,7 @@ static void devset_free(struct vtpu_model *m, struct devset *s)
 {
 	vg_bo_destroy(&m->rt, &s->images);
 	vg_bo_destroy(&m->rt, &s->labels);
+	free(s->valid);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -269,6 +285,7 @@ static void release_sets(struct vtpu_model *m)
 	for (i = 0; i < MAX_SETS; i++)
 		devset_free(m, &m->sets[i]);
 	devset_free(m, &m->train);
+	devset_free(m, &m->tokset);
 }
 
 static void release_progs(struct vtpu_model *m)
@@ -429,7 +446,10 @@ int vtpu_model_compile(struct vtpu_model *m,
 	if (opts->sz < offsetof(struct vtpu_compile_opts, seed) + 8 ||
 	    opts->sz > sizeof(*opts))
 		return fail(m, -EINVAL, "compile options: bad size");
-	if (!after_softmax(m))
+	if (m->g->ntokens && m->g->loss < 0)
+		return fail(m, -EINVAL,
+			    "a model of token inputs needs its loss (vtpu_graph_loss())");
+	if (!m->g->ntokens && !after_softmax(m))
 		return fail(m, -EINVAL,
 			    "the last layer must be a dense layer with softmax");
 	if (opts->sz > offsetof(struct vtpu_compile_opts, input_scale))
@@ -645,7 +665,12 @@ int vtpu_model_info(const struct vtpu_model *m, struct vtpu_model_info *info)
 
 static int check_set(struct vtpu_model *m, const struct vtpu_dataset *ds)
 {
-	const struct vg_node *in = &m->g->nodes[m->g->input];
+	const struct vg_node *in;
+
+	if (m->g->input < 0)
+		return fail(m, -EINVAL,
+			    "the model takes token inputs, not images: use the *_tokens() calls");
+	in = &m->g->nodes[m->g->input];
 
 	if (ds->height != in->h || ds->width != in->w ||
 	    ds->channels != in->c)
@@ -759,7 +784,7 @@ static struct devset *get_set(struct vtpu_model *m,
 struct pass {
 	enum vg_prog_kind kind;
 	struct devset *set;
-	size_t image_size;
+	uint64_t in_stride, lab_stride; /* bytes per full batch */
 	uint32_t steps;		/* full batches to run */
 	uint32_t rem;		/* examples in a last partial batch */
 	/* filled as chunks complete */
@@ -794,9 +819,12 @@ static void collect(struct vtpu_model *m, struct pass *p, uint32_t from,
 		memcpy(&loss, base + (size_t)i * stride + VG_METRIC_LOSS, 4);
 		memcpy(&correct, base + (size_t)i * stride + VG_METRIC_CORRECT,
 		       4);
-		p->loss_sum += (double)loss * batch;
+		/* a token set's step counts its labels that are not padding */
+		uint32_t w = p->set->valid ? p->set->valid[i] : batch;
+
+		p->loss_sum += (double)loss * w;
 		p->correct += correct;
-		p->seen += batch;
+		p->seen += w;
 	}
 	p->done = to;
 	if (p->progress) {
@@ -839,8 +867,8 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 	bufs[VG_BUF_IMAGES] = &p->set->images;
 	bufs[VG_BUF_LABELS] = &p->set->labels;
 	bufs[VG_BUF_METRICS] = &m->metrics;
-	strides[VG_BUF_IMAGES] = (uint64_t)m->batch * p->image_size;
-	strides[VG_BUF_LABELS] = (uint64_t)m->batch * 4;
+	strides[VG_BUF_IMAGES] = p->in_stride;
+	strides[VG_BUF_LABELS] = p->lab_stride;
 	strides[VG_BUF_METRICS] = stride;
 
 	/*
@@ -910,7 +938,8 @@ static void pass_init(struct vtpu_model *m, struct pass *p,
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;
 	p->set = set;
-	p->image_size = vtpu_dataset_image_size(ds);
+	p->in_stride = (uint64_t)m->batch * vtpu_dataset_image_size(ds);
+	p->lab_stride = (uint64_t)m->batch * 4;
 	p->steps = set->n / m->batch;
 	p->rem = set->n % m->batch;
 	if (max_steps && p->steps + !!p->rem > max_steps) {
@@ -964,140 +993,11 @@ float vtpu_model_learning_rate(const struct vtpu_model *m)
 	return m->opt.lr;
 }
 
-int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
-		   const struct vtpu_fit_opts *opts)
-{
-	VTPU_FIT_OPTS(def);
-	float (*lr_schedule)(void *, uint32_t, uint32_t, float) = NULL;
-	const struct vtpu_augment *aug = NULL;
-	struct vtpu_progress *progress = NULL;
-	struct vtpu_epoch_stats st;
-	uint32_t *perm = NULL, epochs, e, total, val_freq = 1;
-	bool validate;
-	struct pass p;
-	double t0;
-	int ret;
-
-	if (!opts)
-		opts = &def;
-	if (opts->sz < offsetof(struct vtpu_fit_opts, ctx) + sizeof(void *) ||
-	    opts->sz > sizeof(*opts))
-		return fail(m, -EINVAL, "fit options: bad size");
-	if (!m->compiled)
-		return fail(m, -EINVAL, "the model is not compiled");
-	ret = check_set(m, train);
-	if (!ret && opts->validation)
-		ret = check_set(m, opts->validation);
-	if (ret)
-		return ret;
-	for (uint32_t i = 0; i < train->n; i++)
-		if (train->labels[i] >= m->g->nodes[m->g->loss].c)
-			return fail(m, -EINVAL,
-				    "label %u of example %u is not below %u classes",
-				    train->labels[i], i,
-				    m->g->nodes[m->g->loss].c);
-	if (opts->sz >= offsetof(struct vtpu_fit_opts, lr_schedule) +
-				sizeof(opts->lr_schedule))
-		lr_schedule = opts->lr_schedule;
-	if (opts->sz >= offsetof(struct vtpu_fit_opts, validation_freq) +
-				sizeof(opts->validation_freq))
-		val_freq = opts->validation_freq ?: 1;
-	if (opts->sz >= offsetof(struct vtpu_fit_opts, augment) +
-				sizeof(opts->augment) &&
-	    (opts->augment.flip || opts->augment.shift)) {
-		aug = &opts->augment;
-		if (aug->shift >= train->height || aug->shift >= train->width)
-			return fail(m, -EINVAL,
-				    "augment: a shift of %u pixels is not smaller than the %ux%u images",
-				    aug->shift, train->height, train->width);
-	}
-
-	if (m->train.n != train->n) {
-		devset_free(m, &m->train);
-		ret = devset_alloc(m, &m->train, train->n,
-				   vtpu_dataset_image_size(train));
-		if (ret)
-			return ret;
-	}
-	perm = malloc((size_t)train->n * sizeof(*perm));
-	if (!perm)
-		return fail(m, -ENOMEM, "out of memory");
-	epochs = opts->epochs ?: 1;
-	pass_init(m, &p, VG_PROG_TRAIN, &m->train, train, opts->max_steps);
-	total = p.steps + !!p.rem;
-	if (opts->progress) {
-		progress = vtpu_progress_create(opts->progress, total, NULL);
-		if (!progress) {
-			free(perm);
-			return fail(m, -ENOMEM, "out of memory");
-		}
-	}
-
-	__atomic_store_n(&m->stop, false, __ATOMIC_RELAXED);
-	for (e = 1; e <= epochs; e++) {
-		if (lr_schedule) {
-			ret = vtpu_model_set_learning_rate(m,
-				lr_schedule(opts->ctx, e, epochs, m->opt.lr));
-			if (ret)
-				break;
-		}
-		if (!opts->no_shuffle)
-			vtpu_permutation(perm, train->n, &m->rng);
-		devset_fill(&m->train, train, opts->no_shuffle ? NULL : perm,
-			    aug, &m->rng);
-		pass_init(m, &p, VG_PROG_TRAIN, &m->train, train,
-			  opts->max_steps);
-		p.progress = progress;
-		if (progress)
-			vtpu_progress_start(progress, e, epochs);
-		t0 = now_s();
-		ret = run_pass(m, &p);
-		if (ret)
-			break;
-		memset(&st, 0, sizeof(st));
-		st.epoch = e;
-		st.steps = p.done;
-		st.seconds = now_s() - t0;
-		st.ms_per_step = st.seconds * 1e3 / (p.done ?: 1);
-		st.loss = p.loss_sum / p.seen;
-		st.acc = (double)p.correct / p.seen;
-		st.val_loss = NAN;
-		st.val_acc = NAN;
-		validate = opts->validation &&
-			   (e % val_freq == 0 || e == epochs);
-		if (validate) {
-			ret = vtpu_model_evaluate(m, opts->validation,
-						  &st.val_loss, &st.val_acc);
-			if (ret)
-				break;
-		}
-		if (progress) {
-			struct vtpu_metric extra[2] = {
-				{ "val_loss", st.val_loss },
-				{ "val_acc", st.val_acc },
-			};
-
-			vtpu_progress_end(progress, extra, validate ? 2 : 0);
-		}
-		if (opts->on_epoch)
-			opts->on_epoch(opts->ctx, &st);
-		if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
-			break;
-	}
-	vtpu_progress_destroy(progress);
-	free(perm);
-	return ret;
-}
-
 int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 		       uint32_t n, float *probs)
 {
-	const struct vg_node *in = &m->g->nodes[m->g->input];
-	uint32_t classes = m->g->nodes[m->g->loss].c;
-	struct vtpu_dataset view = {
-		.n = n, .height = in->h, .width = in->w, .channels = in->c,
-		.images = (uint8_t *)images,
-	};
+	struct vtpu_dataset view = { .n = n, .images = (uint8_t *)images };
+	uint32_t classes;
 	struct devset *set;
 	struct pass p;
 	uint32_t i;
@@ -1105,6 +1005,12 @@ int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 
 	if (!m->compiled)
 		return fail(m, -EINVAL, "the model is not compiled");
+	if (m->g->input < 0)
+		return check_set(m, &view);
+	classes = m->g->nodes[m->g->loss].c;
+	view.height = m->g->nodes[m->g->input].h;
+	view.width = m->g->nodes[m->g->input].w;
+	view.channels = m->g->nodes[m->g->input].c;
 	ret = check_set(m, &view);
 	if (ret)
 		return ret;
@@ -1128,6 +1034,470 @@ int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 		       classes * 4);
 	}
 	return 0;
+}
+
+/* ---- models of token inputs ------------------------------------------- */
+
+struct vtpu_model *vtpu_model_create_graph(struct vtpu_graph *g)
+{
+	struct vtpu_model *m;
+
+	if (!g || !g->ntokens) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->g = g;
+	m->last = g->loss >= 0 ? g->nodes[g->loss].in[0] : g->nnodes - 1;
+	return m;
+}
+
+/* Labels per example: the sequence loss's steps, or one class. */
+static uint32_t label_len(const struct vtpu_model *m)
+{
+	const struct vg_node *l = &m->g->nodes[m->g->loss];
+
+	return l->seq ? l->h : 1;
+}
+
+/* The smallest vocabulary of the embeddings that read token input @k. */
+static uint32_t input_vocab(const struct vtpu_model *m, int k)
+{
+	uint32_t v = UINT32_MAX;
+	int i;
+
+	for (i = 0; i < m->g->nnodes; i++) {
+		const struct vg_node *n = &m->g->nodes[i];
+
+		if (n->op == VG_EMBEDDING && n->in[0] == m->g->tokens[k] &&
+		    m->g->params[n->weight].dims[0] < v)
+			v = (uint32_t)m->g->params[n->weight].dims[0];
+	}
+	return v;
+}
+
+static int check_tokens(struct vtpu_model *m,
+			const struct vtpu_token_dataset *ds, bool labels)
+{
+	uint32_t classes, ll, i, t;
+	int k;
+
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	if (!m->g->ntokens)
+		return fail(m, -EINVAL,
+			    "the model takes images: use fit(), evaluate(), predict()");
+	if (!ds->n)
+		return fail(m, -EINVAL, "the dataset is empty");
+	for (k = 0; k < m->g->ntokens; k++) {
+		uint32_t T = m->g->nodes[m->g->tokens[k]].h;
+		uint32_t v = input_vocab(m, k);
+
+		if (!ds->inputs[k])
+			return fail(m, -EINVAL, "token input %d: no data", k);
+		for (i = 0; i < ds->n; i++)
+			for (t = 0; t < T; t++)
+				if (ds->inputs[k][(uint64_t)i * T + t] >= v)
+					return fail(m, -EINVAL,
+						    "token input %d, example %u, step %u: id %u is not below the vocabulary's %u",
+						    k, i, t,
+						    ds->inputs[k][(uint64_t)i * T + t],
+						    v);
+	}
+	if (!labels)
+		return 0;
+	if (!ds->labels)
+		return fail(m, -EINVAL, "the dataset has no labels");
+	classes = m->g->nodes[m->g->loss].c;
+	ll = label_len(m);
+	for (i = 0; i < ds->n; i++)
+		for (t = 0; t < ll; t++) {
+			uint32_t y = ds->labels[(uint64_t)i * ll + t];
+
+			if (y >= classes)
+				return fail(m, -EINVAL,
+					    "label %u of example %u, step %u is not below %u classes",
+					    y, i, t, classes);
+		}
+	return 0;
+}
+
+/* Room in @s for @n examples, packed by the model's batch. */
+static int tokset_alloc(struct vtpu_model *m, struct devset *s, uint32_t n)
+{
+	uint32_t B = m->batch, steps = n / B, rem = n % B;
+	uint64_t in = steps * vg_inputs_bytes(m->g, B) +
+		      (rem ? vg_inputs_bytes(m->g, rem) : 0);
+	int ret;
+
+	if (s->n == n && s->images.size >= in && s->valid)
+		return 0;
+	devset_free(m, s);
+	ret = vg_bo_create(&m->rt, in, &s->images);
+	if (!ret)
+		ret = vg_bo_create(&m->rt, (uint64_t)n * label_len(m) * 4,
+				   &s->labels);
+	s->valid = calloc(steps + 1, sizeof(*s->valid));
+	if (ret || !s->valid) {
+		devset_free(m, s);
+		return fail(m, ret ?: -ENOMEM, "%u examples in device memory: %s",
+			    n, strerror(-(ret ?: -ENOMEM)));
+	}
+	s->n = n;
+	return 0;
+}
+
+/*
+ * Pack examples idx[0..n) (or all, in order) batch by batch as the
+ * programs read them: a full batch's inputs at step * inputs_bytes(B),
+ * a last partial one's laid out for its own size, after them.
+ */
+static int tokset_fill(struct vtpu_model *m, struct devset *s,
+		       const struct vtpu_token_dataset *ds, const uint32_t *idx)
+{
+	uint32_t B = m->batch, ll = label_len(m), first, cnt, j, step = 0;
+	uint32_t *rows[VG_MAX_TOKEN_INPUTS] = { NULL }, *lab;
+	uint8_t *in = s->images.map;
+	uint32_t *out = s->labels.map;
+	int k, ret = 0;
+
+	lab = malloc((uint64_t)B * ll * 4);
+	for (k = 0; k < m->g->ntokens; k++)
+		rows[k] = malloc((uint64_t)B * m->g->nodes[m->g->tokens[k]].h *
+				 4);
+	for (k = 0; k < m->g->ntokens; k++)
+		if (!rows[k])
+			lab = (free(lab), NULL);
+	if (!lab) {
+		ret = fail(m, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (first = 0; first < s->n; first += cnt, step++) {
+		cnt = s->n - first < B ? s->n - first : B;
+		for (j = 0; j < cnt; j++) {
+			uint64_t e = idx ? idx[first + j] : first + j;
+
+			for (k = 0; k < m->g->ntokens; k++) {
+				uint32_t T = m->g->nodes[m->g->tokens[k]].h;
+
+				memcpy(rows[k] + (uint64_t)j * T,
+				       ds->inputs[k] + e * T, T * 4);
+			}
+			if (ds->labels)
+				memcpy(lab + (uint64_t)j * ll,
+				       ds->labels + e * ll, ll * 4);
+			else	/* predicting: every label padding */
+				memset(lab + (uint64_t)j * ll, 0, ll * 4);
+		}
+		vtpu_graph_pack_tokens(m->g, cnt, (const uint32_t **)rows, in);
+		in += vg_inputs_bytes(m->g, cnt);
+		if (m->g->nodes[m->g->loss].seq) {
+			int64_t v = vtpu_graph_pack_labels(m->g, cnt, lab, out);
+
+			s->valid[step] = v > 0 ? (uint32_t)v : 0;
+		} else {
+			memcpy(out, lab, cnt * 4ull);
+			s->valid[step] = cnt;
+		}
+		out += (uint64_t)cnt * ll;
+	}
+out:
+	for (k = 0; k < m->g->ntokens; k++)
+		free(rows[k]);
+	free(lab);
+	return ret;
+}
+
+static void tokpass_init(struct vtpu_model *m, struct pass *p,
+			 enum vg_prog_kind kind, struct devset *set,
+			 uint32_t max_steps)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	p->set = set;
+	p->in_stride = vg_inputs_bytes(m->g, m->batch);
+	p->lab_stride = (uint64_t)m->batch * label_len(m) * 4;
+	p->steps = set->n / m->batch;
+	p->rem = set->n % m->batch;
+	if (max_steps && p->steps + !!p->rem > max_steps) {
+		p->steps = max_steps;
+		p->rem = 0;
+	}
+}
+
+int vtpu_model_evaluate_tokens(struct vtpu_model *m,
+			       const struct vtpu_token_dataset *ds,
+			       double *loss, double *acc)
+{
+	struct pass p;
+	int ret;
+
+	ret = check_tokens(m, ds, true);
+	if (!ret)
+		ret = tokset_alloc(m, &m->tokset, ds->n);
+	if (!ret)
+		ret = tokset_fill(m, &m->tokset, ds, NULL);
+	if (ret)
+		return ret;
+	tokpass_init(m, &p, VG_PROG_EVAL, &m->tokset, 0);
+	ret = run_pass(m, &p);
+	if (ret)
+		return ret;
+	*loss = p.seen ? p.loss_sum / p.seen : 0;
+	*acc = p.seen ? (double)p.correct / p.seen : 0;
+	return 0;
+}
+
+int vtpu_model_predict_tokens(struct vtpu_model *m,
+			      const uint32_t *const *inputs, uint32_t n,
+			      float *probs)
+{
+	struct vtpu_token_dataset ds = { .n = n };
+	uint32_t classes, ll, B = m->batch, i, t;
+	struct pass p;
+	int ret, k;
+
+	if (m->g->ntokens > VTPU_MAX_TOKEN_INPUTS)
+		return -EINVAL;
+	for (k = 0; k < m->g->ntokens; k++)
+		ds.inputs[k] = inputs[k];
+	ret = check_tokens(m, &ds, false);
+	if (!ret)
+		ret = tokset_alloc(m, &m->tokset, n);
+	if (!ret)
+		ret = tokset_fill(m, &m->tokset, &ds, NULL);
+	if (ret)
+		return ret;
+	tokpass_init(m, &p, VG_PROG_PREDICT, &m->tokset, 0);
+	ret = run_pass(m, &p);
+	if (ret)
+		return ret;
+	classes = m->g->nodes[m->g->loss].c;
+	ll = label_len(m);
+	/* step s's probabilities follow its metrics, time-major by rows */
+	for (i = 0; i < n; i++) {
+		size_t stride = (size_t)B * ll * classes * 4 + VG_METRIC_PROBS;
+		uint32_t s = i / B, b = i % B;
+		uint32_t rows = s < n / B ? B : n % B;
+		const uint8_t *base = (const uint8_t *)m->metrics.map +
+				      s * stride + VG_METRIC_PROBS;
+
+		for (t = 0; t < ll; t++)
+			memcpy(probs + ((size_t)i * ll + t) * classes,
+			       base + ((size_t)t * rows + b) * classes * 4,
+			       classes * 4);
+	}
+	return 0;
+}
+
+/*
+ * What fit() trains on: images (vtpu_model_fit()) or token inputs
+ * (vtpu_model_fit_tokens()); the epochs are the same.
+ */
+struct feed {
+	uint32_t n;
+	const struct vtpu_dataset *train, *val;
+	const struct vtpu_token_dataset *ttrain, *tval;
+	const struct vtpu_augment *aug;
+};
+
+/* The training set's device copy, in the order @perm (NULL: as it is). */
+static int feed_fill(struct vtpu_model *m, const struct feed *f,
+		     const uint32_t *perm)
+{
+	if (f->ttrain)
+		return tokset_fill(m, &m->train, f->ttrain, perm);
+	devset_fill(&m->train, f->train, perm, f->aug, &m->rng);
+	return 0;
+}
+
+static void feed_pass(struct vtpu_model *m, const struct feed *f,
+		      struct pass *p, uint32_t max_steps)
+{
+	if (f->ttrain)
+		tokpass_init(m, p, VG_PROG_TRAIN, &m->train, max_steps);
+	else
+		pass_init(m, p, VG_PROG_TRAIN, &m->train, f->train, max_steps);
+}
+
+static int feed_validate(struct vtpu_model *m, const struct feed *f,
+			 double *loss, double *acc)
+{
+	if (f->tval)
+		return vtpu_model_evaluate_tokens(m, f->tval, loss, acc);
+	return vtpu_model_evaluate(m, f->val, loss, acc);
+}
+
+/* The options' fields a caller built with an older, smaller struct lacks. */
+#define FIT_OPT(opts, field, def)                                             \
+	((opts)->sz >= offsetof(struct vtpu_fit_opts, field) +                \
+				sizeof((opts)->field) ?                       \
+		 (opts)->field :                                              \
+		 (def))
+
+static int fit_epochs(struct vtpu_model *m, const struct feed *f,
+		      const struct vtpu_fit_opts *opts)
+{
+	float (*lr_schedule)(void *, uint32_t, uint32_t, float) =
+		FIT_OPT(opts, lr_schedule, NULL);
+	uint32_t val_freq = FIT_OPT(opts, validation_freq, 0) ?: 1;
+	struct vtpu_progress *progress = NULL;
+	struct vtpu_epoch_stats st;
+	uint32_t *perm, epochs, e;
+	bool validate;
+	struct pass p;
+	double t0;
+	int ret = 0;
+
+	perm = malloc((size_t)f->n * sizeof(*perm));
+	if (!perm)
+		return fail(m, -ENOMEM, "out of memory");
+	epochs = opts->epochs ?: 1;
+	feed_pass(m, f, &p, opts->max_steps);
+	if (opts->progress) {
+		progress = vtpu_progress_create(opts->progress,
+						p.steps + !!p.rem, NULL);
+		if (!progress) {
+			free(perm);
+			return fail(m, -ENOMEM, "out of memory");
+		}
+	}
+
+	__atomic_store_n(&m->stop, false, __ATOMIC_RELAXED);
+	for (e = 1; e <= epochs; e++) {
+		if (lr_schedule) {
+			ret = vtpu_model_set_learning_rate(m,
+				lr_schedule(opts->ctx, e, epochs, m->opt.lr));
+			if (ret)
+				break;
+		}
+		if (!opts->no_shuffle)
+			vtpu_permutation(perm, f->n, &m->rng);
+		ret = feed_fill(m, f, opts->no_shuffle ? NULL : perm);
+		if (ret)
+			break;
+		feed_pass(m, f, &p, opts->max_steps);
+		p.progress = progress;
+		if (progress)
+			vtpu_progress_start(progress, e, epochs);
+		t0 = now_s();
+		ret = run_pass(m, &p);
+		if (ret)
+			break;
+		memset(&st, 0, sizeof(st));
+		st.epoch = e;
+		st.steps = p.done;
+		st.seconds = now_s() - t0;
+		st.ms_per_step = st.seconds * 1e3 / (p.done ?: 1);
+		st.loss = p.seen ? p.loss_sum / p.seen : 0;
+		st.acc = p.seen ? (double)p.correct / p.seen : 0;
+		st.val_loss = NAN;
+		st.val_acc = NAN;
+		validate = (f->val || f->tval) &&
+			   (e % val_freq == 0 || e == epochs);
+		if (validate) {
+			ret = feed_validate(m, f, &st.val_loss, &st.val_acc);
+			if (ret)
+				break;
+		}
+		if (progress) {
+			struct vtpu_metric extra[2] = {
+				{ "val_loss", st.val_loss },
+				{ "val_acc", st.val_acc },
+			};
+
+			vtpu_progress_end(progress, extra, validate ? 2 : 0);
+		}
+		if (opts->on_epoch)
+			opts->on_epoch(opts->ctx, &st);
+		if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
+			break;
+	}
+	vtpu_progress_destroy(progress);
+	free(perm);
+	return ret;
+}
+
+/* Are the options' size and the model fit to train? */
+static int fit_check(struct vtpu_model *m, const struct vtpu_fit_opts *opts)
+{
+	if (opts->sz < offsetof(struct vtpu_fit_opts, ctx) + sizeof(void *) ||
+	    opts->sz > sizeof(*opts))
+		return fail(m, -EINVAL, "fit options: bad size");
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	return 0;
+}
+
+int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
+		   const struct vtpu_fit_opts *opts)
+{
+	VTPU_FIT_OPTS(def);
+	struct feed f = { .n = train->n, .train = train };
+	const struct vtpu_augment *aug = NULL;
+	int ret;
+
+	if (!opts)
+		opts = &def;
+	ret = fit_check(m, opts);
+	if (ret)
+		return ret;
+	f.val = opts->validation;
+	ret = check_set(m, train);
+	if (!ret && f.val)
+		ret = check_set(m, f.val);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < train->n; i++)
+		if (train->labels[i] >= m->g->nodes[m->g->loss].c)
+			return fail(m, -EINVAL,
+				    "label %u of example %u is not below %u classes",
+				    train->labels[i], i,
+				    m->g->nodes[m->g->loss].c);
+	if (opts->sz >= offsetof(struct vtpu_fit_opts, augment) +
+				sizeof(opts->augment))
+		aug = &opts->augment;
+	if (aug && (aug->flip || aug->shift)) {
+		f.aug = aug;
+		if (aug->shift >= train->height || aug->shift >= train->width)
+			return fail(m, -EINVAL,
+				    "augment: a shift of %u pixels is not smaller than the %ux%u images",
+				    aug->shift, train->height, train->width);
+	}
+	if (m->train.n != train->n) {
+		devset_free(m, &m->train);
+		ret = devset_alloc(m, &m->train, train->n,
+				   vtpu_dataset_image_size(train));
+		if (ret)
+			return ret;
+	}
+	return fit_epochs(m, &f, opts);
+}
+
+int vtpu_model_fit_tokens(struct vtpu_model *m,
+			  const struct vtpu_token_dataset *train,
+			  const struct vtpu_fit_opts *opts)
+{
+	VTPU_FIT_OPTS(def);
+	struct feed f = { .n = train->n, .ttrain = train };
+	int ret;
+
+	if (!opts)
+		opts = &def;
+	ret = fit_check(m, opts);
+	if (ret)
+		return ret;
+	f.tval = FIT_OPT(opts, token_validation, NULL);
+	ret = check_tokens(m, train, true);
+	if (!ret && f.tval)
+		ret = check_tokens(m, f.tval, true);
+	if (!ret)
+		ret = tokset_alloc(m, &m->train, train->n);
+	if (ret)
+		return ret;
+	return fit_epochs(m, &f, opts);
 }
 
 /* ---- checkpoints ---------------------------------------------------------- */

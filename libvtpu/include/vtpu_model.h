@@ -284,6 +284,7 @@ struct vtpu_epoch_stats {
  * @validation_freq: evaluate @validation after every @validation_freq-th
  *	epoch and after the last (Keras' validation_freq; 0: every epoch);
  *	the other epochs report NAN
+ * @token_validation: vtpu_model_fit_tokens()'s @validation
  */
 struct vtpu_fit_opts {
 	size_t sz;
@@ -298,6 +299,7 @@ struct vtpu_fit_opts {
 	float (*lr_schedule)(void *ctx, uint32_t epoch, uint32_t epochs,
 			     float lr);
 	uint32_t validation_freq;
+	const struct vtpu_token_dataset *token_validation;
 };
 
 #define VTPU_FIT_OPTS(name, ...)                                               \
@@ -477,6 +479,58 @@ VTPU_API int vtpu_model_info(const struct vtpu_model *m, struct vtpu_model_info 
 
 /** vtpu_model_error() - the last failure explained, or "". */
 VTPU_API const char *vtpu_model_error(const struct vtpu_model *m);
+
+/* ---- models of token inputs (the functional API) ------------------------- */
+
+#define VTPU_MAX_TOKEN_INPUTS 8
+
+/**
+ * struct vtpu_token_dataset - examples of a model of token inputs
+ * @n: examples
+ * @inputs: per token input of the graph, in the order they were made:
+ *	u32 [n][T] ids, left-aligned, padded with VTPU_TOK_PAD
+ * @labels: u32 [n][T] for a loss on a sequence (VTPU_TOK_PAD where a step
+ *	counts for nothing), or u32 [n] classes
+ */
+struct vtpu_token_dataset {
+	uint32_t n;
+	const uint32_t *inputs[VTPU_MAX_TOKEN_INPUTS];
+	const uint32_t *labels;
+};
+
+/**
+ * vtpu_model_create_graph() - a model of a graph built with the graph API
+ * on token inputs (an encoder-decoder, say), whose loss is set
+ * (vtpu_graph_loss()). The model owns @g from here on (destroying the
+ * model destroys it). Compile it with vtpu_model_compile() as any model.
+ * Return: the model, or NULL with errno set (EINVAL: no token inputs).
+ */
+VTPU_API struct vtpu_model *vtpu_model_create_graph(struct vtpu_graph *g);
+
+/**
+ * vtpu_model_fit_tokens() - train on @train, as vtpu_model_fit() does
+ * (the same options; @opts->token_validation is evaluated as @validation
+ * is; augmentation does not apply). Loss and accuracy are means over the
+ * labels that are not padding. An id past its embedding's vocabulary or
+ * a label past the classes is an error naming the example and step.
+ */
+VTPU_API int vtpu_model_fit_tokens(struct vtpu_model *m,
+				   const struct vtpu_token_dataset *train,
+				   const struct vtpu_fit_opts *opts);
+
+/** vtpu_model_evaluate_tokens() - mean loss and accuracy over @ds. */
+VTPU_API int vtpu_model_evaluate_tokens(struct vtpu_model *m,
+					const struct vtpu_token_dataset *ds,
+					double *loss, double *acc);
+
+/**
+ * vtpu_model_predict_tokens() - the output's probabilities for @n
+ * examples: f32 [n][T][classes] for a sequence, [n][classes] otherwise
+ * @inputs: per token input, u32 [n][T]
+ */
+VTPU_API int vtpu_model_predict_tokens(struct vtpu_model *m,
+				       const uint32_t *const *inputs,
+				       uint32_t n, float *probs);
 
 /* ---- checking gradients --------------------------------------------------- */
 
