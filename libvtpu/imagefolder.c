@@ -160,7 +160,7 @@ fail:
 
 static void free_names(char **v, size_t n)
 {
-	while (n)
+	while (v && n)
 		free(v[--n]);
 	free(v);
 }
@@ -459,8 +459,9 @@ static int decode_png(struct scratch *sc, size_t len, uint32_t c,
 	png_set_strip_alpha(png);
 	if (c == 3 && !(color & PNG_COLOR_MASK_COLOR))
 		png_set_gray_to_rgb(png);
+	/* Rec. 601, as JPEG's Y (libpng's default is Rec. 709's) */
 	if (c == 1 && (color & PNG_COLOR_MASK_COLOR))
-		png_set_rgb_to_gray_fixed(png, 1, -1, -1);
+		png_set_rgb_to_gray_fixed(png, 1, 29900, 58700);
 	passes = png_set_interlace_handling(png);
 	png_read_update_info(png, info);
 	stride = png_get_rowbytes(png, info);
@@ -971,6 +972,7 @@ int vtpu_load_image_folder(const char *dir,
 	inf.files = s.n;
 	inf.ignored = s.ignored;
 	names = NULL;
+	ncls = 0;
 	for (i = 0; i < s.n; i++) {
 		if (jb->ok[i]) {
 			inf.decoded++;
