@@ -9,7 +9,8 @@
  * counts); channel conversions (grey JPEG, RGBA, grey+alpha, palette,
  * 16-bit, interlaced PNG, Adobe CMYK JPEG); damaged files (truncated,
  * garbage, empty, a header claiming 100000x100000, unreadable) as counted
- * skips named in the warnings; and the folders that are errors.
+ * skips named in the warnings; the folders that are errors; and a model
+ * trained with vtpu_model_fit() on a loaded folder.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -27,6 +28,7 @@
 
 #include "kselftest_harness.h"
 #include "vtpu_data.h"
+#include "vtpu_model.h"
 
 #define NCLS 10
 #define PER 20			/* images per class */
@@ -466,6 +468,47 @@ TEST_F(folder, to_gray)
 		}
 	}
 	EXPECT_EQ(0, bad);
+	vtpu_image_folder_info_free(&info);
+	vtpu_dataset_free(&tr);
+	vtpu_dataset_free(&va);
+}
+
+static void record(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	struct vtpu_epoch_stats *last = ctx;
+
+	if (st->epoch == 1)
+		last[0] = *st;
+	last[1] = *st;
+}
+
+/* What the loader gives, vtpu_model_fit() trains on, as any dataset. */
+TEST_F(folder, fit)
+{
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .seed = 3);
+	struct vtpu_epoch_stats st[2];
+	VTPU_FIT_OPTS(fo, .epochs = 30, .on_epoch = record, .ctx = st);
+	struct vtpu_image_folder_info info;
+	struct vtpu_dataset tr, va;
+	struct vtpu_model *m = vtpu_model_create(DST, DST, 3);
+
+	load_split(_metadata, self->dir, 11, 0, 3, &tr, &va, &info);
+	fo.validation = &va;
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_add_flatten(m));
+	ASSERT_EQ(0, vtpu_model_add_dense(m, 64, VTPU_ACT_RELU));
+	ASSERT_EQ(0, vtpu_model_add_dense(m, NCLS, VTPU_ACT_SOFTMAX));
+	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
+						      vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_fit(m, &tr, &fo)) TH_LOG("%s",
+							 vtpu_model_error(m));
+	TH_LOG("loss %.3f -> %.3f, acc %.3f, val_acc %.3f", st[0].loss,
+	       st[1].loss, st[1].acc, st[1].val_acc);
+	EXPECT_LT(st[1].loss, st[0].loss / 2);
+	EXPECT_LT(0.8, st[1].acc);
+	/* 40 unseen pictures of 10 classes: well above chance (0.1) */
+	EXPECT_LT(0.4, st[1].val_acc);
+	vtpu_model_destroy(m);
 	vtpu_image_folder_info_free(&info);
 	vtpu_dataset_free(&tr);
 	vtpu_dataset_free(&va);
