@@ -664,6 +664,74 @@ TEST_F(tmp, formats)
 }
 
 /*
+ * The filters on known values: shrinking 6 -> 4 columns averages what each
+ * output covers (partial pixels by their share), enlarging 2 -> 4 is
+ * bilinear with TF's half-pixel centres, and a large JPEG (DCT-scaled by
+ * 1/8 on the way) keeps a smooth picture's values.
+ */
+TEST_F(tmp, resize)
+{
+	VTPU_IMAGE_FOLDER_OPTS(o, .height = 1, .width = 4, .channels = 1);
+	uint8_t six[6] = { 0, 10, 20, 30, 40, 50 }, two[2] = { 0, 100 };
+	static const uint8_t shrunk[4] = { 3, 17, 33, 47 };
+	static const uint8_t enlarged[4] = { 0, 25, 75, 100 };
+	static uint8_t big[256 * 256 * 3];
+	struct vtpu_dataset ds;
+	char path[256], err[256] = "";
+	uint32_t x, y, c, worst = 0;
+
+	mkdirf("%s/%s", self->dir, "c");
+	snprintf(path, sizeof(path), "%s/c/six.png", self->dir);
+	ASSERT_EQ(0, write_png(path, six, 6, 1, PNG_COLOR_TYPE_GRAY, 8, NULL,
+			       0, false));
+	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
+					    err, sizeof(err))) TH_LOG("%s", err);
+	EXPECT_EQ(0, memcmp(ds.images, shrunk, 4))
+		TH_LOG("%u %u %u %u", ds.images[0], ds.images[1],
+		       ds.images[2], ds.images[3]);
+	vtpu_dataset_free(&ds);
+	unlink(path);
+
+	snprintf(path, sizeof(path), "%s/c/two.png", self->dir);
+	ASSERT_EQ(0, write_png(path, two, 2, 1, PNG_COLOR_TYPE_GRAY, 8, NULL,
+			       0, false));
+	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
+					    err, sizeof(err))) TH_LOG("%s", err);
+	EXPECT_EQ(0, memcmp(ds.images, enlarged, 4))
+		TH_LOG("%u %u %u %u", ds.images[0], ds.images[1],
+		       ds.images[2], ds.images[3]);
+	vtpu_dataset_free(&ds);
+	unlink(path);
+
+	for (y = 0; y < 256; y++)
+		for (x = 0; x < 256; x++) {
+			big[(y * 256 + x) * 3] = x;
+			big[(y * 256 + x) * 3 + 1] = y;
+			big[(y * 256 + x) * 3 + 2] = (x + y) / 2;
+		}
+	snprintf(path, sizeof(path), "%s/c/big.jpg", self->dir);
+	ASSERT_EQ(0, write_jpeg(path, big, 256, 256, 3, JCS_RGB, 95));
+	o.height = o.width = 32;
+	o.channels = 3;
+	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
+					    err, sizeof(err))) TH_LOG("%s", err);
+	for (y = 0; y < 32; y++)
+		for (x = 0; x < 32; x++)
+			for (c = 0; c < 3; c++) {
+				/* the mean of an 8x8 block of the gradient */
+				double want = c == 0 ? 8 * x + 3.5 :
+					      c == 1 ? 8 * y + 3.5 :
+					      4 * (x + y) + 3.5;
+				uint32_t d = (uint32_t)fabs(
+					ds.images[(y * 32 + x) * 3 + c] - want);
+
+				worst = d > worst ? d : worst;
+			}
+	EXPECT_LE(worst, 4) TH_LOG("worst error %u", worst);
+	vtpu_dataset_free(&ds);
+}
+
+/*
  * A PNG signature, an IHDR claiming @w x @h, an empty IDAT and IEND, the
  * CRCs right: what libpng reads before it knows the size is valid.
  */
