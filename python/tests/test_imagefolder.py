@@ -95,6 +95,12 @@ def test_bad_file_is_a_warning(folder):
     assert len(res[0][0]) == 30
 
 
+def test_keras_utils_name():
+    import vtpu.keras as keras
+    assert (keras.utils.image_dataset_from_directory
+            is datasets.image_dataset_from_directory)
+
+
 def test_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope"):
         datasets.image_dataset_from_directory(tmp_path / "nope")
