@@ -42,10 +42,10 @@
 #define MAX_FILE_BYTES ((size_t)256 << 20)
 #define DEFAULT_MAX_PIXELS ((uint64_t)1 << 26)
 
-/* ---- listing the folder --------------------------------------------------- */
+/* ---- listing the folder ------------------------------------------------ */
 
 struct file {
-	char *rel;		/* "class/sub/name.jpg", relative to the folder */
+	char *rel;		/* "class/sub/name.jpg", under the folder */
 	size_t dirlen;		/* of "class/sub" */
 	uint8_t label;
 };
@@ -237,7 +237,7 @@ out:
 	return ret;
 }
 
-/* ---- decoding --------------------------------------------------------------- */
+/* ---- decoding ----------------------------------------------------------- */
 
 /* One decoding thread's buffers, grown as needed and kept between files. */
 struct scratch {
@@ -547,9 +547,10 @@ static int resize(struct scratch *sc, uint32_t w, uint32_t h, uint32_t c,
 		  uint8_t *out, uint32_t tw, uint32_t th)
 {
 	uint32_t tx = axis_taps(w, tw), ty = axis_taps(h, th);
-	size_t need_x = (size_t)tw * (tx * sizeof(float) + 2 * sizeof(uint32_t)) +
+	/* weights, starts and counts; for x also the row and the sum */
+	size_t need_x = (size_t)tw * (tx * sizeof(float) + 8) +
 			2 * (size_t)tw * c * sizeof(float);
-	size_t need_y = (size_t)th * (ty * sizeof(float) + 2 * sizeof(uint32_t));
+	size_t need_y = (size_t)th * (ty * sizeof(float) + 8);
 	uint32_t ox, oy, k, j, ch;
 	void *px = sc->wx, *py = sc->wy;
 
@@ -652,7 +653,7 @@ static ssize_t read_file(struct scratch *sc, const char *path, char *why,
 			goto out;
 		}
 		if (r == 0)
-			break;	/* shrank meanwhile: decode what is there */
+			break;	/* it shrank: decode what is there */
 		got += r;
 	}
 	r = got;
@@ -681,7 +682,9 @@ static void decode_one(struct job *jb, struct scratch *sc, uint32_t i)
 	size_t isz = (size_t)jb->h * jb->w * jb->c;
 	uint8_t *out = i < jb->ntrain ? jb->train + (size_t)i * isz :
 		       jb->val + (size_t)(i - jb->ntrain) * isz;
-	static const uint8_t png_sig[8] = { 0x89, 'P', 'N', 'G', 13, 10, 26, 10 };
+	static const uint8_t png_sig[8] = {
+		0x89, 'P', 'N', 'G', 13, 10, 26, 10
+	};
 	char why[JMSG_LENGTH_MAX + 64] = "", *path;
 	uint32_t w = 0, h = 0;
 	ssize_t len;
@@ -924,7 +927,8 @@ int vtpu_load_image_folder(const char *dir,
 				 dir, classes);
 		goto out;
 	}
-	if (s.n > UINT32_MAX - MAX_THREADS - 1) {	/* jb->next stays below */
+	/* jb->next, one past the last job per thread, must not wrap */
+	if (s.n > UINT32_MAX - MAX_THREADS - 1) {
 		ret = vtpu__errf(err, errlen, -EINVAL, "%s: too many files",
 				 dir);
 		goto out;

@@ -249,18 +249,18 @@ FIXTURE_SETUP(folder)
 	for (k = 0; k < NCLS; k++) {
 		mkdirf("%s/%s", self->dir, fm_names[k]);
 		for (j = 0; j < PER; j++) {
+			const uint8_t *px = self->pc->big[k][j];
+
 			self->pc->png[k][j] = j >= 15;
 			snprintf(path, sizeof(path), "%s/%s/%04u.%s",
 				 self->dir, fm_names[k], j, ext(j));
 			if (self->pc->png[k][j]) {
-				ASSERT_EQ(0, write_png(path, self->pc->big[k][j],
-						       SRC, SRC,
+				ASSERT_EQ(0, write_png(path, px, SRC, SRC,
 						       PNG_COLOR_TYPE_RGB, 8,
 						       NULL, 0, false));
 			} else {
-				ASSERT_EQ(0, write_jpeg(path, self->pc->big[k][j],
-							SRC, SRC, 3, JCS_RGB,
-							95));
+				ASSERT_EQ(0, write_jpeg(path, px, SRC, SRC, 3,
+							JCS_RGB, 95));
 			}
 		}
 	}
@@ -342,7 +342,8 @@ TEST_F(folder, load_all)
 	char err[256] = "";
 
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, &val, &info,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	EXPECT_EQ(NCLS * PER, ds.n);
 	EXPECT_EQ(0, val.n);
 	EXPECT_EQ(NULL, val.images);
@@ -429,7 +430,8 @@ TEST_F(folder, split)
 	EXPECT_TRUE(same_files(i1.train_files, i2.train_files));
 	EXPECT_TRUE(same_files(i1.val_files, i2.val_files));
 	ASSERT_EQ(v1.n, v2.n);
-	EXPECT_EQ(0, memcmp(v1.images, v2.images, (size_t)v1.n * DST * DST * 3));
+	EXPECT_EQ(0, memcmp(v1.images, v2.images,
+			    (size_t)v1.n * DST * DST * 3));
 	EXPECT_EQ(0, memcmp(t1.labels, t2.labels, t1.n));
 
 	/* another seed: another split */
@@ -575,7 +577,7 @@ TEST_F(tmp, formats)
 		cmyk[p * 4 + 3] = 255;
 		rgba[p * 4 + 3] = (uint8_t)(p * 4);
 		gray[p] = ga[p * 2] = pat(p, 0);
-		ga[p * 2 + 1] = 0;	/* fully transparent: still its grey */
+		ga[p * 2 + 1] = 0;	/* transparent: still its grey */
 		idx[p] = p % 16;
 	}
 	for (c = 0; c < 16; c++)
@@ -603,7 +605,8 @@ TEST_F(tmp, formats)
 			       8, NULL, 0, false));
 #undef P
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, &info,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	EXPECT_EQ(9, ds.n);
 	EXPECT_EQ(0, info.skipped);
 	EXPECT_EQ(1, ds.classes);
@@ -636,7 +639,8 @@ TEST_F(tmp, formats)
 	/* and to one channel */
 	o.channels = 1;
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, &info,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	EXPECT_EQ(9, ds.n);
 	EXPECT_EQ(1, ds.channels);
 #define CHECK1(name, tol) do {						\
@@ -685,7 +689,8 @@ TEST_F(tmp, resize)
 	ASSERT_EQ(0, write_png(path, six, 6, 1, PNG_COLOR_TYPE_GRAY, 8, NULL,
 			       0, false));
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	EXPECT_EQ(0, memcmp(ds.images, shrunk, 4))
 		TH_LOG("%u %u %u %u", ds.images[0], ds.images[1],
 		       ds.images[2], ds.images[3]);
@@ -696,7 +701,8 @@ TEST_F(tmp, resize)
 	ASSERT_EQ(0, write_png(path, two, 2, 1, PNG_COLOR_TYPE_GRAY, 8, NULL,
 			       0, false));
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	EXPECT_EQ(0, memcmp(ds.images, enlarged, 4))
 		TH_LOG("%u %u %u %u", ds.images[0], ds.images[1],
 		       ds.images[2], ds.images[3]);
@@ -714,7 +720,8 @@ TEST_F(tmp, resize)
 	o.height = o.width = 32;
 	o.channels = 3;
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	for (y = 0; y < 32; y++)
 		for (x = 0; x < 32; x++)
 			for (c = 0; c < 3; c++) {
@@ -807,7 +814,8 @@ TEST_F(tmp, bad_files)
 	ASSERT_NE(NULL, w);
 	o.warnings = w;
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, &info,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	fclose(w);
 	TH_LOG("warnings:\n%s", log);
 	EXPECT_EQ(2, ds.n);
@@ -866,7 +874,8 @@ TEST_F(tmp, unreadable)
 	w = open_memstream(&log, &loglen);
 	o.warnings = w;
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, &info,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	fclose(w);
 	EXPECT_EQ(1, ds.n);
 	EXPECT_EQ(1, info.skipped);
@@ -905,7 +914,8 @@ TEST_F(tmp, empty_class)
 	ASSERT_EQ(0, write_png(path, gray, 4, 4, PNG_COLOR_TYPE_GRAY, 8, NULL,
 			       0, false));
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, &info,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	EXPECT_EQ(3, ds.classes);
 	EXPECT_EQ(2, ds.n);
 	EXPECT_STREQ("bird", info.class_names[0]);
@@ -959,7 +969,8 @@ TEST_F(tmp, bad_folders)
 	ASSERT_EQ(0, write_png(path, gray, 4, 4, PNG_COLOR_TYPE_GRAY, 8, NULL,
 			       0, false));
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	vtpu_dataset_free(&ds);
 	o.channels = 2;
 	EXPECT_EQ(-EINVAL, vtpu_load_image_folder(self->dir, &o, &ds, NULL,
@@ -1001,7 +1012,8 @@ TEST_F(tmp, bad_folders)
 	snprintf(path, sizeof(path), "%s/k255", self->dir);
 	rmdir(path);
 	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &o, &ds, NULL, NULL,
-					    err, sizeof(err))) TH_LOG("%s", err);
+					    err, sizeof(err)))
+		TH_LOG("%s", err);
 	EXPECT_EQ(256, ds.classes);
 	EXPECT_EQ(1, ds.n);
 	/* "c" sorts before "k000".."k254" */
