@@ -11,8 +11,12 @@ LIBVTPU_SRCS := \
 LIBVTPU_SRCS += \
 	data.c \
 	text.c \
+	imagefolder.c \
 	progress.c \
 	checkpoint.c
+# imagefolder.c decodes with libjpeg-turbo and libpng (Debian's
+# libjpeg62-turbo-dev and libpng-dev)
+LDLIBS_LIBVTPU += -ljpeg -lpng
 LIBVTPU_SRCS += \
 	graph.c \
 	compile.c \

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libvtpu data side of training: dataset loaders (MNIST, Fashion-MNIST,
- * CIFAR-10), reproducible shuffling, batch assembly, Keras-style progress
- * output and checkpoints.
+ * CIFAR-10, folders of JPEG and PNG images), reproducible shuffling, batch
+ * assembly, Keras-style progress output and checkpoints.
  *
  * Conventions (as the rest of libvtpu): int returns are 0 or -errno, the
  * library never exits and prints only where told to (the progress module
@@ -140,6 +140,108 @@ VTPU_API int vtpu_load_mnist(const char *dir, bool train, struct vtpu_dataset *d
  */
 VTPU_API int vtpu_load_cifar10(const char *dir, bool train, struct vtpu_dataset *ds,
 		      char *err, size_t errlen);
+
+/* ---- image folders ------------------------------------------------------ */
+
+/**
+ * struct vtpu_image_folder_opts - how vtpu_load_image_folder() reads a
+ * folder (libbpf-style sized options; VTPU_IMAGE_FOLDER_OPTS() fills @sz)
+ * @sz: sizeof(struct vtpu_image_folder_opts)
+ * @height, @width: every image is resized to this (1..8192 each)
+ * @channels: 1 (grayscale) or 3 (RGB); images of other kinds are converted
+ *	(gray to RGB by copying, RGB to gray with Rec. 601 weights as
+ *	libjpeg and tf.image.rgb_to_grayscale, alpha dropped as TF's
+ *	decode_png(channels=3) does, palettes expanded, Adobe CMYK converted)
+ * @validation_split: 0 <= split < 1: the fraction of the files held out
+ * @seed: the shuffle of the files and so the split: as Keras' subset=
+ *	"training"/"validation" with one seed, the same files go to the same
+ *	side for the same seed and folder
+ * @threads: decoding threads (0: one per online CPU)
+ * @max_pixels: an image whose header claims more pixels than this is
+ *	skipped before anything is allocated for it (0: 1 << 26, 64 Mpixel)
+ * @warnings: where each skipped file gets a line "NAME: skipped: WHY"
+ *	(NULL: nowhere; the counts are in struct vtpu_image_folder_info)
+ */
+struct vtpu_image_folder_opts {
+	size_t sz;
+	uint32_t height, width, channels;
+	float validation_split;
+	uint64_t seed;
+	uint32_t threads;
+	uint64_t max_pixels;
+	FILE *warnings;
+};
+
+#define VTPU_IMAGE_FOLDER_OPTS(name, ...)                                      \
+	struct vtpu_image_folder_opts name = {                                 \
+		.sz = sizeof(struct vtpu_image_folder_opts), __VA_ARGS__       \
+	}
+
+/**
+ * struct vtpu_image_folder_info - what vtpu_load_image_folder() found
+ * @classes: the number of class folders (= the datasets' classes)
+ * @class_names: @classes folder names, sorted by byte value (Python's
+ *	sorted(), as Keras); label i is class_names[i]
+ * @files: image files found (.jpg, .jpeg, .png in any case)
+ * @decoded: of these, decoded (= train.n + val.n)
+ * @skipped: of these, skipped as unreadable, corrupt, truncated, of an
+ *	unsupported kind or too large (one warning line each)
+ * @ignored: other files (other extensions; hidden files and folders, whose
+ *	contents are not counted)
+ * @train_files, @val_files: for each example of train and val, its file's
+ *	path relative to the folder ("Bag/0003.jpg"); NULL without a val
+ *
+ * Free with vtpu_image_folder_info_free(). A failed load leaves it zeroed.
+ */
+struct vtpu_image_folder_info {
+	uint32_t classes;
+	char **class_names;
+	uint32_t files, decoded, skipped, ignored;
+	char **train_files, **val_files;
+};
+
+/**
+ * vtpu_load_image_folder() - a dataset from a folder of class folders of
+ * JPEG and PNG files, as tf.keras.utils.image_dataset_from_directory()
+ * @dir: holds one folder per class (hidden ones left out); a class's
+ *	images are the .jpg/.jpeg/.png files in its folder and the folders
+ *	below it; files directly in @dir are ignored
+ * @o: the options (required: size and channels)
+ * @train: the files not held out, shuffled by @o->seed; u8 NHWC
+ * @val: the last floor(split * files) files of that shuffle, as Keras;
+ *	may be NULL when the split is 0 (zeroed when it is 0)
+ * @info: may be NULL; else filled (names, counts, files)
+ * @err, @errlen: a message naming the folder or file
+ *
+ * The split is decided on the list of files before decoding, so it does
+ * not depend on which files turn out corrupt: those are left out of
+ * whichever side they fell on. Each image is decoded (libjpeg-turbo,
+ * libpng) straight to the requested channels, then resized with an area
+ * filter when shrinking (each output pixel the mean of the source pixels it
+ * covers: photos shrunk 4-8x keep their detail without aliasing, where
+ * bilinear samples only four of them) and bilinear when enlarging (an area
+ * filter would give blocks), with pixel centres aligned as TF's
+ * half_pixel_centers. Large JPEGs are first decoded at 1/2, 1/4 or 1/8
+ * scale (libjpeg's DCT scaling) when that still leaves at least the target
+ * size: much faster, and the same averaging.
+ *
+ * A class folder without images keeps its label (as Keras: the class
+ * exists, it has no examples). Decoding runs on @o->threads threads; the
+ * warnings are written in file order after all are done.
+ *
+ * Return: 0, or -ENOENT (@dir missing), -ENOTDIR, -EACCES (@dir or a class
+ * folder unreadable), -EINVAL (bad options; no class folders; more than
+ * 256 classes; no image decoded; a validation side that would be empty),
+ * -ENOMEM.
+ */
+VTPU_API int vtpu_load_image_folder(const char *dir,
+			   const struct vtpu_image_folder_opts *o,
+			   struct vtpu_dataset *train, struct vtpu_dataset *val,
+			   struct vtpu_image_folder_info *info, char *err,
+			   size_t errlen);
+
+/** vtpu_image_folder_info_free() - free what @info holds, zero it (NULL-safe) */
+VTPU_API void vtpu_image_folder_info_free(struct vtpu_image_folder_info *info);
 
 /* ---- reproducible shuffling --------------------------------------------- */
 

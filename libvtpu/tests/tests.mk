@@ -12,11 +12,12 @@
 TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise seq softmax \
 	train validate)
 HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model \
-	test_seq_model test_text) \
+	test_seq_model test_text test_imagefolder) \
 	$(TEST_OPS)
 
-# test_data reads the real datasets beside the checkout.
-$(BIN)/test_data: CPPFLAGS += -DVTPU_SRCTOP='"$(SRCTOP)"'
+# test_data reads the real datasets beside the checkout; test_imagefolder
+# writes Fashion-MNIST's pictures as JPEG and PNG files.
+$(BIN)/test_data $(BIN)/test_imagefolder: CPPFLAGS += -DVTPU_SRCTOP='"$(SRCTOP)"'
 
 $(BIN)/test_%: $(SRCTOP)/libvtpu/tests/test_%.c $(SELFTEST_DEPS)
 	@mkdir -p $(@D)

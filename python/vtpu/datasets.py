@@ -16,15 +16,22 @@ $VTPU_DATA/<name> when VTPU_DATA is set, else the first of
 <checkout>/data/<name> (where tools/get-datasets puts them) and
 ./data/<name> (the C examples' default) that exists; <name> is mnist,
 fashion-mnist or cifar10.
+
+image_dataset_from_directory() reads a folder of class folders of JPEG and
+PNG files, as tf.keras.utils.image_dataset_from_directory() (numpy arrays
+rather than a tf.data.Dataset; libvtpu's vtpu_load_image_folder()).
 """
 import errno as _errno
 import os
 import sys
+import tempfile
 import types
+import warnings
 
 import numpy as np
 
-__all__ = ["mnist", "fashion_mnist", "cifar10"]
+__all__ = ["mnist", "fashion_mnist", "cifar10",
+           "image_dataset_from_directory"]
 
 _TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(
     __file__)), os.pardir, os.pardir))
@@ -148,3 +155,92 @@ CIFAR-10, the binary version: (x_train, y_train), (x_test, y_test), uint8,
 x (50000, 32, 32, 3) / (10000, 32, 32, 3) channels last, y (50000, 1) /
 (10000, 1) in 0..9. @path: cifar-10-batches-bin or the directory holding
 it.""")
+
+
+class ImageFolder(tuple):
+    """((x_train, y_train), (x_val, y_val)) with what Keras' dataset has:
+    class_names (label i is class_names[i]), train_file_paths and
+    val_file_paths (each example's file), and the counts files, skipped
+    (corrupt, truncated, unreadable or too large: one RuntimeWarning each)
+    and ignored (other files)."""
+
+
+def _arrays(ffi, ds, hwc):
+    shape = (ds.n,) + hwc
+    size = ds.n * hwc[0] * hwc[1] * hwc[2]
+    if not ds.n:    # no validation side: empty, in the same shape
+        return (np.zeros(shape, np.uint8), np.zeros((0,), np.uint8))
+    x = np.frombuffer(ffi.buffer(ds.images, size), np.uint8).copy()
+    y = np.frombuffer(ffi.buffer(ds.labels, ds.n), np.uint8).copy()
+    return x.reshape(shape), y
+
+
+def _strings(ffi, v, n):
+    if v == ffi.NULL:
+        return []
+    return [os.fsdecode(ffi.string(v[i])) for i in range(n)]
+
+
+def image_dataset_from_directory(directory, image_size=(256, 256),
+                                 channels=3, validation_split=None, seed=0,
+                                 threads=0):
+    """A folder of class folders of .jpg/.jpeg/.png files (any case) as
+    ((x_train, y_train), (x_val, y_val)): x uint8 (n, height, width,
+    channels), y uint8 (n,) labels, the class folders' names sorted
+    (an ImageFolder, whose class_names name them).
+
+    As Keras: the files are shuffled with @seed and the last
+    floor(validation_split * files) are the validation side (the same for
+    the same seed); files of other types and files directly in @directory
+    are ignored; a class folder without images keeps its label. Images are
+    decoded to @channels (1 or 3) whatever they hold, and resized to
+    @image_size (height, width): an area filter to shrink, bilinear to
+    enlarge. A file that cannot be decoded is skipped with a
+    RuntimeWarning naming it. Without validation_split the validation
+    arrays are empty. @threads: decoding threads (0: one per CPU)."""
+    from ._ffi import ffi, lib
+    from .keras._cmodel import c_error, libc
+
+    h, w = (int(v) for v in image_size)
+    split = float(validation_split or 0)
+    o = ffi.new("struct vtpu_image_folder_opts *")
+    o.sz = ffi.sizeof("struct vtpu_image_folder_opts")
+    o.height, o.width, o.channels = h, w, int(channels)
+    o.validation_split = split
+    o.seed = int(seed) & (2 ** 64 - 1)
+    o.threads = int(threads)
+    train = ffi.new("struct vtpu_dataset *")
+    val = ffi.new("struct vtpu_dataset *")
+    info = ffi.new("struct vtpu_image_folder_info *")
+    err = ffi.new("char[512]")
+    d = os.fspath(directory)
+    with tempfile.TemporaryFile() as log:
+        f = libc().fdopen(os.dup(log.fileno()), b"w")
+        if f == ffi.NULL:
+            raise OSError(ffi.errno, "fdopen failed")
+        o.warnings = f
+        try:
+            ret = lib.vtpu_load_image_folder(os.fsencode(d), o, train, val,
+                                             info, err, len(err))
+        finally:
+            libc().fclose(f)
+        log.seek(0)
+        for line in log.read().decode("utf-8", "replace").splitlines():
+            warnings.warn(line, RuntimeWarning, stacklevel=2)
+    if ret:
+        raise c_error(ret, ffi.string(err).decode("utf-8", "replace"))
+    try:
+        hwc = (h, w, int(channels))
+        res = ImageFolder((_arrays(ffi, train, hwc), _arrays(ffi, val, hwc)))
+        res.class_names = _strings(ffi, info.class_names, info.classes)
+        res.train_file_paths = [os.path.join(d, p) for p in _strings(
+            ffi, info.train_files, train.n)]
+        res.val_file_paths = [os.path.join(d, p) for p in _strings(
+            ffi, info.val_files, val.n)]
+        res.files, res.skipped = info.files, info.skipped
+        res.ignored = info.ignored
+    finally:
+        lib.vtpu_dataset_free(train)
+        lib.vtpu_dataset_free(val)
+        lib.vtpu_image_folder_info_free(info)
+    return res

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""vtpu.keras.utils: set_random_seed, to_categorical."""
+"""vtpu.keras.utils: set_random_seed, to_categorical,
+image_dataset_from_directory (vtpu.datasets')."""
 import numpy as np
 
 from . import backend
 from ._util import check_int
+from ..datasets import image_dataset_from_directory  # noqa: F401
 
 
 def set_random_seed(seed):

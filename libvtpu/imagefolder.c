@@ -1,0 +1,1038 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Image folders: a dataset from a folder of class folders of JPEG and PNG
+ * files, as tf.keras.utils.image_dataset_from_directory() builds one
+ * (labels from the sorted folder names, files in the order Keras lists
+ * them, shuffled by a seed, the last part held out for validation).
+ *
+ * Nothing in a file is trusted: it is read whole (bounded) into memory and
+ * decoded from there, libjpeg's and libpng's errors longjmp back here (their
+ * defaults print or exit), dimensions are checked against a pixel budget
+ * before anything is allocated for them, and a file that fails is a line in
+ * the warnings and a count, never the end of the load. JPEG decoding
+ * dominates the time, so files are decoded on a pool of threads, each into
+ * the slot its example will have.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+#include <png.h>
+
+#include "vtpu_data.h"
+#include "data_priv.h"
+
+#define MAX_SIDE 8192		/* of the requested size */
+#define MAX_CLASSES 256		/* labels are uint8_t */
+#define MAX_DEPTH 64		/* folders below a class folder */
+#define MAX_THREADS 256
+#define MAX_FILE_BYTES ((size_t)256 << 20)
+#define DEFAULT_MAX_PIXELS ((uint64_t)1 << 26)
+
+/* ---- listing the folder ------------------------------------------------ */
+
+struct file {
+	char *rel;		/* "class/sub/name.jpg", under the folder */
+	size_t dirlen;		/* of "class/sub" */
+	uint8_t label;
+};
+
+struct scan {
+	const char *dir;
+	struct file *f;
+	size_t n, cap;
+	uint32_t ignored;
+	char *err;
+	size_t errlen;
+};
+
+static bool is_image_name(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	return dot && dot != name && (!strcasecmp(dot, ".jpg") ||
+				      !strcasecmp(dot, ".jpeg") ||
+				      !strcasecmp(dot, ".png"));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Keras' order: os.walk()'s folders sorted by path, then the names in each
+ * sorted; comparing the folder part first is not the same as a depth-first
+ * walk in sorted order when names hold characters below '/'.
+ */
+static int cmp_file(const void *a, const void *b)
+{
+	const struct file *x = a, *y = b;
+	size_t n = x->dirlen < y->dirlen ? x->dirlen : y->dirlen;
+	int c = memcmp(x->rel, y->rel, n);
+
+	if (c)
+		return c;
+	if (x->dirlen != y->dirlen)
+		return x->dirlen < y->dirlen ? -1 : 1;
+	return strcmp(x->rel + x->dirlen + 1, y->rel + y->dirlen + 1);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+/*
+ * The names in @path but "." and "..", sorted; hidden ones are counted in
+ * *@hidden and left out. Return: 0 or -errno (with a message).
+ */
+static int list_dir(const char *path, char ***names, size_t *count,
+		    uint32_t *hidden, char *err, size_t errlen)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char **v = NULL, **nv;
+	size_t n = 0, cap = 0;
+	int ret;
+
+	if (!d)
+		return vtpu__errf(err, errlen, -errno, "%s: %s", path,
+				  errno == ENOENT ? "no such folder" :
+				  strerror(errno));
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (!de)
+			break;
+		if (de->d_name[0] == '.') {
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				(*hidden)++;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				goto nomem;
+			v = nv;
+		}
+		v[n] = strdup(de->d_name);
+		if (!v[n])
+			goto nomem;
+		n++;
+	}
+	if (errno) {
+		ret = vtpu__errf(err, errlen, -errno, "%s: %s", path,
+				 strerror(errno));
+		goto fail;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
+	*names = v;
+	*count = n;
+	return 0;
+nomem:
+	ret = vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory", path);
+fail:
+	closedir(d);
+	while (n)
+		free(v[--n]);
+	free(v);
+	return ret;
+}
+
+static void free_names(char **v, size_t n)
+{
+	while (v && n)
+		free(v[--n]);
+	free(v);
+}
+
+/* Add the image files in folder @rel and below it to @s, labelled @label. */
+static int walk(struct scan *s, const char *rel, uint8_t label, int depth)
+{
+	char *path = path_join(s->dir, rel), *child = NULL, *cpath = NULL;
+	char **names = NULL;
+	size_t n = 0, i;
+	struct stat st;
+	int ret;
+
+	if (!path)
+		return vtpu__errf(s->err, s->errlen, -ENOMEM, "out of memory");
+	if (depth > MAX_DEPTH) {
+		ret = vtpu__errf(s->err, s->errlen, -ELOOP,
+				 "%s: folders nested too deeply", path);
+		goto out;
+	}
+	ret = list_dir(path, &names, &n, &s->ignored, s->err, s->errlen);
+	if (ret)
+		goto out;
+	for (i = 0; i < n; i++) {
+		child = path_join(rel, names[i]);
+		if (!child)
+			goto nomem;
+		cpath = path_join(s->dir, child);
+		if (!cpath)
+			goto nomem;
+		/*
+		 * Folders are walked, but not through symbolic links (Keras'
+		 * follow_links=False); links to files are files. What cannot
+		 * be stat()ed is taken as a file: opening it will say why.
+		 */
+		if (!lstat(cpath, &st) && S_ISDIR(st.st_mode)) {
+			ret = walk(s, child, label, depth + 1);
+			if (ret)
+				goto out;
+		} else if (!stat(cpath, &st) && S_ISDIR(st.st_mode)) {
+			s->ignored++;
+		} else if (!is_image_name(names[i])) {
+			s->ignored++;
+		} else {
+			if (s->n == s->cap) {
+				size_t cap = s->cap ? 2 * s->cap : 256;
+				struct file *nf = realloc(s->f,
+							  cap * sizeof(*nf));
+
+				if (!nf)
+					goto nomem;
+				s->f = nf;
+				s->cap = cap;
+			}
+			s->f[s->n++] = (struct file){
+				.rel = child, .dirlen = strlen(rel),
+				.label = label,
+			};
+			child = NULL;
+		}
+		free(child);
+		free(cpath);
+		child = cpath = NULL;
+	}
+	goto out;
+nomem:
+	ret = vtpu__errf(s->err, s->errlen, -ENOMEM, "%s: out of memory",
+			 path);
+out:
+	free(child);
+	free(cpath);
+	free_names(names, n);
+	free(path);
+	return ret;
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+/* One decoding thread's buffers, grown as needed and kept between files. */
+struct scratch {
+	uint8_t *file;		/* the file's bytes */
+	size_t file_cap;
+	uint8_t *pix;		/* the decoded image */
+	size_t pix_cap;
+	float *wx, *wy, *row, *acc;
+	uint32_t *sx, *sy, *nx, *ny;
+	size_t wx_cap, wy_cap;
+};
+
+static int grow(void **p, size_t *cap, size_t need)
+{
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	np = realloc(*p, need);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = need;
+	return 0;
+}
+
+struct jerr {
+	struct jpeg_error_mgr pub;
+	jmp_buf jb;
+	char msg[JMSG_LENGTH_MAX];
+};
+
+static void jerr_exit(j_common_ptr ci)
+{
+	struct jerr *e = (struct jerr *)ci->err;
+
+	ci->err->format_message(ci, e->msg);
+	longjmp(e->jb, 1);
+}
+
+/*
+ * libjpeg recovers from damage with warnings. A file that ends early is
+ * decoded with grey filler by libjpeg, so it is an error here (as TF's
+ * decode_jpeg without try_recover_truncated); other warnings (e.g.
+ * extraneous bytes before a marker, common in photos) are not.
+ */
+static void jerr_emit(j_common_ptr ci, int level)
+{
+	if (level < 0 && ci->err->msg_code == JWRN_JPEG_EOF)
+		jerr_exit(ci);
+	if (level < 0)
+		ci->err->num_warnings++;
+}
+
+static void jerr_output(j_common_ptr ci)
+{
+	/* the library never prints */
+}
+
+/* Adobe CMYK (stored inverted, as Photoshop writes it) to @c channels */
+static void cmyk_to(uint8_t *p, size_t npix, uint32_t c, bool inverted)
+{
+	size_t i;
+
+	for (i = 0; i < npix; i++) {
+		unsigned int k = p[4 * i + 3], rgb[3], j;
+
+		for (j = 0; j < 3; j++) {
+			unsigned int v = p[4 * i + j];
+
+			rgb[j] = inverted ? (v * k + 127) / 255 :
+				 ((255 - v) * (255 - k) + 127) / 255;
+		}
+		if (c == 1) {
+			p[i] = (77 * rgb[0] + 150 * rgb[1] + 29 * rgb[2] +
+				128) >> 8;
+		} else {
+			p[3 * i] = rgb[0];
+			p[3 * i + 1] = rgb[1];
+			p[3 * i + 2] = rgb[2];
+		}
+	}
+}
+
+static int decode_jpeg(struct scratch *sc, size_t len, uint32_t c,
+		       uint32_t tw, uint32_t th, uint64_t max_px,
+		       uint32_t *w, uint32_t *h, char *why, size_t whylen)
+{
+	struct jpeg_decompress_struct ci;
+	struct jerr je;
+	unsigned int d;
+	bool cmyk;
+	size_t stride;
+
+	ci.err = jpeg_std_error(&je.pub);
+	je.pub.error_exit = jerr_exit;
+	je.pub.emit_message = jerr_emit;
+	je.pub.output_message = jerr_output;
+	if (setjmp(je.jb)) {
+		/* frees all libjpeg allocated; our buffers belong to @sc */
+		jpeg_destroy_decompress(&ci);
+		snprintf(why, whylen, "corrupt JPEG: %s", je.msg);
+		return -EINVAL;
+	}
+	jpeg_create_decompress(&ci);
+	jpeg_mem_src(&ci, sc->file, len);
+	jpeg_read_header(&ci, TRUE);
+	if ((uint64_t)ci.image_width * ci.image_height > max_px) {
+		snprintf(why, whylen, "image too large (%ux%u pixels)",
+			 ci.image_width, ci.image_height);
+		jpeg_destroy_decompress(&ci);
+		return -EFBIG;
+	}
+	cmyk = ci.jpeg_color_space == JCS_CMYK ||
+	       ci.jpeg_color_space == JCS_YCCK;
+	ci.out_color_space = cmyk ? JCS_CMYK :
+			     c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+	/* the smallest DCT scale that still covers the target size */
+	for (d = 8; d > 1; d /= 2)
+		if ((ci.image_width + d - 1) / d >= tw &&
+		    (ci.image_height + d - 1) / d >= th)
+			break;
+	ci.scale_num = 1;
+	ci.scale_denom = d;
+	jpeg_start_decompress(&ci);
+	stride = (size_t)ci.output_width * ci.output_components;
+	if (grow((void **)&sc->pix, &sc->pix_cap,
+		 stride * ci.output_height)) {
+		jpeg_destroy_decompress(&ci);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	while (ci.output_scanline < ci.output_height) {
+		JSAMPROW row = sc->pix + ci.output_scanline * stride;
+
+		jpeg_read_scanlines(&ci, &row, 1);
+	}
+	*w = ci.output_width;
+	*h = ci.output_height;
+	if (cmyk)
+		cmyk_to(sc->pix, (size_t)*w * *h, c, ci.saw_Adobe_marker);
+	jpeg_finish_decompress(&ci);
+	jpeg_destroy_decompress(&ci);
+	return 0;
+}
+
+struct pngsrc {
+	const uint8_t *p;
+	size_t len, off;
+	char msg[128];
+};
+
+static void png_read_mem(png_structp png, png_bytep out, size_t n)
+{
+	struct pngsrc *s = png_get_io_ptr(png);
+
+	if (n > s->len - s->off)
+		png_error(png, "file truncated");
+	memcpy(out, s->p + s->off, n);
+	s->off += n;
+}
+
+/* libpng's default handlers print to stderr (and abort without setjmp) */
+static void png_err(png_structp png, png_const_charp msg)
+{
+	struct pngsrc *s = png_get_error_ptr(png);
+
+	snprintf(s->msg, sizeof(s->msg), "%s", msg);
+	png_longjmp(png, 1);
+}
+
+static void png_warn(png_structp png, png_const_charp msg)
+{
+}
+
+static int decode_png(struct scratch *sc, size_t len, uint32_t c,
+		      uint64_t max_px, uint32_t *w, uint32_t *h, char *why,
+		      size_t whylen)
+{
+	struct pngsrc src = { .p = sc->file, .len = len };
+	png_structp png;
+	png_infop info;
+	int color, passes, p;
+	size_t stride;
+	uint32_t y;
+
+	png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_err,
+				     png_warn);
+	if (!png) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	info = png_create_info_struct(png);
+	if (!info) {
+		png_destroy_read_struct(&png, NULL, NULL);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	if (setjmp(png_jmpbuf(png))) {
+		png_destroy_read_struct(&png, &info, NULL);
+		snprintf(why, whylen, "corrupt PNG: %s", src.msg);
+		return -EINVAL;
+	}
+	png_set_read_fn(png, &src, png_read_mem);
+	png_read_info(png, info);
+	*w = png_get_image_width(png, info);
+	*h = png_get_image_height(png, info);
+	if ((uint64_t)*w * *h > max_px) {
+		snprintf(why, whylen, "image too large (%ux%u pixels)", *w,
+			 *h);
+		png_destroy_read_struct(&png, &info, NULL);
+		return -EFBIG;
+	}
+	color = png_get_color_type(png, info);
+	/* palette to RGB, 1-4 bit grey to 8, transparency to alpha ... */
+	png_set_expand(png);
+	png_set_strip_16(png);
+	/* ... then dropped, as TF's decode_png(channels=1 or 3) */
+	png_set_strip_alpha(png);
+	if (c == 3 && !(color & PNG_COLOR_MASK_COLOR))
+		png_set_gray_to_rgb(png);
+	/* Rec. 601, as JPEG's Y (libpng's default is Rec. 709's) */
+	if (c == 1 && (color & PNG_COLOR_MASK_COLOR))
+		png_set_rgb_to_gray_fixed(png, 1, 29900, 58700);
+	passes = png_set_interlace_handling(png);
+	png_read_update_info(png, info);
+	stride = png_get_rowbytes(png, info);
+	if (png_get_channels(png, info) != c || stride != (size_t)*w * c)
+		png_error(png, "unsupported pixel format");
+	if (grow((void **)&sc->pix, &sc->pix_cap, stride * *h)) {
+		png_destroy_read_struct(&png, &info, NULL);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	/* interlaced: each pass fills in more of the rows already read */
+	for (p = 0; p < passes; p++)
+		for (y = 0; y < *h; y++)
+			png_read_row(png, sc->pix + y * stride, NULL);
+	png_destroy_read_struct(&png, &info, NULL);
+	return 0;
+}
+
+/*
+ * One axis of the resize: for each of @dst outputs, the first source index
+ * @start[o], @count[o] <= @taps indices and their weights (summing to 1).
+ * Shrinking: an area filter (the source interval the output pixel covers,
+ * partial pixels weighted by their coverage). Enlarging: bilinear between
+ * the two nearest source centres, centres aligned as TF's
+ * half_pixel_centers (a pixel's centre is at index + 0.5).
+ */
+static uint32_t axis_taps(uint32_t src, uint32_t dst)
+{
+	return src > dst ? (src + dst - 1) / dst + 1 : 2;
+}
+
+static void axis_weights(uint32_t src, uint32_t dst, uint32_t taps,
+			 uint32_t *start, uint32_t *count, float *w)
+{
+	double scale = (double)src / dst;
+	uint32_t o, i;
+
+	for (o = 0; o < dst; o++) {
+		float *wo = w + (size_t)o * taps;
+
+		if (src > dst) {
+			double x0 = o * scale, x1 = (o + 1) * scale;
+			uint32_t i0 = (uint32_t)x0;
+			uint32_t i1 = (uint32_t)ceil(x1);
+
+			if (i1 > src)
+				i1 = src;
+			start[o] = i0;
+			count[o] = i1 - i0;
+			for (i = i0; i < i1; i++) {
+				double a = i > x0 ? i : x0;
+				double b = i + 1 < x1 ? i + 1 : x1;
+
+				wo[i - i0] = (float)((b - a) / scale);
+			}
+		} else {
+			double x = (o + 0.5) * scale - 0.5;
+			uint32_t i0;
+
+			if (x < 0)
+				x = 0;
+			i0 = (uint32_t)x;
+			if (i0 >= src - 1) {
+				start[o] = src - 1;
+				count[o] = 1;
+				wo[0] = 1;
+				continue;
+			}
+			start[o] = i0;
+			count[o] = 2;
+			wo[0] = (float)(1 - (x - i0));
+			wo[1] = (float)(x - i0);
+		}
+	}
+}
+
+/*
+ * @sc->pix (w x h x c) to @out (tw x th x c): each output row accumulates
+ * its source rows, each resized horizontally on the way, so the memory is
+ * a few rows whatever the image's size.
+ */
+static int resize(struct scratch *sc, uint32_t w, uint32_t h, uint32_t c,
+		  uint8_t *out, uint32_t tw, uint32_t th)
+{
+	uint32_t tx = axis_taps(w, tw), ty = axis_taps(h, th);
+	/* weights, starts and counts; for x also the row and the sum */
+	size_t need_x = (size_t)tw * (tx * sizeof(float) + 8) +
+			2 * (size_t)tw * c * sizeof(float);
+	size_t need_y = (size_t)th * (ty * sizeof(float) + 8);
+	uint32_t ox, oy, k, j, ch;
+	void *px = sc->wx, *py = sc->wy;
+
+	if (grow(&px, &sc->wx_cap, need_x))
+		return -ENOMEM;
+	sc->wx = px;
+	if (grow(&py, &sc->wy_cap, need_y))
+		return -ENOMEM;
+	sc->wy = py;
+	sc->sx = (uint32_t *)(sc->wx + (size_t)tw * tx);
+	sc->nx = sc->sx + tw;
+	sc->row = (float *)(sc->nx + tw);
+	sc->acc = sc->row + (size_t)tw * c;
+	sc->sy = (uint32_t *)(sc->wy + (size_t)th * ty);
+	sc->ny = sc->sy + th;
+	axis_weights(w, tw, tx, sc->sx, sc->nx, sc->wx);
+	axis_weights(h, th, ty, sc->sy, sc->ny, sc->wy);
+
+	for (oy = 0; oy < th; oy++) {
+		memset(sc->acc, 0, (size_t)tw * c * sizeof(float));
+		for (k = 0; k < sc->ny[oy]; k++) {
+			const uint8_t *src = sc->pix +
+				(size_t)(sc->sy[oy] + k) * w * c;
+			float wyk = sc->wy[(size_t)oy * ty + k];
+
+			for (ox = 0; ox < tw; ox++) {
+				const float *wx = sc->wx + (size_t)ox * tx;
+				const uint8_t *s = src + (size_t)sc->sx[ox] * c;
+				float *r = sc->row + (size_t)ox * c;
+
+				for (ch = 0; ch < c; ch++)
+					r[ch] = 0;
+				for (j = 0; j < sc->nx[ox]; j++)
+					for (ch = 0; ch < c; ch++)
+						r[ch] += wx[j] * s[j * c + ch];
+			}
+			for (j = 0; j < tw * c; j++)
+				sc->acc[j] += wyk * sc->row[j];
+		}
+		for (j = 0; j < tw * c; j++) {
+			float v = sc->acc[j] + 0.5f;
+
+			out[(size_t)oy * tw * c + j] = v <= 0 ? 0 :
+				v >= 255 ? 255 : (uint8_t)v;
+		}
+	}
+	return 0;
+}
+
+/* Read @path whole into @sc->file. Return: its length, or -errno. */
+static ssize_t read_file(struct scratch *sc, const char *path, char *why,
+			 size_t whylen)
+{
+	char buf[128];
+	struct stat st;
+	size_t got = 0;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		r = -errno;
+		snprintf(why, whylen, "%s",
+			 strerror_r(errno, buf, sizeof(buf)));
+		return r;
+	}
+	if (fstat(fd, &st)) {
+		r = -errno;
+		snprintf(why, whylen, "%s",
+			 strerror_r(errno, buf, sizeof(buf)));
+		goto out;
+	}
+	r = -EINVAL;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		goto out;
+	}
+	if (st.st_size == 0) {
+		snprintf(why, whylen, "empty file");
+		goto out;
+	}
+	if ((uint64_t)st.st_size > MAX_FILE_BYTES) {
+		r = -EFBIG;
+		snprintf(why, whylen, "file too large (%lld bytes)",
+			 (long long)st.st_size);
+		goto out;
+	}
+	if (grow((void **)&sc->file, &sc->file_cap, st.st_size)) {
+		r = -ENOMEM;
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	while (got < (size_t)st.st_size) {
+		r = read(fd, sc->file + got, st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			r = -errno;
+			snprintf(why, whylen, "%s",
+				 strerror_r(errno, buf, sizeof(buf)));
+			goto out;
+		}
+		if (r == 0)
+			break;	/* it shrank: decode what is there */
+		got += r;
+	}
+	r = got;
+out:
+	close(fd);
+	return r;
+}
+
+struct job {
+	const char *dir;
+	struct file *files;
+	const uint32_t *order;		/* example i is files[order[i]] */
+	uint32_t n, ntrain;
+	uint8_t *train, *val;
+	uint32_t h, w, c;
+	uint64_t max_px;
+	atomic_uint next;
+	atomic_bool nomem;
+	uint8_t *ok;
+	char **why;			/* why example i was skipped */
+};
+
+static void decode_one(struct job *jb, struct scratch *sc, uint32_t i)
+{
+	const struct file *f = &jb->files[jb->order[i]];
+	size_t isz = (size_t)jb->h * jb->w * jb->c;
+	uint8_t *out = i < jb->ntrain ? jb->train + (size_t)i * isz :
+		       jb->val + (size_t)(i - jb->ntrain) * isz;
+	static const uint8_t png_sig[8] = {
+		0x89, 'P', 'N', 'G', 13, 10, 26, 10
+	};
+	char why[JMSG_LENGTH_MAX + 64] = "", *path;
+	uint32_t w = 0, h = 0;
+	ssize_t len;
+	int r;
+
+	path = path_join(jb->dir, f->rel);
+	if (!path) {
+		atomic_store(&jb->nomem, true);
+		return;
+	}
+	len = read_file(sc, path, why, sizeof(why));
+	free(path);
+	r = len < 0 ? (int)len : 0;
+	/* by content, not by name, as TF's decode_image */
+	if (!r && len >= 3 && sc->file[0] == 0xff && sc->file[1] == 0xd8 &&
+	    sc->file[2] == 0xff)
+		r = decode_jpeg(sc, len, jb->c, jb->w, jb->h, jb->max_px, &w,
+				&h, why, sizeof(why));
+	else if (!r && len >= 8 && !memcmp(sc->file, png_sig, 8))
+		r = decode_png(sc, len, jb->c, jb->max_px, &w, &h, why,
+			       sizeof(why));
+	else if (!r) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "neither a JPEG nor a PNG file");
+	}
+	if (!r && (!w || !h)) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "image of size %ux%u", w, h);
+	}
+	if (!r)
+		r = resize(sc, w, h, jb->c, out, jb->w, jb->h);
+	if (r == -ENOMEM)
+		atomic_store(&jb->nomem, true);
+	if (!r) {
+		jb->ok[i] = 1;
+		return;
+	}
+	jb->why[i] = strdup(why);	/* NULL: "out of memory" is printed */
+}
+
+static void *worker(void *arg)
+{
+	struct job *jb = arg;
+	struct scratch sc = { 0 };
+	uint32_t i;
+
+	while ((i = atomic_fetch_add(&jb->next, 1)) < jb->n &&
+	       !atomic_load(&jb->nomem))
+		decode_one(jb, &sc, i);
+	free(sc.file);
+	free(sc.pix);
+	free(sc.wx);
+	free(sc.wy);
+	return NULL;
+}
+
+static void run_jobs(struct job *jb, uint32_t threads)
+{
+	pthread_t tid[MAX_THREADS];
+	uint32_t t, started = 0;
+
+	if (!threads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		threads = cpus > 0 ? (uint32_t)cpus : 1;
+	}
+	if (threads > MAX_THREADS)
+		threads = MAX_THREADS;
+	if (threads > jb->n)
+		threads = jb->n;
+	/* this thread is one of them; if more cannot start, fewer do it */
+	for (t = 1; t < threads; t++) {
+		if (pthread_create(&tid[started], NULL, worker, jb))
+			break;
+		started++;
+	}
+	worker(jb);
+	for (t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+}
+
+/* ---- the loader --------------------------------------------------------- */
+
+void vtpu_image_folder_info_free(struct vtpu_image_folder_info *info)
+{
+	uint32_t n;
+
+	if (!info)
+		return;
+	free_names(info->class_names, info->classes);
+	/* train and val: their lengths are the datasets', not kept here */
+	if (info->train_files)
+		for (n = 0; info->train_files[n]; n++)
+			free(info->train_files[n]);
+	free(info->train_files);
+	if (info->val_files)
+		for (n = 0; info->val_files[n]; n++)
+			free(info->val_files[n]);
+	free(info->val_files);
+	memset(info, 0, sizeof(*info));
+}
+
+static int check_opts(const struct vtpu_image_folder_opts *o, bool have_val,
+		      char *err, size_t errlen)
+{
+	if (!o || o->sz < offsetof(struct vtpu_image_folder_opts, warnings) +
+			  sizeof(FILE *) || o->sz > sizeof(*o))
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "image folder options: bad or missing sz "
+				  "(use VTPU_IMAGE_FOLDER_OPTS())");
+	if (!o->height || !o->width || o->height > MAX_SIDE ||
+	    o->width > MAX_SIDE)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "image size %ux%u: each side must be 1..%u",
+				  o->height, o->width, MAX_SIDE);
+	if (o->channels != 1 && o->channels != 3)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "channels %u: must be 1 or 3", o->channels);
+	if (!(o->validation_split >= 0 && o->validation_split < 1))
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "validation_split %g: must be in [0, 1)",
+				  o->validation_split);
+	if (o->validation_split > 0 && !have_val)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "validation_split %g without a validation dataset",
+				  o->validation_split);
+	return 0;
+}
+
+/* Fill @ds with the examples of @jb in [@first, @end) that decoded. */
+static int collect(struct job *jb, uint32_t first, uint32_t end,
+		   uint8_t *images, uint32_t classes, struct vtpu_dataset *ds,
+		   char ***names)
+{
+	size_t isz = (size_t)jb->h * jb->w * jb->c;
+	uint32_t i, k = 0;
+	void *p;
+
+	*ds = (struct vtpu_dataset){
+		.height = jb->h, .width = jb->w, .channels = jb->c,
+		.classes = classes, .images = images,
+	};
+	ds->labels = malloc(end - first);
+	*names = calloc(end - first + 1, sizeof(**names));
+	if (!ds->labels || !*names)
+		return -ENOMEM;
+	for (i = first; i < end; i++) {
+		struct file *f = &jb->files[jb->order[i]];
+
+		if (!jb->ok[i])
+			continue;
+		if (k != i - first)
+			memcpy(images + (size_t)k * isz,
+			       images + (size_t)(i - first) * isz, isz);
+		ds->labels[k] = f->label;
+		(*names)[k] = f->rel;
+		f->rel = NULL;	/* now the info's */
+		k++;
+	}
+	ds->n = k;
+	if (k && k < end - first) {
+		p = realloc(ds->images, (size_t)k * isz);
+		if (p)
+			ds->images = p;
+	}
+	return 0;
+}
+
+int vtpu_load_image_folder(const char *dir,
+			   const struct vtpu_image_folder_opts *o,
+			   struct vtpu_dataset *train, struct vtpu_dataset *val,
+			   struct vtpu_image_folder_info *info, char *err,
+			   size_t errlen)
+{
+	struct vtpu_image_folder_info inf = { 0 };
+	struct scan s = { .dir = dir, .err = err, .errlen = errlen };
+	struct job *jb = NULL;
+	uint32_t *order = NULL, i, nval = 0, classes = 0;
+	char **names = NULL, *path;
+	size_t ncls = 0, c, first, isz;
+	uint8_t *timg = NULL, *vimg = NULL;
+	struct vtpu_rng rng;
+	struct stat st;
+	int ret;
+
+	memset(train, 0, sizeof(*train));
+	if (val)
+		memset(val, 0, sizeof(*val));
+	if (info)
+		memset(info, 0, sizeof(*info));
+	ret = check_opts(o, val != NULL, err, errlen);
+	if (ret)
+		return ret;
+
+	/* the classes: the folders in @dir, sorted (files there are ignored) */
+	ret = list_dir(dir, &names, &ncls, &s.ignored, err, errlen);
+	if (ret)
+		return ret;
+	for (c = 0; c < ncls; c++) {
+		path = path_join(dir, names[c]);
+		if (!path) {
+			/* keep the names not yet looked at, to be freed */
+			while (c < ncls)
+				names[classes++] = names[c++];
+			ncls = classes;
+			goto nomem;
+		}
+		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+			s.ignored++;
+			free(names[c]);
+		} else {
+			names[classes++] = names[c];
+		}
+		free(path);
+	}
+	ncls = classes;
+	if (!classes) {
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: no class folders in it (one folder of images per class)",
+				 dir);
+		goto out;
+	}
+	if (classes > MAX_CLASSES) {
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: %u class folders, at most %u supported",
+				 dir, classes, MAX_CLASSES);
+		goto out;
+	}
+	for (c = 0; c < classes; c++) {
+		first = s.n;
+		ret = walk(&s, names[c], (uint8_t)c, 0);
+		if (ret)
+			goto out;
+		if (s.n > first)
+			qsort(s.f + first, s.n - first, sizeof(*s.f), cmp_file);
+	}
+	if (!s.n) {
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: no .jpg, .jpeg or .png files in its %u class folders",
+				 dir, classes);
+		goto out;
+	}
+	/* jb->next, one past the last job per thread, must not wrap */
+	if (s.n > UINT32_MAX - MAX_THREADS - 1) {
+		ret = vtpu__errf(err, errlen, -EINVAL, "%s: too many files",
+				 dir);
+		goto out;
+	}
+
+	/* the split, by file, before decoding: Keras' shuffle then tail */
+	order = malloc(s.n * sizeof(*order));
+	if (!order)
+		goto nomem;
+	vtpu_rng_seed(&rng, o->seed);
+	vtpu_permutation(order, s.n, &rng);
+	if (o->validation_split > 0) {
+		nval = (uint32_t)floor((double)o->validation_split * s.n);
+		if (!nval) {
+			ret = vtpu__errf(err, errlen, -EINVAL,
+					 "%s: validation_split %g of %zu files holds out none",
+					 dir, o->validation_split, s.n);
+			goto out;
+		}
+	}
+	isz = (size_t)o->height * o->width * o->channels;
+	if (s.n > SIZE_MAX / isz)
+		goto nomem;
+	timg = malloc((s.n - nval) * isz);
+	vimg = nval ? malloc(nval * isz) : NULL;
+	jb = calloc(1, sizeof(*jb));
+	if (!timg || (nval && !vimg) || !jb)
+		goto nomem;
+	*jb = (struct job){
+		.dir = dir, .files = s.f, .order = order, .n = s.n,
+		.ntrain = s.n - nval, .train = timg, .val = vimg,
+		.h = o->height, .w = o->width, .c = o->channels,
+		.max_px = o->max_pixels ? o->max_pixels : DEFAULT_MAX_PIXELS,
+	};
+	jb->ok = calloc(s.n, 1);
+	jb->why = calloc(s.n, sizeof(*jb->why));
+	if (!jb->ok || !jb->why)
+		goto nomem;
+	run_jobs(jb, o->threads);
+	if (atomic_load(&jb->nomem))
+		goto nomem;
+
+	inf.classes = classes;
+	inf.class_names = names;
+	inf.files = s.n;
+	inf.ignored = s.ignored;
+	names = NULL;
+	ncls = 0;
+	for (i = 0; i < s.n; i++) {
+		if (jb->ok[i]) {
+			inf.decoded++;
+			continue;
+		}
+		inf.skipped++;
+		if (o->warnings)
+			fprintf(o->warnings, "%s/%s: skipped: %s\n", dir,
+				s.f[order[i]].rel,
+				jb->why[i] ? jb->why[i] : "out of memory");
+	}
+	ret = collect(jb, 0, jb->ntrain, timg, classes, train,
+		      &inf.train_files);
+	timg = NULL;
+	if (!ret && nval)
+		ret = collect(jb, jb->ntrain, s.n, vimg, classes, val,
+			      &inf.val_files);
+	vimg = NULL;
+	if (ret)
+		goto nomem;
+	if (!train->n || (nval && !val->n)) {
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: no image of the %s files could be decoded (%u skipped)",
+				 dir, !train->n ? "training" : "validation",
+				 inf.skipped);
+		goto out;
+	}
+	if (info)
+		*info = inf;
+	else
+		vtpu_image_folder_info_free(&inf);
+	memset(&inf, 0, sizeof(inf));
+	ret = 0;
+	goto out;
+nomem:
+	ret = vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory", dir);
+out:
+	if (ret) {
+		vtpu_dataset_free(train);
+		if (val)
+			vtpu_dataset_free(val);
+		vtpu_image_folder_info_free(&inf);
+	}
+	if (jb) {
+		for (i = 0; jb->why && i < jb->n; i++)
+			free(jb->why[i]);
+		free(jb->why);
+		free(jb->ok);
+		free(jb);
+	}
+	free(timg);
+	free(vimg);
+	free(order);
+	while (s.n)
+		free(s.f[--s.n].rel);
+	free(s.f);
+	free_names(names, ncls);
+	return ret;
+}
