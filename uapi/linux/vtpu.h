@@ -1180,13 +1180,15 @@ struct vtpu_cmd_clip_norm {
  * @flags: must be zero (reserved)
  * @x: f32 [m rows, n columns, leading dimension ldx] (X), read
  * @y: u32 [m] (INDEX), written: what an EMBEDDING reads as its ids; may
- *     not overlap x
+ *     not overlap x's span ((m - 1) * ldx + n elements, the gaps between
+ *     rows included)
  *
  * y[r] = the index j of the first maximum of row r: the lowest j with
  * x[r][j] >= x[r][k] for every k, so ties go to the lowest index, a row
- * of -Inf gives 0, and +0 and -0 tie. NaN compares larger than every
- * number: a row with a NaN gives the index of its first NaN, as
- * numpy.argmax and torch.argmax do. y is always in 0..n-1.
+ * of -Inf gives 0, and +0, -0 and the denormals tie (the device reads
+ * denormal inputs as 0). NaN compares larger than every number: a row
+ * with a NaN gives the index of its first NaN, as numpy.argmax and
+ * torch.argmax do. y is always in 0..n-1.
  *
  * Rows are split among tiles and a long row into steps of columns, in
  * order; the first maximum is one index whatever the split, so the result
