@@ -467,7 +467,7 @@ TEST(xent_mean_valid)
 	execs_fini(&ex);
 }
 
-/* ---- ARGMAX ---------------------------------------------------------------- */
+/* ---- ARGMAX -------------------------------------------------------------- */
 
 /* x as the engine reads it: denormals are 0 (DAZ) */
 static double ref_daz(float v)
@@ -522,7 +522,7 @@ static void argmax_row(float *x, uint32_t n, uint32_t r)
 		case 7:	/* the max at the last column */
 			x[j] = -frand() - 2;
 			break;
-		default:	/* a tie of p and q (steps apart in long rows) */
+		default:	/* a tie of p and q, steps apart in long rows */
 			x[j] = frand();
 			break;
 		}
