@@ -361,6 +361,20 @@ int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
 	return vtpu_cmdbuf_append(cb, &c);
 }
 
+int vtpu_cmdbuf_argmax(struct vtpu_cmdbuf *cb, uint32_t m, uint32_t n,
+		       uint32_t ldx, struct vtpu_ref x, struct vtpu_ref y)
+{
+	struct vtpu_cmd_argmax c;
+
+	CMD_INIT(&c, VTPU_OP_ARGMAX);
+	c.m = m;
+	c.n = n;
+	c.ldx = ldx ? ldx : n;
+	c.x = opnd(x);
+	c.y = opnd(y);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
 int vtpu_cmdbuf_softmax_xent(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_xent_desc *d)
 {

@@ -79,6 +79,14 @@ static int operand_lookup(const void *cmd, const struct vtpu_cmd_hdr *hdr,
 		oi->ld = r->ldx;
 		oi->ld_name = "ldx";
 	}
+	if (hdr->opcode == VTPU_OP_ARGMAX && operand == VTPU_OPERAND_X) {
+		const struct vtpu_cmd_argmax *a = cmd;
+
+		oi->rows = a->m;
+		oi->cols = a->n;
+		oi->ld = a->ldx;
+		oi->ld_name = "ldx";
+	}
 	if (hdr->opcode == VTPU_OP_GEMM) {
 		const struct vtpu_cmd_gemm *g = cmd;
 		int ta = !!(g->flags & VTPU_GEMM_TRANS_A);

@@ -320,6 +320,19 @@ static u64 reduce_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	return (u64)(rd->op == VTPU_REDUCE_COLS ? rd->n : rd->m) * 4;
 }
 
+static u64 argmax_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_argmax *am = (const void *)cmd;
+
+	/* m and ldx are below 2^32: m * ldx cannot overflow */
+	if (!am->m || !am->n || am->ldx < am->n ||
+	    (u64)am->m * am->ldx > VTPU_MAX_ELEMS)
+		return 0;
+	if (id == VTPU_OPERAND_X)
+		return matrix_bytes(am->m, am->n, am->ldx, 4);
+	return (u64)am->m * 4;	/* INDEX */
+}
+
 static u64 clip_norm_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 			    u32 *align)
 {
@@ -978,6 +991,23 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.check = vtpu_clip_norm_check,
 		.prepare = vtpu_clip_norm_prepare,
 		.run = vtpu_clip_norm_run,
+	},
+	[VTPU_OP_ARGMAX] = {
+		.name = "ARGMAX",
+		.size = sizeof(struct vtpu_cmd_argmax),
+		.flags_at = FLAGS_AT(vtpu_cmd_argmax),
+		.noperands = 2,
+		.operands = { IN(X, vtpu_cmd_argmax, x, 4),
+			      OUT(INDEX, vtpu_cmd_argmax, y, 4) },
+		.fields = { FIELD(vtpu_cmd_argmax, m, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_argmax, n, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_argmax, ldx, 1, 0xffffffffu) },
+		.rules = "ldx >= n, m * ldx at most the element limit",
+		.extent = argmax_extent,
+		.check = vtpu_argmax_check,
+		.prepare = vtpu_argmax_prepare,
+		.run = vtpu_argmax_run,
+		.describe = vtpu_argmax_describe,
 	},
 };
 

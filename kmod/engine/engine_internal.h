@@ -229,6 +229,7 @@ VTPU_CHECK(vtpu_embedding_check);
 VTPU_CHECK(vtpu_gemm_batched_check);
 VTPU_CHECK(vtpu_softmax_check);
 VTPU_CHECK(vtpu_clip_norm_check);
+VTPU_CHECK(vtpu_argmax_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -260,6 +261,9 @@ VTPU_PREPARE(vtpu_reduce_prepare);		/* ops_reduce.c */
 VTPU_RUN(vtpu_reduce_run);
 VTPU_DESCRIBE(vtpu_reduce_describe);
 size_t vtpu_reduce_scratch_size(void);
+VTPU_PREPARE(vtpu_argmax_prepare);
+VTPU_RUN(vtpu_argmax_run);
+VTPU_DESCRIBE(vtpu_argmax_describe);
 VTPU_PREPARE(vtpu_xent_prepare);		/* ops_loss.c */
 VTPU_RUN(vtpu_xent_run);
 VTPU_PREPARE(vtpu_softmax_prepare);		/* ops_softmax.c */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * REDUCE (struct vtpu_cmd_reduce): row or column sums of a matrix, or
- * row sums of its squares (SUMSQ_ROWS, tiled as ROWS).
+ * row sums of its squares (SUMSQ_ROWS, tiled as ROWS); ARGMAX (struct
+ * vtpu_cmd_argmax), a row reduction too, at the end.
  *
  * Each tile owns a block of outputs; its steps walk the reduced dimension
  * in blocks, in order. A step sums its block into a partial (scratch for
@@ -159,4 +160,82 @@ int vtpu_reduce_describe(const struct vtpu_engine_op *op, char *buf,
 {
 	return snprintf(buf, len, "op %u, %ux%u", op->reduce.op, op->reduce.m,
 			op->reduce.n);
+}
+
+/*
+ * ARGMAX: tiled as REDUCE ROWS, a tile owns tblock rows and a step sblock
+ * columns of them. Between steps a row's best so far is its index in y
+ * (which this command alone writes); its value is x at that index. A y
+ * that is not an index of the columns already seen (only a user who
+ * writes y under a running job makes one) restarts the row at the step's
+ * first column: y stays below n and x is never read out of bounds.
+ */
+void vtpu_argmax_prepare(struct vtpu_engine_op *op,
+			 const struct vtpu_cmd_hdr *cmd,
+			 const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_argmax *c = (const void *)cmd;
+	struct vtpu_engine_argmax *a = &op->argmax;
+
+	a->m = c->m;
+	a->n = c->n;
+	a->ldx = c->ldx;
+	a->x = vtpu_operand_ptr(bufs, &c->x);
+	a->y = vtpu_operand_ptr(bufs, &c->y);
+	a->sblock = a->n < VTPU_OPS_CHUNK ? a->n : VTPU_OPS_CHUNK;
+	a->tblock = VTPU_OPS_CHUNK / a->sblock;
+	op->ntiles = vtpu_div_up(a->m, a->tblock);
+	op->nsteps = vtpu_div_up(a->n, a->sblock);
+	op->flops = (u64)a->m * a->n;
+}
+
+/*
+ * The first maximum of row x: the best so far, x[best], against x[j..end)
+ * (best < j). NaN is above every number, so the first NaN ends the search.
+ */
+static u32 argmax_cols(const float *x, u32 best, u32 j, u32 end)
+{
+	float b = x[best], v;
+
+	if (b != b)
+		return best;
+	for (; j < end; j++) {
+		v = x[j];
+		if (v > b) {
+			b = v;
+			best = j;
+		} else if (v != v) {
+			return j;
+		}
+	}
+	return best;
+}
+
+void vtpu_argmax_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		     void *scratch)
+{
+	const struct vtpu_engine_argmax *a = &op->argmax;
+	u32 i0 = tile * a->tblock, j0 = step * a->sblock;
+	u32 nr = a->m - i0 < a->tblock ? a->m - i0 : a->tblock;
+	u32 end = a->n - j0 < a->sblock ? a->n : j0 + a->sblock;
+	u32 i, best, j;
+
+	for (i = 0; i < nr; i++) {
+		const float *x = a->x + (u64)(i0 + i) * a->ldx;
+		u32 *y = a->y + i0 + i;
+
+		best = step ? ENGINE_LOAD_U32(y) : 0;
+		j = j0;
+		if (best >= j0) {	/* step 0, or a y that is no index */
+			best = j0;
+			j = j0 + 1;
+		}
+		*y = argmax_cols(x, best, j, end);
+	}
+}
+
+int vtpu_argmax_describe(const struct vtpu_engine_op *op, char *buf,
+			 size_t len)
+{
+	return snprintf(buf, len, "%ux%u", op->argmax.m, op->argmax.n);
 }

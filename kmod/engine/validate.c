@@ -370,6 +370,30 @@ int vtpu_reduce_check(struct vtpu_engine_check *v,
 	return ret;
 }
 
+int vtpu_argmax_check(struct vtpu_engine_check *v,
+		      const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_argmax *a = (const void *)hdr;
+	static const u32 out = VTPU_OPERAND_INDEX, in = VTPU_OPERAND_X;
+	int ret;
+
+	if (a->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!dim_ok(a->m) || !dim_ok(a->n))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (a->ldx < a->n)
+		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_STRIDE);
+	/* both below 2^32 */
+	if ((u64)a->m * a->ldx > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_SHAPE);
+	ret = check_operand(v, hdr, in);
+	if (!ret)
+		ret = check_operand(v, hdr, out);
+	if (!ret)
+		ret = check_outputs(v, hdr, &out, 1, &in, 1);
+	return ret;
+}
+
 int vtpu_xent_check(struct vtpu_engine_check *v,
 		    const struct vtpu_cmd_hdr *hdr)
 {

@@ -173,6 +173,15 @@ struct vtpu_engine_reduce {
 	u32 sblock;		/* rows (COLS) or columns (ROWS) per step */
 };
 
+/* ARGMAX: a tile owns tblock rows, a step sblock columns of them */
+struct vtpu_engine_argmax {
+	u32 m, n, ldx;
+	const float *x;
+	u32 *y;
+	u32 tblock;
+	u32 sblock;
+};
+
 struct vtpu_engine_xent {
 	u32 m, n, flags;
 	float scale;
@@ -271,6 +280,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_convpool convpool;
 		struct vtpu_engine_ew ew;
 		struct vtpu_engine_reduce reduce;
+		struct vtpu_engine_argmax argmax;
 		struct vtpu_engine_xent xent;
 		struct vtpu_engine_softmax softmax;
 		struct vtpu_engine_optim optim;

@@ -349,6 +349,13 @@ VTPU_API int vtpu_cmdbuf_reduce(struct vtpu_cmdbuf *cb, uint32_t op, uint32_t m,
 		       uint32_t n, uint32_t ldx, float alpha, float beta,
 		       struct vtpu_ref x, struct vtpu_ref y);
 /**
+ * vtpu_cmdbuf_argmax() - y[r] (u32) = the index of the first maximum of row
+ * r of x [m x n] (struct vtpu_cmd_argmax: NaN above every number, ties to
+ * the lowest index); ldx 0 means n. y is what an EMBEDDING reads as ids.
+ */
+VTPU_API int vtpu_cmdbuf_argmax(struct vtpu_cmdbuf *cb, uint32_t m, uint32_t n,
+		       uint32_t ldx, struct vtpu_ref x, struct vtpu_ref y);
+/**
  * struct vtpu_xent_desc - a SOFTMAX_XENT (struct vtpu_cmd_softmax_xent);
  * dlogits and probs are used with their VTPU_XENT_* flag only
  */

@@ -1500,6 +1500,12 @@ TEST(calls_bounded)
 		{ 4, 16, 4096, 1 << 20, VTPU_GEMM_TRANS_A },
 		{ 64, 512, 512, 1 << 16, VTPU_GEMM_TRANS_B },
 	};
+	/* ARGMAX: m n ldx */
+	static const uint32_t argmaxes[][3] = {
+		{ 1, VTPU_MAX_DIM, 0 }, { VTPU_MAX_DIM, 1, 0 },
+		{ VTPU_MAX_DIM, 4096, 0 }, { 3, 65537, 0 },
+		{ 16, VTPU_MAX_DIM, 0xffffffffu },
+	};
 	static uint8_t dummy[64];
 	struct vtpu_engine_buf bufs[4];
 	struct vtpu_cmdbuf cb;
@@ -1626,6 +1632,16 @@ TEST(calls_bounded)
 					     VTPU_REF_NONE, VTPU_REF(1, 0)));
 	ASSERT_EQ(0, vtpu_cmdbuf_clip_norm(&cb, VTPU_MAX_ELEMS, 1.0f,
 					   VTPU_REF(1, 0), VTPU_REF(0, 0)));
+	/*
+	 * ARGMAX: the longest row (in steps), the most rows of one column,
+	 * the most elements in rows of 4096, a row just past a step, rows
+	 * 2^32 - 1 apart
+	 */
+	for (i = 0; i < sizeof(argmaxes) / sizeof(argmaxes[0]); i++)
+		ASSERT_EQ(0, vtpu_cmdbuf_argmax(&cb, argmaxes[i][0],
+						argmaxes[i][1], argmaxes[i][2],
+						VTPU_REF(0, 0),
+						VTPU_REF(1, 0)));
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1647,6 +1663,11 @@ TEST(calls_bounded)
 			if (cmd->opcode == VTPU_OP_EMBEDDING_GRAD)
 				per = (uint64_t)op.emb.rows * op.emb.width >
 					      EMB_CALL_MAX ? ~0ull : 0;
+			/* ARGMAX reads tblock x sblock elements a call */
+			if (cmd->opcode == VTPU_OP_ARGMAX)
+				per = (uint64_t)op.argmax.tblock *
+					      op.argmax.sblock >
+					      EMB_CALL_MAX ? ~0ull : 0;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
@@ -1658,7 +1679,8 @@ TEST(calls_bounded)
 	TH_LOG("%u commands on %d levels: %ld calls over %llu MFLOP", cmds,
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
 	EXPECT_EQ(25 + 2 * sizeof(embs) / sizeof(embs[0]) +
-		  sizeof(bgemms) / sizeof(bgemms[0]) + 5 + 4, cmds);
+		  sizeof(bgemms) / sizeof(bgemms[0]) + 5 + 4 +
+		  sizeof(argmaxes) / sizeof(argmaxes[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

@@ -3,10 +3,13 @@
  * Host unit test of the sequence models' softmax ops: SOFTMAX (masked by
  * lengths per group of rows, causal), SOFTMAX_GRAD (against a double
  * reference and against finite differences of the masked softmax), and
- * SOFTMAX_XENT's mean over the valid rows (VTPU_XENT_MEAN_VALID), through
+ * SOFTMAX_XENT's mean over the valid rows (VTPU_XENT_MEAN_VALID), and
+ * ARGMAX (greedy decoding: logits to the next step's token ids), through
  * libvtpu's cpu backend on every SIMD level with 1 to 4 threads: bitwise
  * the same on all of them, and close to plain C references in double.
  */
+#include <float.h>
+
 #include "test_ops.h"
 
 /* Row r's valid columns, as the uAPI defines them. */
@@ -462,6 +465,219 @@ TEST(xent_mean_valid)
 		free(k1);
 	}
 	execs_fini(&ex);
+}
+
+/* ---- ARGMAX -------------------------------------------------------------- */
+
+/* x as the engine reads it: denormals are 0 (DAZ) */
+static double ref_daz(float v)
+{
+	return v != 0.0f && fabsf(v) < FLT_MIN ? 0.0 : v;
+}
+
+/* The first maximum of a row: the first NaN, else the first max (>). */
+static uint32_t ref_argmax(const float *x, uint32_t n)
+{
+	uint32_t j, best = 0;
+	double b = ref_daz(x[0]);
+
+	for (j = 0; j < n; j++)
+		if (isnan(x[j]))
+			return j;
+	for (j = 1; j < n; j++)
+		if (ref_daz(x[j]) > b)
+			b = ref_daz(x[j]), best = j;
+	return best;
+}
+
+/* Row @r's values: one of 9 kinds, ties, NaN and infinities among them. */
+static void argmax_row(float *x, uint32_t n, uint32_t r)
+{
+	uint32_t j, p = urand() % n, q = urand() % n;
+
+	for (j = 0; j < n; j++) {
+		switch (r % 9) {
+		case 0:	/* distinct-ish random */
+			x[j] = frand() * 100;
+			break;
+		case 1:	/* few values: many ties */
+			x[j] = (float)(urand() % 4);
+			break;
+		case 2:	/* all equal */
+			x[j] = 2.5f;
+			break;
+		case 3:	/* NaNs (p and q) among numbers and +inf */
+			x[j] = urand() % 7 ? frand() : INFINITY;
+			break;
+		case 4:	/* all -inf */
+			x[j] = -INFINITY;
+			break;
+		case 5:	/* +inf at p and q */
+			x[j] = frand() * 1e38f;
+			break;
+		case 6:	/* +0, -0 and denormals: all ties under DAZ */
+			x[j] = urand() % 3 == 0 ? -0.0f :
+			       urand() % 2 ? 1e-40f : -1e-40f;
+			break;
+		case 7:	/* the max at the last column */
+			x[j] = -frand() - 2;
+			break;
+		default:	/* a tie of p and q, steps apart in long rows */
+			x[j] = frand();
+			break;
+		}
+	}
+	if (r % 9 == 3) {
+		x[p] = NAN;
+		x[q] = -NAN;
+	} else if (r % 9 == 5) {
+		x[p] = INFINITY;
+		x[q] = INFINITY;
+	} else if (r % 9 == 7) {
+		x[n - 1] = 0.0f;
+	} else if (r % 9 == 8) {
+		x[p] = 7.0f;
+		x[q] = 7.0f;
+	}
+}
+
+/*
+ * ARGMAX against the reference: every row kind, ldx > n (the columns past
+ * n are NaN: never read), rows longer than a step (a maximum, a tie and a
+ * NaN in a later step), more rows than one tile; y starts as garbage (the
+ * later steps read the earlier ones' index); bitwise the same on every
+ * executor, 1 to 4 threads.
+ */
+TEST(argmax_reference)
+{
+	/* m n ldx */
+	static const uint32_t shapes[][3] = {
+		{ 1, 1, 1 }, { 9, 1, 3 }, { 18, 5, 9 }, { 45, 100, 100 },
+		{ 300, 257, 300 }, { 9, 200000, 200003 }, { 70000, 3, 4 },
+		{ 4, 65537, 65537 },
+	};
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		uint32_t m = shapes[s][0], n = shapes[s][1];
+		uint32_t ldx = shapes[s][2], i, j;
+		size_t mx = (size_t)(m - 1) * ldx + n;
+		struct vtpu_bo xb = bo_new(mx * 4), yb = bo_new(m * 4);
+		float *x = xb.map;
+		uint32_t *y = yb.map, *want = malloc(m * 4);
+		void *keep = malloc(m * 4);
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		int e;
+
+		rng_seed(500 + s);
+		for (i = 0; i < m; i++) {
+			argmax_row(x + (size_t)i * ldx, n, i);
+			for (j = n; j < ldx && i + 1 < m; j++)
+				x[(size_t)i * ldx + j] = NAN;
+			want[i] = ref_argmax(x + (size_t)i * ldx, n);
+		}
+		vtpu_cmdbuf_init(&cb);
+		vtpu_cmdbuf_argmax(&cb, m, n, ldx,
+				   VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0),
+				   VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0));
+		for (e = 0; e < ex.n; e++) {
+			memset(y, e & 1 ? 0xff : 0x7f, m * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			diff += same_bits(y, keep, m * 4, e);
+		}
+		for (i = 0; i < m; i++)
+			if (y[i] != want[i] && bad++ < 5)
+				TH_LOG("row %u (kind %u): %u, want %u", i,
+				       i % 9, y[i], want[i]);
+		TH_LOG("argmax m=%u n=%u ldx=%u: %ld wrong", m, n, ldx, bad);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&yb);
+		free(want);
+		free(keep);
+	}
+	execs_fini(&ex);
+}
+
+/* The NaN and tie rules by hand, as numpy.argmax answers them. */
+TEST(argmax_by_hand)
+{
+	static const float rows[][4] = {
+		{ 1, 3, 3, 2 },			/* tie: 1 */
+		{ -INFINITY, -INFINITY, -INFINITY, -INFINITY },	/* 0 */
+		{ 1, NAN, INFINITY, NAN },	/* first NaN: 1 */
+		{ INFINITY, 1, INFINITY, NAN },	/* NaN beats +inf: 3 */
+		{ -0.0f, 0.0f, -1, -0.0f },	/* +0 ties -0: 0 */
+		{ -5, -4, -3, -2 },		/* 3 */
+	};
+	static const uint32_t want[] = { 1, 0, 1, 3, 0, 3 };
+	const uint32_t m = 6, n = 4;
+	struct vtpu_bo xb = bo_new(sizeof(rows)), yb = bo_new(m * 4);
+	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_cmdbuf cb;
+	uint32_t i;
+
+	ASSERT_NE(NULL, cpu);
+	memcpy(xb.map, rows, sizeof(rows));
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_argmax(&cb, m, n, 0, VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0),
+			   VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0));
+	ASSERT_EQ(0, run(cpu, &cb));
+	for (i = 0; i < m; i++)
+		EXPECT_EQ(want[i], ((uint32_t *)yb.map)[i])
+			TH_LOG("row %u", i);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cpu_destroy(cpu);
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&yb);
+}
+
+/*
+ * Greedy decoding's step in one stream: ARGMAX's indices are the next
+ * EMBEDDING's ids, so the embedded rows are the table's rows at the
+ * logits' maxima.
+ */
+TEST(argmax_feeds_embedding)
+{
+	const uint32_t b = 5, vocab = 37, dim = 6;
+	struct vtpu_bo lb = bo_new(b * vocab * 4), ib = bo_new(b * 4);
+	struct vtpu_bo tb = bo_new(vocab * dim * 4), eb = bo_new(b * dim * 4);
+	struct vtpu_cpu *cpu = vtpu_cpu_create(2, -1, VTPU_CPU_GEMM_ENGINE);
+	float *logits = lb.map, *table = tb.map, *emb = eb.map;
+	struct vtpu_cmdbuf cb;
+	uint32_t i, j, want;
+	int il, ii;
+
+	ASSERT_NE(NULL, cpu);
+	rng_seed(41);
+	fill_rand(logits, b * vocab);
+	fill_rand(table, vocab * dim);
+	vtpu_cmdbuf_init(&cb);
+	il = vtpu_cmdbuf_use(&cb, &lb);
+	ii = vtpu_cmdbuf_use(&cb, &ib);
+	vtpu_cmdbuf_argmax(&cb, b, vocab, 0, VTPU_REF(il, 0), VTPU_REF(ii, 0));
+	vtpu_cmdbuf_embedding(&cb, b, vocab, dim, VTPU_REF(ii, 0),
+			      VTPU_REF(vtpu_cmdbuf_use(&cb, &tb), 0),
+			      VTPU_REF(vtpu_cmdbuf_use(&cb, &eb), 0));
+	ASSERT_EQ(0, run(cpu, &cb));
+	for (i = 0; i < b; i++) {
+		want = ref_argmax(logits + i * vocab, vocab);
+		EXPECT_EQ(want, ((uint32_t *)ib.map)[i]);
+		for (j = 0; j < dim; j++)
+			EXPECT_EQ(table[want * dim + j], emb[i * dim + j]);
+	}
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cpu_destroy(cpu);
+	vtpu_cpu_bo_destroy(&lb);
+	vtpu_cpu_bo_destroy(&ib);
+	vtpu_cpu_bo_destroy(&tb);
+	vtpu_cpu_bo_destroy(&eb);
 }
 
 TEST_HARNESS_MAIN

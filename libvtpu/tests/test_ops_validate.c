@@ -99,6 +99,12 @@ TEST(validator)
 		.count = 256, .max_norm = 0x3f800000 /* 1.0 */,
 		.sumsq = OPND(1, 4092), .x = OPND(0, 0),
 	};
+	/* x: 16 rows of 12 in rows of 16 (1008 bytes) in b0; y: 16 u32 in b1 */
+	const struct vtpu_cmd_argmax am0 = {
+		.hdr = HDR(VTPU_OP_ARGMAX, vtpu_cmd_argmax),
+		.m = 16, .n = 12, .ldx = 16,
+		.x = OPND(0, 0), .y = OPND(1, 0),
+	};
 	const struct vtpu_cmd_cast ca0 = {
 		.hdr = HDR(VTPU_OP_CAST, vtpu_cmd_cast),
 		.mode = VTPU_CAST_F32_TO_BF16, .count = 1024,
@@ -185,6 +191,7 @@ TEST(validator)
 	struct vtpu_cmd_adam ad;
 	struct vtpu_cmd_cast ca;
 	struct vtpu_cmd_clip_norm cn;
+	struct vtpu_cmd_argmax am;
 
 	ASSERT_NE(NULL, r.cpu);
 #define CASE(var, base, what, mut, reason, operand)                           \
@@ -542,6 +549,65 @@ TEST(validator)
 	     VTPU_OPERAND_X);
 	CASE(cn, cn0, "clip_norm sumsq just past x ok",
 	     (cn.sumsq.buf = 0, cn.sumsq.offset = 1024), VTPU_ERR_NONE, 0);
+
+	/* ARGMAX */
+	CASE(am, am0, "argmax ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(am, am0, "argmax ldx == n ok", am.ldx = 12, VTPU_ERR_NONE, 0);
+	CASE(am, am0, "argmax 1 x 1 ok", (am.m = am.n = am.ldx = 1),
+	     VTPU_ERR_NONE, 0);
+	CASE(am, am0, "argmax y just past x ok",
+	     (am.y.buf = 0, am.y.offset = 1008), VTPU_ERR_NONE, 0);
+	CASE(am, am0, "argmax flags 1", am.flags = 1, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(am, am0, "argmax flags top bit", am.flags = 0x80000000u,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(am, am0, "argmax m 0", am.m = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(am, am0, "argmax n 0", am.n = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(am, am0, "argmax m > MAX_DIM", am.m = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(am, am0, "argmax n > MAX_DIM", (am.n = VTPU_MAX_DIM + 1,
+	     am.ldx = am.n), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(am, am0, "argmax ldx < n", am.ldx = 11, VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_X);
+	CASE(am, am0, "argmax ldx 0", am.ldx = 0, VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_X);
+	CASE(am, am0, "argmax m * ldx > MAX_ELEMS",
+	     (am.m = VTPU_MAX_DIM, am.ldx = 1u << 13), VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_X);
+	CASE(am, am0, "argmax m * ldx > MAX_ELEMS (ldx 2^32 - 1)",
+	     (am.m = 17, am.ldx = 0xffffffffu), VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_X);
+	CASE(am, am0, "argmax m * ldx == MAX_ELEMS, past its buffer",
+	     (am.m = VTPU_MAX_DIM, am.ldx = 1u << 12),
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(am, am0, "argmax m * ldx just below 2^36, past its buffer",
+	     (am.m = 16, am.ldx = 0xffffffffu), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_X);
+	CASE(am, am0, "argmax x past its buffer", am.ldx = 1000,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(am, am0, "argmax x offset past its buffer", am.x.offset = 4096,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(am, am0, "argmax x misaligned", am.x.offset = 2,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_X);
+	CASE(am, am0, "argmax x bad buffer", am.x.buf = 2,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_X);
+	CASE(am, am0, "argmax x operand pad", am.x.pad = 1, VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_X);
+	CASE(am, am0, "argmax y past its buffer", am.y.offset = 4096 - 60,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_INDEX);
+	CASE(am, am0, "argmax y misaligned", am.y.offset = 1,
+	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_INDEX);
+	CASE(am, am0, "argmax y bad buffer", am.y.buf = 2,
+	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_INDEX);
+	CASE(am, am0, "argmax y operand pad", am.y.pad = 1, VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_INDEX);
+	CASE(am, am0, "argmax y over x's last element",
+	     (am.y.buf = 0, am.y.offset = 1004), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_INDEX);
+	CASE(am, am0, "argmax y in x's row gap (x's span)",
+	     (am.y.buf = 0, am.y.offset = 48, am.m = 1), VTPU_ERR_NONE, 0);
+	CASE(am, am0, "argmax y in x's row gap, two rows",
+	     (am.y.buf = 0, am.y.offset = 48, am.m = 2), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_INDEX);
 
 	/* CONV_POOL / CONV_POOL_WGRAD */
 	CASE(cp, cp0, "conv_pool ok", (void)0, VTPU_ERR_NONE, 0);

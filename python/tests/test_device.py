@@ -212,6 +212,32 @@ def test_reduce_and_softmax_xent(dev):
     assert correct.array[0] == (lg.argmax(1) == labels.array).sum()
 
 
+def test_argmax_matches_numpy(dev):
+    m, n = 7, 9
+    x, y = dev.buffer((m, n)), dev.buffer(m, "uint32")
+    a = rand((m, n), 13)
+    a[1] = [1, 3, 3, 2, 3, 0, 0, 0, 0]          # ties: the first
+    a[2] = -np.inf                              # all -inf: 0
+    a[3, [2, 5]] = np.nan                       # the first NaN
+    a[4, [0, 6]] = np.inf                       # the first +inf
+    a[4, 8] = np.nan                            # NaN beats +inf
+    a[5] = 2.5                                  # all equal: 0
+    a[6, n - 1] = 10.0                          # the last column
+    x.array[:] = a
+    run(dev, vtpu.CommandBuffer(dev).argmax(x, y))
+    assert list(y.array) == list(np.argmax(x.array, axis=1))
+    assert list(y.array[1:6]) == [1, 0, 2, 8, 0]
+    # rows of 5 in rows of 9 (ldx > n), the logits' argmax as the next
+    # step's embedding ids: greedy decoding in one stream
+    table, emb = dev.buffer((5, 3)), dev.buffer((m, 3))
+    table.array[:] = rand((5, 3), 14)
+    run(dev, vtpu.CommandBuffer(dev).argmax(x, y, m=m, n=5, ldx=n)
+        .embedding(y, table, emb))
+    want = np.argmax(x.array[:, :5], axis=1)
+    assert list(y.array) == list(want)
+    assert np.array_equal(emb.array, table.array[want])
+
+
 def test_embedding_and_its_gradient(dev):
     n, vocab, dim = 12, 5, 7
     ids, table = dev.buffer(n, "uint32"), dev.buffer((vocab, dim))

@@ -964,6 +964,22 @@ class CommandBuffer:
         self._emit("reduce", lib.vtpu_cmdbuf_reduce, op, m, n, ldx, alpha,
                    beta, r["x"], r["y"])
 
+    @_command
+    def argmax(self, x, y, *, m=None, n=None, ldx=0):
+        """y (uint32 [m]) = the index of the first maximum of each row of
+        x [m, n] (leading dimension ldx, 0: n): ties go to the lowest
+        index, NaN is above every number (a row's first NaN wins), as
+        numpy.argmax(x, axis=1); what embedding() reads as the next
+        step's ids in greedy decoding. m and n default to x's 2-D shape."""
+        shape = self._shape2(x, ldx)
+        m = shape[0] if m is None and shape else m
+        n = shape[1] if n is None and shape else n
+        if m is None or n is None:
+            raise ValueError("argmax: give m and n")
+        r = self._refs(x=(x, _F32), y=(y, _U32))
+        self._emit("argmax", lib.vtpu_cmdbuf_argmax, m, n, ldx, r["x"],
+                   r["y"])
+
     @staticmethod
     def _shape(operand):
         """A whole typed Buffer's shape, else None."""

@@ -421,7 +421,8 @@ static void seeds_train(void)
 
 /* A training-like stream, repeated over a dataset with strides. */
 /* The sequence ops (issue 26): embeddings, batched GEMM, masked softmax,
- * the activations, gradient clipping, the mean over valid rows. */
+ * the activations, gradient clipping, the mean over valid rows, ARGMAX
+ * feeding an EMBEDDING (greedy decoding). */
 static void seeds_seq(void)
 {
 	static const uint64_t sz[] = { 4096, 4096, 4096, 4096, 4096 };
@@ -485,6 +486,11 @@ static void seeds_seq(void)
 	vtpu_cmdbuf_clip_norm(&cb, 500, 1.0f, R(4, 0), R(0, 0));
 	vtpu_cmdbuf_clip_norm(&cb, 300, 1.0f, R(4, 0), R(1, 0));
 	seed("clip_norm", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	/* greedy decoding: the logits' argmax are the next step's ids */
+	vtpu_cmdbuf_argmax(&cb, 6, 37, 40, R(0, 0), R(1, 0));
+	vtpu_cmdbuf_embedding(&cb, 6, 37, 8, R(1, 0), R(2, 0), R(3, 0));
+	seed("argmax", &cb, sz, 5, 0, NULL);
 	vtpu_cmdbuf_fini(&cb);
 }
 

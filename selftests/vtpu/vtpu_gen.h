@@ -456,6 +456,17 @@ static inline int gen_shape_reduce(struct gen_ctx *g, uint32_t op,
 				  VTPU_REF_NONE, VTPU_REF_NONE);
 }
 
+/* ARGMAX over any input: its bytes may be NaN, y is an index anyway */
+static inline int gen_shape_argmax(struct gen_ctx *g, uint32_t op,
+				   struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	uint32_t m = gen_range(r, 1, 32), n = gen_range(r, 1, 48);
+
+	return vtpu_cmdbuf_argmax(g->cb, m, n, n + gen_below(r, 3),
+				  VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
 static inline int gen_shape_xent(struct gen_ctx *g, uint32_t op,
 				 struct gen_plan *p)
 {
@@ -785,6 +796,7 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_SOFTMAX] = { gen_shape_softmax, gen_fill_softmax },
 	[VTPU_OP_SOFTMAX_GRAD] = { gen_shape_softmax, gen_fill_softmax },
 	[VTPU_OP_CLIP_NORM] = { gen_shape_clip_norm },
+	[VTPU_OP_ARGMAX] = { gen_shape_argmax },
 };
 
 static inline int gen_known(uint32_t op)

@@ -52,8 +52,9 @@ extern "C" {
  *   5: the sequence ops: EMBEDDING, EMBEDDING_GRAD, GEMM_BATCHED, SOFTMAX,
  *      SOFTMAX_GRAD, CLIP_NORM; VTPU_EW_SIGMOID, VTPU_EW_TANH and their
  *      gradients, VTPU_REDUCE_SUMSQ_ROWS, VTPU_XENT_MEAN_VALID
+ *   6: ARGMAX; GEMM_BATCHED's Cs may interleave by rows
  */
-#define VTPU_API_VERSION 5
+#define VTPU_API_VERSION 6
 
 /*
  * VTPU_PARAM_DRIVER_VERSION's encoding of a release MAJOR.MINOR.PATCH
@@ -510,6 +511,7 @@ struct vtpu_wait {
  * @VTPU_OP_SOFTMAX: struct vtpu_cmd_softmax
  * @VTPU_OP_SOFTMAX_GRAD: struct vtpu_cmd_softmax
  * @VTPU_OP_CLIP_NORM: struct vtpu_cmd_clip_norm
+ * @VTPU_OP_ARGMAX: struct vtpu_cmd_argmax
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -539,6 +541,7 @@ enum vtpu_opcode {
 	VTPU_OP_SOFTMAX = 24,
 	VTPU_OP_SOFTMAX_GRAD = 25,
 	VTPU_OP_CLIP_NORM = 26,
+	VTPU_OP_ARGMAX = 27,
 	VTPU_OP_COUNT
 };
 
@@ -1164,6 +1167,41 @@ struct vtpu_cmd_clip_norm {
 	__u32 pad;
 	struct vtpu_operand sumsq;
 	struct vtpu_operand x;
+};
+
+/**
+ * struct vtpu_cmd_argmax - the index of each row's maximum, as greedy
+ * decoding needs (logits [batch, vocab] to the next step's token ids)
+ * @hdr: opcode VTPU_OP_ARGMAX
+ * @m: rows, 1..VTPU_MAX_DIM
+ * @n: columns, 1..VTPU_MAX_DIM
+ * @ldx: elements from one row of x to the next, at least @n
+ *       (VTPU_ERR_BAD_STRIDE); m * ldx at most VTPU_MAX_ELEMS
+ * @flags: must be zero (reserved)
+ * @x: f32 [m rows, n columns, leading dimension ldx] (X), read
+ * @y: u32 [m] (INDEX), written: what an EMBEDDING reads as its ids; may
+ *     not overlap x's span ((m - 1) * ldx + n elements, the gaps between
+ *     rows included)
+ *
+ * y[r] = the index j of the first maximum of row r: the lowest j with
+ * x[r][j] >= x[r][k] for every k, so ties go to the lowest index, a row
+ * of -Inf gives 0, and +0, -0 and the denormals tie (the device reads
+ * denormal inputs as 0). NaN compares larger than every number: a row
+ * with a NaN gives the index of its first NaN, as numpy.argmax and
+ * torch.argmax do. y is always in 0..n-1.
+ *
+ * Rows are split among tiles and a long row into steps of columns, in
+ * order; the first maximum is one index whatever the split, so the result
+ * does not depend on the workers.
+ */
+struct vtpu_cmd_argmax {
+	struct vtpu_cmd_hdr hdr;
+	__u32 m;
+	__u32 n;
+	__u32 ldx;
+	__u32 flags;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
 };
 
 /**
