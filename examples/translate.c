@@ -129,7 +129,7 @@ static void free_corpus(struct corpus *c)
 }
 
 /* The model: two token inputs, the source and the shifted target. */
-static struct vtpu_model *build(const struct corpus *c)
+static struct vtpu_model *build(const struct corpus *c, int *tgt_input)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
 	struct vtpu_lstm_nodes enc, dec;
@@ -139,6 +139,7 @@ static struct vtpu_model *build(const struct corpus *c)
 		return NULL;
 	src = vtpu_graph_tokens(g, c->src.len);
 	tgt = vtpu_graph_tokens(g, c->tgt.len - 1);
+	*tgt_input = tgt;
 	x = vtpu_graph_embedding(g, src, c->src.vocab.size, EMBED);
 	vtpu_graph_lstm(g, x, UNITS, -1, -1, &enc);
 	x = vtpu_graph_embedding(g, tgt, c->tgt.vocab.size, EMBED);
@@ -167,6 +168,54 @@ static struct vtpu_token_dataset split(const struct corpus *c, uint32_t first,
 	};
 }
 
+struct run {
+	const char *name;
+	struct vtpu_model *m;
+	const struct corpus *c;
+	int tgt_input;
+	uint32_t *out;		/* generated ids, [test pairs][T] */
+};
+
+/*
+ * Greedy translations of held-out pairs [first, first + n): their number
+ * that match the reference exactly; the first @show printed.
+ */
+static uint32_t translate(struct run *r, uint32_t first, uint32_t n,
+			  uint32_t show)
+{
+	const struct corpus *c = r->c;
+	uint32_t T = c->tgt.len - 1, i, right = 0;
+	const uint32_t *in[2] = { c->src.ids + (size_t)first * c->src.len,
+				  NULL };
+	char got[512], want[512];
+
+	if (vtpu_model_decode(r->m, r->tgt_input, in, n, r->out))
+		die(r->name, vtpu_model_error(r->m));
+	for (i = 0; i < n; i++) {
+		vtpu_vocab_decode(&c->tgt.vocab, r->out + (size_t)i * T, T, got,
+				  sizeof(got));
+		vtpu_vocab_decode(&c->tgt.vocab,
+				  c->tgt.ids + (size_t)(first + i) * c->tgt.len,
+				  c->tgt.len, want, sizeof(want));
+		right += !strcmp(got, want);
+		if (i < show)
+			printf("  %-32s -> %-16s %s\n",
+			       c->pairs.src[first + i], got,
+			       strcmp(got, want) ? want : "ok");
+	}
+	return right;
+}
+
+static void on_epoch(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	struct run *r = ctx;
+	uint32_t held_out = r->c->pairs.n - r->c->ntrain;
+
+	(void)st;
+	translate(r, r->c->ntrain, held_out < SHOW ? held_out : SHOW, SHOW);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	struct trainer_opts o = {
@@ -180,16 +229,24 @@ int main(int argc, char **argv)
 	struct vtpu_model_info info;
 	struct corpus c = { 0 };
 	struct vtpu_model *m;
+	struct run r;
 	double loss, acc;
+	uint32_t right;
 
 	trainer_parse(argc, argv, &o);
 	load_corpus(&o, &c);
 	train = split(&c, 0, c.ntrain);
 	test = split(&c, c.ntrain, c.pairs.n - c.ntrain);
 
-	m = build(&c);
+	m = build(&c, &r.tgt_input);
 	if (!m)
 		die(o.name, "cannot build the model");
+	r.name = o.name;
+	r.m = m;
+	r.c = &c;
+	r.out = malloc((size_t)test.n * (c.tgt.len - 1) * sizeof(*r.out));
+	if (!r.out)
+		die(o.name, "out of memory");
 	co.device = o.device;
 	co.batch = o.batch;
 	co.seed = o.seed;
@@ -207,16 +264,26 @@ int main(int argc, char **argv)
 	       "lengths %u and %u\n", train.n, test.n, c.src.vocab.size,
 	       c.tgt.vocab.size, c.src.len, c.tgt.len);
 	fflush(stdout);
+	if (o.load && vtpu_model_load(m, o.load))
+		die(o.name, vtpu_model_error(m));
 	{
 		VTPU_FIT_OPTS(fo, .epochs = o.epochs, .progress = stdout,
-			      .token_validation = &test);
+			      .token_validation = &test, .on_epoch = on_epoch,
+			      .ctx = &r);
 
 		if (o.epochs && vtpu_model_fit_tokens(m, &train, &fo))
 			die(o.name, vtpu_model_error(m));
 	}
 	if (vtpu_model_evaluate_tokens(m, &test, &loss, &acc))
 		die(o.name, vtpu_model_error(m));
-	printf("test_loss: %.4f - test_acc: %.4f\n", loss, acc);
+	right = translate(&r, c.ntrain, test.n, 0);
+	printf("test_loss: %.4f - test_acc: %.4f (tokens) - exact_match: "
+	       "%.4f (%u of %u held-out %s, greedy)\n", loss, acc,
+	       (double)right / test.n, right, test.n,
+	       o.data_default ? "dates" : "pairs");
+	if (o.save && vtpu_model_save(m, o.save))
+		die(o.name, vtpu_model_error(m));
+	free(r.out);
 	vtpu_model_destroy(m);
 	free_corpus(&c);
 	return 0;

@@ -1663,6 +1663,91 @@ static void mark_needs_grad(struct cx *cx)
 	}
 }
 
+/*
+ * Greedy decoding in one stream: the nodes that do not depend on the
+ * generated input (the encoder) run once; then, step by step, the ones
+ * that do (embedding, LSTM, attention, dense: each emits its step's block),
+ * and ARGMAX of the step's logits gives the ids the next step reads,
+ * written where the generated input's ids are (the host puts <start> in
+ * step 0) and into the metrics, [T][batch] at VG_METRIC_PROBS.
+ */
+static bool decodable(const struct vg_node *n)
+{
+	switch (n->op) {
+	case VG_TOKENS: case VG_EMBEDDING: case VG_LSTM: case VG_LSTM_STATE:
+	case VG_ATTENTION: case VG_CONCAT: case VG_DENSE: case VG_DROPOUT:
+	case VG_LOSS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void decode(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	int slot = g->decode_slot, i, j, logits = g->nodes[g->loss].in[0];
+	const struct vg_node *tok;
+	uint32_t T, t, V = g->nodes[logits].c;
+
+	if (slot < 0 || slot >= g->ntokens) {
+		cx->err = -EINVAL;
+		return;
+	}
+	tok = &g->nodes[g->tokens[slot]];
+	T = tok->h;
+	for (i = 0; i < g->nnodes; i++) {
+		const struct vg_node *n = &g->nodes[i];
+
+		cx->dec[i] = i == g->tokens[slot];
+		for (j = 0; j < VG_MAX_IN; j++)
+			if (n->in[j] >= 0 && cx->dec[n->in[j]])
+				cx->dec[i] = true;
+		/* each step must read only steps before it: step-wise ops */
+		if (cx->dec[i] && (!decodable(n) || (n->seq && n->h != T))) {
+			cx->err = -EOPNOTSUPP;
+			return;
+		}
+	}
+	if (!cx->dec[logits] || !g->nodes[logits].seq) {
+		cx->err = -EINVAL;
+		return;
+	}
+	for (i = 0; i < g->nnodes && !cx->err; i++)
+		if (!cx->dec[i] && g->nodes[i].op != VG_LOSS)
+			ops[g->nodes[i].op].fwd(cx, i);
+	for (t = 0; t < T && !cx->err; t++) {
+		struct tref ids = at(cx->metrics,
+				     VG_METRIC_PROBS + (uint64_t)t * cx->B * 4);
+		struct vtpu_cmd_argmax am = {
+			.hdr = { VTPU_OP_ARGMAX, sizeof(am) },
+			.m = cx->B, .n = V, .ldx = V,
+			.y = opnd(ids),
+		};
+
+		cx->step = (int)t;
+		for (i = 0; i < g->nnodes && !cx->err; i++)
+			if (cx->dec[i] && g->nodes[i].op != VG_LOSS)
+				ops[g->nodes[i].op].fwd(cx, i);
+		am.x = opnd(shifted(cx->val[logits],
+				    (uint64_t)t * cx->B * V * 4));
+		emit(cx, &am);
+		if (t + 1 < T) {
+			struct vtpu_cmd_copy cp = {
+				.hdr = { VTPU_OP_COPY, sizeof(cp) },
+				.bytes = (uint64_t)cx->B * 4,
+				.dst = opnd(shifted(cx->val[g->tokens[slot]],
+						    (uint64_t)(t + 1) * cx->B *
+							    4)),
+				.src = opnd(ids),
+			};
+
+			emit(cx, &cp);
+		}
+	}
+	cx->step = -1;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -1697,8 +1782,10 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	cx.pool_relu = calloc(g->nnodes, sizeof(*cx.pool_relu));
 	cx.want_bwd = calloc(g->nnodes, sizeof(*cx.want_bwd));
 	cx.lstm = calloc(g->nnodes, sizeof(*cx.lstm));
+	cx.dec = calloc(g->nnodes, sizeof(*cx.dec));
 	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of ||
-	    !cx.relu_folded || !cx.pool_relu || !cx.want_bwd || !cx.lstm) {
+	    !cx.relu_folded || !cx.pool_relu || !cx.want_bwd || !cx.lstm ||
+	    !cx.dec) {
 		cx.err = -ENOMEM;
 		goto out;
 	}
@@ -1727,8 +1814,11 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 
 		emit(&cx, &bump);
 	}
-	for (i = 0; i < g->nnodes && !cx.err; i++)
-		ops[g->nodes[i].op].fwd(&cx, i);
+	if (kind == VG_PROG_DECODE)
+		decode(&cx);
+	else
+		for (i = 0; i < g->nnodes && !cx.err; i++)
+			ops[g->nodes[i].op].fwd(&cx, i);
 	if (kind == VG_PROG_TRAIN) {
 		for (i = g->nnodes - 1; i >= 0 && !cx.err; i--)
 			if (ops[g->nodes[i].op].bwd &&
@@ -1763,6 +1853,8 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	prog->metrics_stride = VG_METRIC_PROBS +
 		(kind == VG_PROG_PREDICT ?
 			 vg_node_rows(&g->nodes[g->loss], batch) * classes * 4 :
+		 kind == VG_PROG_DECODE ?
+			 vg_node_rows(&g->nodes[g->loss], batch) * 4 :
 			 0);
 	prog->compile_ms = now_ms() - t0;
 out:
@@ -1777,6 +1869,7 @@ out:
 	free(cx.pool_relu);
 	free(cx.want_bwd);
 	free(cx.lstm);
+	free(cx.dec);
 	return cx.err;
 }
 

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "graph_priv.h"
+#include "vtpu_text.h"
 
 #define MAX_PROGS 8
 #define MAX_SETS 3
@@ -1288,6 +1289,84 @@ int vtpu_model_predict_tokens(struct vtpu_model *m,
 			memcpy(probs + ((size_t)i * ll + t) * classes,
 			       base + ((size_t)t * rows + b) * classes * 4,
 			       classes * 4);
+	}
+	return 0;
+}
+
+/* The cached programs of @kind go (they were compiled for another setting). */
+static void drop_progs(struct vtpu_model *m, enum vg_prog_kind kind)
+{
+	int i;
+
+	for (i = 0; i < MAX_PROGS; i++) {
+		struct prog_entry *e = &m->progs[i];
+
+		if (!e->used || e->prog.kind != kind)
+			continue;
+		vg_program_fini(&e->prog);
+		vg_bo_destroy(&m->rt, &e->work);
+		e->used = false;
+	}
+}
+
+int vtpu_model_decode(struct vtpu_model *m, int target,
+		      const uint32_t *const *inputs, uint32_t n, uint32_t *out)
+{
+	struct vtpu_token_dataset ds = { .n = n };
+	uint32_t *start = NULL, B = m->batch, T, i, t;
+	int ret, k, slot = -1;
+	size_t stride;
+	struct pass p;
+
+	for (k = 0; k < m->g->ntokens; k++)
+		if (m->g->tokens[k] == target)
+			slot = k;
+	if (slot < 0)
+		return fail(m, -EINVAL, "node %d is not a token input", target);
+	T = m->g->nodes[target].h;
+	if (m->g->loss < 0 || !m->g->nodes[m->g->loss].seq ||
+	    m->g->nodes[m->g->loss].h != T)
+		return fail(m, -EINVAL,
+			    "decoding wants a sequence output as long as input %d",
+			    target);
+	/* step 0 reads <start>; the others what the step before chose */
+	start = calloc((size_t)n * T, sizeof(*start));
+	if (!start)
+		return fail(m, -ENOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		start[(size_t)i * T] = VTPU_TOK_START;
+	for (k = 0; k < m->g->ntokens; k++)
+		ds.inputs[k] = k == slot ? start : inputs[k];
+	ret = check_tokens(m, &ds, false);
+	if (!ret && m->g->decode_slot != slot) {
+		drop_progs(m, VG_PROG_DECODE);
+		m->g->decode_slot = slot;
+	}
+	if (!ret)
+		ret = tokset_alloc(m, &m->tokset, n);
+	if (!ret)
+		ret = tokset_fill(m, &m->tokset, &ds, NULL);
+	if (!ret) {
+		tokpass_init(m, &p, VG_PROG_DECODE, &m->tokset, 0);
+		ret = run_pass(m, &p);
+	}
+	free(start);
+	if (ret)
+		return ret == -EOPNOTSUPP ?
+			       fail(m, ret,
+				    "the layers after input %d cannot run step by step (decoding takes embeddings, LSTMs, attention, concatenations and dense layers)",
+				    target) :
+			       ret;
+	/* step s's ids follow its metrics, [T][its batch] */
+	stride = (size_t)B * T * 4 + VG_METRIC_PROBS;
+	for (i = 0; i < n; i++) {
+		uint32_t s = i / B, b = i % B;
+		uint32_t rows = s < n / B ? B : n % B;
+		const uint32_t *ids = (const uint32_t *)((const uint8_t *)
+			m->metrics.map + s * stride + VG_METRIC_PROBS);
+
+		for (t = 0; t < T; t++)
+			out[(size_t)i * T + t] = ids[(size_t)t * rows + b];
 	}
 	return 0;
 }

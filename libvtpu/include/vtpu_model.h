@@ -532,6 +532,24 @@ VTPU_API int vtpu_model_predict_tokens(struct vtpu_model *m,
 				       const uint32_t *const *inputs,
 				       uint32_t n, float *probs);
 
+/**
+ * vtpu_model_decode() - greedy decoding, in one submission per batch:
+ * the graph's sequence output generated step by step, each step's most
+ * probable id fed back as the next step's id of token input @target (the
+ * decoder's input: teacher forcing while training, its own output here);
+ * the layers that do not depend on @target (the encoder) run once. The
+ * layers after @target must be embeddings, LSTMs, attention,
+ * concatenations, dense layers and dropout (-EOPNOTSUPP otherwise).
+ * @target: a token input of the graph, as long as the output sequence
+ * @inputs: per token input, u32 [n][T]; @target's is not read (may be
+ *	NULL): step 0 reads VTPU_TOK_START
+ * @out: u32 [n][T], the ids generated at each step (the sentence ends at
+ *	the first VTPU_TOK_END: vtpu_vocab_decode() stops there)
+ */
+VTPU_API int vtpu_model_decode(struct vtpu_model *m, int target,
+			       const uint32_t *const *inputs, uint32_t n,
+			       uint32_t *out);
+
 /* ---- checking gradients --------------------------------------------------- */
 
 /**

@@ -444,6 +444,106 @@ TEST(gradcheck_lstm_sequence)
 	vtpu_graph_destroy(g);
 }
 
+/*
+ * Greedy decoding in one submission per batch against the same search
+ * done from outside: predict the whole target with the ids chosen so far,
+ * take step t's most probable id, feed it to step t + 1. Six sentences in
+ * batches of four: a short last batch too.
+ */
+TEST(decode_matches_stepwise_predict)
+{
+	struct s2s s = { .ts = 7, .tt = 6, .vs = 13, .vt = 11, .e = 6, .h = 8,
+			 .a = 10 };
+	struct vtpu_graph *g = build_s2s(&s, true);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 4, .seed = 3,
+			  .threads = 2);
+	uint32_t n = 6, T = s.tt, i, t, k, differ = 0, ended = 0;
+	uint32_t *src = malloc(n * s.ts * 4), *dec = malloc(n * T * 4);
+	uint32_t *out = malloc(n * T * 4);
+	float *probs = malloc(n * T * s.vt * 4);
+	const uint32_t *in[2] = { src, dec };
+	struct vtpu_model *m;
+
+	ASSERT_NE(NULL, g);
+	m = vtpu_model_create_graph(g);
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
+							vtpu_model_error(m));
+	/* weights of a trained network's scale: varied choices */
+	for (k = 0; k < (uint32_t)vtpu_model_num_weights(m); k++) {
+		struct vtpu_weight_info wi;
+		float *w;
+
+		ASSERT_EQ(0, vtpu_model_weight_info(m, k, &wi));
+		w = malloc(wi.count * 4);
+		for (i = 0; i < wi.count; i++)	/* biases 0: no favourite */
+			w[i] = wi.ndim == 1 ? 0.0f :
+					      (rnd(2001) / 1000.0f - 1.0f) * 1.5f;
+		ASSERT_EQ(0, vtpu_model_set_weights(m, k, w, wi.count));
+		free(w);
+	}
+	random_tokens(src, n, s.ts, s.vs);
+	ASSERT_EQ(0, vtpu_model_decode(m, s.tgt, in, n, out))
+		TH_LOG("%s", vtpu_model_error(m));
+	memset(dec, 0, n * T * 4);
+	for (i = 0; i < n; i++)
+		dec[i * T] = VTPU_TOK_START;
+	for (t = 0; t < T; t++) {
+		ASSERT_EQ(0, vtpu_model_predict_tokens(m, in, n, probs));
+		for (i = 0; i < n; i++) {
+			const float *p = probs + ((size_t)i * T + t) * s.vt;
+			uint32_t best = 0;
+
+			for (k = 1; k < s.vt; k++)
+				if (p[k] > p[best])
+					best = k;
+			differ += best != out[i * T + t];
+			ended += best == VTPU_TOK_END;
+			if (t + 1 < T)
+				dec[i * T + t + 1] = best;
+		}
+	}
+	for (i = 1, k = 0; i < n * T; i++)
+		k += out[i] != out[0];
+	TH_LOG("%u of %u ids differ; %u <end>s; %u ids not the first one",
+	       differ, n * T, ended, k);
+	EXPECT_EQ(0u, differ);
+	EXPECT_LT(n, k);	/* a choice that depends on the input */
+	/* not a decoder: the source; a sequence as long as no output */
+	EXPECT_EQ(-EINVAL, vtpu_model_decode(m, s.enc_emb, in, n, out));
+	EXPECT_EQ(-EINVAL, vtpu_model_decode(m, s.src, in, n, out));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m), "as long as"));
+	vtpu_model_destroy(m);
+	free(src);
+	free(dec);
+	free(out);
+	free(probs);
+}
+
+/* Decoding runs the layers after the decoder's input step by step only. */
+TEST(decode_rejects_what_cannot_step)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 2, .threads = 1);
+	uint32_t ids[2 * 4] = { 1, 5, 2, 0, 1, 6, 7, 2 }, out[8];
+	const uint32_t *in[1] = { ids };
+	struct vtpu_model *m;
+	int tok, x;
+
+	tok = vtpu_graph_tokens(g, 4);
+	x = vtpu_graph_embedding(g, tok, 9, 3);
+	x = vtpu_graph_relu(g, x);
+	x = vtpu_graph_dense(g, x, 9, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	m = vtpu_model_create_graph(g);
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	EXPECT_EQ(-EOPNOTSUPP, vtpu_model_decode(m, tok, in, 2, out));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m), "step by step"))
+		TH_LOG("%s", vtpu_model_error(m));
+	vtpu_model_destroy(m);
+}
+
 TEST(rejections)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
