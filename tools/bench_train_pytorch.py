@@ -10,11 +10,22 @@ alternately in one run:
 
     out: "ready <torch version> <settings>"   once torch is imported, or
          "error: <why>"                        when it cannot be (it exits)
-    in:  "<model> <batch> <steps>"            a model of MODELS below
+    in:  "<model> <batch> <steps>"            a model of MODELS below,
+                                               or "translate" (training)
+                                               or "translate-decode"
     out: "<milliseconds per step>"
 
 A model is built, and warmed up with two untimed steps, the first time it
 is asked for; later requests only run steps, so the caller may time them.
+
+"translate" is issue 26's encoder-decoder with Luong attention (class
+Translate; its sizes TS, TT, VS, VT, E, H, A are shared with
+tools/bench_train.c): a step trains it on one synthetic batch of padded
+token ids (translate_batch()) with cross-entropy over the target tokens
+that are not padding and Adam (1e-3, 0.9, 0.999, epsilon 1e-7 as Keras
+and the engine). "translate-decode" times its greedy decoding instead: a
+step decodes one batch, the encoder run once, then TT decoder steps, each
+fed the previous step's argmax, under torch.inference_mode().
 
 Needs Debian's python3-torch (run with /usr/bin/python3, not a pyenv one).
 
@@ -23,7 +34,9 @@ Two configurations (--config):
            denormals flushed (the engine flushes them too; Adam's decaying
            moments are denormal-heavy), channels-last tensors for the
            convolutional models (oneDNN's preferred layout), gradients
-           dropped rather than zeroed (zero_grad(set_to_none=True)); and,
+           dropped rather than zeroed (zero_grad(set_to_none=True)),
+           the greedy decoding loop compiled by torch.jit.script (the
+           training step is left eager: scripted, it was no faster); and,
            set by vtpu-bench in this process's environment before it
            starts: glibc's malloc keeping freed blocks (MALLOC_MMAP_MAX_=0,
            a large MALLOC_TRIM_THRESHOLD_: else every step page-faults its
@@ -39,6 +52,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Tuple
 
 try:
     import torch
@@ -126,10 +140,14 @@ class Translate(nn.Module):
     Keras' Attention()); tanh(Linear(2H -> A)) on [context, decoder h];
     Linear(A -> VT) logits. Sequences are time-major inside the LSTMs (what
     nn.LSTM runs on; batch_first only transposes around it) and
-    batch-major around the attention, whose products are per example."""
+    batch-major around the attention, whose products are per example.
+    TorchScript compiles it as it is (torch.jit.script)."""
+
+    __constants__ = ["pad", "start", "tt"]
 
     def __init__(self):
         super().__init__()
+        self.pad, self.start, self.tt = PAD, START, TT
         self.src_emb = nn.Embedding(VS, E)
         self.enc = nn.LSTM(E, H)
         self.tgt_emb = nn.Embedding(VT, E)
@@ -137,32 +155,35 @@ class Translate(nn.Module):
         self.comb = nn.Linear(2 * H, A)
         self.out = nn.Linear(A, VT)
 
-    def encode(self, src):
+    def encode(self, src: torch.Tensor) -> Tuple[
+            torch.Tensor, torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
         """src [B, TS] ids -> every step's h [B, TS, H] (a view), the
         padding mask [B, 1, TS], the last (h, c)."""
         enc, state = self.enc(self.src_emb(src.t()))
-        return enc.transpose(0, 1), (src == PAD).unsqueeze(1), state
+        return enc.transpose(0, 1), (src == self.pad).unsqueeze(1), state
 
-    def attend(self, dec, enc, mask):
+    def attend(self, dec: torch.Tensor, enc: torch.Tensor,
+               mask: torch.Tensor) -> torch.Tensor:
         """dec [B, T, H] -> logits [B, T, VT]."""
         scores = torch.bmm(dec, enc.transpose(1, 2))
         scores = scores.masked_fill(mask, float("-inf"))
         ctx = torch.bmm(scores.softmax(-1), enc)
         return self.out(torch.tanh(self.comb(torch.cat((ctx, dec), -1))))
 
-    def forward(self, src, tgt_in):
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: src [B, TS], tgt_in [B, TT] -> [B, TT, VT]."""
         enc, mask, state = self.encode(src)
         dec, _ = self.dec(self.tgt_emb(tgt_in.t()), state)
         return self.attend(dec.transpose(0, 1), enc, mask)
 
-    def greedy(self, src):
+    @torch.jit.export
+    def greedy(self, src: torch.Tensor) -> torch.Tensor:
         """src [B, TS] -> [B, TT] ids: the encoder once, then TT decoder
         steps, each fed the previous step's argmax (START first)."""
         enc, mask, state = self.encode(src)
-        tok = torch.full((1, src.shape[0]), START, dtype=torch.long)
+        tok = torch.full((1, src.shape[0]), self.start, dtype=torch.long)
         out = []
-        for _ in range(TT):
+        for _ in range(self.tt):
             dec, state = self.dec(self.tgt_emb(tok), state)
             logits = self.attend(dec.transpose(0, 1), enc, mask)
             tok = logits.argmax(-1).t()
@@ -223,6 +244,8 @@ class TranslateDecoder:
     def __init__(self, batch, best):
         torch.manual_seed(1)
         self.net = Translate().eval()
+        if best:
+            self.net = torch.jit.script(self.net)
         self.src, _, _ = translate_batch(batch,
                                          torch.Generator().manual_seed(7))
 
@@ -279,7 +302,8 @@ def settings(best):
         if var in os.environ:
             s.append("%s=%s" % (var, os.environ[var]))
     if best:
-        s += ["flush_denormal", "channels_last", "set_to_none"]
+        s += ["flush_denormal", "channels_last", "set_to_none",
+              "script_decode"]
     return ",".join(s)
 
 
