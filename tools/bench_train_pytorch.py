@@ -10,11 +10,22 @@ alternately in one run:
 
     out: "ready <torch version> <settings>"   once torch is imported, or
          "error: <why>"                        when it cannot be (it exits)
-    in:  "<model> <batch> <steps>"            a model of MODELS below
+    in:  "<model> <batch> <steps>"            a model of MODELS below,
+                                               or "translate" (training)
+                                               or "translate-decode"
     out: "<milliseconds per step>"
 
 A model is built, and warmed up with two untimed steps, the first time it
 is asked for; later requests only run steps, so the caller may time them.
+
+"translate" is issue 26's encoder-decoder with Luong attention (class
+Translate; its sizes TS, TT, VS, VT, E, H, A are shared with
+tools/bench_train.c): a step trains it on one synthetic batch of padded
+token ids (translate_batch()) with cross-entropy over the target tokens
+that are not padding and Adam (1e-3, 0.9, 0.999, epsilon 1e-7 as Keras
+and the engine). "translate-decode" times its greedy decoding instead: a
+step decodes one batch, the encoder run once, then TT decoder steps, each
+fed the previous step's argmax, under torch.inference_mode().
 
 Needs Debian's python3-torch (run with /usr/bin/python3, not a pyenv one).
 
@@ -23,7 +34,9 @@ Two configurations (--config):
            denormals flushed (the engine flushes them too; Adam's decaying
            moments are denormal-heavy), channels-last tensors for the
            convolutional models (oneDNN's preferred layout), gradients
-           dropped rather than zeroed (zero_grad(set_to_none=True)); and,
+           dropped rather than zeroed (zero_grad(set_to_none=True)),
+           the greedy decoding loop compiled by torch.jit.script (the
+           training step is left eager: scripted, it was no faster); and,
            set by vtpu-bench in this process's environment before it
            starts: glibc's malloc keeping freed blocks (MALLOC_MMAP_MAX_=0,
            a large MALLOC_TRIM_THRESHOLD_: else every step page-faults its
@@ -39,6 +52,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Tuple
 
 try:
     import torch
@@ -105,6 +119,141 @@ MODELS = {
 }
 
 
+# The translation model of issue 26: an encoder-decoder with Luong
+# attention over token ids. Its sizes; tools/bench_train.c must build the
+# engine's network with the same ones.
+TS = 24    # source length (padded)
+TT = 12    # target length (padded): decoder inputs and labels
+VS = 48    # source vocabulary
+VT = 16    # target vocabulary
+E = 32     # embedding width, source and target
+H = 128    # LSTM units, encoder and decoder
+A = 128    # attention combination: tanh(Linear(2H -> A)) before the logits
+PAD, START, END = 0, 1, 2   # reserved ids (3: unknown); 4.. are words
+
+
+class Translate(nn.Module):
+    """Embedding(VS, E) -> LSTM(E, H) over the source, every step's h kept;
+    Embedding(VT, E) -> LSTM(E, H) over the target input, starting from
+    the encoder's last (h, c); Luong dot attention of the decoder's steps
+    over the encoder's (keys at or past each source's length masked, as
+    Keras' Attention()); tanh(Linear(2H -> A)) on [context, decoder h];
+    Linear(A -> VT) logits. Sequences are time-major inside the LSTMs (what
+    nn.LSTM runs on; batch_first only transposes around it) and
+    batch-major around the attention, whose products are per example.
+    TorchScript compiles it as it is (torch.jit.script)."""
+
+    __constants__ = ["pad", "start", "tt"]
+
+    def __init__(self):
+        super().__init__()
+        self.pad, self.start, self.tt = PAD, START, TT
+        self.src_emb = nn.Embedding(VS, E)
+        self.enc = nn.LSTM(E, H)
+        self.tgt_emb = nn.Embedding(VT, E)
+        self.dec = nn.LSTM(E, H)
+        self.comb = nn.Linear(2 * H, A)
+        self.out = nn.Linear(A, VT)
+
+    def encode(self, src: torch.Tensor) -> Tuple[
+            torch.Tensor, torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        """src [B, TS] ids -> every step's h [B, TS, H] (a view), the
+        padding mask [B, 1, TS], the last (h, c)."""
+        enc, state = self.enc(self.src_emb(src.t()))
+        return enc.transpose(0, 1), (src == self.pad).unsqueeze(1), state
+
+    def attend(self, dec: torch.Tensor, enc: torch.Tensor,
+               mask: torch.Tensor) -> torch.Tensor:
+        """dec [B, T, H] -> logits [B, T, VT]."""
+        scores = torch.bmm(dec, enc.transpose(1, 2))
+        scores = scores.masked_fill(mask, float("-inf"))
+        ctx = torch.bmm(scores.softmax(-1), enc)
+        return self.out(torch.tanh(self.comb(torch.cat((ctx, dec), -1))))
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: src [B, TS], tgt_in [B, TT] -> [B, TT, VT]."""
+        enc, mask, state = self.encode(src)
+        dec, _ = self.dec(self.tgt_emb(tgt_in.t()), state)
+        return self.attend(dec.transpose(0, 1), enc, mask)
+
+    @torch.jit.export
+    def greedy(self, src: torch.Tensor) -> torch.Tensor:
+        """src [B, TS] -> [B, TT] ids: the encoder once, then TT decoder
+        steps, each fed the previous step's argmax (START first)."""
+        enc, mask, state = self.encode(src)
+        tok = torch.full((1, src.shape[0]), self.start, dtype=torch.long)
+        out = []
+        for _ in range(self.tt):
+            dec, state = self.dec(self.tgt_emb(tok), state)
+            logits = self.attend(dec.transpose(0, 1), enc, mask)
+            tok = logits.argmax(-1).t()
+            out.append(tok)
+        return torch.cat(out).t()
+
+
+def translate_batch(batch, gen):
+    """Synthetic sentences as the engine's side makes them: sources of
+    8..TS ids in 4..VS-1, then PAD; targets START, 4..TT-1 ids in 4..VT-1,
+    END, then PAD. Returns (src [B, TS], decoder input [B, TT], labels
+    [B, TT]: the next token, PAD where there is none)."""
+    src = torch.zeros(batch, TS, dtype=torch.long)
+    tgt = torch.zeros(batch, TT + 1, dtype=torch.long)
+    for b in range(batch):
+        n = int(torch.randint(8, TS + 1, (1,), generator=gen))
+        src[b, :n] = torch.randint(4, VS, (n,), generator=gen)
+        n = int(torch.randint(4, TT, (1,), generator=gen))
+        tgt[b, 0] = START
+        tgt[b, 1:n + 1] = torch.randint(4, VT, (n,), generator=gen)
+        tgt[b, n + 1] = END
+    return src, tgt[:, :TT].contiguous(), tgt[:, 1:].contiguous()
+
+
+def translate_adam(net):
+    """Adam as the engine's (Keras' epsilon)."""
+    return torch.optim.Adam(net.parameters(), lr=1e-3, betas=(0.9, 0.999),
+                            eps=1e-7)
+
+
+class TranslateTrainer:
+    """"translate": a training step on one synthetic batch; the loss is
+    the mean cross-entropy over the labels that are not padding."""
+
+    def __init__(self, batch, best):
+        torch.manual_seed(1)
+        self.net = Translate()
+        self.src, self.tgt_in, self.labels = translate_batch(
+            batch, torch.Generator().manual_seed(7))
+        self.labels = self.labels.reshape(-1)
+        self.best = best
+        self.opt = translate_adam(self.net)
+        self.loss = nn.CrossEntropyLoss(ignore_index=PAD)
+
+    def step(self):
+        self.opt.zero_grad(set_to_none=self.best)
+        out = self.net(self.src, self.tgt_in)
+        loss = self.loss(out.reshape(-1, VT), self.labels)
+        loss.backward()
+        self.opt.step()
+        return loss
+
+
+class TranslateDecoder:
+    """"translate-decode": greedy decoding of one batch per step, no
+    gradients."""
+
+    def __init__(self, batch, best):
+        torch.manual_seed(1)
+        self.net = Translate().eval()
+        if best:
+            self.net = torch.jit.script(self.net)
+        self.src, _, _ = translate_batch(batch,
+                                         torch.Generator().manual_seed(7))
+
+    def step(self):
+        with torch.inference_mode():
+            return self.net.greedy(self.src)
+
+
 class Trainer:
     def __init__(self, model, batch, best):
         build, shape, classes = MODELS[model]
@@ -124,6 +273,13 @@ class Trainer:
         out = self.net(self.x)
         self.loss(out, self.y).backward()
         self.opt.step()
+
+
+# requests that are not MODELS: name -> class(batch, best) with step()
+RUNNERS = {
+    "translate": TranslateTrainer,
+    "translate-decode": TranslateDecoder,
+}
 
 
 def blas_in_use():
@@ -146,7 +302,8 @@ def settings(best):
         if var in os.environ:
             s.append("%s=%s" % (var, os.environ[var]))
     if best:
-        s += ["flush_denormal", "channels_last", "set_to_none"]
+        s += ["flush_denormal", "channels_last", "set_to_none",
+              "script_decode"]
     return ",".join(s)
 
 
@@ -167,7 +324,9 @@ def main():
         model, batch, steps = line.split()
         key = (model, int(batch))
         if key not in trainers:
-            trainers[key] = Trainer(model, int(batch), best)
+            make = RUNNERS.get(model)
+            trainers[key] = (make(int(batch), best) if make else
+                             Trainer(model, int(batch), best))
             trainers[key].step()
             trainers[key].step()
         t = trainers[key]
