@@ -22,6 +22,8 @@ ENGINE_SRCS := \
 	ops_convpool_avx512.c \
 	ops_pool.c \
 	ops_elementwise.c \
+	ops_act_avx2.c \
+	ops_act_avx512.c \
 	ops_reduce.c \
 	ops_loss.c \
 	ops_optim.c \
@@ -51,7 +53,15 @@ ENGINE_CFLAGS_ops_convpool := $(ENGINE_CP_CFLAGS)
 ENGINE_CFLAGS_ops_convpool_avx2 := $(ENGINE_CP_CFLAGS) -mavx2 -mfma
 ENGINE_CFLAGS_ops_convpool_avx512 := $(ENGINE_CP_CFLAGS) -mavx512f -mfma \
 	-mprefer-vector-width=512
-ENGINE_CFLAGS_ops_elementwise := $(ENGINE_VEC_CFLAGS)
+# The activations, once per level, each element in double and rounded once:
+# no contraction into FMA, so that every level gives the same bits; and no
+# FP traps to keep (the engine never enables them), without which GCC
+# will not vectorise trunc() as vroundpd.
+ENGINE_ACT_CFLAGS := $(ENGINE_VEC_CFLAGS) -ffp-contract=off -fno-trapping-math
+ENGINE_CFLAGS_ops_elementwise := $(ENGINE_ACT_CFLAGS)
+ENGINE_CFLAGS_ops_act_avx2 := $(ENGINE_ACT_CFLAGS) -mavx2 -mfma
+ENGINE_CFLAGS_ops_act_avx512 := $(ENGINE_ACT_CFLAGS) -mavx512f -mavx512dq \
+	-mfma -mprefer-vector-width=512
 ENGINE_CFLAGS_ops_reduce := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_embedding := $(ENGINE_VEC_CFLAGS)

@@ -297,6 +297,14 @@ void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
 	void vtpu_convpool_wgrad_##sfx(const struct vtpu_engine_convpool *cp,  \
 				       u32 o0, u32 len, u32 k0, u32 k1,        \
 				       u64 p0, u64 p1, bool first, float *pad)
+/* SIGMOID and TANH of n floats, once per SIMD level (act_tmpl.h). */
+#define VTPU_ACT_LEVEL(sfx)                                                    \
+	void vtpu_act_sigmoid_##sfx(const float *x, float *z, u64 n);          \
+	void vtpu_act_tanh_##sfx(const float *x, float *z, u64 n)
+VTPU_ACT_LEVEL(scalar);
+VTPU_ACT_LEVEL(avx2);
+VTPU_ACT_LEVEL(avx512);
+
 VTPU_CONVPOOL_LEVEL(scalar);
 VTPU_CONVPOOL_LEVEL(avx2);
 VTPU_CONVPOOL_LEVEL(avx512);

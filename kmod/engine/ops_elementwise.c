@@ -36,40 +36,21 @@ void vtpu_ops_tile(struct vtpu_engine_op *op, u64 count)
 }
 
 /*
- * The activations, in double and rounded once: within an ulp of the exact
- * value. Both work from e^-|x| (vtpu_exp_nonpos() never overflows) and
- * keep a NaN a NaN (it passes through every step).
+ * The activations at this file's width (the baseline); the AVX2 and
+ * AVX-512 builds of the same loops are in ops_act_*.c, and all give the
+ * same bits (act_tmpl.h).
  */
-static float ew_sigmoid(float v)
-{
-	double x = v, e = vtpu_exp_nonpos(x < 0.0 ? x : -x);
+#define ACT_SFX scalar
+#include "act_tmpl.h"
 
-	/* 1 / (1 + e^-x), or e^x / (1 + e^x) for x < 0: no cancellation */
-	return (float)((x < 0.0 ? e : 1.0) / (1.0 + e));
-}
-
-/*
- * tanh |x| = (1 - t) / (1 + t), t = e^-2|x|, with the sign of x (odd by
- * construction). Below 1/16, 1 - t would cancel: the Taylor series to
- * x^11 instead (the next term is below 1e-14 of x), which keeps -0.
- */
-static float ew_tanh(float v)
-{
-	double x = v, a = x < 0.0 ? -x : x, p, t;
-
-	if (a < 0.0625) {
-		t = x * x;
-		p = -1382.0 / 155925.0;
-		p = p * t + 62.0 / 2835.0;
-		p = p * t - 17.0 / 315.0;
-		p = p * t + 2.0 / 15.0;
-		p = p * t - 1.0 / 3.0;
-		return (float)(x * (1.0 + t * p));	/* x = -0: -0 */
-	}
-	t = vtpu_exp_nonpos(-2.0 * a);
-	p = (1.0 - t) / (1.0 + t);
-	return (float)(x < 0.0 ? -p : p);
-}
+static const struct {
+	void (*sigmoid)(const float *x, float *z, u64 n);
+	void (*tanh)(const float *x, float *z, u64 n);
+} act_levels[] = {
+	[VTPU_SIMD_SCALAR] = { vtpu_act_sigmoid_scalar, vtpu_act_tanh_scalar },
+	[VTPU_SIMD_AVX2] = { vtpu_act_sigmoid_avx2, vtpu_act_tanh_avx2 },
+	[VTPU_SIMD_AVX512] = { vtpu_act_sigmoid_avx512, vtpu_act_tanh_avx512 },
+};
 
 static void ew_tile(struct vtpu_engine_op *op)
 {
@@ -102,6 +83,7 @@ void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	const float *x = e->x + i0, *y = e->y + i0;
 	float *z = e->z + i0;
 	float a = e->alpha, b = e->beta;
+	u32 simd = op->simd <= VTPU_SIMD_AVX512 ? op->simd : VTPU_SIMD_SCALAR;
 
 	switch (e->op) {
 	case VTPU_EW_ADD:
@@ -145,16 +127,14 @@ void vtpu_ew_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 			z[i] = x[i] + a;
 		break;
 	case VTPU_EW_SIGMOID:
-		for (i = 0; i < n; i++)
-			z[i] = ew_sigmoid(x[i]);
+		act_levels[simd].sigmoid(x, z, n);
 		break;
 	case VTPU_EW_SIGMOID_GRAD:
 		for (i = 0; i < n; i++)
 			z[i] = y[i] * x[i] * (1.0f - x[i]);
 		break;
 	case VTPU_EW_TANH:
-		for (i = 0; i < n; i++)
-			z[i] = ew_tanh(x[i]);
+		act_levels[simd].tanh(x, z, n);
 		break;
 	case VTPU_EW_TANH_GRAD:
 		for (i = 0; i < n; i++)
