@@ -66,12 +66,17 @@ struct net {
 	double macs;
 };
 
+/*
+ * An image model (@build), or the translation model of examples/translate
+ * (@build NULL), timed training or (@decode) greedily decoding a batch.
+ */
 struct model_def {
 	const char *name;
 	uint32_t h, w, c;
 	uint32_t classes;
 	uint32_t epoch_images;
 	void (*build)(struct net *nt);
+	bool decode;
 };
 
 static void net_conv(struct net *nt, uint32_t filters, uint32_t k,
@@ -176,17 +181,63 @@ static void build_vgg64(struct net *nt)
 }
 
 /*
+ * translate: examples/translate's encoder-decoder with Luong attention at
+ * the sizes of tools/bench_train_pytorch.py's (TS, TT, VS, VT, E, H, A),
+ * on synthetic sentences made as that script makes them.
+ */
+#define TR_TS 24
+#define TR_TT 12
+#define TR_VS 48
+#define TR_VT 16
+#define TR_E 32
+#define TR_H 128
+#define TR_A 128
+
+/* Its graph; @tgt: the decoder's input. Forward multiply-adds per example. */
+static struct vtpu_model *build_translate(int *tgt, double *macs)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	struct vtpu_lstm_nodes enc, dec;
+	int src, x, att;
+
+	if (!g)
+		return NULL;
+	src = vtpu_graph_tokens(g, TR_TS);
+	*tgt = vtpu_graph_tokens(g, TR_TT);
+	x = vtpu_graph_embedding(g, src, TR_VS, TR_E);
+	vtpu_graph_lstm(g, x, TR_H, -1, -1, &enc);
+	x = vtpu_graph_embedding(g, *tgt, TR_VT, TR_E);
+	vtpu_graph_lstm(g, x, TR_H, enc.h, enc.c, &dec);
+	att = vtpu_graph_attention(g, dec.seq, enc.seq, src);
+	x = vtpu_graph_concat(g, att, dec.seq);
+	x = vtpu_graph_dense(g, x, TR_A, VTPU_ACT_TANH);
+	x = vtpu_graph_dense(g, x, TR_VT, VTPU_ACT_NONE);
+	if (vtpu_graph_loss(g, x) < 0) {
+		vtpu_graph_destroy(g);
+		return NULL;
+	}
+	/* the LSTMs' gates, attention's two products, the dense layers */
+	*macs = (double)(TR_TS + TR_TT) * (TR_E + TR_H) * 4 * TR_H +
+		2.0 * TR_TT * TR_TS * TR_H +
+		(double)TR_TT * (2 * TR_H * TR_A + TR_A * TR_VT);
+	return vtpu_model_create_graph(g);
+}
+
+/*
  * The examples' models, then the held-out ones; the same networks as
  * tools/bench_train_pytorch.py's MODELS. s/epoch counts 60000 images
- * (50000 for cifar10, 3670 for vgg64: tf_flowers' size).
+ * (50000 for cifar10, 3670 for vgg64: tf_flowers' size; 20000 sentences
+ * for translate, the example's date corpus).
  */
 static const struct model_def models[] = {
-	{ "mnist", 28, 28, 1, 10, 60000, build_mnist },
-	{ "fashion_mnist", 28, 28, 1, 10, 60000, build_fashion },
-	{ "cifar10", 32, 32, 3, 10, 50000, build_cifar },
-	{ "lenet5", 28, 28, 1, 10, 60000, build_lenet5 },
-	{ "mlp_wide", 28, 28, 1, 10, 60000, build_mlp_wide },
-	{ "vgg64", 64, 64, 3, 5, 3670, build_vgg64 },
+	{ "mnist", 28, 28, 1, 10, 60000, build_mnist, false },
+	{ "fashion_mnist", 28, 28, 1, 10, 60000, build_fashion, false },
+	{ "cifar10", 32, 32, 3, 10, 50000, build_cifar, false },
+	{ "lenet5", 28, 28, 1, 10, 60000, build_lenet5, false },
+	{ "mlp_wide", 28, 28, 1, 10, 60000, build_mlp_wide, false },
+	{ "vgg64", 64, 64, 3, 5, 3670, build_vgg64, false },
+	{ "translate", 0, 0, 0, TR_VT, 20000, NULL, false },
+	{ "translate-decode", 0, 0, 0, TR_VT, 20000, NULL, true },
 };
 
 /* A vtpu backend: a compiled model and a few batches of data. */
@@ -195,13 +246,69 @@ struct vtpu_runner {
 	double macs;	/* forward multiply-adds per image (struct net) */
 	struct vtpu_dataset ds;
 	struct vtpu_fit_opts fo;
+	/* translate: sentences, the decoder's input node, decoded ids */
+	struct vtpu_token_dataset tds;
+	uint32_t *ids;
+	int tgt;
+	bool decode;
 };
 
 static int run_vtpu(void *ctx)
 {
 	struct vtpu_runner *r = ctx;
 
+	if (r->decode)
+		return vtpu_model_decode(r->m, r->tgt, r->tds.inputs, r->tds.n,
+					 r->ids);
+	if (r->tds.n)
+		return vtpu_model_fit_tokens(r->m, &r->tds, &r->fo);
 	return vtpu_model_fit(r->m, &r->ds, &r->fo);
+}
+
+/*
+ * Sentences as tools/bench_train_pytorch.py's translate_batch() makes
+ * them: sources of 8..TS ids in 4..VS-1, targets <start>, 4..TT-1 ids in
+ * 4..VT-1, <end>; padding after; labels the next token.
+ */
+static int translate_data(struct vtpu_runner *r, uint32_t n)
+{
+	uint32_t *src = calloc((size_t)n * TR_TS, 4);
+	uint32_t *tgt = calloc((size_t)n * (TR_TT + 1), 4);
+	uint32_t *in = calloc((size_t)n * TR_TT, 4);
+	uint32_t *lab = calloc((size_t)n * TR_TT, 4);
+	struct vtpu_rng rng;
+	uint32_t i, t, len;
+
+	r->ids = calloc((size_t)n * TR_TT, 4);
+	if (!src || !tgt || !in || !lab || !r->ids) {
+		free(src);
+		free(tgt);
+		free(in);
+		free(lab);
+		return -ENOMEM;
+	}
+	vtpu_rng_seed(&rng, 7);
+	for (i = 0; i < n; i++) {
+		uint32_t *y = tgt + (size_t)i * (TR_TT + 1);
+
+		len = 8 + (uint32_t)vtpu_rng_below(&rng, TR_TS - 7);
+		for (t = 0; t < len; t++)
+			src[(size_t)i * TR_TS + t] =
+				4 + (uint32_t)vtpu_rng_below(&rng, TR_VS - 4);
+		len = 4 + (uint32_t)vtpu_rng_below(&rng, TR_TT - 4);
+		y[0] = 1;
+		for (t = 1; t <= len; t++)
+			y[t] = 4 + (uint32_t)vtpu_rng_below(&rng, TR_VT - 4);
+		y[len + 1] = 2;
+		memcpy(in + (size_t)i * TR_TT, y, TR_TT * 4);
+		memcpy(lab + (size_t)i * TR_TT, y + 1, TR_TT * 4);
+	}
+	free(tgt);
+	r->tds.n = n;
+	r->tds.inputs[0] = src;
+	r->tds.inputs[1] = in;
+	r->tds.labels = lab;
+	return 0;
 }
 
 /* Each timed call trains this many steps. */
@@ -217,6 +324,20 @@ static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 	size_t i, isz = (size_t)md->h * md->w * md->c;
 
 	memset(r, 0, sizeof(*r));
+	if (!md->build) {
+		r->decode = md->decode;
+		r->m = build_translate(&r->tgt, &r->macs);
+		if (!r->m || translate_data(r, batch * STEPS_PER_CALL))
+			return -ENOMEM;
+		r->fo.sz = sizeof(r->fo);
+		r->fo.epochs = 1;
+		if (vtpu_model_compile(r->m, &co)) {
+			fprintf(stderr, "vtpu-bench: %s on %s: %s\n", md->name,
+				device, vtpu_model_error(r->m));
+			return -EINVAL;
+		}
+		return 0;
+	}
 	r->ds.n = batch * STEPS_PER_CALL;
 	r->ds.height = md->h;
 	r->ds.width = md->w;
@@ -252,6 +373,10 @@ static void vtpu_runner_fini(struct vtpu_runner *r)
 {
 	vtpu_model_destroy(r->m);
 	vtpu_dataset_free(&r->ds);
+	free((void *)r->tds.inputs[0]);
+	free((void *)r->tds.inputs[1]);
+	free((void *)r->tds.labels);
+	free(r->ids);
 }
 
 /*
@@ -476,7 +601,8 @@ static void usage(int status)
 	fprintf(status ? stderr : stdout,
 		"usage: vtpu-bench train %s [--models LIST] [--batches LIST] [--no-pytorch]\n"
 		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10,\n"
-		"  lenet5,mlp_wide,vgg64, default all; batches: default\n"
+		"  lenet5,mlp_wide,vgg64,translate,translate-decode, default all;\n"
+		"  batches: default\n"
 		"  32,128,256,512,1024)\n"
 		"  PyTorch runs twice, as \"pytorch\" (its best configuration here,\n"
 		"  the one ratios are against) and \"pytorch-default\" (as installed)\n"
@@ -623,8 +749,8 @@ static void header(const struct bench_opts *o, const struct torch_runner *torch,
 
 int bench_train(int argc, char **argv)
 {
-	const char *model_list =
-		"mnist,fashion_mnist,cifar10,lenet5,mlp_wide,vgg64";
+	const char *model_list = "mnist,fashion_mnist,cifar10,lenet5,mlp_wide,"
+				 "vgg64,translate,translate-decode";
 	const char *batch_list = "32,128,256,512,1024";
 	struct vtpu_runner vr[MAX_BACKENDS];
 	struct bench_runner r[MAX_BACKENDS + TORCH_CONFIGS];
@@ -720,8 +846,10 @@ int bench_train(int argc, char **argv)
 
 				if (ntorch)
 					rep_ratios(rates, o.reps, i, n, &lo, &hi);
+				/* decoding: the forward pass alone */
 				report(&o, md, batch, r[i].name, r[i].rate,
-				       6 * vr[0].macs * batch, &pk,
+				       (md->decode ? 2 : 6) * vr[0].macs *
+					       batch, &pk,
 				       ntorch ? r[n].rate : 0, lo, hi);
 			}
 			for (i = 0; i < n; i++)
