@@ -19,6 +19,7 @@
 
 #include "kselftest_harness.h"
 #include <vtpu_model.h>
+#include <vtpu_text.h>
 
 #ifndef VTPU_SRCTOP
 #define VTPU_SRCTOP "."
@@ -157,6 +158,120 @@ static void same_curve(struct __test_metadata *_metadata, build_fn build,
 }
 
 /*
+ * The translation model of examples/translate, small, on generated dates:
+ * embeddings, LSTMs unrolled over the steps, masked attention, the
+ * sequence loss; then greedy decoding, one submission a batch.
+ */
+struct s2s_data {
+	struct vtpu_text_pairs pairs;
+	struct vtpu_vocab sv, tv;
+	uint32_t ts, tt, *src, *dec_in, *labels;
+	struct vtpu_token_dataset ds;
+};
+
+static int s2s_side(char *const *text, uint32_t n, struct vtpu_vocab *v,
+		    uint32_t *len, uint32_t **ids)
+{
+	uint32_t i, l;
+	int ret;
+
+	ret = vtpu_vocab_build(v, text, n, VTPU_TOKENIZE_CHARS, 0, 1, NULL, 0);
+	if (ret)
+		return ret;
+	for (*len = 0, i = 0; i < n; i++) {
+		l = vtpu_vocab_tokens(v, text[i]) + 2;
+		*len = l > *len ? l : *len;
+	}
+	*ids = calloc((size_t)n * *len, 4);
+	if (!*ids)
+		return -ENOMEM;
+	for (i = 0; i < n && !ret; i++)
+		ret = vtpu_vocab_encode(v, text[i], *len, *ids + (size_t)i * *len,
+					&l, NULL, 0);
+	return ret;
+}
+
+static int s2s_load(struct s2s_data *d, uint32_t n)
+{
+	uint32_t *tgt, i, t, T;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	ret = vtpu_text_dates(n, 5, &d->pairs);
+	if (!ret)
+		ret = s2s_side(d->pairs.src, n, &d->sv, &d->ts, &d->src);
+	if (!ret)
+		ret = s2s_side(d->pairs.tgt, n, &d->tv, &d->tt, &tgt);
+	if (ret)
+		return ret;
+	T = d->tt - 1;
+	d->dec_in = calloc((size_t)n * T, 4);
+	d->labels = calloc((size_t)n * T, 4);
+	if (!d->dec_in || !d->labels)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		for (t = 0; t < T; t++) {
+			d->dec_in[i * T + t] = tgt[i * d->tt + t];
+			d->labels[i * T + t] = tgt[i * d->tt + t + 1];
+		}
+	free(tgt);
+	d->ds = (struct vtpu_token_dataset){
+		.n = n, .inputs = { d->src, d->dec_in }, .labels = d->labels,
+	};
+	return 0;
+}
+
+static void s2s_free(struct s2s_data *d)
+{
+	vtpu_text_pairs_free(&d->pairs);
+	vtpu_vocab_free(&d->sv);
+	vtpu_vocab_free(&d->tv);
+	free(d->src);
+	free(d->dec_in);
+	free(d->labels);
+}
+
+/* Train on @device, then decode: losses per epoch, the ids decoded. */
+static int s2s_train(const char *device, const struct s2s_data *d,
+		     double *loss, uint32_t *ids)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	VTPU_COMPILE_OPTS(co, .device = device, .batch = 16, .seed = 3,
+			  .learning_rate = 1e-2f);
+	VTPU_FIT_OPTS(fo, .epochs = EPOCHS, .on_epoch = record, .ctx = loss);
+	struct vtpu_lstm_nodes enc, dec;
+	struct vtpu_model *m;
+	int src, tgt, x, ret;
+
+	src = vtpu_graph_tokens(g, d->ts);
+	tgt = vtpu_graph_tokens(g, d->tt - 1);
+	x = vtpu_graph_embedding(g, src, d->sv.size, 8);
+	vtpu_graph_lstm(g, x, 16, -1, -1, &enc);
+	x = vtpu_graph_embedding(g, tgt, d->tv.size, 8);
+	vtpu_graph_lstm(g, x, 16, enc.h, enc.c, &dec);
+	x = vtpu_graph_attention(g, dec.seq, enc.seq, src);
+	x = vtpu_graph_concat(g, x, dec.seq);
+	x = vtpu_graph_dense(g, x, 16, VTPU_ACT_TANH);
+	x = vtpu_graph_dense(g, x, d->tv.size, VTPU_ACT_NONE);
+	if (vtpu_graph_loss(g, x) < 0) {
+		vtpu_graph_destroy(g);
+		return -EINVAL;
+	}
+	m = vtpu_model_create_graph(g);
+	if (!m)
+		return -ENOMEM;
+	ret = vtpu_model_compile(m, &co);
+	if (!ret)
+		ret = vtpu_model_fit_tokens(m, &d->ds, &fo);
+	if (!ret)
+		ret = vtpu_model_decode(m, tgt, d->ds.inputs, d->ds.n, ids);
+	if (ret)
+		fprintf(stderr, "# %s: %s\n", device, vtpu_model_error(m));
+	vtpu_model_destroy(m);
+	return ret;
+}
+
+/*
  * The harness's timeouts catch hangs; they are not time limits. A
  * convnet test takes 10-20 s in a TCG guest and more than the default 30
  * s on tools/check-debug's KASAN kernel, so these get 300 s each.
@@ -188,6 +303,37 @@ TEST_F_TIMEOUT(train, convnet2_device_matches_cpu, TRAIN_TIMEOUT)
 {
 	same_curve(_metadata, convnet2, false, 48,
 		   "conv(4)-conv(6)-pool-dense");
+}
+
+TEST_F_TIMEOUT(train, seq2seq_device_matches_cpu, TRAIN_TIMEOUT)
+{
+	double dev[EPOCHS], cpu[EPOCHS], worst = 0;
+	struct s2s_data d;
+	uint32_t *di, *ci, n = 48, differ = 0, i;
+	int e;
+
+	if (access("/dev/vtpu0", R_OK | W_OK))
+		SKIP(return, "no /dev/vtpu0 (is vtpu.ko loaded?)");
+	ASSERT_EQ(0, s2s_load(&d, n));
+	di = calloc((size_t)n * (d.tt - 1), 4);
+	ci = calloc((size_t)n * (d.tt - 1), 4);
+	ASSERT_NE(NULL, di);
+	ASSERT_NE(NULL, ci);
+	ASSERT_EQ(0, s2s_train("/dev/vtpu0", &d, dev, di));
+	ASSERT_EQ(0, s2s_train("cpu", &d, cpu, ci));
+	for (e = 0; e < EPOCHS; e++)
+		worst = fmax(worst, fabs(dev[e] - cpu[e]) / cpu[e]);
+	for (i = 0; i < n * (d.tt - 1); i++)
+		differ += di[i] != ci[i];
+	EXPECT_GT(1e-4, worst);
+	EXPECT_GT(dev[0], dev[EPOCHS - 1]);
+	EXPECT_EQ(0u, differ);
+	TH_LOG("encoder-decoder with attention on %u dates (%u and %u steps): /dev/vtpu0 loss %.6f -> %.6f, cpu %.6f -> %.6f (max rel diff %.1e); greedy decoding: %u of %u ids differ",
+	       n, d.ts, d.tt - 1, dev[0], dev[EPOCHS - 1], cpu[0],
+	       cpu[EPOCHS - 1], worst, differ, n * (d.tt - 1));
+	free(di);
+	free(ci);
+	s2s_free(&d);
 }
 
 TEST_HARNESS_MAIN
