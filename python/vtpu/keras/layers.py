@@ -940,7 +940,7 @@ class Embedding(Layer):
                                    "libvtpu's training step has no "
                                    "constraints"),
             sparse=(sparse, False, "libvtpu's gradients are dense"))
-        if mask_zero not in (True, False):
+        if not isinstance(mask_zero, (bool, np.bool_)):
             raise TypeError("%smask_zero must be True or False, not %r"
                             % (where, mask_zero))
         self.mask_zero = bool(mask_zero)
@@ -1062,7 +1062,7 @@ class LSTM(Layer):
                         "features)"))
         for k, v in (("return_sequences", return_sequences),
                      ("return_state", return_state), ("unroll", unroll)):
-            if v not in (True, False):
+            if not isinstance(v, (bool, np.bool_)):
                 raise TypeError("%s%s must be True or False, not %r"
                                 % (where, k, v))
         self.return_sequences = bool(return_sequences)
