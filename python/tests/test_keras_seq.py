@@ -166,6 +166,11 @@ def test_summary_and_shapes(fresh_names):
     x = keras.Input(shape=(5,), dtype="int32")
     h = L.LSTM(7)(L.Embedding(10, 3)(x))
     assert h.shape == (None, 7)
+    assert L.LSTM(4, return_sequences=True).compute_output_shape(
+        (None, 5, 3)) == (None, 5, 4)
+    # weights before compile(): the model is made for them
+    other, _ = seq2seq(units=4, embed=2, softmax=True)
+    assert len(other.get_weights()) == 12
 
 
 def test_softmax_output_and_a_vector_output(fresh_names):
@@ -340,6 +345,8 @@ LAYER_ERRORS = [
     (lambda: L.LSTM(4)(L.Concatenate()([seq(), seq()])), ValueError,
      "feeds Dense layers only"),
     (lambda: L.Dense(4)(tokens()), ValueError, "Embedding"),
+    (lambda: L.Flatten()(seq()), ValueError, "images only"),
+    (lambda: L.Conv2D(2, 3)(seq()), ValueError, "images"),
     (lambda: keras.Input(shape=(4, 2), dtype="int32"), ValueError,
      r"\(steps,\)"),
 ]

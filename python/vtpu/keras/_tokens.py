@@ -235,8 +235,12 @@ class TokenModel(Model):
         return logits
 
     def _build_c(self, batch, transform):
+        # not compiled yet (get_weights first): the loss the output implies
+        last = self._output._layer
+        logits_out = isinstance(last, Dense) and last.activation is None
         cfg = self._compiled or _Compiled(
-            optimizers.Adam(), (True, True, "sparse_categorical_crossentropy"),
+            optimizers.Adam(), (True, logits_out,
+                                "sparse_categorical_crossentropy"),
             [], default_device(), None, 0, 0)
         logits = self._plan(cfg.from_logits)
         g = lib.vtpu_graph_create()

@@ -8,6 +8,12 @@ graph (vtpu_graph_*) when the model is compiled; Dropout(0), InputLayer,
 Activation('linear') and a softmax folded into the Dense layer before it
 are no node of their own.
 
+Sequences: an Input of an integer dtype holds token ids (steps,);
+Embedding turns them into a sequence (steps, features), which LSTM,
+Attention, Concatenate and Dense (on the last axis) take. A tensor knows
+whether it is a sequence and, as Keras' mask, which token input's padding
+(id 0) marks its padded steps (Embedding(mask_zero=True)).
+
 Every Keras argument is accepted by name; one libvtpu cannot honour
 (use_bias=False, dilation_rate, data_format='channels_first', a regularizer,
 a non-default initializer, ...) is a ValueError naming it, never ignored.
@@ -731,6 +737,14 @@ class Flatten(Layer):
                              % (data_format,))
         super().__init__(**kwargs)
 
+    def _check_inputs(self, tensors):
+        super()._check_inputs(tensors)
+        if tensors[0]._seq:
+            raise ValueError(
+                "%scalled on the sequence %r: libvtpu flattens images only "
+                "(Dense acts on a sequence's last axis without it)"
+                % (self._where, tensors[0]._layer.name))
+
     def _output_shape(self, shapes):
         return (int(np.prod(shapes[0])),)
 
@@ -1126,6 +1140,12 @@ class LSTM(Layer):
         self._all_outputs = [first, h, c]
         self._outputs = [first, h, c] if self.return_state else first
         return self._outputs
+
+    def _output_shape(self, shapes):
+        # compute_output_shape(): the first output's
+        if self.return_sequences:
+            return (shapes[0][0], self.units)
+        return (self.units,)
 
     def _weight_shapes(self):
         d = self._inbound[0]._feature_shape[-1]

@@ -13,6 +13,8 @@ optimizer's state, as Keras does. compile() again keeps the weights and
 starts the optimizer afresh, as Keras does.
 
 The steps of an epoch run inside libvtpu: Python adds no per-step cost.
+Models of token inputs (sequence models) are vtpu.keras._tokens'
+TokenModel, which Model(inputs=...) makes when an input holds token ids.
 """
 import errno
 import os
