@@ -15,7 +15,7 @@ After every epoch it greedily translates a few held-out sentences
 them, and prints the exact-match rate.
 
     examples/python/translate.py --device cpu --epochs 12
-    examples/python/translate.py --device cpu --data spa-eng/spa.txt --pairs 30000
+    examples/python/translate.py --device cpu --data spa.txt --pairs 30000
 """
 import _example  # finds vtpu in a checkout
 import numpy as np
@@ -37,7 +37,7 @@ parser.add_argument("--seed", type=int, default=1,
                     help="the corpus, weights and shuffling")
 args = parser.parse_args()
 
-# ---- the corpus: a tenth held out, vocabularies from the rest --------------
+# ---- the corpus: a tenth held out, vocabularies from the rest ------------
 if args.data:
     pairs = text.load_pairs(args.data, args.pairs)
     mode = "words"
@@ -65,14 +65,15 @@ print("train on %d pairs, test on %d; vocabularies %d and %d, lengths %d "
       "and %d" % (n_train, n_test, len(src_vocab), len(tgt_vocab), TS,
                   TT + 1))
 
-# ---- the model ---------------------------------------------------------------
+# ---- the model ----------------------------------------------------------
 src_in = keras.Input(shape=(TS,), dtype="int32", name="source")
 tgt_in = keras.Input(shape=(TT,), dtype="int32", name="target")
 x = layers.Embedding(len(src_vocab), EMBED, mask_zero=True)(src_in)
 enc_seq, h, c = layers.LSTM(UNITS, return_sequences=True,
                             return_state=True)(x)
 y = layers.Embedding(len(tgt_vocab), EMBED)(tgt_in)
-dec_seq = layers.LSTM(UNITS, return_sequences=True)(y, initial_state=[h, c])
+dec_seq = layers.LSTM(UNITS, return_sequences=True)(y,
+                                                   initial_state=[h, c])
 context = layers.Attention()([dec_seq, enc_seq])
 z = layers.Concatenate()([context, dec_seq])
 z = layers.Dense(COMBINE, activation="tanh")(z)
