@@ -13,11 +13,12 @@ except ImportError:  # run from a checkout: its python/ directory
         __file__)), os.pardir, os.pardir, "python"))
 
 
-def parser(doc, dataset):
+def parser(doc, dataset, data_help=None):
     """An argument parser described by @doc's first line, with --device and
-    --data (the directory of @dataset, e.g. "MNIST")."""
+    --data (the directory of @dataset, e.g. "MNIST"; or what @data_help
+    says)."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--device", help="/dev/vtpuN or cpu")
-    p.add_argument("--data", help="the %s directory (default: where "
-                   "tools/get-datasets puts it)" % dataset)
+    p.add_argument("--data", help=data_help or "the %s directory (default: "
+                   "where tools/get-datasets puts it)" % dataset)
     return p

@@ -132,3 +132,21 @@ def test_examples_say_what_they_take():
                               "--help"], stdout=subprocess.PIPE, check=True,
                              universal_newlines=True).stdout
         assert "--device" in out and "--data" in out
+
+
+def test_translate_example_runs(tmp_path):
+    # a short run on the generated dates: 2 epochs of 2000 pairs (the full
+    # run, 12 epochs of 20000, is docs/python.md's)
+    out = run("translate.py", ["--device", "cpu", "--pairs", "2000",
+                               "--epochs", "2", "--seed", "1"], tmp_path)
+    assert "train on 1800 pairs, test on 200" in out, out
+    epochs = re.findall(r"29/29 \[=+\] - .* - loss: (\S+) - acc: (\S+) - "
+                        r"val_loss: (\S+)", out)
+    assert len(epochs) == 2, out
+    assert float(epochs[1][0]) < float(epochs[0][0]), out
+    # SHOW translations after each epoch: source -> output, reference
+    shown = re.findall(r"(?m)^  \S.* -> \S+ +\S+$", out)
+    assert len(shown) == 8, out
+    m = re.search(r"exact_match: (\S+) \((\d+) of 200 held-out dates, "
+                  r"greedy\)\n$", out)
+    assert m and 0 <= float(m.group(1)) <= 1, out

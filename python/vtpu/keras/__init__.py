@@ -12,10 +12,13 @@
     model.fit(x_train / 255.0, y_train, epochs=5, batch_size=128)
 
 As far as libvtpu's model API reaches: Sequential and functional models
-(one input, one output, residual Add), the layers in vtpu.keras.layers,
-Adam and SGD, softmax cross-entropy, accuracy. Steps run inside libvtpu
-(whole epochs per call); what it cannot do is an exception naming the
-argument. docs/python.md has the table and the differences from tf.keras.
+(one image input, one output, residual Add), functional models of token
+inputs (Embedding, LSTM, Attention, Concatenate, Dense on sequences: an
+encoder-decoder, with greedy model.decode()), the layers in
+vtpu.keras.layers, Adam and SGD, softmax cross-entropy, accuracy. Steps
+run inside libvtpu (whole epochs per call); what it cannot do is an
+exception naming the argument. docs/python.md has the table and the
+differences from tf.keras.
 """
 from .. import datasets
 from . import activations, backend, callbacks, layers, losses, metrics, \

@@ -93,6 +93,15 @@ class CModel:
         self.p = ffi.gc(p, lib.vtpu_model_destroy)
         self.keep = []      # what the struct points into (device string)
 
+    @classmethod
+    def of(cls, p):
+        """Own @p, a struct vtpu_model * made otherwise
+        (vtpu_model_create_graph)."""
+        self = cls.__new__(cls)
+        self.p = ffi.gc(p, lib.vtpu_model_destroy)
+        self.keep = []
+        return self
+
     def error(self):
         return ffi.string(lib.vtpu_model_error(self.p)).decode("utf-8",
                                                                "replace")

@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: MIT
-"""Activations libvtpu's layers compute: relu, softmax (fused into the last
-Dense layer and the cross-entropy loss) and linear (none). The functions
+"""Activations libvtpu's layers compute: relu, tanh (Dense layers),
+softmax (fused into the last Dense layer and the cross-entropy loss) and
+linear (none). The functions
 compute on numpy arrays, as a reference; layers take them or their names."""
 import numpy as np
 
-__all__ = ["relu", "softmax", "linear", "get", "serialize"]
+__all__ = ["relu", "tanh", "softmax", "linear", "get", "serialize"]
 
 
 def relu(x):
     return np.maximum(np.asarray(x), 0)
+
+
+def tanh(x):
+    return np.tanh(np.asarray(x))
 
 
 def softmax(x, axis=-1):
@@ -21,11 +26,13 @@ def linear(x):
     return np.asarray(x)
 
 
-_BY_NAME = {"relu": relu, "softmax": softmax, "linear": linear}
+_BY_NAME = {"relu": relu, "tanh": tanh, "softmax": softmax,
+            "linear": linear}
 
 
 def get(identifier, name="activation", where=""):
-    """A layer's activation argument -> "relu", "softmax" or None (linear).
+    """A layer's activation argument -> "relu", "tanh", "softmax" or None
+    (linear).
     Anything else is a ValueError naming @name: libvtpu's graph has no other
     activation functions."""
     if identifier is None:
@@ -35,15 +42,16 @@ def get(identifier, name="activation", where=""):
         if key in _BY_NAME:
             return None if key == "linear" else key
         raise ValueError(
-            "%s%s=%r: libvtpu's layers compute 'relu', 'softmax' or "
-            "'linear' (None) only" % (where, name, identifier))
+            "%s%s=%r: libvtpu's layers compute 'relu', 'tanh', "
+            "'softmax' or 'linear' (None) only" % (where, name, identifier))
     for key, fn in _BY_NAME.items():
         if identifier is fn:
             return None if key == "linear" else key
     raise ValueError(
-        "%s%s=%r: libvtpu's layers compute 'relu', 'softmax' or 'linear' "
-        "(None) only, given by name or as vtpu.keras.activations.relu, "
-        "softmax, linear" % (where, name, identifier))
+        "%s%s=%r: libvtpu's layers compute 'relu', 'tanh', 'softmax' or "
+        "'linear' (None) only, given by name or as "
+        "vtpu.keras.activations.relu, tanh, softmax, linear"
+        % (where, name, identifier))
 
 
 def serialize(act):

@@ -8,6 +8,12 @@ graph (vtpu_graph_*) when the model is compiled; Dropout(0), InputLayer,
 Activation('linear') and a softmax folded into the Dense layer before it
 are no node of their own.
 
+Sequences: an Input of an integer dtype holds token ids (steps,);
+Embedding turns them into a sequence (steps, features), which LSTM,
+Attention, Concatenate and Dense (on the last axis) take. A tensor knows
+whether it is a sequence and, as Keras' mask, which token input's padding
+(id 0) marks its padded steps (Embedding(mask_zero=True)).
+
 Every Keras argument is accepted by name; one libvtpu cannot honour
 (use_bias=False, dilation_rate, data_format='channels_first', a regularizer,
 a non-default initializer, ...) is a ValueError naming it, never ignored.
@@ -22,11 +28,16 @@ from ._util import check_choice, check_float, check_int, check_pair
 __all__ = [
     "Layer", "InputLayer", "Input", "Dense", "Conv2D", "Convolution2D",
     "MaxPooling2D", "MaxPool2D", "Flatten", "Dropout", "ReLU", "Activation",
-    "Softmax", "Add", "add",
+    "Softmax", "Add", "add", "Embedding", "LSTM", "Attention",
+    "Concatenate", "concatenate",
 ]
 
 # libvtpu's graph: at most 2^28 values per example in one node
 MAX_NODE = 1 << 28
+# and at most 2^24 along one dimension (VTPU_MAX_DIM): steps, a vocabulary
+MAX_STEPS = 1 << 24
+# attention's softmax runs over at most 2^16 steps (VTPU_SOFTMAX_MAX_COLS)
+MAX_ATTENTION_STEPS = 1 << 16
 
 _serial = itertools.count()
 
@@ -40,12 +51,20 @@ class KerasTensor:
     """A symbolic tensor: what Input() and a layer called on one return.
     @shape is Keras' full shape, (None,) + the per-example shape."""
 
-    def __init__(self, feature_shape, layer, inputs, index=0):
+    def __init__(self, feature_shape, layer, inputs, index=0,
+                 dtype="float32", seq=False, mask=None):
         self._feature_shape = tuple(int(d) for d in feature_shape)
         self._layer = layer
         self._inputs = list(inputs)
         self._index = index
         self._serial = next(_serial)
+        self._dtype = dtype
+        # a sequence (steps, features): what Embedding, LSTM(return_
+        # sequences=True), Attention and Dense on a sequence make
+        self._seq = seq
+        # Keras' mask, as libvtpu keeps it: the token input (a KerasTensor
+        # of an integer Input) whose padding (id 0) marks the steps to skip
+        self._mask = mask
 
     @property
     def shape(self):
@@ -53,15 +72,16 @@ class KerasTensor:
 
     @property
     def dtype(self):
-        return "float32"
+        return self._dtype
 
     @property
     def name(self):
         return self._layer.name
 
     def __repr__(self):
-        return "<KerasTensor: shape=%s dtype=float32 (created by layer " \
-            "'%s')>" % (_shape_str(self.shape), self._layer.name)
+        return "<KerasTensor: shape=%s dtype=%s (created by layer " \
+            "'%s')>" % (_shape_str(self.shape), self._dtype,
+                        self._layer.name)
 
     def __add__(self, other):
         """a + b: an Add layer (residual connections)."""
@@ -252,14 +272,47 @@ class Layer:
         if type(self)._c_build is Layer._c_build:
             raise NotImplementedError(
                 "%scustom layers cannot be compiled: libvtpu runs its own "
-                "graph (Dense, Conv2D, MaxPooling2D, Flatten, Dropout, ReLU, "
-                "Activation, Softmax, Add)" % where)
+                "graph (%s)" % (where, _SUPPORTED))
+        self._check_tensor_kinds(tensors)
         self._check_inputs(tensors)
+        self._call_inputs = tensors
         shape = self._output_shape([t._feature_shape for t in tensors])
-        out = KerasTensor(shape, self, tensors)
+        out = KerasTensor(shape, self, tensors, seq=self._out_seq(tensors),
+                          mask=self._out_mask(tensors))
         self._inbound = list(tensors)
         self._outputs = out
         return out
+
+    _takes_tokens = False   # Embedding: an integer Input's token ids
+    _call_inputs = ()       # the tensors of the call being made
+
+    def _check_tensor_kinds(self, tensors):
+        """Token ids only into Embedding; a Concatenate's output only into
+        Dense (libvtpu reads a concatenation part by part, in one GEMM per
+        part, and nothing else can)."""
+        for t in tensors:
+            if t._dtype != "float32" and not self._takes_tokens:
+                raise ValueError(
+                    "%scalled on %r, an input of token ids (dtype %s): "
+                    "token ids go through an Embedding layer first"
+                    % (self._where, t._layer.name, t._dtype))
+            if isinstance(t._layer, Concatenate) and \
+                    not isinstance(self, Dense):
+                raise ValueError(
+                    "%scalled on the output of Concatenate %r: libvtpu's "
+                    "concatenation feeds Dense layers only (it is read "
+                    "part by part, not copied)" % (self._where,
+                                                   t._layer.name))
+
+    def _out_mask(self, tensors):
+        """Keras' mask propagation: element-wise layers pass their first
+        input's on."""
+        return tensors[0]._mask if tensors else None
+
+    def _out_seq(self, tensors):
+        """Whether the output is a sequence: element-wise layers keep
+        their input's kind."""
+        return bool(tensors) and tensors[0]._seq
 
     def _check_inputs(self, tensors):
         if len(tensors) != 1:
@@ -372,8 +425,19 @@ def _graph_node(ret, layer):
     return ret
 
 
+def _int_dtype(dtype):
+    """Whether @dtype is an integer type (an Input of token ids)."""
+    if dtype is None:
+        return False
+    try:
+        return np.issubdtype(np.dtype(dtype), np.integer)
+    except TypeError:
+        return False
+
+
 class InputLayer(Layer):
-    """The model's input: images (h, w, c), (h, w) or vectors (features,)."""
+    """The model's input: images (h, w, c), (h, w) or vectors (features,);
+    with an integer dtype, token ids (steps,) for Embedding layers."""
 
     _identity = True
 
@@ -404,11 +468,25 @@ class InputLayer(Layer):
                              % where)
         if name is None:
             name = backend.unique_object_name("input", zero_based=False)
-        super().__init__(name=name, dtype=dtype, batch_size=batch_size,
-                         **kwargs)
+        tokens = _int_dtype(dtype)
+        super().__init__(name=name, dtype=None if tokens else dtype,
+                         batch_size=batch_size, **kwargs)
         self._input_shape_arg = _feature_shape(input_shape, "shape", where)
+        if tokens:
+            # token ids: sentences of one padded length, for Embedding
+            if len(self._input_shape_arg) != 1:
+                raise ValueError(
+                    "%sshape=%r with dtype=%r: an input of token ids has "
+                    "shape (steps,) (each example a padded sentence)"
+                    % (where, tuple(self._input_shape_arg), dtype))
+            if self._input_shape_arg[0] > MAX_STEPS:
+                raise ValueError("%sshape=%r: at most %d steps"
+                                 % (where, tuple(self._input_shape_arg),
+                                    MAX_STEPS))
         self._inbound = []
-        self._outputs = KerasTensor(self._input_shape_arg, self, [])
+        self._outputs = KerasTensor(
+            self._input_shape_arg, self, [],
+            dtype=np.dtype(dtype).name if tokens else "float32")
 
     @property
     def input_shape(self):
@@ -434,10 +512,13 @@ def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None,
 
 class Dense(Layer):
     """act(x @ kernel + bias) on a vector (add Flatten() before it for
-    images); kernel glorot-uniform, bias zeros. activation 'softmax' only in
-    the last layer (libvtpu fuses it with the cross-entropy loss)."""
+    images) or on each step of a sequence (its last axis); kernel
+    glorot-uniform, bias zeros. activation None, 'relu', 'tanh', or
+    'softmax' only in the last layer (libvtpu fuses it with the
+    cross-entropy loss)."""
 
     _has_weights = True
+    _c_kind = "dense"
 
     def __init__(self, units, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform",
@@ -452,23 +533,31 @@ class Dense(Layer):
 
     def _output_shape(self, shapes):
         (s,) = shapes
+        if self._call_inputs and self._call_inputs[0]._seq:
+            # a sequence: the last axis, each step alike (Keras' Dense on a
+            # 3-D input, or TimeDistributed(Dense))
+            return (s[0], self.units)
         if len(s) != 1:
             raise ValueError(
                 "%sinput of shape %s: Keras applies Dense to the last axis "
                 "of a %d-D input, libvtpu's dense layer to the whole "
-                "example; add Flatten() before it"
-                % (self._where, _shape_str((None,) + s), len(s) + 1))
+                "example (or to each step of a sequence); add Flatten() "
+                "before it" % (self._where, _shape_str((None,) + s),
+                               len(s) + 1))
         return (self.units,)
 
     def _weight_shapes(self):
-        n = self._inbound[0]._feature_shape[0]
+        n = self._inbound[0]._feature_shape[-1]
         return [("kernel", (n, self.units)), ("bias", (self.units,))]
 
     def _c_build(self, lib, g, nodes, ctx):
         act = self.activation
         if self in ctx.softmax_dense:
             act = "softmax"
+        if self in getattr(ctx, "logits_dense", ()):
+            act = None      # a sequence loss applies the softmax itself
         code = {None: lib.VTPU_ACT_NONE, "relu": lib.VTPU_ACT_RELU,
+                "tanh": lib.VTPU_ACT_TANH,
                 "softmax": lib.VTPU_ACT_SOFTMAX}[act]
         return _graph_node(lib.vtpu_graph_dense(g, nodes[0], self.units,
                                                 code), self)
@@ -493,6 +582,7 @@ class Conv2D(Layer):
     'relu'."""
 
     _has_weights = True
+    _c_kind = "conv2d"
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
                  data_format=None, dilation_rate=(1, 1), groups=1,
@@ -525,6 +615,10 @@ class Conv2D(Layer):
             raise ValueError("%sactivation='softmax' is not supported: "
                              "libvtpu computes softmax only in the last "
                              "Dense layer, fused with the loss" % where)
+        if self.activation == "tanh":
+            raise ValueError("%sactivation='tanh' is not supported: "
+                             "libvtpu's convolution computes None or "
+                             "'relu'" % where)
         _check_weight_args(locals(), where, "convolution")
         super().__init__(**kwargs)
 
@@ -643,6 +737,14 @@ class Flatten(Layer):
                              % (data_format,))
         super().__init__(**kwargs)
 
+    def _check_inputs(self, tensors):
+        super()._check_inputs(tensors)
+        if tensors[0]._seq:
+            raise ValueError(
+                "%scalled on the sequence %r: libvtpu flattens images only "
+                "(Dense acts on a sequence's last axis without it)"
+                % (self._where, tensors[0]._layer.name))
+
     def _output_shape(self, shapes):
         return (int(np.prod(shapes[0])),)
 
@@ -709,6 +811,10 @@ class Activation(Layer):
 
     def __init__(self, activation, **kwargs):
         self.activation = activations.get(activation, where="Activation: ")
+        if self.activation == "tanh":
+            raise ValueError("Activation: 'tanh' is not supported as a layer "
+                             "of its own: libvtpu computes tanh inside Dense "
+                             "(Dense(units, activation='tanh'))")
         super().__init__(**kwargs)
         self._softmax = self.activation == "softmax"
         self._identity = self.activation is None or self._softmax
@@ -773,8 +879,421 @@ def add(inputs, **kwargs):
     return Add(**kwargs)(inputs)
 
 
+# ---- sequences -------------------------------------------------------------
+
+
+def _reject_kw(where, **kw):
+    """Keras arguments of the sequence layers that must stay at their
+    defaults: each given as (value, default, why)."""
+    for name, (value, default, why) in kw.items():
+        if value is default or (default is not None and not isinstance(
+                value, np.ndarray) and value == default):
+            continue
+        raise ValueError("%s%s=%r is not supported: %s"
+                         % (where, name, value, why))
+
+
+def _sequence_input(t, where, layer):
+    """@t must be a sequence of features (batch, steps, features)."""
+    if not t._seq:
+        raise ValueError(
+            "%sinput %r of shape %s: %s takes a sequence (batch, steps, "
+            "features): the output of Embedding, LSTM(return_sequences="
+            "True), Attention or a Dense layer on one"
+            % (where, t._layer.name, _shape_str(t.shape), layer))
+
+
+def _no_call_args(where, mask=None, training=None):
+    if mask is not None:
+        raise ValueError(
+            "%smask=... is not supported: libvtpu's masks come from the "
+            "token input's padding (id 0), through Embedding(mask_zero="
+            "True)" % where)
+    if training is not None:
+        raise ValueError("%straining=%r is not supported: libvtpu decides "
+                         "(fit trains, evaluate and predict do not)"
+                         % (where, training))
+
+
+class Embedding(Layer):
+    """Each token id replaced by its row of embeddings (input_dim,
+    output_dim), uniform in +-0.05 at first (Keras' 'uniform'), called on
+    an integer Input (steps,): a sequence (steps, output_dim).
+
+    mask_zero=True marks id 0 as padding, as Keras: an Attention layer
+    whose value (keys) comes from this sequence ignores the padded steps.
+    The ids a model is given are checked: an id >= input_dim is a
+    ValueError naming the input, example and step."""
+
+    _has_weights = True
+    _c_kind = "embedding"
+    _takes_tokens = True
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, activity_regularizer=None,
+                 embeddings_constraint=None, mask_zero=False,
+                 input_length=None, sparse=False, **kwargs):
+        where = "Embedding: "
+        self.input_dim = check_int(input_dim, "input_dim", 1, MAX_STEPS,
+                                   where=where)
+        self.output_dim = check_int(output_dim, "output_dim", 1, MAX_STEPS,
+                                    where=where)
+        if self.input_dim * self.output_dim > 1 << 36:
+            raise ValueError("%s%d x %d embeddings: more than 2^36 values"
+                             % (where, self.input_dim, self.output_dim))
+        _initializer(embeddings_initializer, "embeddings_initializer",
+                     ("uniform", "randomuniform"), where,
+                     "embeddings uniform in +-0.05")
+        _reject_kw(where, embeddings_regularizer=(
+            embeddings_regularizer, None, "libvtpu's training step has no "
+            "regularizers or constraints"),
+            activity_regularizer=(activity_regularizer, None,
+                                  "libvtpu's training step has no "
+                                  "regularizers"),
+            embeddings_constraint=(embeddings_constraint, None,
+                                   "libvtpu's training step has no "
+                                   "constraints"),
+            sparse=(sparse, False, "libvtpu's gradients are dense"))
+        if not isinstance(mask_zero, (bool, np.bool_)):
+            raise TypeError("%smask_zero must be True or False, not %r"
+                            % (where, mask_zero))
+        self.mask_zero = bool(mask_zero)
+        self.input_length = None if input_length is None else check_int(
+            input_length, "input_length", 1, MAX_STEPS, where=where)
+        super().__init__(**kwargs)
+
+    def _check_inputs(self, tensors):
+        if len(tensors) != 1:
+            raise ValueError("%stakes one input, not %d"
+                             % (self._where, len(tensors)))
+        t = tensors[0]
+        if t._dtype == "float32" or not isinstance(t._layer, InputLayer):
+            raise ValueError(
+                "%scalled on %r (dtype %s, shape %s): Embedding takes the "
+                "token ids of an integer Input, Input(shape=(steps,), "
+                "dtype='int32')" % (self._where, t._layer.name, t._dtype,
+                                    _shape_str(t.shape)))
+        if self.input_length is not None and \
+                self.input_length != t._feature_shape[0]:
+            raise ValueError("%sinput_length=%d, but the input has %d steps"
+                             % (self._where, self.input_length,
+                                t._feature_shape[0]))
+
+    def _output_shape(self, shapes):
+        return (shapes[0][0], self.output_dim)
+
+    def _out_seq(self, tensors):
+        return True
+
+    def _out_mask(self, tensors):
+        return tensors[0] if self.mask_zero else None
+
+    def _weight_shapes(self):
+        return [("embeddings", (self.input_dim, self.output_dim))]
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_embedding(
+            g, nodes[0], self.input_dim, self.output_dim), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(input_dim=self.input_dim, output_dim=self.output_dim,
+                 mask_zero=self.mask_zero, input_length=self.input_length)
+        return c
+
+
+class LSTM(Layer):
+    """Keras' LSTM (gates i, f, c, o; tanh and sigmoid; kernel (features,
+    4 units), recurrent_kernel (units, 4 units), bias (4 units) with the
+    forget gate's part 1 at first), unrolled over the sequence's steps in
+    libvtpu's compiled step.
+
+    lstm(x) -> the last h (units,); return_sequences=True: every step's h
+    (steps, units); return_state=True: [output, h, c]. initial_state=[h, c]
+    (two vectors of units, an encoder's final state) starts it there,
+    otherwise at zeros. The recurrent kernel starts glorot-uniform, not
+    orthogonal as in Keras. The steps are not masked: every step of the
+    padded length runs (see docs/python.md)."""
+
+    _has_weights = True
+    _c_kind = "lstm"
+
+    def __init__(self, units, activation="tanh",
+                 recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", unit_forget_bias=True,
+                 kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
+                 return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, time_major=False,
+                 unroll=False, **kwargs):
+        where = "LSTM: "
+        self.units = check_int(units, "units", 1, MAX_STEPS // 4,
+                               where=where)
+        if activations.get(activation, "activation", where) != "tanh":
+            raise ValueError("%sactivation=%r is not supported: libvtpu's "
+                             "LSTM computes tanh" % (where, activation))
+        if recurrent_activation != "sigmoid":
+            raise ValueError("%srecurrent_activation=%r is not supported: "
+                             "libvtpu's LSTM gates with 'sigmoid'"
+                             % (where, recurrent_activation))
+        if use_bias is not True:
+            raise ValueError("%suse_bias=%r is not supported: libvtpu's LSTM "
+                             "always has a bias" % (where, use_bias))
+        _initializer(kernel_initializer, "kernel_initializer",
+                     ("glorotuniform",), where, "kernels glorot-uniform")
+        _initializer(recurrent_initializer, "recurrent_initializer",
+                     ("orthogonal", "glorotuniform"), where,
+                     "the recurrent kernel glorot-uniform (for 'orthogonal' "
+                     "too)")
+        _initializer(bias_initializer, "bias_initializer", ("zeros",),
+                     where, "biases to zeros (the forget gate's to 1)")
+        why_reg = "libvtpu's training step has no regularizers or " \
+            "constraints"
+        _reject_kw(
+            where,
+            unit_forget_bias=(unit_forget_bias, True, "libvtpu starts the "
+                              "forget gate's bias at 1"),
+            kernel_regularizer=(kernel_regularizer, None, why_reg),
+            recurrent_regularizer=(recurrent_regularizer, None, why_reg),
+            bias_regularizer=(bias_regularizer, None, why_reg),
+            activity_regularizer=(activity_regularizer, None, why_reg),
+            kernel_constraint=(kernel_constraint, None, why_reg),
+            recurrent_constraint=(recurrent_constraint, None, why_reg),
+            bias_constraint=(bias_constraint, None, why_reg),
+            dropout=(dropout, 0.0, "libvtpu's LSTM has no dropout (add a "
+                     "Dropout layer before it)"),
+            recurrent_dropout=(recurrent_dropout, 0.0, "libvtpu's LSTM has "
+                               "no recurrent dropout"),
+            go_backwards=(go_backwards, False, "libvtpu's LSTM runs "
+                          "forwards"),
+            stateful=(stateful, False, "the state starts afresh each batch "
+                      "(or from initial_state)"),
+            time_major=(time_major, False, "inputs are (batch, steps, "
+                        "features)"))
+        for k, v in (("return_sequences", return_sequences),
+                     ("return_state", return_state), ("unroll", unroll)):
+            if not isinstance(v, (bool, np.bool_)):
+                raise TypeError("%s%s must be True or False, not %r"
+                                % (where, k, v))
+        self.return_sequences = bool(return_sequences)
+        self.return_state = bool(return_state)
+        super().__init__(**kwargs)
+        self._all_outputs = None
+
+    def __call__(self, inputs, initial_state=None, mask=None, training=None,
+                 **kwargs):
+        where = self._where
+        for k in kwargs:
+            raise TypeError("%scalled with %s: LSTM takes inputs, "
+                            "initial_state" % (where, k))
+        _no_call_args(where, mask, training)
+        if isinstance(inputs, (list, tuple)):
+            # Keras also takes [x, h, c]
+            if len(inputs) == 3 and initial_state is None:
+                inputs, initial_state = inputs[0], list(inputs[1:])
+            elif len(inputs) == 1:
+                inputs = inputs[0]
+            else:
+                raise ValueError("%stakes one input (and initial_state=[h, "
+                                 "c]), not a list of %d" % (where,
+                                                            len(inputs)))
+        tensors = [inputs]
+        if initial_state is not None:
+            if not isinstance(initial_state, (list, tuple)) or \
+                    len(initial_state) != 2:
+                raise ValueError("%sinitial_state must be [h, c], two "
+                                 "tensors of shape (batch, %d)"
+                                 % (where, self.units))
+            tensors += list(initial_state)
+        for t in tensors:
+            if not isinstance(t, KerasTensor):
+                raise TypeError(
+                    "%scalled on %s: vtpu.keras layers are called on "
+                    "symbolic tensors to build a model"
+                    % (where, type(t).__name__))
+        if self._inbound is not None:
+            raise ValueError(
+                "%sthe layer is used twice: shared layers are not supported "
+                "by libvtpu's graph; create a second layer" % where)
+        self._check_tensor_kinds(tensors)
+        x = tensors[0]
+        _sequence_input(x, where, "LSTM")
+        for what, t in zip(("h", "c"), tensors[1:]):
+            if t._seq or t._feature_shape != (self.units,):
+                raise ValueError(
+                    "%sinitial_state's %s %r has shape %s: it must be "
+                    "(None, %d), a state of this LSTM's units (an encoder "
+                    "LSTM's h or c)" % (where, what, t._layer.name,
+                                        _shape_str(t.shape), self.units))
+        steps = x._feature_shape[0]
+        seq = KerasTensor((steps, self.units), self, tensors, 0, seq=True,
+                          mask=x._mask)
+        h = KerasTensor((self.units,), self, tensors, 1)
+        c = KerasTensor((self.units,), self, tensors, 2)
+        first = seq if self.return_sequences else \
+            KerasTensor((self.units,), self, tensors, 0)
+        self._inbound = tensors
+        self._all_outputs = [first, h, c]
+        self._outputs = [first, h, c] if self.return_state else first
+        return self._outputs
+
+    def _output_shape(self, shapes):
+        # compute_output_shape(): the first output's
+        if self.return_sequences:
+            return (shapes[0][0], self.units)
+        return (self.units,)
+
+    def _weight_shapes(self):
+        d = self._inbound[0]._feature_shape[-1]
+        u = self.units
+        return [("kernel", (d, 4 * u)), ("recurrent_kernel", (u, 4 * u)),
+                ("bias", (4 * u,))]
+
+    def _c_build_all(self, lib, g, nodes, ctx):
+        """The C nodes of [output, h, c]."""
+        from .._ffi import ffi
+        out = ffi.new("struct vtpu_lstm_nodes *")
+        h0, c0 = (nodes[1], nodes[2]) if len(nodes) == 3 else (-1, -1)
+        _graph_node(lib.vtpu_graph_lstm(g, nodes[0], self.units, h0, c0,
+                                        out), self)
+        return [out.seq if self.return_sequences else out.h, out.h, out.c]
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(units=self.units, return_sequences=self.return_sequences,
+                 return_state=self.return_state)
+        return c
+
+
+class Attention(Layer):
+    """Luong's dot-product attention, Keras' Attention()([query, value]):
+    for each step of query, softmax(query . value^T) over value's steps,
+    then their weighted sum of value: a sequence as long as query, as
+    wide as both (query and value have the same features; key is value).
+    Value's steps that are padding (a mask from Embedding(mask_zero=True)
+    on the token input it comes from) get no weight."""
+
+    def __init__(self, use_scale=False, score_mode="dot", dropout=0.0,
+                 causal=False, **kwargs):
+        where = "Attention: "
+        _reject_kw(where,
+                   use_scale=(use_scale, False, "libvtpu's attention is "
+                              "unscaled (Luong's dot product)"),
+                   score_mode=(score_mode, "dot", "libvtpu's attention "
+                               "scores with the dot product"),
+                   dropout=(dropout, 0.0, "libvtpu's attention has no "
+                            "dropout"),
+                   causal=(causal, False, "libvtpu's attention is not "
+                           "causal"))
+        super().__init__(**kwargs)
+        self._value_mask = None
+
+    def __call__(self, inputs, mask=None, training=None,
+                 return_attention_scores=False, use_causal_mask=False,
+                 **kwargs):
+        where = self._where
+        for k in kwargs:
+            raise TypeError("%scalled with %s: Attention takes [query, "
+                            "value]" % (where, k))
+        _no_call_args(where, mask, training)
+        _reject_kw(where,
+                   return_attention_scores=(
+                       return_attention_scores, False,
+                       "libvtpu's attention does not return its scores"),
+                   use_causal_mask=(use_causal_mask, False,
+                                    "libvtpu's attention is not causal"))
+        if not isinstance(inputs, (list, tuple)) or \
+                len(inputs) not in (2, 3):
+            raise ValueError("%stakes a list [query, value] (or [query, "
+                             "value, key] with key the value)" % where)
+        if len(inputs) == 3:
+            if inputs[2] is not inputs[1]:
+                raise ValueError("%sa key other than the value is not "
+                                 "supported: libvtpu's attention scores "
+                                 "the value itself" % where)
+            inputs = inputs[:2]
+        return super().__call__(list(inputs))
+
+    def _check_inputs(self, tensors):
+        q, v = tensors
+        _sequence_input(q, self._where, "Attention's query")
+        _sequence_input(v, self._where, "Attention's value")
+        if q._feature_shape[1] != v._feature_shape[1]:
+            raise ValueError(
+                "%squery %s and value %s: the dot product needs the same "
+                "features" % (self._where, _shape_str(q.shape),
+                              _shape_str(v.shape)))
+        if v._feature_shape[0] > MAX_ATTENTION_STEPS:
+            raise ValueError("%svalue of %d steps: libvtpu's attention "
+                             "takes at most %d" % (
+                                 self._where, v._feature_shape[0],
+                                 MAX_ATTENTION_STEPS))
+        self._value_mask = v._mask
+
+    def _output_shape(self, shapes):
+        return shapes[0]
+
+    def _c_build(self, lib, g, nodes, ctx):
+        mask = -1 if self._value_mask is None else \
+            ctx.tensor_nodes[id(self._value_mask)]
+        return _graph_node(lib.vtpu_graph_attention(g, nodes[0], nodes[1],
+                                                    mask), self)
+
+
+class Concatenate(Layer):
+    """Two inputs side by side along the last axis: two sequences of the
+    same steps, or two vectors. Only Dense layers may take its output
+    (libvtpu's dense layer reads the parts in place; nothing is copied)."""
+
+    def __init__(self, axis=-1, **kwargs):
+        if isinstance(axis, bool) or axis not in (-1,):
+            raise ValueError("Concatenate: axis=%r is not supported: "
+                             "libvtpu concatenates along the last axis (-1)"
+                             % (axis,))
+        super().__init__(**kwargs)
+
+    def _check_inputs(self, tensors):
+        if len(tensors) != 2:
+            raise ValueError("%stakes a list of 2 inputs, not %d: libvtpu "
+                             "concatenates two tensors" % (self._where,
+                                                           len(tensors)))
+        a, b = tensors
+        ok = (a._seq and b._seq and a._feature_shape[0] ==
+              b._feature_shape[0]) or \
+            (not a._seq and not b._seq and len(a._feature_shape) == 1 and
+             len(b._feature_shape) == 1)
+        if not ok:
+            raise ValueError(
+                "%sinputs %s and %s: libvtpu concatenates two sequences of "
+                "the same steps or two vectors" % (
+                    self._where, _shape_str(a.shape), _shape_str(b.shape)))
+
+    def _output_shape(self, shapes):
+        a, b = shapes
+        return a[:-1] + (a[-1] + b[-1],)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_concat(g, nodes[0], nodes[1]),
+                           self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(axis=-1)
+        return c
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    """Concatenate(axis)(inputs)."""
+    return Concatenate(axis=axis, **kwargs)(inputs)
+
+
 _SUPPORTED = ("Dense, Conv2D, MaxPooling2D, Flatten, Dropout, ReLU, "
-              "Activation, Softmax, Add, Input/InputLayer")
+              "Activation, Softmax, Add, Embedding, LSTM, Attention, "
+              "Concatenate, Input/InputLayer")
 
 
 def __getattr__(name):

@@ -72,14 +72,33 @@ class SparseCategoricalCrossentropy(Loss):
 
     def __init__(self, from_logits=False, ignore_class=None,
                  reduction="auto", name=None):
-        if ignore_class is not None:
+        if ignore_class is not None and (isinstance(
+                ignore_class, bool) or ignore_class != 0):
             raise ValueError("SparseCategoricalCrossentropy: ignore_class=%r "
-                             "is not supported" % (ignore_class,))
+                             "is not supported: libvtpu ignores label 0 "
+                             "(padding) of sequence outputs, and no other"
+                             % (ignore_class,))
+        self.ignore_class = None if ignore_class is None else 0
         super().__init__(from_logits, reduction, name)
 
     def _fn(self, y_true, y_pred):
         return sparse_categorical_crossentropy(y_true, y_pred,
                                                self.from_logits)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if self.ignore_class is None:
+            return super().__call__(y_true, y_pred, sample_weight)
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported")
+        y = np.asarray(y_true)
+        keep = y.reshape(np.shape(y_pred)[:-1]) != self.ignore_class
+        losses = self._fn(np.where(keep, y.reshape(keep.shape), 0), y_pred)
+        return float(losses[keep].mean()) if keep.any() else 0.0
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(ignore_class=self.ignore_class)
+        return c
 
 
 class CategoricalCrossentropy(Loss):

@@ -13,6 +13,8 @@ optimizer's state, as Keras does. compile() again keeps the weights and
 starts the optimizer afresh, as Keras does.
 
 The steps of an epoch run inside libvtpu: Python adds no per-step cost.
+Models of token inputs (sequence models) are vtpu.keras._tokens'
+TokenModel, which Model(inputs=...) makes when an input holds token ids.
 """
 import errno
 import os
@@ -84,6 +86,16 @@ def _pass_args(what, batch_size, verbose, generators, **rejected):
     return batch_size, verbose
 
 
+def _split_at(n, split):
+    """Where validation_split=@split cuts @n examples."""
+    at = int(n * (1.0 - split))
+    if at < 1 or at >= n:
+        raise ValueError("fit: validation_split=%r of %d examples leaves %d "
+                         "for training and %d for validation"
+                         % (split, n, at, n - at))
+    return at
+
+
 def _fmt(v):
     return ("%.4e" if 0 < abs(v) <= 1e-3 else "%.4f") % v
 
@@ -100,12 +112,30 @@ class _Compiled:
         self.seed = seed
         self.threads = threads
         self.gemm = gemm
+        self.ignore_class = None
+
+
+def _token_inputs(inputs):
+    """Whether Model(inputs=...) names an Input of token ids."""
+    ts = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    return any(isinstance(t, KerasTensor) and t.dtype != "float32"
+               for t in ts)
 
 
 class Model:
     """The functional model: Model(inputs=Input(...), outputs=tensor), one
     input, one output (a softmax over the classes, or logits with
-    from_logits=True). See the module for how it trains."""
+    from_logits=True). See the module for how it trains.
+
+    With inputs of token ids (Input(shape=(steps,), dtype="int32"), up to
+    8), a model of sequences: see vtpu.keras._tokens."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and _token_inputs(kwargs.get(
+                "inputs", args[0] if args else None)):
+            from ._tokens import TokenModel
+            cls = TokenModel
+        return super().__new__(cls)
 
     def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
         for k in kwargs:
@@ -350,7 +380,7 @@ class Model:
             nodes[id(out)] = layer._c_build(lib, g, [nodes[id(t)]
                                                      for t in ins], Ctx)
             if layer._weight_shapes():
-                prefix = "dense" if isinstance(layer, Dense) else "conv2d"
+                prefix = layer._c_kind
                 k = counts.get(prefix, 0)
                 counts[prefix] = k + 1
                 base = prefix if k == 0 else "%s_%d" % (prefix, k)
@@ -360,7 +390,12 @@ class Model:
         if out_t._layer._softmax:
             out_t = out_t._inputs[0]
         cm.set_output(nodes[id(out_t)])
+        self._compile_c(cm, cfg, names, batch, transform)
 
+    def _compile_c(self, cm, cfg, names, batch, transform):
+        """Compile @cm, the libvtpu model of this one, as compile() said;
+        check that libvtpu named the weights of @names' layers as
+        expected; make it the model's."""
         co = ffi.new("struct vtpu_compile_opts *")
         co.sz = ffi.sizeof("struct vtpu_compile_opts")
         dev = ffi.new("char[]", cfg.device.encode())
@@ -502,10 +537,12 @@ class Model:
                                  "'openblas'" % (gemm,))
             gemm = g
         cfg = _Compiled(opt, lossinfo, names, device, seed, threads, gemm)
+        cfg.ignore_class = getattr(loss, "ignore_class", None)
         if self._fitting:
             raise RuntimeError("compile: the model is being trained (called "
                                "from a callback?)")
         if self._input is not None:
+            self._check_loss(cfg)
             self._plan(cfg.from_logits)     # raise now, as Keras would
         if self._c is not None:
             # Keras: compiling again keeps the weights, not the optimizer
@@ -515,6 +552,13 @@ class Model:
         self.optimizer = opt
         opt._bind(self)
         self.loss = loss
+
+    def _check_loss(self, cfg):
+        if cfg.ignore_class is not None:
+            raise ValueError(
+                "compile: ignore_class=%r is not supported for a model of "
+                "images: every label is a class (sequence outputs ignore "
+                "padding, label 0)" % (cfg.ignore_class,))
 
     @property
     def metrics_names(self):
@@ -595,10 +639,6 @@ class Model:
             raise ValueError("fit: x and y are required (numpy arrays)")
 
         # data first: nothing changes if it is refused
-        images, t = self._images(x, "x", fixed=False)
-        n = images[0].shape[0]
-        labels = self._labels(y, n, "y")
-        val = None
         if validation_data is not None:
             if not isinstance(validation_data, (list, tuple)) or \
                     len(validation_data) not in (2, 3):
@@ -607,33 +647,13 @@ class Model:
             if len(validation_data) == 3 and validation_data[2] is not None:
                 raise ValueError("fit: validation_data's sample weights are "
                                  "not supported")
-            saved, self._transform = self._transform, t
-            try:
-                vx, _ = self._images(validation_data[0],
-                                     "validation_data[0]", fixed=True)
-            finally:
-                self._transform = saved
-            vy = self._labels(validation_data[1], vx[0].shape[0],
-                              "validation_data[1]")
-            val = (vx, vy)
-        elif split > 0:
-            at = int(n * (1.0 - split))
-            if at < 1 or at >= n:
-                raise ValueError("fit: validation_split=%r of %d examples "
-                                 "leaves %d for training and %d for "
-                                 "validation" % (split, n, at, n - at))
-            # the last examples, before any shuffling, as Keras
-            val = ((images[0][at:], images[1]), labels[at:])
-            images = (images[0][:at], images[1])
-            labels = labels[:at]
-            n = at
+        n, t, train_ds, val_ds, keep = self._fit_data(x, y, validation_data,
+                                                      split)
         # a batch larger than the data set is one batch of all of it (as
         # Keras); compiled for that, not for the larger size
         batch = min(batch, n)
         cm = self._ensure_c(batch, t, "fit")
-        classes = self._classes()
-        train_ds = dataset(images, labels, classes)
-        val_ds = dataset(val[0], val[1], classes) if val else None
+        val = val_ds is not None
 
         history = cbmod.History()
         cbs = cbs + [history]
@@ -647,7 +667,7 @@ class Model:
         self.history = history
         self.stop_training = False
         run = _Run(self, cm, cbs, verbose, epochs, total, freq,
-                   val is not None)
+                   val)
         for cb in cbs:
             cb.on_train_begin()
         if epochs == 0:
@@ -660,7 +680,7 @@ class Model:
         fo.epochs = epochs
         fo.no_shuffle = not shuffle
         if val_ds is not None:
-            fo.validation = val_ds
+            self._fit_validation(fo, val_ds)
         fo.max_steps = steps or 0
         fo.validation_freq = freq
         fo.on_epoch = run.on_epoch
@@ -674,14 +694,14 @@ class Model:
             run.own_lines = verbose > 0
         self._fitting = True
         try:
-            ret = cm.fit(train_ds, fo)
+            ret = self._c_fit(cm, train_ds, fo)
         finally:
             self._fitting = False
             if out is not None:
                 out.close()
             sys.stdout.flush()
         # the arrays train_ds and val_ds point into lived until here
-        del images, labels, val
+        del keep
         if run.error is not None:
             raise run.error
         if ret:
@@ -689,6 +709,42 @@ class Model:
         for cb in cbs:
             cb.on_train_end(run.last_logs)
         return history
+
+    def _fit_data(self, x, y, validation_data, split):
+        """fit's data as libvtpu's datasets: (examples, input transform,
+        training set, validation set or None, the arrays they point
+        into)."""
+        images, t = self._images(x, "x", fixed=False)
+        n = images[0].shape[0]
+        labels = self._labels(y, n, "y")
+        val = None
+        if validation_data is not None:
+            saved, self._transform = self._transform, t
+            try:
+                vx, _ = self._images(validation_data[0],
+                                     "validation_data[0]", fixed=True)
+            finally:
+                self._transform = saved
+            vy = self._labels(validation_data[1], vx[0].shape[0],
+                              "validation_data[1]")
+            val = (vx, vy)
+        elif split > 0:
+            at = _split_at(n, split)
+            # the last examples, before any shuffling, as Keras
+            val = ((images[0][at:], images[1]), labels[at:])
+            images = (images[0][:at], images[1])
+            labels = labels[:at]
+            n = at
+        classes = self._classes()
+        train_ds = dataset(images, labels, classes)
+        val_ds = dataset(val[0], val[1], classes) if val else None
+        return n, t, train_ds, val_ds, (images, labels, val)
+
+    def _fit_validation(self, fo, val_ds):
+        fo.validation = val_ds
+
+    def _c_fit(self, cm, train_ds, fo):
+        return cm.fit(train_ds, fo)
 
     # ---- evaluate, predict ---------------------------------------------
 
@@ -783,13 +839,12 @@ class Model:
     def _c_base(self, layer):
         """The libvtpu name of @layer ("dense_1"): its place among the
         model's layers of its kind."""
-        kind = "dense" if isinstance(layer, Dense) else "conv2d"
+        kind = layer._c_kind
         k = 0
         for other in self.layers:
             if other is layer:
                 break
-            if other._weight_shapes() and isinstance(other, Dense) == \
-                    isinstance(layer, Dense):
+            if other._weight_shapes() and other._c_kind == kind:
                 k += 1
         return kind if k == 0 else "%s_%d" % (kind, k)
 
@@ -980,15 +1035,18 @@ class Model:
             layers = layers[1:]
         for i, layer in enumerate(layers):
             name = "%s (%s)" % (layer.name, type(layer).__name__)
+            out = layer.output
             if isinstance(layer, InputLayer):
-                shape = "[%s]" % _shape_str(layer.output.shape)
+                shape = "[%s]" % _shape_str(out.shape)
+            elif isinstance(out, list):
+                shape = "[%s]" % ", ".join(_shape_str(t.shape) for t in out)
             else:
-                shape = _shape_str(layer.output.shape)
+                shape = _shape_str(out.shape)
             fields = [name, shape, layer.count_params()]
             if not seq:
                 fields.append("[%s]" % ", ".join(
-                    "'%s[0][0]'" % t._layer.name for t in layer._inbound)
-                    if layer._inbound else "[]")
+                    "'%s[0][%d]'" % (t._layer.name, t._index)
+                    for t in layer._inbound) if layer._inbound else "[]")
             row(fields)
             print_fn("=" * line_length if i == len(layers) - 1
                      else " " * line_length)
@@ -1143,6 +1201,11 @@ class Sequential(Model):
         self._append(layer)
 
     def _start(self, input_layer):
+        if input_layer.output.dtype != "float32":
+            raise NotImplementedError(
+                "Sequential: an input of token ids (dtype %r) is not "
+                "supported: build models of sequences with the functional "
+                "Model(inputs, outputs)" % input_layer.output.dtype)
         self._input = input_layer.output
         self._output = self._input
         input_layer._model = self
