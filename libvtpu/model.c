@@ -1499,11 +1499,15 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 	return ret;
 }
 
-/* Are the options' size and the model fit to train? */
-static int fit_check(struct vtpu_model *m, const struct vtpu_fit_opts *opts)
+/* The options (NULL: the defaults): is their size and the model fit? */
+static int fit_check(struct vtpu_model *m, const struct vtpu_fit_opts **opts)
 {
-	if (opts->sz < offsetof(struct vtpu_fit_opts, ctx) + sizeof(void *) ||
-	    opts->sz > sizeof(*opts))
+	static const struct vtpu_fit_opts def = { .sz = sizeof(def) };
+
+	if (!*opts)
+		*opts = &def;
+	if ((*opts)->sz < offsetof(struct vtpu_fit_opts, ctx) + sizeof(void *) ||
+	    (*opts)->sz > sizeof(**opts))
 		return fail(m, -EINVAL, "fit options: bad size");
 	if (!m->compiled)
 		return fail(m, -EINVAL, "the model is not compiled");
@@ -1513,18 +1517,12 @@ static int fit_check(struct vtpu_model *m, const struct vtpu_fit_opts *opts)
 int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		   const struct vtpu_fit_opts *opts)
 {
-	VTPU_FIT_OPTS(def);
 	struct feed f = { .n = train->n, .train = train };
 	const struct vtpu_augment *aug = NULL;
 	int ret;
 
-	if (!opts)
-		opts = &def;
-	ret = fit_check(m, opts);
-	if (ret)
-		return ret;
-	f.val = opts->validation;
-	ret = check_set(m, train);
+	ret = fit_check(m, &opts) ?: check_set(m, train);
+	f.val = ret ? NULL : opts->validation;
 	if (!ret && f.val)
 		ret = check_set(m, f.val);
 	if (ret)
@@ -1559,18 +1557,12 @@ int vtpu_model_fit_tokens(struct vtpu_model *m,
 			  const struct vtpu_token_dataset *train,
 			  const struct vtpu_fit_opts *opts)
 {
-	VTPU_FIT_OPTS(def);
 	struct feed f = { .n = train->n, .ttrain = train };
 	int ret;
 
-	if (!opts)
-		opts = &def;
-	ret = fit_check(m, opts);
-	if (ret)
-		return ret;
-	f.tval = FIT_OPT(opts, token_validation, NULL);
-	ret = check_tokens(m, train, true);
-	if (!ret && f.tval)
+	ret = fit_check(m, &opts) ?: check_tokens(m, train, true);
+	f.tval = ret ? NULL : FIT_OPT(opts, token_validation, NULL);
+	if (f.tval)
 		ret = check_tokens(m, f.tval, true);
 	if (!ret)
 		ret = tokset_alloc(m, &m->train, train->n);

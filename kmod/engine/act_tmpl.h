@@ -10,6 +10,7 @@
  * kernel_fpu_begin() and kernel_fpu_end().
  */
 #include "engine_internal.h"
+#include "engine_math.h"
 
 #define ACT_CAT2(a, b) a##_##b
 #define ACT_CAT(a, b) ACT_CAT2(a, b)
@@ -34,27 +35,14 @@
  */
 static inline double ACT_FN(act_exp)(double x)
 {
-	const double ln2_hi = 6.93147180369123816490e-01;
-	const double ln2_lo = 1.90821492927058770002e-10;
 	double t, r, p, kd, s;
 	u64 bits;
 
 	x = x < -110.0 ? -110.0 : x;	/* NaN stays NaN */
 	t = x * 1.44269504088896340736;
 	kd = ACT_TRUNC(t - 0.5);	/* t in [-159, 0]: to nearest */
-	r = (x - kd * ln2_hi) - kd * ln2_lo;
-	p = 1.0 / 39916800.0;
-	p = p * r + 1.0 / 3628800.0;
-	p = p * r + 1.0 / 362880.0;
-	p = p * r + 1.0 / 40320.0;
-	p = p * r + 1.0 / 5040.0;
-	p = p * r + 1.0 / 720.0;
-	p = p * r + 1.0 / 120.0;
-	p = p * r + 1.0 / 24.0;
-	p = p * r + 1.0 / 6.0;
-	p = p * r + 0.5;
-	p = p * r + 1.0;
-	p = p * r + 1.0;
+	r = (x - kd * VTPU_LN2_HI) - kd * VTPU_LN2_LO;
+	p = vtpu_exp_poly(r);
 	s = kd + (1023.0 + 4503599627370496.0);
 	memcpy(&bits, &s, sizeof(bits));
 	bits <<= 52;

@@ -10,23 +10,18 @@
 
 #include "engine_internal.h"
 
-/* e^x for x <= 0 (or NaN), in double: softmax only ever needs those. */
-static inline double vtpu_exp_nonpos(double x)
-{
-	static const double ln2_hi = 6.93147180369123816490e-01;
-	static const double ln2_lo = 1.90821492927058770002e-10;
-	double t, r, p;
-	s64 k;
-	u64 bits;
+#define VTPU_LN2_HI 6.93147180369123816490e-01
+#define VTPU_LN2_LO 1.90821492927058770002e-10
 
-	if (x != x)
-		return x;
-	if (x < -110.0)		/* below the smallest float */
-		return 0.0;
-	t = x * 1.44269504088896340736;
-	k = (s64)(t - 0.5);	/* t in [-159, 0]: round to nearest */
-	r = (x - (double)k * ln2_hi) - (double)k * ln2_lo;
-	/* Taylor to r^11 / 11!: |r| <= 0.35, error below 1e-13 */
+/*
+ * e^r for |r| <= 0.35 (x - k ln2): Taylor to r^11 / 11!, error below
+ * 1e-13. Shared by vtpu_exp_nonpos() and the vectorised activations
+ * (act_tmpl.h), which must compute the same bits.
+ */
+static inline double vtpu_exp_poly(double r)
+{
+	double p;
+
 	p = 1.0 / 39916800.0;
 	p = p * r + 1.0 / 3628800.0;
 	p = p * r + 1.0 / 362880.0;
@@ -38,7 +33,24 @@ static inline double vtpu_exp_nonpos(double x)
 	p = p * r + 1.0 / 6.0;
 	p = p * r + 0.5;
 	p = p * r + 1.0;
-	p = p * r + 1.0;
+	return p * r + 1.0;
+}
+
+/* e^x for x <= 0 (or NaN), in double: softmax only ever needs those. */
+static inline double vtpu_exp_nonpos(double x)
+{
+	double t, r, p;
+	s64 k;
+	u64 bits;
+
+	if (x != x)
+		return x;
+	if (x < -110.0)		/* below the smallest float */
+		return 0.0;
+	t = x * 1.44269504088896340736;
+	k = (s64)(t - 0.5);	/* t in [-159, 0]: round to nearest */
+	r = (x - (double)k * VTPU_LN2_HI) - (double)k * VTPU_LN2_LO;
+	p = vtpu_exp_poly(r);
 	bits = (u64)(k + 1023) << 52;	/* 2^k, k >= -160: a normal double */
 	memcpy(&t, &bits, sizeof(t));
 	return p * t;
