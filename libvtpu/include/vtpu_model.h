@@ -592,11 +592,11 @@ struct vtpu_beam_opts {
  *
  * It runs from the host on the model's prediction program: each step
  * predicts the whole output for the kept hypotheses that are not
- * finished (the encoder and the decoder's prefix computed again), so a
- * sentence costs up to T * @width predictions of its T steps where
- * greedy decoding costs one decoder step per step; a compiled per-step
- * program keeping the encoder's output and the decoder's state per beam
- * would save the repetition, T / 2 times the work on average.
+ * finished (the encoder and all T decoder steps computed again, the
+ * steps past the prefix for nothing), so a sentence costs up to
+ * T * @width predictions where greedy decoding costs one: a compiled
+ * per-step program keeping the encoder's output and the decoder's state
+ * per beam would do T times less work.
  *
  * @target, @inputs, @n: as vtpu_model_decode()'s
  * @width: hypotheses per sentence: 1..VTPU_BEAM_MAX_WIDTH, at most the
