@@ -1443,12 +1443,12 @@ struct beam_search {
 	struct vtpu_model *m;
 	const uint32_t *const *inputs;
 	int slot;
-	uint32_t T, V, W, G;	/* steps, classes, width, sentences at once */
+	uint32_t T, V, W, G;	/* steps, classes, width, sentences a go */
 	float alpha;
 	uint32_t *ids, *nids;	/* [G][W][T], this step's and the next's */
 	struct beam_hyp *hyp, *nhyp;	/* [G][W] */
 	struct beam_cand *best;	/* [W] */
-	uint32_t *row;		/* [G][W]: the hypothesis' prediction row */
+	uint32_t *row;		/* [G][W]: each hypothesis' row predicted */
 	uint32_t *rows[VTPU_MAX_TOKEN_INPUTS];	/* [rows][its T] */
 	float *probs;		/* [rows][T][V] */
 };
@@ -1480,16 +1480,19 @@ static int beam_step(struct beam_search *s, uint32_t first, uint32_t cnt,
 				uint32_t Tk = m->g->nodes[m->g->tokens[tk]].h;
 				uint32_t *dst = s->rows[tk] + (size_t)r * Tk;
 
+				const uint32_t *src;
+
 				if (tk != s->slot) {
-					memcpy(dst, s->inputs[tk] +
-					       (size_t)(first + i) * Tk, Tk * 4);
+					src = s->inputs[tk] +
+					      (size_t)(first + i) * Tk;
+					memcpy(dst, src, Tk * 4);
 					continue;
 				}
 				/* <start>, the ids so far, padding */
+				src = s->ids + (size_t)(i * W + b) * T;
 				memset(dst, 0, Tk * 4);
 				dst[0] = VTPU_TOK_START;
-				memcpy(dst + 1, s->ids + (size_t)(i * W + b) * T,
-				       t * 4);
+				memcpy(dst + 1, src, t * 4);
 			}
 		}
 	if (!nrows)
@@ -1531,7 +1534,7 @@ static int beam_step(struct beam_search *s, uint32_t first, uint32_t cnt,
 			}
 			p = s->probs + ((size_t)s->row[i * W + b] * T + t) * V;
 			for (v = 0; v < V; v++) {
-				/* a 0 would be -inf: the smallest float's log */
+				/* not log 0 = -inf: the least float's */
 				double lp = log(p[v] > 0 ? (double)p[v] :
 						(double)FLT_TRUE_MIN);
 				struct beam_cand c = {
@@ -1641,7 +1644,7 @@ static int beam_sentences(struct beam_search *s, uint32_t first,
 		uint32_t *o = out + (size_t)(first + i) * T;
 
 		memcpy(o, s->ids + (size_t)i * W * T, h->len * 4);
-		memset(o + h->len, 0, (T - h->len) * 4);	/* VTPU_TOK_PAD */
+		memset(o + h->len, 0, (T - h->len) * 4); /* VTPU_TOK_PAD */
 		if (scores)
 			scores[first + i] = (float)h->score;
 	}
