@@ -32,6 +32,8 @@ static void usage(const struct trainer_opts *o, int status)
 		"  --no-flip        train on the images as they are%s\n"
 		"  --shift N        move each training image by up to N pixels\n"
 		"                   each way, anew every epoch (default %u)\n"
+		"  --beam N         translate: decode with a beam of N hypotheses\n"
+		"                   (default 1: greedy)\n"
 		"  --seed N         weight initialisation, shuffling, augmentation\n"
 		"  --threads N      cpu backend threads (default: all)\n"
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
@@ -103,6 +105,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "no-flip", no_argument, NULL, 'F' },
 		{ "shift", required_argument, NULL, 'x' },
 		{ "lr-decay", required_argument, NULL, 'y' },
+		{ "beam", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -135,6 +138,14 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 				o->cosine = false;
 			else
 				usage(o, 2);
+			break;
+		case 'B':
+			o->beam = number(o, "--beam", optarg);
+			if (!o->beam) {
+				fprintf(stderr, "%s: --beam wants a number above zero\n",
+					o->name);
+				exit(2);
+			}
 			break;
 		case 's': o->seed = number(o, "--seed", optarg); break;
 		case 't': o->threads = (int)number(o, "--threads", optarg); break;

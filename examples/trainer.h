@@ -31,6 +31,7 @@ struct trainer_opts {
 	bool flip;		/* --flip / --no-flip */
 	uint32_t shift;		/* --shift N */
 	bool cosine;		/* --lr-decay cosine / none */
+	uint32_t beam;		/* --beam N: translate's beam width (1) */
 	uint64_t seed;		/* --seed */
 };
 

@@ -12,12 +12,14 @@
  *   translate --device /dev/vtpu0 --epochs 12
  *   translate --device cpu --data data/spa-eng/spa.txt --limit 30000
  *
- * After every epoch it greedily translates a few held-out sentences; at
- * the end, the whole held-out split, and reports the exact-match rate.
+ * After every epoch it translates a few held-out sentences; at the end,
+ * the whole held-out split, and reports the exact-match rate. Greedily
+ * by default; --beam N searches with N hypotheses per sentence instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <vtpu_text.h>
 
@@ -173,12 +175,14 @@ struct run {
 	struct vtpu_model *m;
 	const struct corpus *c;
 	int tgt_input;
+	uint32_t beam;		/* --beam: hypotheses per sentence, 1: greedy */
 	uint32_t *out;		/* generated ids, [test pairs][T] */
 };
 
 /*
- * Greedy translations of held-out pairs [first, first + n): their number
- * that match the reference exactly; the first @show printed.
+ * Translations of held-out pairs [first, first + n), greedy or by beam
+ * search: their number that match the reference exactly; the first
+ * @show printed.
  */
 static uint32_t translate(struct run *r, uint32_t first, uint32_t n,
 			  uint32_t show)
@@ -189,7 +193,9 @@ static uint32_t translate(struct run *r, uint32_t first, uint32_t n,
 				  NULL };
 	char got[512], want[512];
 
-	if (vtpu_model_decode(r->m, r->tgt_input, in, n, r->out))
+	if (r->beam > 1 ? vtpu_model_decode_beam(r->m, r->tgt_input, in, n,
+						 r->beam, r->out, NULL) :
+			  vtpu_model_decode(r->m, r->tgt_input, in, n, r->out))
 		die(r->name, vtpu_model_error(r->m));
 	for (i = 0; i < n; i++) {
 		vtpu_vocab_decode(&c->tgt.vocab, r->out + (size_t)i * T, T, got,
@@ -221,7 +227,7 @@ int main(int argc, char **argv)
 	struct trainer_opts o = {
 		.name = "translate", .device = "/dev/vtpu0",
 		.data = "(generated dates)", .epochs = 12, .batch = 64,
-		.seed = 1,
+		.seed = 1, .beam = 1,
 	};
 	VTPU_COMPILE_OPTS(co, .optimizer = VTPU_OPT_ADAM,
 			  .learning_rate = 1e-3f);
@@ -229,9 +235,11 @@ int main(int argc, char **argv)
 	struct vtpu_model_info info;
 	struct corpus c = { 0 };
 	struct vtpu_model *m;
+	struct timespec t0, t1;
 	struct run r;
 	double loss, acc;
 	uint32_t right;
+	char how[32];
 
 	trainer_parse(argc, argv, &o);
 	load_corpus(&o, &c);
@@ -244,6 +252,11 @@ int main(int argc, char **argv)
 	r.name = o.name;
 	r.m = m;
 	r.c = &c;
+	r.beam = o.beam;
+	if (o.beam > 1)
+		snprintf(how, sizeof(how), "beam search, width %u", o.beam);
+	else
+		snprintf(how, sizeof(how), "greedy");
 	r.out = malloc((size_t)test.n * (c.tgt.len - 1) * sizeof(*r.out));
 	if (!r.out)
 		die(o.name, "out of memory");
@@ -263,6 +276,7 @@ int main(int argc, char **argv)
 	printf("train on %u pairs, test on %u; vocabularies %u and %u, "
 	       "lengths %u and %u\n", train.n, test.n, c.src.vocab.size,
 	       c.tgt.vocab.size, c.src.len, c.tgt.len);
+	printf("held-out translations: %s\n", how);
 	fflush(stdout);
 	if (o.load && vtpu_model_load(m, o.load))
 		die(o.name, vtpu_model_error(m));
@@ -276,11 +290,16 @@ int main(int argc, char **argv)
 	}
 	if (vtpu_model_evaluate_tokens(m, &test, &loss, &acc))
 		die(o.name, vtpu_model_error(m));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	right = translate(&r, c.ntrain, test.n, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("decoded %u held-out sentences in %.2f s (%s)\n", test.n,
+	       (double)(t1.tv_sec - t0.tv_sec) +
+		       (t1.tv_nsec - t0.tv_nsec) * 1e-9, how);
 	printf("test_loss: %.4f - test_acc: %.4f (tokens) - exact_match: "
-	       "%.4f (%u of %u held-out %s, greedy)\n", loss, acc,
+	       "%.4f (%u of %u held-out %s, %s)\n", loss, acc,
 	       (double)right / test.n, right, test.n,
-	       o.data_default ? "dates" : "pairs");
+	       o.data_default ? "dates" : "pairs", how);
 	if (o.save && vtpu_model_save(m, o.save))
 		die(o.name, vtpu_model_error(m));
 	free(r.out);

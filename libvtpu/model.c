@@ -15,6 +15,7 @@
  * offsets of the state buffer in every program).
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1309,26 +1310,41 @@ static void drop_progs(struct vtpu_model *m, enum vg_prog_kind kind)
 	}
 }
 
-int vtpu_model_decode(struct vtpu_model *m, int target,
-		      const uint32_t *const *inputs, uint32_t n, uint32_t *out)
+/*
+ * The slot of token input @target that decoding feeds its output back
+ * to, or a failure: it must be a token input as long as the sequence
+ * output.
+ */
+static int decode_slot(struct vtpu_model *m, int target)
 {
-	struct vtpu_token_dataset ds = { .n = n };
-	uint32_t *start = NULL, B = m->batch, T, i, t;
-	int ret, k, slot = -1;
-	size_t stride;
-	struct pass p;
+	int k, slot = -1;
 
 	for (k = 0; k < m->g->ntokens; k++)
 		if (m->g->tokens[k] == target)
 			slot = k;
 	if (slot < 0)
 		return fail(m, -EINVAL, "node %d is not a token input", target);
-	T = m->g->nodes[target].h;
 	if (m->g->loss < 0 || !m->g->nodes[m->g->loss].seq ||
-	    m->g->nodes[m->g->loss].h != T)
+	    m->g->nodes[m->g->loss].h != m->g->nodes[target].h)
 		return fail(m, -EINVAL,
 			    "decoding wants a sequence output as long as input %d",
 			    target);
+	return slot;
+}
+
+int vtpu_model_decode(struct vtpu_model *m, int target,
+		      const uint32_t *const *inputs, uint32_t n, uint32_t *out)
+{
+	struct vtpu_token_dataset ds = { .n = n };
+	uint32_t *start = NULL, B = m->batch, T, i, t;
+	int ret, k, slot;
+	size_t stride;
+	struct pass p;
+
+	slot = decode_slot(m, target);
+	if (slot < 0)
+		return slot;
+	T = m->g->nodes[target].h;
 	/* step 0 reads <start>; the others what the step before chose */
 	start = calloc((size_t)n * T, sizeof(*start));
 	if (!start)
@@ -1369,6 +1385,334 @@ int vtpu_model_decode(struct vtpu_model *m, int target,
 			out[(size_t)i * T + t] = ids[(size_t)t * rows + b];
 	}
 	return 0;
+}
+
+/* ---- beam search, from the host ------------------------------------------ */
+
+/* The most memory one prediction of the beams' rows takes (their probs). */
+#define BEAM_PROBS_BYTES (64ull << 20)
+
+/* A kept hypothesis of one sentence; its ids are in the search's table. */
+struct beam_hyp {
+	double score;		/* the sum of its ids' log-probabilities */
+	uint32_t len;		/* ids generated */
+	bool alive;		/* a hypothesis at all (step 0 has one) */
+	bool finished;		/* emitted VTPU_TOK_END */
+};
+
+/* A candidate for the next step's beam: hypothesis @beam, extended by @id. */
+struct beam_cand {
+	double rank, score;
+	uint32_t beam, id;
+	bool carried;		/* a finished hypothesis, kept as it is */
+};
+
+/* Ranked higher: the better score; ties to kept, lower id, lower beam. */
+static bool beam_better(const struct beam_cand *a, const struct beam_cand *b)
+{
+	if (a->rank != b->rank)
+		return a->rank > b->rank;
+	if (a->carried != b->carried)
+		return a->carried;
+	if (a->id != b->id)
+		return a->id < b->id;
+	return a->beam < b->beam;
+}
+
+/* Into the best @*k of @width (kept sorted), if it is among them. */
+static void beam_offer(struct beam_cand *best, uint32_t width, uint32_t *k,
+		       const struct beam_cand *c)
+{
+	uint32_t j;
+
+	if (*k == width && !beam_better(c, &best[width - 1]))
+		return;
+	j = *k < width ? (*k)++ : width - 1;
+	for (; j > 0 && beam_better(c, &best[j - 1]); j--)
+		best[j] = best[j - 1];
+	best[j] = *c;
+}
+
+/* GNMT's length normalisation: score / ((5 + len) / 6)^alpha. */
+static double beam_rank(double score, uint32_t len, float alpha)
+{
+	return alpha ? score / pow((5.0 + len) / 6.0, alpha) : score;
+}
+
+struct beam_search {
+	struct vtpu_model *m;
+	const uint32_t *const *inputs;
+	int slot;
+	uint32_t T, V, W, G;	/* steps, classes, width, sentences a go */
+	float alpha;
+	uint32_t *ids, *nids;	/* [G][W][T], this step's and the next's */
+	struct beam_hyp *hyp, *nhyp;	/* [G][W] */
+	struct beam_cand *best;	/* [W] */
+	uint32_t *row;		/* [G][W]: each hypothesis' row predicted */
+	uint32_t *rows[VTPU_MAX_TOKEN_INPUTS];	/* [rows][its T] */
+	float *probs;		/* [rows][T][V] */
+};
+
+/*
+ * Step @t of sentences [first, first + cnt): predict for every kept
+ * hypothesis that is not finished (rows padded to whole batches with
+ * copies of the first, so that no program of another batch size is
+ * compiled), then keep the best @W of their extensions and of the
+ * finished ones. Return: 1 if every kept hypothesis is finished.
+ */
+static int beam_step(struct beam_search *s, uint32_t first, uint32_t cnt,
+		     uint32_t t)
+{
+	struct vtpu_model *m = s->m;
+	uint32_t T = s->T, V = s->V, W = s->W, B = m->batch;
+	uint32_t i, b, j, v, nrows = 0, padded, k;
+	int ret, tk;
+
+	for (i = 0; i < cnt; i++)
+		for (b = 0; b < W; b++) {
+			const struct beam_hyp *h = &s->hyp[i * W + b];
+			uint32_t r = nrows;
+
+			if (!h->alive || h->finished)
+				continue;
+			s->row[i * W + b] = nrows++;
+			for (tk = 0; tk < m->g->ntokens; tk++) {
+				uint32_t Tk = m->g->nodes[m->g->tokens[tk]].h;
+				uint32_t *dst = s->rows[tk] + (size_t)r * Tk;
+
+				const uint32_t *src;
+
+				if (tk != s->slot) {
+					src = s->inputs[tk] +
+					      (size_t)(first + i) * Tk;
+					memcpy(dst, src, Tk * 4);
+					continue;
+				}
+				/* <start>, the ids so far, padding */
+				src = s->ids + (size_t)(i * W + b) * T;
+				memset(dst, 0, Tk * 4);
+				dst[0] = VTPU_TOK_START;
+				memcpy(dst + 1, src, t * 4);
+			}
+		}
+	if (!nrows)
+		return 1;
+	padded = (nrows + B - 1) / B * B;
+	for (j = nrows; j < padded; j++)
+		for (tk = 0; tk < m->g->ntokens; tk++) {
+			uint32_t Tk = m->g->nodes[m->g->tokens[tk]].h;
+
+			memcpy(s->rows[tk] + (size_t)j * Tk, s->rows[tk],
+			       Tk * 4);
+		}
+	ret = vtpu_model_predict_tokens(m, (const uint32_t *const *)s->rows,
+					padded, s->probs);
+	if (ret)
+		return ret;
+	for (i = 0; i < cnt; i++) {
+		struct beam_hyp *hyp = s->hyp + i * W, *nhyp = s->nhyp + i * W;
+		uint32_t *ids = s->ids + (size_t)i * W * T;
+		uint32_t *nids = s->nids + (size_t)i * W * T;
+
+		k = 0;
+		for (b = 0; b < W; b++) {
+			const struct beam_hyp *h = &hyp[b];
+			const float *p;
+
+			if (!h->alive)
+				continue;
+			if (h->finished) {
+				struct beam_cand c = {
+					.rank = beam_rank(h->score, h->len,
+							  s->alpha),
+					.score = h->score, .beam = b,
+					.carried = true,
+				};
+
+				beam_offer(s->best, W, &k, &c);
+				continue;
+			}
+			p = s->probs + ((size_t)s->row[i * W + b] * T + t) * V;
+			for (v = 0; v < V; v++) {
+				/* not log 0 = -inf: the least float's */
+				double lp = log(p[v] > 0 ? (double)p[v] :
+						(double)FLT_TRUE_MIN);
+				struct beam_cand c = {
+					.score = h->score + lp, .beam = b,
+					.id = v,
+				};
+
+				c.rank = beam_rank(c.score, t + 1, s->alpha);
+				beam_offer(s->best, W, &k, &c);
+			}
+		}
+		for (j = 0; j < W; j++) {
+			const struct beam_cand *c = &s->best[j];
+			struct beam_hyp *nh = &nhyp[j];
+
+			if (j >= k) {
+				nh->alive = false;
+				continue;
+			}
+			memcpy(nids + (size_t)j * T, ids + (size_t)c->beam * T,
+			       T * 4);
+			*nh = hyp[c->beam];
+			if (!c->carried) {
+				nids[(size_t)j * T + t] = c->id;
+				nh->score = c->score;
+				nh->len = t + 1;
+				nh->finished = c->id == VTPU_TOK_END;
+			}
+		}
+	}
+	{
+		uint32_t *ti = s->ids;
+		struct beam_hyp *th = s->hyp;
+
+		s->ids = s->nids;
+		s->nids = ti;
+		s->hyp = s->nhyp;
+		s->nhyp = th;
+	}
+	return 0;
+}
+
+static void beam_free(struct beam_search *s)
+{
+	int k;
+
+	free(s->ids);
+	free(s->nids);
+	free(s->hyp);
+	free(s->nhyp);
+	free(s->best);
+	free(s->row);
+	free(s->probs);
+	for (k = 0; k < VTPU_MAX_TOKEN_INPUTS; k++)
+		free(s->rows[k]);
+}
+
+static int beam_alloc(struct beam_search *s)
+{
+	struct vtpu_model *m = s->m;
+	uint64_t per = (uint64_t)s->W * s->T * s->V * 4;
+	uint32_t G, R;
+	int k;
+
+	/* as many sentences at once as the probabilities' budget holds */
+	G = per < BEAM_PROBS_BYTES ? (uint32_t)(BEAM_PROBS_BYTES / per) : 1;
+	s->G = G;
+	R = (G * s->W + m->batch - 1) / m->batch * m->batch;
+	s->ids = calloc((size_t)G * s->W * s->T, 4);
+	s->nids = calloc((size_t)G * s->W * s->T, 4);
+	s->hyp = calloc((size_t)G * s->W, sizeof(*s->hyp));
+	s->nhyp = calloc((size_t)G * s->W, sizeof(*s->nhyp));
+	s->best = calloc(s->W, sizeof(*s->best));
+	s->row = calloc((size_t)G * s->W, 4);
+	s->probs = malloc((size_t)R * s->T * s->V * 4);
+	for (k = 0; k < m->g->ntokens; k++)
+		s->rows[k] = malloc((size_t)R *
+				    m->g->nodes[m->g->tokens[k]].h * 4);
+	for (k = 0; k < m->g->ntokens; k++)
+		if (!s->rows[k])
+			s->row = (free(s->row), NULL);
+	if (!s->ids || !s->nids || !s->hyp || !s->nhyp || !s->best ||
+	    !s->row || !s->probs)
+		return fail(m, -ENOMEM, "out of memory for a beam of %u",
+			    s->W);
+	return 0;
+}
+
+/* Search sentences [first, first + cnt) and write their best out. */
+static int beam_sentences(struct beam_search *s, uint32_t first,
+			  uint32_t cnt, uint32_t *out, float *scores)
+{
+	uint32_t T = s->T, W = s->W, i, t;
+	int ret = 0;
+
+	memset(s->hyp, 0, (size_t)cnt * W * sizeof(*s->hyp));
+	memset(s->ids, 0, (size_t)cnt * W * T * 4);
+	for (i = 0; i < cnt; i++)	/* one empty hypothesis, not W */
+		s->hyp[i * W].alive = true;
+	for (t = 0; t < T && !ret; t++)
+		ret = beam_step(s, first, cnt, t);
+	if (ret < 0)
+		return ret;
+	/* each sentence's beam is sorted: its first is the best */
+	for (i = 0; i < cnt; i++) {
+		const struct beam_hyp *h = &s->hyp[i * W];
+		uint32_t *o = out + (size_t)(first + i) * T;
+
+		memcpy(o, s->ids + (size_t)i * W * T, h->len * 4);
+		memset(o + h->len, 0, (T - h->len) * 4); /* VTPU_TOK_PAD */
+		if (scores)
+			scores[first + i] = (float)h->score;
+	}
+	return 0;
+}
+
+int vtpu_model_decode_beam_opts(struct vtpu_model *m, int target,
+				const uint32_t *const *inputs, uint32_t n,
+				const struct vtpu_beam_opts *opts,
+				uint32_t *out, float *scores)
+{
+	struct vtpu_token_dataset ds = { .n = n };
+	struct beam_search s = { .m = m, .inputs = inputs };
+	uint32_t *zeros, first, cnt;
+	int ret, k;
+
+	if (!opts || opts->sz < offsetof(struct vtpu_beam_opts, alpha) +
+					sizeof(float) ||
+	    opts->sz > sizeof(*opts))
+		return fail(m, -EINVAL,
+			    "beam options: initialise them with VTPU_BEAM_OPTS()");
+	if (!m->compiled)
+		return fail(m, -EINVAL, "the model is not compiled");
+	if (m->g->ntokens > VTPU_MAX_TOKEN_INPUTS || !inputs || !out)
+		return fail(m, -EINVAL, "beam search: no inputs or no output");
+	s.slot = decode_slot(m, target);
+	if (s.slot < 0)
+		return s.slot;
+	s.T = m->g->nodes[target].h;
+	s.V = m->g->nodes[m->g->loss].c;
+	s.W = opts->width;
+	s.alpha = opts->alpha;
+	if (!s.W || s.W > VTPU_BEAM_MAX_WIDTH || s.W > s.V)
+		return fail(m, -EINVAL,
+			    "beam width %u: 1 to %u (VTPU_BEAM_MAX_WIDTH and the output's %u classes)",
+			    s.W, s.V < VTPU_BEAM_MAX_WIDTH ? s.V :
+			    VTPU_BEAM_MAX_WIDTH, s.V);
+	if (!isfinite(s.alpha) || s.alpha < 0)
+		return fail(m, -EINVAL,
+			    "length normalisation alpha %g: a finite number >= 0",
+			    (double)s.alpha);
+	/* the inputs checked once, @target's (not read) as padding */
+	zeros = calloc((size_t)(n ?: 1) * s.T, 4);
+	if (!zeros)
+		return fail(m, -ENOMEM, "out of memory");
+	for (k = 0; k < m->g->ntokens; k++)
+		ds.inputs[k] = k == s.slot ? zeros : inputs[k];
+	ret = check_tokens(m, &ds, false);
+	free(zeros);
+	if (ret)
+		return ret;
+	ret = beam_alloc(&s);
+	for (first = 0; !ret && first < n; first += cnt) {
+		cnt = n - first < s.G ? n - first : s.G;
+		ret = beam_sentences(&s, first, cnt, out, scores);
+	}
+	beam_free(&s);
+	return ret;
+}
+
+int vtpu_model_decode_beam(struct vtpu_model *m, int target,
+			   const uint32_t *const *inputs, uint32_t n,
+			   uint32_t width, uint32_t *out, float *scores)
+{
+	VTPU_BEAM_OPTS(opts, .width = width);
+
+	return vtpu_model_decode_beam_opts(m, target, inputs, n, &opts, out,
+					   scores);
 }
 
 /*

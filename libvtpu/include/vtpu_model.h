@@ -550,6 +550,80 @@ VTPU_API int vtpu_model_decode(struct vtpu_model *m, int target,
 			       const uint32_t *const *inputs, uint32_t n,
 			       uint32_t *out);
 
+/* The widest beam vtpu_model_decode_beam() searches with. */
+#define VTPU_BEAM_MAX_WIDTH 64
+
+/**
+ * struct vtpu_beam_opts - how vtpu_model_decode_beam_opts() searches
+ * @sz: sizeof(struct vtpu_beam_opts), for the ABI (VTPU_BEAM_OPTS())
+ * @width: hypotheses kept per sentence, 1..VTPU_BEAM_MAX_WIDTH and at
+ *	most the output's classes (1: greedy)
+ * @alpha: length normalisation, GNMT's (Wu et al. 2016, as the TF NMT
+ *	tutorial's length_penalty_weight and OpenNMT's "wu" penalty):
+ *	hypotheses are ranked by score / ((5 + length) / 6)^alpha, length
+ *	the ids generated up to and including VTPU_TOK_END. 0 (the default,
+ *	as in both of those) ranks by the plain sum of log-probabilities,
+ *	which favours short sentences; 0.6-1 is the usual range against it.
+ */
+struct vtpu_beam_opts {
+	size_t sz;
+	uint32_t width;
+	float alpha;
+};
+
+#define VTPU_BEAM_OPTS(name, ...)                                              \
+	struct vtpu_beam_opts name = {                                         \
+		.sz = sizeof(struct vtpu_beam_opts), __VA_ARGS__               \
+	}
+
+/**
+ * vtpu_model_decode_beam() - beam search: for each sentence, @width
+ * hypotheses (prefixes of the output) kept, each extended by every id at
+ * the next step, the @width best of the extensions and of the finished
+ * hypotheses kept. A hypothesis that emitted VTPU_TOK_END is finished:
+ * kept with its score, not extended. A score is the sum, in double, of
+ * the natural logs of the probabilities of the hypothesis' ids (a
+ * probability of 0 counted as the smallest float's). The search ends
+ * when every kept hypothesis is finished, or after the output's last
+ * step. Ties go to the lower id, then the lower beam; a finished
+ * hypothesis before an extension. No length normalisation (see
+ * vtpu_model_decode_beam_opts()). Width 1 gives vtpu_model_decode()'s
+ * ids up to the first VTPU_TOK_END.
+ *
+ * It runs from the host on the model's prediction program: each step
+ * predicts the whole output for the kept hypotheses that are not
+ * finished (the encoder and all T decoder steps computed again, the
+ * steps past the prefix for nothing), so a sentence costs up to
+ * T * @width predictions where greedy decoding costs one: a compiled
+ * per-step program keeping the encoder's output and the decoder's state
+ * per beam would do T times less work.
+ *
+ * @target, @inputs, @n: as vtpu_model_decode()'s
+ * @width: hypotheses per sentence: 1..VTPU_BEAM_MAX_WIDTH, at most the
+ *	output's classes
+ * @out: u32 [n][T], each sentence's best hypothesis, VTPU_TOK_PAD after
+ *	its VTPU_TOK_END (none if it ran to the last step)
+ * @scores: f32 [n], the best hypothesis' sum of log-probabilities
+ *	(without normalisation), or NULL
+ * Return: 0, or a negative errno with vtpu_model_error() saying why.
+ */
+VTPU_API int vtpu_model_decode_beam(struct vtpu_model *m, int target,
+				    const uint32_t *const *inputs, uint32_t n,
+				    uint32_t width, uint32_t *out,
+				    float *scores);
+
+/**
+ * vtpu_model_decode_beam_opts() - vtpu_model_decode_beam() with the
+ * width and the length normalisation in @opts (VTPU_BEAM_OPTS()); the
+ * hypotheses are ranked by the normalised score, @scores are the plain
+ * sums of log-probabilities still.
+ */
+VTPU_API int vtpu_model_decode_beam_opts(struct vtpu_model *m, int target,
+					 const uint32_t *const *inputs,
+					 uint32_t n,
+					 const struct vtpu_beam_opts *opts,
+					 uint32_t *out, float *scores);
+
 /* ---- checking gradients --------------------------------------------------- */
 
 /**

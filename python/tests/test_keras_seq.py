@@ -94,6 +94,62 @@ def test_fit_learns_and_decode_copies(trained):
     assert (model.decode([vs, None], target=tgt.name) == ids).all()
 
 
+def _end_len(row):
+    """Ids up to and including the first END (2), or all."""
+    ends = np.flatnonzero(row == 2)
+    return int(ends[0]) + 1 if len(ends) else len(row)
+
+
+def test_beam_search(trained):
+    model, tgt, _, (vs, vd, vl) = trained
+    vs = vs[:60]
+    greedy = model.decode([vs, None], target=tgt)
+    # width 1 is greedy to the first END, padding after it
+    one, s1 = model.decode([vs, None], target=tgt, return_scores=True)
+    for g, b in zip(greedy, one):
+        n = _end_len(g)
+        assert (b[:n] == g[:n]).all() and (b[n:] == 0).all(), (g, b)
+    ids, scores = model.decode([vs, None], target=tgt, beam_width=4,
+                               return_scores=True)
+    assert ids.shape == greedy.shape and ids.dtype == np.int32
+    assert scores.shape == (len(vs),) and scores.dtype == np.float32
+    assert (model.decode([vs, None], target=tgt, beam_width=4) == ids).all()
+
+    def logprob(y):
+        """Teacher-forced: <start> y.. fed, log p of y.. to END summed
+        (the model is from_logits: predict gives log-probabilities)."""
+        dec = np.zeros_like(y)
+        dec[:, 0] = 1
+        lens = [_end_len(r) for r in y]
+        for i, n in enumerate(lens):
+            dec[i, 1:n] = y[i, :n - 1]
+        lp = model.predict([vs, dec], verbose=0)
+        return np.array([sum(float(lp[i, t, y[i, t]]) for t in range(n))
+                         for i, n in enumerate(lens)])
+
+    lb, lg = logprob(ids), logprob(greedy)
+    assert np.allclose(scores, lb, atol=1e-4), (scores, lb)
+    assert np.allclose(s1, lg, atol=1e-4), (s1, lg)
+    assert (lb >= lg - 1e-5).all(), (lb, lg)
+    # normalised by length: ranked otherwise, scored the same way
+    ids, scores = model.decode([vs, None], target=tgt, beam_width=3,
+                               length_penalty=0.6, return_scores=True)
+    assert np.allclose(scores, logprob(ids), atol=1e-4)
+    with pytest.raises(ValueError, match=r"beam_width must be an integer "
+                       r"in \[1, 64\], not 0"):
+        model.decode([vs, None], target=tgt, beam_width=0)
+    with pytest.raises(ValueError, match="beam_width"):
+        model.decode([vs, None], target=tgt, beam_width=65)
+    with pytest.raises(TypeError, match="beam_width"):
+        model.decode([vs, None], target=tgt, beam_width=2.0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        model.decode([vs, None], target=tgt, beam_width=2,
+                     length_penalty=-1)
+    # wider than the output's classes (VT = 12)
+    with pytest.raises(ValueError, match="beam width 13: 1 to 12"):
+        model.decode([vs, None], target=tgt, beam_width=13)
+
+
 def test_evaluate_and_predict(trained):
     model, _, hist, (vs, vd, vl) = trained
     loss, acc = model.evaluate([vs, vd], vl, verbose=0)

@@ -18,7 +18,7 @@ data: per input an integer array (n, steps) of ids, sentences
 left-aligned and padded with 0 (vtpu.text's PAD); labels (n, steps) of
 class ids for a sequence output, 0 for padding (those steps count for
 nothing in the loss and the accuracy), or (n,) for a vector output.
-decode() is greedy decoding (not in tf.keras).
+decode() is greedy decoding or beam search (not in tf.keras).
 """
 import time
 
@@ -491,20 +491,42 @@ class TokenModel(Model):
             np.log(probs, out=probs)
         return probs
 
-    def decode(self, x, target, batch_size=None):
-        """Greedy decoding (vtpu's own, not in tf.keras): the model's
-        sequence output generated step by step, each step's most probable
-        id fed back as the next step's id of the token input @target (the
-        decoder's input, which training fed the shifted target: teacher
-        forcing). The layers that do not depend on @target (the encoder)
-        run once; a batch is one submission.
+    def decode(self, x, target, batch_size=None, beam_width=1,
+               length_penalty=0.0, return_scores=False):
+        """Greedy decoding or beam search (vtpu's own, not in tf.keras):
+        the model's sequence output generated step by step, fed back as
+        the next step's ids of the token input @target (the decoder's
+        input, which training fed the shifted target: teacher forcing).
+
+        Greedy (beam_width=1, the default) feeds back each step's most
+        probable id, vtpu_model_decode(): the layers that do not depend on
+        @target (the encoder) run once; a batch is one submission.
+
+        Beam search (beam_width > 1, or length_penalty or return_scores
+        given), vtpu_model_decode_beam_opts(): beam_width hypotheses per
+        sentence, each extended by every id at the next step, the best
+        kept; one that said vtpu.text.END is finished, kept with its score
+        and not extended. A score is the sum of the natural logs of the
+        ids' probabilities. It runs from the host on the prediction
+        program, each step predicting the whole output again for the
+        hypotheses not finished: up to steps * beam_width times greedy's
+        work. Width 1 gives greedy's ids.
 
         x: an array per input as for predict; @target's may be None (it is
             not read: step 0 reads vtpu.text.START, id 1)
         target: the decoder's Input tensor (or its index in inputs, or its
             name); it must be as long as the output
+        beam_width: hypotheses per sentence, 1 to 64 and at most the
+            output's classes
+        length_penalty: alpha of GNMT's length normalisation (hypotheses
+            ranked by score / ((5 + length) / 6) ** alpha, as the TF NMT
+            tutorial's length_penalty_weight); 0 (the default) ranks by
+            the plain score
+        return_scores: also return each sentence's score
         Returns int32 (n, steps): the generated ids (a sentence ends at the
-        first vtpu.text.END, id 2; Vocabulary.decode stops there)."""
+        first vtpu.text.END, id 2; Vocabulary.decode stops there; beam
+        search pads with 0 after it), and with return_scores float32 (n,)
+        the scores (sums of log-probabilities, not normalised)."""
         if not self._sequence_output():
             raise ValueError("decode: the output %r is not a sequence"
                              % self._output._layer.name)
@@ -517,19 +539,36 @@ class TokenModel(Model):
                 % (self._inputs[k]._layer.name,
                    self._inputs[k]._feature_shape[0],
                    self._output._feature_shape[0]))
+        from ._util import check_float, check_int
         if batch_size is not None:
-            from ._util import check_int
             check_int(batch_size, "batch_size", 1, where="decode: ")
+        beam_width = check_int(beam_width, "beam_width", 1,
+                               lib.VTPU_BEAM_MAX_WIDTH, where="decode: ")
+        length_penalty = check_float(length_penalty, "length_penalty", 0,
+                                     where="decode: ")
+        beam = beam_width > 1 or length_penalty or return_scores
         xs, n = self._token_arrays(x, "x", allow_none=k)
         cm = self._ensure_c(None if self._c is not None else
                             (batch_size or 32), what="decode")
         out = np.empty((n, self._output._feature_shape[0]), dtype=np.uint32)
         keep = [ffi.cast("uint32_t *", ffi.from_buffer(a)) for a in xs]
         ptrs = ffi.new("uint32_t *[]", keep)
-        cm.check(lib.vtpu_model_decode(
-            cm.p, self._c_tokens[k], ffi.cast("const uint32_t *const *",
-                                              ptrs), n,
-            ffi.cast("uint32_t *", ffi.from_buffer(out))), "decode")
+        ins = ffi.cast("const uint32_t *const *", ptrs)
+        outp = ffi.cast("uint32_t *", ffi.from_buffer(out))
+        if not beam:
+            cm.check(lib.vtpu_model_decode(cm.p, self._c_tokens[k], ins, n,
+                                           outp), "decode")
+            return out.astype(np.int32)
+        opts = ffi.new("struct vtpu_beam_opts *")
+        opts.sz = ffi.sizeof("struct vtpu_beam_opts")
+        opts.width = int(beam_width)
+        opts.alpha = float(length_penalty)
+        scores = np.empty(n, dtype=np.float32)
+        cm.check(lib.vtpu_model_decode_beam_opts(
+            cm.p, self._c_tokens[k], ins, n, opts, outp,
+            ffi.cast("float *", ffi.from_buffer(scores))), "decode")
+        if return_scores:
+            return out.astype(np.int32), scores
         return out.astype(np.int32)
 
     def _target_index(self, target):
