@@ -570,6 +570,21 @@ static void check_decode(struct __test_metadata *_metadata, bool gru)
 	ASSERT_NE(NULL, m);
 	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
 							vtpu_model_error(m));
+	/* a GRU's layer type; Keras' count: 3 (6 * 8 + 8 * 8 + 2 * 8) */
+	if (gru) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		ASSERT_NE(NULL, f);
+		vtpu_model_summary(m, f);
+		fclose(f);
+		EXPECT_NE(NULL, strstr(text, "gru_1 (GRU)")) TH_LOG("%s", text);
+		EXPECT_NE(NULL, strstr(text, "(None, 6, 8)              384"))
+			TH_LOG("%s", text);
+		EXPECT_EQ(NULL, strstr(text, "gru/h"));
+		free(text);
+	}
 	/* weights of a trained network's scale: varied choices */
 	for (k = 0; k < (uint32_t)vtpu_model_num_weights(m); k++) {
 		struct vtpu_weight_info wi;
