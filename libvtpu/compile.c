@@ -49,13 +49,20 @@ struct tref {
 };
 
 /*
- * What an LSTM keeps for its gradient, time-major: h and c of steps
- * -1..T-1 ([T + 1][B][H]: step -1 the initial state), the gates'
- * activations [4][T][B][H] (gate-major, so that each gate of a step is
- * one contiguous block for the element-wise commands) and tanh(c) [T][B][H].
+ * What an LSTM or a GRU keeps for its gradient, time-major: h of steps
+ * -1..T-1 ([T + 1][B][H]: step -1 the initial state) and the gates'
+ * activations, gate-major ([4][T][B][H], so that each gate of a step is
+ * one contiguous block for the element-wise commands). An LSTM's slots
+ * are its gates i, f, g, o; it keeps c ([T + 1][B][H]) and tanh(c)
+ * ([T][B][H]) too. A GRU's are z, r, the recurrent part of the candidate
+ * (h U_h + b_rh, which r scales) and the candidate h~ (x W_h + b_ih
+ * until the step); it keeps the sums of z's and r's two biases (bsum,
+ * [2][H]) and ones ([T * B]) that broadcast b_rh.
  */
-struct lstm_bufs {
-	struct tref hx, cx, act, tc;
+struct rnn_bufs {
+	struct tref hx, act;
+	struct tref cx, tc;	/* LSTM */
+	struct tref bsum, ones;	/* GRU */
 };
 
 struct cx {
@@ -72,10 +79,11 @@ struct cx {
 	int *pool_of;	/* conv node -> the maxpool fused with it, or -1 */
 	bool *relu_folded; /* a ReLU node run by its CONV_POOL (VTPU_CONV_RELU) */
 	bool *pool_relu;   /* a maxpool node whose CONV_POOL runs that ReLU */
-	bool *want_bwd;	   /* an LSTM whose states (only) have gradients */
+	bool *want_bwd;	   /* an LSTM or GRU whose states (only) have
+			    * gradients */
 	bool *dec;	   /* decoding: a node run step by step */
 	int step;	   /* the step being emitted, or -1: all of them */
-	struct lstm_bufs *lstm; /* per LSTM node */
+	struct rnn_bufs *rnn; /* per LSTM or GRU node */
 	int state, images, labels, metrics, grads;
 	uint32_t lr_at; /* where the optimizer command's lr is in cb */
 	int err;
@@ -1027,12 +1035,12 @@ static struct tref gate_of(struct cx *cx, int i, int gate, uint64_t step)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 
-	return step_of(cx, cx->lstm[i].act, n->c,
+	return step_of(cx, cx->rnn[i].act, n->c,
 		       (uint64_t)gate * n->h + step);
 }
 
 /* The step's block is the initial state (a copy) or zeros. */
-static void lstm_init(struct cx *cx, int node, struct tref dst, uint64_t n)
+static void rnn_init(struct cx *cx, int node, struct tref dst, uint64_t n)
 {
 	if (node >= 0) {
 		struct vtpu_cmd_copy cmd = {
@@ -1053,72 +1061,140 @@ static void lstm_init(struct cx *cx, int node, struct tref dst, uint64_t n)
 }
 
 enum { GATE_I, GATE_F, GATE_G, GATE_O };
+/* A GRU's slots: the recurrent part of h~ apart, as r scales it alone. */
+enum { GRU_Z, GRU_R, GRU_RH, GRU_HH };
+
+/* Which slot of the gates' buffer each gate's column block of W or U feeds. */
+static const int lstm_slots[] = { GATE_I, GATE_F, GATE_G, GATE_O };
+static const int gru_wslots[] = { GRU_Z, GRU_R, GRU_HH };
+static const int gru_uslots[] = { GRU_Z, GRU_R, GRU_RH };
+
+/* The buffers of a layer of @slots slots, the initial h. */
+static void rnn_begin(struct cx *cx, int i, uint32_t slots)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t bh = (uint64_t)cx->B * n->c, T = n->h;
+	struct rnn_bufs *l = &cx->rnn[i];
+
+	l->hx = work(cx, (T + 1) * bh * 4);
+	l->act = work(cx, slots * T * bh * 4);
+	cx->val[i] = step_of(cx, l->hx, n->c, 1);
+	rnn_init(cx, n->in[1], l->hx, bh);
+}
 
 /*
- * Forward, unrolled: the input's part of every step's gates (x W + b) as
- * four GEMMs over all T * B rows first, then per step one GEMM_BATCHED
- * adding h W_rec to the four gates and eight element-wise commands:
- * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c).
+ * The input's part of steps t0..t0+nt-1 for the gate whose columns of W
+ * are block @wg of @gates: x W_wg + @bias into slot @slot.
  */
-/* The buffers, the initial state. */
+static void rnn_input_gemm(struct cx *cx, int i, uint32_t t0, uint32_t nt,
+			   uint32_t gates, uint32_t wg, int slot,
+			   struct tref bias)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, d = cx->g->nodes[n->in[0]].c;
+	struct vtpu_cmd_gemm cmd = {
+		.hdr = { VTPU_OP_GEMM, sizeof(cmd) },
+		.m = nt * cx->B, .n = H, .k = d,
+		.flags = VTPU_GEMM_BIAS, .lda = d, .ldb = gates * H,
+		.ldc = H, .dtype = VTPU_DTYPE_F32,
+		.alpha = f32_bits(1.0f),
+		.a = opnd(step_of(cx, cx->val[n->in[0]], d, t0)),
+		.b = opnd(shifted(param(cx, n->weight), (uint64_t)wg * H * 4)),
+		.c = opnd(gate_of(cx, i, slot, t0)), .bias = opnd(bias),
+	};
+
+	emit(cx, &cmd);
+}
+
+/*
+ * Step t's h U added to the first @gates slots of the gates (U's column
+ * blocks side by side, the slots T * B * H apart): one GEMM_BATCHED. At
+ * step 0 from zeros, nothing to add.
+ */
+static void rnn_recurrent(struct cx *cx, int i, uint64_t t, uint32_t gates)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c;
+	struct bgemm rec = {
+		.batch = gates, .m = cx->B, .n = H, .k = H,
+		.lda = H, .ldb = gates * H, .ldc = H,
+		.sa = 0, .sb = H, .sc = (uint64_t)n->h * cx->B * H,
+		.a = step_of(cx, cx->rnn[i].hx, H, t),
+		.b = param(cx, n->weight2), .c = gate_of(cx, i, 0, t),
+		.beta = 1.0f,
+	};
+
+	if (t || n->in[1] >= 0)
+		gemm_batched(cx, &rec);
+}
+
+struct rnn_kind {
+	void (*begin)(struct cx *cx, int i);
+	void (*input_part)(struct cx *cx, int i, uint32_t t0, uint32_t nt);
+	void (*step)(struct cx *cx, int i, uint64_t t, struct tref tmp);
+};
+
+/*
+ * Forward, unrolled: the input's part of every step's gates as GEMMs
+ * over all T * B rows first, then per step the recurrent part (one
+ * GEMM_BATCHED) and the cell's element-wise step. Decoding, one step at
+ * a time, its input's part too.
+ */
+static void rnn_fwd(struct cx *cx, int i, const struct rnn_kind *k)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct tref tmp = work(cx, (uint64_t)cx->B * n->c * 4);
+	uint32_t t;
+
+	if (cx->step > 0) {
+		k->input_part(cx, i, cx->step, 1);
+		k->step(cx, i, cx->step, tmp);
+		return;
+	}
+	k->begin(cx, i);
+	k->input_part(cx, i, 0, cx->step < 0 ? n->h : 1);
+	for (t = 0; t < (cx->step < 0 ? n->h : 1); t++)
+		k->step(cx, i, t, tmp);
+}
+
+/* An LSTM's buffers: h and the gates, c and tanh(c); its initial state. */
 static void lstm_begin(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	uint64_t bh = (uint64_t)cx->B * n->c, T = n->h;
-	struct lstm_bufs *l = &cx->lstm[i];
+	struct rnn_bufs *l = &cx->rnn[i];
 
-	l->hx = work(cx, (T + 1) * bh * 4);
+	rnn_begin(cx, i, 4);
 	l->cx = work(cx, (T + 1) * bh * 4);
-	l->act = work(cx, 4 * T * bh * 4);
 	l->tc = work(cx, T * bh * 4);
-	cx->val[i] = step_of(cx, l->hx, n->c, 1);
-	lstm_init(cx, n->in[1], l->hx, bh);
-	lstm_init(cx, n->in[2], l->cx, bh);
+	rnn_init(cx, n->in[2], l->cx, bh);
 }
 
 /* The input's part of steps t0..t0+nt-1's gates: x W + b, gate by gate. */
 static void lstm_input_part(struct cx *cx, int i, uint32_t t0, uint32_t nt)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
-	uint32_t H = n->c, d = cx->g->nodes[n->in[0]].c, g;
-	struct tref x = step_of(cx, cx->val[n->in[0]], d, t0);
+	uint32_t g;
 
-	for (g = 0; g < 4; g++) {
-		struct vtpu_cmd_gemm cmd = {
-			.hdr = { VTPU_OP_GEMM, sizeof(cmd) },
-			.m = nt * cx->B, .n = H, .k = d,
-			.flags = VTPU_GEMM_BIAS, .lda = d, .ldb = 4 * H,
-			.ldc = H, .dtype = VTPU_DTYPE_F32,
-			.alpha = f32_bits(1.0f), .a = opnd(x),
-			.b = opnd(shifted(param(cx, n->weight),
-					  (uint64_t)g * H * 4)),
-			.c = opnd(gate_of(cx, i, g, t0)),
-			.bias = opnd(shifted(param(cx, n->bias),
-					     (uint64_t)g * H * 4)),
-		};
-
-		emit(cx, &cmd);
-	}
+	for (g = 0; g < 4; g++)
+		rnn_input_gemm(cx, i, t0, nt, 4, g, lstm_slots[g],
+			       shifted(param(cx, n->bias),
+				       (uint64_t)g * n->c * 4));
 }
 
-/* Step t: h W_rec added to the gates, then the cell's element-wise step. */
+/*
+ * Step t: h W_rec added to the gates, then eight element-wise commands:
+ * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c).
+ */
 static void lstm_step(struct cx *cx, int i, uint64_t t, struct tref tmp)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	uint32_t H = n->c;
 	uint64_t bh = (uint64_t)cx->B * H;
-	const struct lstm_bufs *l = &cx->lstm[i];
-	struct bgemm rec = {
-		.batch = 4, .m = cx->B, .n = H, .k = H,
-		.lda = H, .ldb = 4 * H, .ldc = H,
-		.sa = 0, .sb = H, .sc = (uint64_t)n->h * bh,
-		.a = step_of(cx, l->hx, H, t), .b = param(cx, n->weight2),
-		.c = gate_of(cx, i, GATE_I, t), .beta = 1.0f,
-	};
+	const struct rnn_bufs *l = &cx->rnn[i];
 	struct tref c = step_of(cx, l->cx, H, t + 1);
 
-	if (t || n->in[1] >= 0)
-		gemm_batched(cx, &rec);
+	rnn_recurrent(cx, i, t, 4);
 	ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_I, t), at(0, 0),
 	   gate_of(cx, i, GATE_I, t));
 	ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_F, t), at(0, 0),
@@ -1137,70 +1213,203 @@ static void lstm_step(struct cx *cx, int i, uint64_t t, struct tref tmp)
 	   step_of(cx, l->tc, H, t), step_of(cx, l->hx, H, t + 1));
 }
 
-/*
- * Forward, unrolled: the input's part of every step's gates (x W + b) as
- * four GEMMs over all T * B rows first, then per step one GEMM_BATCHED
- * adding h W_rec to the four gates and eight element-wise commands:
- * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c). Decoding,
- * one step at a time, its input's part too.
- */
 static void lstm_fwd(struct cx *cx, int i)
 {
-	const struct vg_node *n = &cx->g->nodes[i];
-	struct tref tmp = work(cx, (uint64_t)cx->B * n->c * 4);
-	uint32_t t;
+	static const struct rnn_kind lstm = {
+		lstm_begin, lstm_input_part, lstm_step,
+	};
 
-	if (cx->step > 0) {
-		lstm_input_part(cx, i, cx->step, 1);
-		lstm_step(cx, i, cx->step, tmp);
-		return;
-	}
-	lstm_begin(cx, i);
-	lstm_input_part(cx, i, 0, cx->step < 0 ? n->h : 1);
-	for (t = 0; t < (cx->step < 0 ? n->h : 1); t++)
-		lstm_step(cx, i, t, tmp);
+	rnn_fwd(cx, i, &lstm);
 }
 
-/* h and c after the last step: views of the LSTM's buffers. */
-static void lstm_state_fwd(struct cx *cx, int i)
+/*
+ * A GRU's buffers: h and the slots z, r, h U_h + b_rh and h~; b_i + b_r
+ * of z and r (they are only ever summed), ones that broadcast b_rh.
+ */
+static void gru_begin(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c;
+	uint64_t rows = (uint64_t)n->h * cx->B;
+	struct rnn_bufs *l = &cx->rnn[i];
+	struct vtpu_cmd_fill ones = {
+		.hdr = { VTPU_OP_FILL, sizeof(ones) },
+		.count = (uint32_t)rows, .value = f32_bits(1.0f),
+	};
+
+	rnn_begin(cx, i, 4);
+	l->bsum = work(cx, 2ull * H * 4);
+	l->ones = work(cx, rows * 4);
+	ones.dst = opnd(l->ones);
+	emit(cx, &ones);
+	ew(cx, VTPU_EW_ADD, 2ull * H, param(cx, n->bias),
+	   shifted(param(cx, n->bias), 3ull * H * 4), l->bsum);
+}
+
+/*
+ * The input's part of steps t0..t0+nt-1: x W_z + b_iz + b_rz, the same for
+ * r, x W_h + b_ih; and b_rh, where the step adds h U_h (ones times b_rh:
+ * a GEMM of depth 1 broadcasts it exactly).
+ */
+static void gru_input_part(struct cx *cx, int i, uint32_t t0, uint32_t nt)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct rnn_bufs *l = &cx->rnn[i];
+	uint32_t H = n->c;
+	struct tref b = param(cx, n->bias);
+
+	rnn_input_gemm(cx, i, t0, nt, 3, 0, GRU_Z, l->bsum);
+	rnn_input_gemm(cx, i, t0, nt, 3, 1, GRU_R, shifted(l->bsum, H * 4ull));
+	rnn_input_gemm(cx, i, t0, nt, 3, 2, GRU_HH, shifted(b, 2ull * H * 4));
+	gemm_ld(cx, nt * cx->B, H, 1, 0, l->ones, 1,
+		shifted(b, 5ull * H * 4), 3 * H, gate_of(cx, i, GRU_RH, t0), H,
+		0.0f);
+}
+
+/*
+ * Step t: h U added to z, r and the recurrent part of h~, then eight
+ * element-wise commands: z, r = sigmoid, h~ = tanh(h~ + r (h U_h + b_rh)),
+ * h' = z h + (1 - z) h~ = h~ + z (h - h~).
+ */
+static void gru_step(struct cx *cx, int i, uint64_t t, struct tref tmp)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c;
+	uint64_t bh = (uint64_t)cx->B * H;
+	const struct rnn_bufs *l = &cx->rnn[i];
+	struct tref z = gate_of(cx, i, GRU_Z, t), r = gate_of(cx, i, GRU_R, t);
+	struct tref rh = gate_of(cx, i, GRU_RH, t);
+	struct tref hh = gate_of(cx, i, GRU_HH, t);
+
+	rnn_recurrent(cx, i, t, 3);
+	ew(cx, VTPU_EW_SIGMOID, bh, z, at(0, 0), z);
+	ew(cx, VTPU_EW_SIGMOID, bh, r, at(0, 0), r);
+	ew(cx, VTPU_EW_MUL, bh, r, rh, tmp);
+	ew(cx, VTPU_EW_ADD, bh, hh, tmp, hh);
+	ew(cx, VTPU_EW_TANH, bh, hh, at(0, 0), hh);
+	ew(cx, VTPU_EW_SUB, bh, step_of(cx, l->hx, H, t), hh, tmp);
+	ew(cx, VTPU_EW_MUL, bh, z, tmp, tmp);
+	ew(cx, VTPU_EW_ADD, bh, hh, tmp, step_of(cx, l->hx, H, t + 1));
+}
+
+static void gru_fwd(struct cx *cx, int i)
+{
+	static const struct rnn_kind gru = {
+		gru_begin, gru_input_part, gru_step,
+	};
+
+	rnn_fwd(cx, i, &gru);
+}
+
+/* h (and an LSTM's c) after the last step: views of the layer's buffers. */
+static void rnn_state_fwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	const struct vg_node *l = &cx->g->nodes[n->in[0]];
-	const struct lstm_bufs *b = &cx->lstm[n->in[0]];
+	const struct rnn_bufs *b = &cx->rnn[n->in[0]];
 
 	cx->val[i] = step_of(cx, n->slot ? b->cx : b->hx, l->c, l->h);
 }
 
-static void lstm_state_bwd(struct cx *cx, int i)
+static void rnn_state_bwd(struct cx *cx, int i)
 {
 	cx->want_bwd[cx->g->nodes[i].in[0]] = true;
 }
 
-/* The gradient of a state output of LSTM @i (slot 0 h, 1 c), or none. */
-static struct tref lstm_state_grad(struct cx *cx, int i, int slot)
+/* The gradient of a state output of layer @i (slot 0 h, 1 c), or none. */
+static struct tref rnn_state_grad(struct cx *cx, int i, int slot)
 {
+	const struct vg_node *s;
 	int k;
 
-	for (k = i + 1; k < cx->g->nnodes; k++)
-		if (cx->g->nodes[k].op == VG_LSTM_STATE &&
-		    cx->g->nodes[k].in[0] == i && cx->g->nodes[k].slot == slot)
+	for (k = i + 1; k < cx->g->nnodes; k++) {
+		s = &cx->g->nodes[k];
+		if ((s->op == VG_LSTM_STATE || s->op == VG_GRU_STATE) &&
+		    s->in[0] == i && s->slot == slot)
 			return cx->grad[k];
+	}
 	return at(0, 0);
 }
 
-/* dst (+)= the four gates' dz [rows, H] times their blocks of @w^T. */
-static void lstm_back_gates(struct cx *cx, int i, struct tref dz0,
-			    uint64_t gate_stride, uint32_t rows,
-			    struct tref w, uint32_t wrows, struct tref dst,
-			    bool add)
+/* dh of every step [T][B][H]: from the sequence output and the last h. */
+static void rnn_dh(struct cx *cx, int i, struct tref dhs)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t bh = (uint64_t)cx->B * n->c;
+	struct tref dh_last = rnn_state_grad(cx, i, 0);
+
+	if (cx->grad[i].sid) {
+		struct vtpu_cmd_copy cmd = {
+			.hdr = { VTPU_OP_COPY, sizeof(cmd) },
+			.bytes = n->h * bh * 4, .dst = opnd(dhs),
+			.src = opnd(cx->grad[i]),
+		};
+
+		emit(cx, &cmd);
+	} else {
+		rnn_init(cx, -1, dhs, n->h * bh);
+	}
+	if (dh_last.sid)
+		ew(cx, VTPU_EW_ADD, bh, step_of(cx, dhs, n->c, n->h - 1),
+		   dh_last, step_of(cx, dhs, n->c, n->h - 1));
+}
+
+/*
+ * dst (+)= the @gates gates' dz [rows, H] (slots @slots of @dz0, the slots
+ * @gate_stride apart) times their column blocks of @w^T.
+ */
+static void rnn_back_gates(struct cx *cx, int i, struct tref dz0,
+			   uint64_t gate_stride, const int *slots,
+			   uint32_t gates, uint32_t rows, struct tref w,
+			   uint32_t wrows, struct tref dst, bool add)
 {
 	uint32_t H = cx->g->nodes[i].c, g;
 
-	for (g = 0; g < 4; g++)
+	for (g = 0; g < gates; g++)
 		gemm_ld(cx, rows, wrows, H, VTPU_GEMM_TRANS_B,
-			shifted(dz0, g * gate_stride * 4), H,
-			shifted(w, (uint64_t)g * H * 4), 4 * H, dst, wrows,
+			shifted(dz0, slots[g] * gate_stride * 4), H,
+			shifted(w, (uint64_t)g * H * 4), gates * H, dst, wrows,
 			add || g ? 1.0f : 0.0f);
+}
+
+/*
+ * Over all steps at once, from the gates' dz (slots T * B * H apart):
+ * dW = x^T dz, dW_rec = h'^T dz, the bias's sums of dz (a GRU's second
+ * row, @two_biases, those of the recurrent slots) and dx.
+ */
+static void rnn_param_grads(struct cx *cx, int i, struct tref dz,
+			    uint32_t gates, const int *wslots,
+			    const int *uslots, bool two_biases)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, B = cx->B, T = n->h, d = cx->g->nodes[n->in[0]].c;
+	uint64_t gs = (uint64_t)T * B * H;
+	struct tref db = param_grad(cx, n->bias), dx, tmp;
+	uint32_t g;
+
+	for (g = 0; g < gates; g++) {
+		struct tref dzw = shifted(dz, wslots[g] * gs * 4);
+		struct tref dzu = shifted(dz, uslots[g] * gs * 4);
+
+		gemm_ld(cx, d, H, T * B, VTPU_GEMM_TRANS_A, cx->val[n->in[0]],
+			d, dzw, H,
+			shifted(param_grad(cx, n->weight), g * H * 4ull),
+			gates * H, 0.0f);
+		gemm_ld(cx, H, H, T * B, VTPU_GEMM_TRANS_A, cx->rnn[i].hx, H,
+			dzu, H, shifted(param_grad(cx, n->weight2),
+					g * H * 4ull),
+			gates * H, 0.0f);
+		reduce_cols(cx, T * B, H, dzw, shifted(db, g * H * 4ull), 0.0f);
+		if (two_biases)
+			reduce_cols(cx, T * B, H, dzu,
+				    shifted(db, (gates + g) * H * 4ull), 0.0f);
+	}
+	if (cx->needs_grad[n->in[0]]) {
+		dx = grad_begin(cx, n->in[0], &tmp);
+		rnn_back_gates(cx, i, dz, gs, wslots, gates, T * B,
+			       param(cx, n->weight), d, dx, false);
+		grad_end(cx, n->in[0], tmp);
+	}
 }
 
 /*
@@ -1212,38 +1421,17 @@ static void lstm_back_gates(struct cx *cx, int i, struct tref dz0,
 static void lstm_bwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
-	uint32_t H = n->c, T = n->h, B = cx->B, d = cx->g->nodes[n->in[0]].c;
+	uint32_t H = n->c, T = n->h, B = cx->B;
 	uint64_t bh = (uint64_t)B * H, gs = (uint64_t)T * bh, t;
-	const struct lstm_bufs *l = &cx->lstm[i];
-	struct tref dh_last = lstm_state_grad(cx, i, 0);
-	struct tref dc_last = lstm_state_grad(cx, i, 1);
+	const struct rnn_bufs *l = &cx->rnn[i];
+	struct tref dc_last = rnn_state_grad(cx, i, 1);
 	struct tref dhs = work(cx, T * bh * 4), dc = work(cx, bh * 4);
 	struct tref dz = work(cx, 4 * gs * 4), y = work(cx, bh * 4);
-	struct tref w = param(cx, n->weight), u = param(cx, n->weight2);
+	struct tref u = param(cx, n->weight2);
 	struct tref dx, tmp;
-	uint32_t g;
 
-	/* dh of every step: from the sequence output and the last state */
-	if (cx->grad[i].sid) {
-		struct vtpu_cmd_copy cmd = {
-			.hdr = { VTPU_OP_COPY, sizeof(cmd) },
-			.bytes = T * bh * 4, .dst = opnd(dhs),
-			.src = opnd(cx->grad[i]),
-		};
-
-		emit(cx, &cmd);
-	} else {
-		struct vtpu_cmd_fill cmd = {
-			.hdr = { VTPU_OP_FILL, sizeof(cmd) },
-			.count = (uint32_t)(T * bh), .dst = opnd(dhs),
-		};
-
-		emit(cx, &cmd);
-	}
-	if (dh_last.sid)
-		ew(cx, VTPU_EW_ADD, bh, step_of(cx, dhs, H, T - 1), dh_last,
-		   step_of(cx, dhs, H, T - 1));
-	lstm_init(cx, -1, dc, bh);
+	rnn_dh(cx, i, dhs);
+	rnn_init(cx, -1, dc, bh);
 	if (dc_last.sid)
 		ew(cx, VTPU_EW_ADD, bh, dc, dc_last, dc);
 
@@ -1272,36 +1460,78 @@ static void lstm_bwd(struct cx *cx, int i)
 		/* dc of the step before: through the forget gate */
 		ew(cx, VTPU_EW_MUL, bh, dc, gf, dc);
 		if (t)
-			lstm_back_gates(cx, i, dzt, gs, B, u, H,
-					step_of(cx, dhs, H, t - 1), true);
+			rnn_back_gates(cx, i, dzt, gs, lstm_slots, 4, B, u, H,
+				       step_of(cx, dhs, H, t - 1), true);
 	}
 	/* the initial state's gradients */
 	if (n->in[1] >= 0 && cx->needs_grad[n->in[1]]) {
 		dx = grad_begin(cx, n->in[1], &tmp);
-		lstm_back_gates(cx, i, dz, gs, B, u, H, dx, false);
+		rnn_back_gates(cx, i, dz, gs, lstm_slots, 4, B, u, H, dx,
+			       false);
 		grad_end(cx, n->in[1], tmp);
 	}
 	if (n->in[2] >= 0 && cx->needs_grad[n->in[2]])
 		grad_pass(cx, n->in[2], dc);
-	/* over all steps: dW = x^T dz, dW_rec = h'^T dz, db = sums of dz */
-	for (g = 0; g < 4; g++) {
-		struct tref dzg = shifted(dz, g * gs * 4);
+	rnn_param_grads(cx, i, dz, 4, lstm_slots, lstm_slots, false);
+}
 
-		gemm_ld(cx, d, H, T * B, VTPU_GEMM_TRANS_A, cx->val[n->in[0]], d,
-			dzg, H, shifted(param_grad(cx, n->weight), g * H * 4ull),
-			4 * H, 0.0f);
-		gemm_ld(cx, H, H, T * B, VTPU_GEMM_TRANS_A, l->hx, H, dzg, H,
-			shifted(param_grad(cx, n->weight2), g * H * 4ull),
-			4 * H, 0.0f);
-		reduce_cols(cx, T * B, H, dzg,
-			    shifted(param_grad(cx, n->bias), g * H * 4ull),
-			    0.0f);
+/*
+ * Backward through time: dh of steps -1..T-1 ([T + 1][B][H], step -1 the
+ * initial h's); per step (last first) nine element-wise commands give
+ * the slots' dz from dh (h~'s and that of its recurrent part, r times
+ * it), then dh of the step before gets dh z and dz U^T; after the loop,
+ * dW, dU, db and dx each over all steps at once.
+ */
+static void gru_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t H = n->c, T = n->h, B = cx->B;
+	uint64_t bh = (uint64_t)B * H, gs = (uint64_t)T * bh, t;
+	const struct rnn_bufs *l = &cx->rnn[i];
+	bool dinit = n->in[1] >= 0 && cx->needs_grad[n->in[1]];
+	struct tref dhs = work(cx, (T + 1) * bh * 4);
+	struct tref dz = work(cx, 4 * gs * 4), y = work(cx, bh * 4);
+
+	rnn_dh(cx, i, step_of(cx, dhs, H, 1));
+	for (t = T; t-- > 0;) {
+		struct tref dh = step_of(cx, dhs, H, t + 1);
+		struct tref prev = step_of(cx, dhs, H, t);
+		struct tref z = gate_of(cx, i, GRU_Z, t);
+		struct tref r = gate_of(cx, i, GRU_R, t);
+		struct tref rh = gate_of(cx, i, GRU_RH, t);
+		struct tref hh = gate_of(cx, i, GRU_HH, t);
+		struct tref dzt = step_of(cx, dz, H, t);
+		struct tref dhh = shifted(dzt, GRU_HH * gs * 4);
+
+		/* z: dh (h - h~) through the sigmoid */
+		ew(cx, VTPU_EW_SUB, bh, step_of(cx, l->hx, H, t), hh, y);
+		ew(cx, VTPU_EW_MUL, bh, dh, y, y);
+		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, z, y,
+		   shifted(dzt, GRU_Z * gs * 4));
+		/* h~: dh (1 - z) through the tanh; r times it for h U_h */
+		ew(cx, VTPU_EW_MUL, bh, z, dh, y);
+		ew(cx, VTPU_EW_SUB, bh, dh, y, y);
+		ew(cx, VTPU_EW_TANH_GRAD, bh, hh, y, dhh);
+		ew(cx, VTPU_EW_MUL, bh, dhh, r, shifted(dzt, GRU_RH * gs * 4));
+		/* r: dh~ (h U_h + b_rh) through the sigmoid */
+		ew(cx, VTPU_EW_MUL, bh, dhh, rh, y);
+		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, r, y,
+		   shifted(dzt, GRU_R * gs * 4));
+		if (!t && !dinit)
+			break;
+		/* dh of the step before: through z and through U */
+		if (t) {
+			ew(cx, VTPU_EW_MUL, bh, dh, z, y);
+			ew(cx, VTPU_EW_ADD, bh, prev, y, prev);
+		} else {
+			ew(cx, VTPU_EW_MUL, bh, dh, z, prev);
+		}
+		rnn_back_gates(cx, i, dzt, gs, gru_uslots, 3, B,
+			       param(cx, n->weight2), H, prev, true);
 	}
-	if (cx->needs_grad[n->in[0]]) {
-		dx = grad_begin(cx, n->in[0], &tmp);
-		lstm_back_gates(cx, i, dz, gs, T * B, w, d, dx, false);
-		grad_end(cx, n->in[0], tmp);
-	}
+	if (dinit)
+		grad_pass(cx, n->in[1], dhs);
+	rnn_param_grads(cx, i, dz, 3, gru_wslots, gru_uslots, true);
 }
 
 /*
@@ -1429,7 +1659,9 @@ static const struct {
 	[VG_TOKENS] = { tokens_fwd, NULL },
 	[VG_EMBEDDING] = { embedding_fwd, embedding_bwd },
 	[VG_LSTM] = { lstm_fwd, lstm_bwd },
-	[VG_LSTM_STATE] = { lstm_state_fwd, lstm_state_bwd },
+	[VG_LSTM_STATE] = { rnn_state_fwd, rnn_state_bwd },
+	[VG_GRU] = { gru_fwd, gru_bwd },
+	[VG_GRU_STATE] = { rnn_state_fwd, rnn_state_bwd },
 	[VG_ATTENTION] = { attention_fwd, attention_bwd },
 	[VG_CONCAT] = { concat_fwd, NULL },
 	[VG_LOSS] = { loss_fwd, NULL },
@@ -1666,17 +1898,17 @@ static void mark_needs_grad(struct cx *cx)
 /*
  * Greedy decoding in one stream: the nodes that do not depend on the
  * generated input (the encoder) run once; then, step by step, the ones
- * that do (embedding, LSTM, attention, dense: each emits its step's block),
- * and ARGMAX of the step's logits gives the ids the next step reads,
- * written where the generated input's ids are (the host puts <start> in
- * step 0) and into the metrics, [T][batch] at VG_METRIC_PROBS.
+ * that do (embedding, LSTM, GRU, attention, dense: each emits its step's
+ * block), and ARGMAX of the step's logits gives the ids the next step
+ * reads, written where the generated input's ids are (the host puts
+ * <start> in step 0) and into the metrics, [T][batch] at VG_METRIC_PROBS.
  */
 static bool decodable(const struct vg_node *n)
 {
 	switch (n->op) {
 	case VG_TOKENS: case VG_EMBEDDING: case VG_LSTM: case VG_LSTM_STATE:
-	case VG_ATTENTION: case VG_CONCAT: case VG_DENSE: case VG_DROPOUT:
-	case VG_LOSS:
+	case VG_GRU: case VG_GRU_STATE: case VG_ATTENTION: case VG_CONCAT:
+	case VG_DENSE: case VG_DROPOUT: case VG_LOSS:
 		return true;
 	default:
 		return false;
@@ -1781,10 +2013,10 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	cx.relu_folded = calloc(g->nnodes, sizeof(*cx.relu_folded));
 	cx.pool_relu = calloc(g->nnodes, sizeof(*cx.pool_relu));
 	cx.want_bwd = calloc(g->nnodes, sizeof(*cx.want_bwd));
-	cx.lstm = calloc(g->nnodes, sizeof(*cx.lstm));
+	cx.rnn = calloc(g->nnodes, sizeof(*cx.rnn));
 	cx.dec = calloc(g->nnodes, sizeof(*cx.dec));
 	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of ||
-	    !cx.relu_folded || !cx.pool_relu || !cx.want_bwd || !cx.lstm ||
+	    !cx.relu_folded || !cx.pool_relu || !cx.want_bwd || !cx.rnn ||
 	    !cx.dec) {
 		cx.err = -ENOMEM;
 		goto out;
@@ -1868,7 +2100,7 @@ out:
 	free(cx.relu_folded);
 	free(cx.pool_relu);
 	free(cx.want_bwd);
-	free(cx.lstm);
+	free(cx.rnn);
 	free(cx.dec);
 	return cx.err;
 }

@@ -18,6 +18,7 @@ static const char *const layer_names[] = {
 	[VG_ADD] = "add",     [VG_DROPOUT] = "dropout",
 	[VG_TOKENS] = "tokens", [VG_EMBEDDING] = "embedding",
 	[VG_LSTM] = "lstm",   [VG_LSTM_STATE] = "lstm_state",
+	[VG_GRU] = "gru",     [VG_GRU_STATE] = "gru_state",
 	[VG_ATTENTION] = "attention", [VG_CONCAT] = "concatenate",
 	[VG_LOSS] = "loss",
 };
@@ -392,7 +393,7 @@ int vtpu_graph_embedding(struct vtpu_graph *g, int tokens, uint32_t vocab,
 	return n;
 }
 
-/* An LSTM's initial state: none (-1), or a vector of @units per example. */
+/* A recurrent layer's initial state: none (-1), or @units per example. */
 static bool valid_state(const struct vtpu_graph *g, int x, uint32_t units)
 {
 	return x == -1 || (valid_node(g, x) && !g->nodes[x].seq &&
@@ -400,49 +401,62 @@ static bool valid_state(const struct vtpu_graph *g, int x, uint32_t units)
 			   g->nodes[x].c == units);
 }
 
-int vtpu_graph_lstm(struct vtpu_graph *g, int x, uint32_t units, int init_h,
-		    int init_c, struct vtpu_lstm_nodes *out)
+/*
+ * An LSTM or GRU node of @gates gates over sequence @x and its parameters
+ * in Keras' layout, the gates side by side: kernel [in, gates * units],
+ * recurrent_kernel [units, gates * units], bias [gates * units] or, with
+ * @bias_rows 2, [2, gates * units]. All read by gate, in column blocks:
+ * never in panels. Return: the node, or -errno.
+ */
+static int add_rnn(struct vtpu_graph *g, enum vg_op op, int x, uint32_t units,
+		   uint32_t gates, int init_h, uint32_t bias_rows)
 {
-	char name[sizeof(g->nodes[0].name)];
 	uint64_t dims[2];
 	uint32_t d;
-	int n, ret, i;
+	int n, ret;
 
-	if (!valid_seq(g, x) || !units || (uint64_t)4 * units > VTPU_MAX_DIM ||
-	    !valid_state(g, init_h, units) || !valid_state(g, init_c, units) ||
-	    (init_h < 0) != (init_c < 0))
+	if (!valid_seq(g, x) || !units ||
+	    (uint64_t)gates * units > VTPU_MAX_DIM ||
+	    !valid_state(g, init_h, units))
 		return -EINVAL;
 	d = g->nodes[x].c;
-	n = add_node(g, VG_LSTM, x, init_h, g->nodes[x].h, 1, units);
+	n = add_node(g, op, x, init_h, g->nodes[x].h, 1, units);
 	if (n < 0)
 		return n;
-	g->nodes[n].in[2] = init_c;
-	/* Keras' layout: gates i, f, c, o side by side, [in, 4 units] */
 	dims[0] = d;
-	dims[1] = 4ull * units;
-	ret = add_param(g, n, "kernel", 2, dims, d, 4 * units, false);
+	dims[1] = (uint64_t)gates * units;
+	ret = add_param(g, n, "kernel", 2, dims, d, gates * units, false);
 	if (ret < 0)
 		return ret;
-	g->params[ret].rows_only = true; /* read by gate: column blocks */
+	g->params[ret].rows_only = true;
 	g->nodes[n].weight = ret;
 	dims[0] = units;
-	ret = add_param(g, n, "recurrent_kernel", 2, dims, units, 4 * units,
-			false);
+	ret = add_param(g, n, "recurrent_kernel", 2, dims, units,
+			gates * units, false);
 	if (ret < 0)
 		return ret;
 	g->params[ret].rows_only = true;
 	g->nodes[n].weight2 = ret;
-	ret = add_param(g, n, "bias", 1, &dims[1], 0, 0, true);
+	dims[0] = bias_rows;
+	ret = add_param(g, n, "bias", bias_rows > 1 ? 2 : 1,
+			bias_rows > 1 ? dims : &dims[1], 0, 0, true);
 	if (ret < 0)
 		return ret;
-	g->params[ret].init = VG_INIT_FORGET_ONE;
+	g->params[ret].rows_only = true;
 	g->nodes[n].bias = ret;
-	if (!out)
-		return n;
-	out->seq = n;
+	return n;
+}
+
+/* The state outputs of recurrent node @n: h (and c), named "lstm/h". */
+static int add_states(struct vtpu_graph *g, int n, enum vg_op op, int count,
+		      int *out)
+{
+	char name[sizeof(g->nodes[0].name)];
+	int i;
+
 	memcpy(name, g->nodes[n].name, sizeof(name));
-	for (i = 0; i < 2; i++) {
-		int s = add_node(g, VG_LSTM_STATE, n, -1, 1, 1, units);
+	for (i = 0; i < count; i++) {
+		int s = add_node(g, op, n, -1, 1, 1, g->nodes[n].c);
 
 		if (s < 0)
 			return s;
@@ -450,11 +464,53 @@ int vtpu_graph_lstm(struct vtpu_graph *g, int x, uint32_t units, int init_h,
 		g->nodes[s].slot = i;
 		snprintf(g->nodes[s].name, sizeof(g->nodes[s].name), "%.28s/%c",
 			 name, i ? 'c' : 'h');
-		if (i)
-			out->c = s;
-		else
-			out->h = s;
+		out[i] = s;
 	}
+	return 0;
+}
+
+int vtpu_graph_lstm(struct vtpu_graph *g, int x, uint32_t units, int init_h,
+		    int init_c, struct vtpu_lstm_nodes *out)
+{
+	int n, ret, st[2];
+
+	if (!valid_state(g, init_c, units) || (init_h < 0) != (init_c < 0))
+		return -EINVAL;
+	/* Keras' layout: gates i, f, c, o side by side, [in, 4 units] */
+	n = add_rnn(g, VG_LSTM, x, units, 4, init_h, 1);
+	if (n < 0)
+		return n;
+	g->nodes[n].in[2] = init_c;
+	g->params[g->nodes[n].bias].init = VG_INIT_FORGET_ONE;
+	if (!out)
+		return n;
+	ret = add_states(g, n, VG_LSTM_STATE, 2, st);
+	if (ret < 0)
+		return ret;
+	out->seq = n;
+	out->h = st[0];
+	out->c = st[1];
+	return n;
+}
+
+int vtpu_graph_gru(struct vtpu_graph *g, int x, uint32_t units, int init_h,
+		   struct vtpu_gru_nodes *out)
+{
+	int n, ret;
+
+	/*
+	 * Keras' layout: gates z, r, h side by side, [in, 3 units]; with
+	 * reset_after, the input's bias and the recurrent one, [2, 3 units]
+	 */
+	n = add_rnn(g, VG_GRU, x, units, 3, init_h, 2);
+	if (n < 0)
+		return n;
+	if (!out)
+		return n;
+	ret = add_states(g, n, VG_GRU_STATE, 1, &out->h);
+	if (ret < 0)
+		return ret;
+	out->seq = n;
 	return n;
 }
 

@@ -22,6 +22,8 @@ enum vg_op {
 	VG_EMBEDDING,
 	VG_LSTM,
 	VG_LSTM_STATE,
+	VG_GRU,
+	VG_GRU_STATE,
 	VG_ATTENTION,
 	VG_CONCAT,
 	VG_LOSS,	/* last: layer_count[] */
@@ -29,7 +31,7 @@ enum vg_op {
 
 /* Token inputs a graph may have (an encoder-decoder has two). */
 #define VG_MAX_TOKEN_INPUTS 8
-/* Inputs of a node: x (and y, or an LSTM's initial h and c). */
+/* Inputs of a node: x (and y, or an LSTM's initial h and c, a GRU's h). */
 #define VG_MAX_IN 3
 
 /* How a parameter starts (the model's initialiser, Keras' defaults). */
@@ -51,10 +53,11 @@ struct vg_node {
 	enum vg_op op;
 	int in[VG_MAX_IN];		/* -1: none */
 	bool seq;
-	int slot;			/* tokens: which input; lstm_state: 0 h, 1 c */
+	int slot;			/* tokens: which input; lstm_state: 0 h,
+					 * 1 c; gru_state: 0 h */
 	int mask;			/* attention: the tokens whose lengths mask
 					 * the keys, or -1 */
-	int weight2;			/* lstm: the recurrent kernel */
+	int weight2;			/* lstm, gru: the recurrent kernel */
 	uint32_t h, w, c;
 	enum vtpu_activation act;
 	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool */

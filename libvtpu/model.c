@@ -218,6 +218,7 @@ static const char *layer_type(const struct vg_node *n)
 		[VG_ADD] = "Add", [VG_DROPOUT] = "Dropout",
 		[VG_TOKENS] = "InputLayer", [VG_EMBEDDING] = "Embedding",
 		[VG_LSTM] = "LSTM", [VG_LSTM_STATE] = "LSTM state",
+		[VG_GRU] = "GRU", [VG_GRU_STATE] = "GRU state",
 		[VG_ATTENTION] = "Attention", [VG_CONCAT] = "Concatenate",
 		[VG_LOSS] = "Loss",
 	};
@@ -241,7 +242,8 @@ void vtpu_model_summary(const struct vtpu_model *m, FILE *out)
 		char name[64], shape[48];
 		uint64_t params = 0;
 
-		if (n->op == VG_LOSS || n->op == VG_LSTM_STATE)
+		if (n->op == VG_LOSS || n->op == VG_LSTM_STATE ||
+		    n->op == VG_GRU_STATE)
 			continue;
 		if (n->weight >= 0)
 			params += m->g->params[n->weight].count;
@@ -403,8 +405,8 @@ static float init_value(struct vtpu_model *m, const struct vg_param *pr,
 
 /*
  * Keras' defaults: glorot-uniform kernels, zero biases (an LSTM's forget
- * gate 1), embeddings uniform in +-0.05. (Keras starts an LSTM's
- * recurrent kernel orthogonal; here it is glorot-uniform too.)
+ * gate 1), embeddings uniform in +-0.05. (Keras starts an LSTM's or a
+ * GRU's recurrent kernel orthogonal; here it is glorot-uniform too.)
  */
 static void init_weights(struct vtpu_model *m)
 {
@@ -1370,7 +1372,7 @@ int vtpu_model_decode(struct vtpu_model *m, int target,
 	if (ret)
 		return ret == -EOPNOTSUPP ?
 			       fail(m, ret,
-				    "the layers after input %d cannot run step by step (decoding takes embeddings, LSTMs, attention, concatenations and dense layers)",
+				    "the layers after input %d cannot run step by step (decoding takes embeddings, LSTMs, GRUs, attention, concatenations and dense layers)",
 				    target) :
 			       ret;
 	/* step s's ids follow its metrics, [T][its batch] */

@@ -104,11 +104,11 @@ VTPU_API int vtpu_graph_loss(struct vtpu_graph *g, int logits);
 
 /*
  * A sequence is T steps of c features per example (an embedding's output,
- * an LSTM's), T fixed per graph: batches of other padded lengths use a
- * graph built for their length. Dense layers act on its last axis, each
- * step alike (Keras' TimeDistributed(Dense)); the loss on a sequence of
- * logits is the mean cross-entropy over the steps whose label is not
- * padding. Convolutions, pooling and flatten take images only.
+ * an LSTM's or a GRU's), T fixed per graph: batches of other padded
+ * lengths use a graph built for their length. Dense layers act on its
+ * last axis, each step alike (Keras' TimeDistributed(Dense)); the loss on
+ * a sequence of logits is the mean cross-entropy over the steps whose
+ * label is not padding. Convolutions, pooling and flatten take images only.
  */
 
 /**
@@ -136,7 +136,8 @@ struct vtpu_lstm_nodes {
  * vtpu_graph_lstm() - a Keras LSTM (gates i, f, c, o; sigmoid and tanh;
  * kernel [in, 4 units], recurrent_kernel [units, 4 units], bias [4 units]
  * with the forget gate's part 1 at first), unrolled over the sequence
- * @x's steps in the compiled step
+ * @x's steps in the compiled step. The kernels start glorot-uniform
+ * (Keras starts the recurrent one orthogonal).
  * @init_h, @init_c: the initial state, vectors of @units (an encoder's
  *	final state, for a decoder), or both -1 for zeros
  * @out: if not NULL, the nodes of the outputs (return_sequences and
@@ -146,6 +147,34 @@ struct vtpu_lstm_nodes {
 VTPU_API int vtpu_graph_lstm(struct vtpu_graph *g, int x, uint32_t units,
 			     int init_h, int init_c,
 			     struct vtpu_lstm_nodes *out);
+
+/** struct vtpu_gru_nodes - a GRU's outputs: every step's h, the last h */
+struct vtpu_gru_nodes {
+	int seq, h;
+};
+
+/**
+ * vtpu_graph_gru() - a Keras GRU with its TF2 default reset_after=True,
+ * unrolled over the sequence @x's steps in the compiled step. Gates z
+ * (update), r (reset) and the candidate h~ side by side in Keras' order:
+ * kernel [in, 3 units], recurrent_kernel [units, 3 units] and bias
+ * [2, 3 units] (row 0 the input's bias b_i, row 1 the recurrent one b_r;
+ * zeros at first). Each step, from the previous h:
+ *   z  = sigmoid(x W_z + b_iz + h U_z + b_rz)
+ *   r  = sigmoid(x W_r + b_ir + h U_r + b_rr)
+ *   h~ = tanh(x W_h + b_ih + r * (h U_h + b_rh))
+ *   h' = z * h + (1 - z) * h~
+ * (reset_after: r scales the recurrent part after its product). The
+ * kernels start glorot-uniform (Keras starts the recurrent one
+ * orthogonal), as the LSTM's.
+ * @init_h: the initial h, a vector of @units (an encoder's final state,
+ *	for a decoder), or -1 for zeros
+ * @out: if not NULL, the nodes of the outputs (return_sequences and
+ *	return_state: the sequence and the last h)
+ * Return: the sequence node, or -errno.
+ */
+VTPU_API int vtpu_graph_gru(struct vtpu_graph *g, int x, uint32_t units,
+			    int init_h, struct vtpu_gru_nodes *out);
 
 /**
  * vtpu_graph_attention() - Luong's dot-product attention (Keras'
@@ -538,7 +567,7 @@ VTPU_API int vtpu_model_predict_tokens(struct vtpu_model *m,
  * probable id fed back as the next step's id of token input @target (the
  * decoder's input: teacher forcing while training, its own output here);
  * the layers that do not depend on @target (the encoder) run once. The
- * layers after @target must be embeddings, LSTMs, attention,
+ * layers after @target must be embeddings, LSTMs, GRUs, attention,
  * concatenations, dense layers and dropout (-EOPNOTSUPP otherwise).
  * @target: a token input of the graph, as long as the output sequence
  * @inputs: per token input, u32 [n][T]; @target's is not read (may be

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Sequence models in the graph API: token inputs, embeddings, LSTMs,
- * attention, concatenation and a sequence loss, compiled into one
+ * GRUs, attention, concatenation and a sequence loss, compiled into one
  * command stream. The forward pass against a double-precision reference
- * written here from the layers' definitions (Keras' LSTM, Luong's
- * attention), the backward pass against finite differences
- * (vtpu_gradcheck), and the graph's rejections.
+ * written here from the layers' definitions (Keras' LSTM, Keras' GRU
+ * with reset_after, Luong's attention), the backward pass against finite
+ * differences (vtpu_gradcheck), and the graph's rejections.
  */
 #include <errno.h>
 #include <math.h>
@@ -19,11 +19,14 @@
 
 #include "../graph_priv.h"
 
-/* The encoder-decoder of the translation example, small. */
+/* The encoder-decoder of the translation example, small; LSTMs or GRUs. */
 struct s2s {
 	uint32_t ts, tt, vs, vt, e, h, a;	/* lengths, vocabularies, sizes */
+	bool gru;
 	int src, tgt, enc_emb, dec_emb, att, cat, comb, logits, loss;
+	int enc_seq, dec_seq;			/* the recurrent layers */
 	struct vtpu_lstm_nodes enc, dec;
+	struct vtpu_gru_nodes genc, gdec;
 };
 
 static struct vtpu_graph *build_s2s(struct s2s *m, bool attention)
@@ -36,13 +39,23 @@ static struct vtpu_graph *build_s2s(struct s2s *m, bool attention)
 	m->src = vtpu_graph_tokens(g, m->ts);
 	m->tgt = vtpu_graph_tokens(g, m->tt);
 	m->enc_emb = vtpu_graph_embedding(g, m->src, m->vs, m->e);
-	vtpu_graph_lstm(g, m->enc_emb, m->h, -1, -1, &m->enc);
-	m->dec_emb = vtpu_graph_embedding(g, m->tgt, m->vt, m->e);
-	vtpu_graph_lstm(g, m->dec_emb, m->h, m->enc.h, m->enc.c, &m->dec);
-	x = m->dec.seq;
+	if (m->gru) {
+		m->enc_seq = vtpu_graph_gru(g, m->enc_emb, m->h, -1, &m->genc);
+		m->dec_emb = vtpu_graph_embedding(g, m->tgt, m->vt, m->e);
+		m->dec_seq = vtpu_graph_gru(g, m->dec_emb, m->h, m->genc.h,
+					    &m->gdec);
+	} else {
+		m->enc_seq = vtpu_graph_lstm(g, m->enc_emb, m->h, -1, -1,
+					     &m->enc);
+		m->dec_emb = vtpu_graph_embedding(g, m->tgt, m->vt, m->e);
+		m->dec_seq = vtpu_graph_lstm(g, m->dec_emb, m->h, m->enc.h,
+					     m->enc.c, &m->dec);
+	}
+	x = m->dec_seq;
 	if (attention) {
-		m->att = vtpu_graph_attention(g, m->dec.seq, m->enc.seq, m->src);
-		m->cat = vtpu_graph_concat(g, m->att, m->dec.seq);
+		m->att = vtpu_graph_attention(g, m->dec_seq, m->enc_seq,
+					      m->src);
+		m->cat = vtpu_graph_concat(g, m->att, m->dec_seq);
 		m->comb = vtpu_graph_dense(g, m->cat, m->a, VTPU_ACT_TANH);
 		x = m->comb;
 	}
@@ -131,6 +144,54 @@ static void ref_lstm(const float *k, const float *r, const float *bias,
 	free(z);
 }
 
+/*
+ * y [T][H] (and the last h) of a GRU over x [T][d] from h, as Keras'
+ * GRUCell with reset_after=True: bias row 0 the input's, row 1 the
+ * recurrent one; z = sigmoid(x_z + h_z), r = sigmoid(x_r + h_r),
+ * h~ = tanh(x_h + r * h_h), h' = z * h + (1 - z) * h~.
+ */
+static void ref_gru(const float *k, const float *r, const float *bias,
+		    const double *x, uint32_t T, uint32_t d, uint32_t H,
+		    double *h, double *y)
+{
+	double *xp = malloc(3 * H * sizeof(*xp)), *hp = malloc(3 * H * 8);
+	uint32_t t, j, q;
+
+	for (t = 0; t < T; t++) {
+		for (j = 0; j < 3 * H; j++) {
+			xp[j] = bias[j];
+			hp[j] = bias[3 * H + j];
+			for (q = 0; q < d; q++)
+				xp[j] += x[t * d + q] * k[q * 3 * H + j];
+			for (q = 0; q < H; q++)
+				hp[j] += h[q] * r[q * 3 * H + j];
+		}
+		for (j = 0; j < H; j++) {
+			double z = sigm(xp[j] + hp[j]);
+			double rr = sigm(xp[H + j] + hp[H + j]);
+			double hh = tanh(xp[2 * H + j] + rr * hp[2 * H + j]);
+
+			h[j] = z * h[j] + (1 - z) * hh;
+			y[t * H + j] = h[j];
+		}
+	}
+	free(xp);
+	free(hp);
+}
+
+/* The encoder's or decoder's recurrent layer @node over x, from h (c). */
+static void ref_rnn(const struct vtpu_graph *g, const struct s2s *m,
+		    const float *st, int node, const double *x, uint32_t T,
+		    double *h, double *c, double *y)
+{
+	if (m->gru)
+		ref_gru(P(g, st, node, 0), P(g, st, node, 1), P(g, st, node, 2),
+			x, T, m->e, m->h, h, y);
+	else
+		ref_lstm(P(g, st, node, 0), P(g, st, node, 1),
+			 P(g, st, node, 2), x, T, m->e, m->h, h, c, y);
+}
+
 static void ref_embed(const float *table, const uint32_t *ids, uint32_t T,
 		      uint32_t vocab, uint32_t d, double *x)
 {
@@ -163,13 +224,9 @@ static double ref_loss(const struct vtpu_graph *g, const struct s2s *m,
 		memset(hh, 0, H * 8);
 		memset(cc, 0, H * 8);
 		ref_embed(P(g, st, m->enc_emb, 0), s, m->ts, m->vs, m->e, xs);
-		ref_lstm(P(g, st, m->enc.seq, 0), P(g, st, m->enc.seq, 1),
-			 P(g, st, m->enc.seq, 2), xs, m->ts, m->e, H, hh, cc,
-			 ys);
+		ref_rnn(g, m, st, m->enc_seq, xs, m->ts, hh, cc, ys);
 		ref_embed(P(g, st, m->dec_emb, 0), tg, m->tt, m->vt, m->e, xt);
-		ref_lstm(P(g, st, m->dec.seq, 0), P(g, st, m->dec.seq, 1),
-			 P(g, st, m->dec.seq, 2), xt, m->tt, m->e, H, hh, cc,
-			 yt);
+		ref_rnn(g, m, st, m->dec_seq, xt, m->tt, hh, cc, yt);
 		for (t = 0; t < m->tt; t++) {
 			const double *in = yt + t * H;
 			uint32_t width = H, y = lab[b * m->tt + t];
@@ -347,17 +404,18 @@ static void free_batch(struct batch *bt)
 TEST(forward_matches_reference)
 {
 	static const int threads[] = { 1, 3 };
-	int attention, k;
+	int attention, k, cell;
 
-	for (attention = 0; attention < 2; attention++) {
+	for (cell = 0; cell < 4; cell++) {
 		struct s2s m = { .ts = 7, .tt = 5, .vs = 13, .vt = 11, .e = 6,
-				 .h = 8, .a = 10 };
-		struct vtpu_graph *g = build_s2s(&m, attention);
+				 .h = 8, .a = 10, .gru = cell & 1 };
+		struct vtpu_graph *g = build_s2s(&m, cell >> 1);
 		uint32_t batch = 5, correct = 0;
 		struct batch bt;
 		float *st, loss, first = 0;
 		double ref;
 
+		attention = cell >> 1;
 		ASSERT_NE(NULL, g);
 		st = calloc(g->nparam_floats, 4);
 		ASSERT_NE(NULL, st);
@@ -368,10 +426,11 @@ TEST(forward_matches_reference)
 			ASSERT_EQ(0, run_eval(g, batch, st, bt.inputs,
 					      bt.packed_labels, threads[k],
 					      &loss, &correct));
-			TH_LOG("%s, %d threads: loss %.7f, reference %.7f "
-			       "(%ld tokens)", attention ? "attention" :
-			       "no attention", threads[k], loss, ref,
-			       (long)bt.valid);
+			TH_LOG("%s, %s, %d threads: loss %.7f, reference "
+			       "%.7f (%ld tokens, relative error %.1e)",
+			       m.gru ? "GRU" : "LSTM", attention ?
+			       "attention" : "no attention", threads[k], loss,
+			       ref, (long)bt.valid, fabs(loss - ref) / ref);
 			EXPECT_GT(1e-5, fabs(loss - ref) / ref);
 			EXPECT_GE((uint32_t)bt.valid, correct);
 			/* the same bits whatever the threads */
@@ -385,22 +444,58 @@ TEST(forward_matches_reference)
 	}
 }
 
+/* The encoder's last state is the decoder's initial one: LSTMs, GRUs. */
 TEST(gradcheck_encoder_decoder_attention)
 {
-	struct s2s m = { .ts = 6, .tt = 5, .vs = 9, .vt = 8, .e = 5, .h = 6,
-			 .a = 7 };
-	struct vtpu_graph *g = build_s2s(&m, true);
-	struct batch bt;
+	int gru;
+
+	for (gru = 0; gru < 2; gru++) {
+		struct s2s m = { .ts = 6, .tt = 5, .vs = 9, .vt = 8, .e = 5,
+				 .h = 6, .a = 7, .gru = gru };
+		struct vtpu_graph *g = build_s2s(&m, true);
+		struct batch bt;
+		double rel = 1;
+
+		ASSERT_NE(NULL, g);
+		ASSERT_EQ(0, make_batch(g, &m, 3, &bt));
+		EXPECT_EQ(0, vtpu_gradcheck(g, 3, bt.inputs, bt.packed_labels,
+					    10, &rel));
+		TH_LOG("embedding + %s (5-6 steps, state passed on) + masked "
+		       "attention + concat + dense tanh: max relative error "
+		       "%.2e", gru ? "GRU" : "LSTM", rel);
+		EXPECT_GT(2e-2, rel);
+		free_batch(&bt);
+		vtpu_graph_destroy(g);
+	}
+}
+
+/*
+ * vtpu_gradcheck of graph @g of one token input of @T steps and a
+ * sequence loss on @logits (@vocab classes), on @batch random sentences
+ * labelled with themselves; @what: the layers, for the log. Destroys @g.
+ */
+static void gradcheck_tokens(struct __test_metadata *_metadata,
+			     struct vtpu_graph *g, int logits, uint32_t T,
+			     uint32_t batch, uint32_t vocab, const char *what)
+{
+	uint32_t *ids = malloc(T * batch * 4), *lab = malloc(T * batch * 4);
+	uint32_t *plab = malloc(T * batch * 4);
+	const uint32_t *parts[1] = { ids };
+	void *in = malloc(vtpu_graph_inputs_size(g, batch));
 	double rel = 1;
 
-	ASSERT_NE(NULL, g);
-	ASSERT_EQ(0, make_batch(g, &m, 3, &bt));
-	EXPECT_EQ(0, vtpu_gradcheck(g, 3, bt.inputs, bt.packed_labels, 10,
-				    &rel));
-	TH_LOG("embedding + LSTM (5-6 steps, state passed on) + masked "
-	       "attention + concat + dense tanh: max relative error %.2e", rel);
+	EXPECT_LE(0, vtpu_graph_loss(g, logits));
+	random_tokens(ids, batch, T, vocab);
+	memcpy(lab, ids, T * batch * 4);
+	EXPECT_EQ(0, vtpu_graph_pack_tokens(g, batch, parts, in));
+	EXPECT_LT(0, vtpu_graph_pack_labels(g, batch, lab, plab));
+	EXPECT_EQ(0, vtpu_gradcheck(g, batch, in, plab, 12, &rel));
+	TH_LOG("%s: max relative error %.2e", what, rel);
 	EXPECT_GT(2e-2, rel);
-	free_batch(&bt);
+	free(in);
+	free(ids);
+	free(lab);
+	free(plab);
 	vtpu_graph_destroy(g);
 }
 
@@ -408,14 +503,8 @@ TEST(gradcheck_encoder_decoder_attention)
 TEST(gradcheck_lstm_sequence)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
-	struct s2s m = { .ts = 4, .tt = 4, .vs = 7, .vt = 7 };
 	int x, tok;
 	struct vtpu_lstm_nodes l;
-	uint32_t *ids = malloc(4 * 4 * 4), *lab = malloc(4 * 4 * 4);
-	uint32_t *plab = malloc(4 * 4 * 4);
-	const uint32_t *parts[1] = { ids };
-	void *in;
-	double rel = 1;
 
 	tok = vtpu_graph_tokens(g, 4);
 	x = vtpu_graph_embedding(g, tok, 7, 3);
@@ -426,34 +515,46 @@ TEST(gradcheck_lstm_sequence)
 	x = vtpu_graph_lstm(g, l.seq, 4, l.h, l.c, NULL);
 	ASSERT_LE(0, x);
 	x = vtpu_graph_dense(g, x, 7, VTPU_ACT_NONE);
-	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	in = malloc(vtpu_graph_inputs_size(g, 4));
-	random_tokens(ids, 4, 4, m.vs);
-	for (int i = 0; i < 16; i++)
-		lab[i] = ids[i];
-	ASSERT_EQ(0, vtpu_graph_pack_tokens(g, 4, parts, in));
-	ASSERT_LT(0, vtpu_graph_pack_labels(g, 4, lab, plab));
-	EXPECT_EQ(0, vtpu_gradcheck(g, 4, in, plab, 12, &rel));
-	TH_LOG("embedding + dense tanh + two stacked LSTMs: max relative "
-	       "error %.2e", rel);
-	EXPECT_GT(2e-2, rel);
-	free(in);
-	free(ids);
-	free(lab);
-	free(plab);
-	vtpu_graph_destroy(g);
+	gradcheck_tokens(_metadata, g, x, 4, 4, 7,
+			 "embedding + dense tanh + two stacked LSTMs");
+}
+
+/*
+ * Stacked GRUs: the first one's sequence and last h feed the second (its
+ * initial state), whose last h is an output too; and the gradient of a
+ * GRU's initial h that comes from a dense layer.
+ */
+TEST(gradcheck_gru_stacked)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x, tok, h0, y;
+	struct vtpu_gru_nodes l, l2;
+
+	tok = vtpu_graph_tokens(g, 5);
+	x = vtpu_graph_embedding(g, tok, 7, 3);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_TANH);
+	ASSERT_LE(0, vtpu_graph_gru(g, x, 4, -1, &l));
+	h0 = vtpu_graph_dense(g, l.h, 4, VTPU_ACT_TANH);
+	ASSERT_LE(0, vtpu_graph_gru(g, l.seq, 4, h0, &l2));
+	x = vtpu_graph_gru(g, l2.seq, 4, l2.h, NULL);
+	ASSERT_LE(0, x);
+	y = vtpu_graph_concat(g, x, l.seq);
+	x = vtpu_graph_dense(g, y, 7, VTPU_ACT_NONE);
+	gradcheck_tokens(_metadata, g, x, 5, 4, 7,
+			 "embedding + dense tanh + three stacked GRUs (5 "
+			 "steps, initial h from a dense and from a GRU)");
 }
 
 /*
  * Greedy decoding in one submission per batch against the same search
  * done from outside: predict the whole target with the ids chosen so far,
  * take step t's most probable id, feed it to step t + 1. Six sentences in
- * batches of four: a short last batch too.
+ * batches of four: a short last batch too. With LSTMs or GRUs.
  */
-TEST(decode_matches_stepwise_predict)
+static void check_decode(struct __test_metadata *_metadata, bool gru)
 {
 	struct s2s s = { .ts = 7, .tt = 6, .vs = 13, .vt = 11, .e = 6, .h = 8,
-			 .a = 10 };
+			 .a = 10, .gru = gru };
 	struct vtpu_graph *g = build_s2s(&s, true);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 4, .seed = 3,
 			  .threads = 2);
@@ -469,6 +570,21 @@ TEST(decode_matches_stepwise_predict)
 	ASSERT_NE(NULL, m);
 	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
 							vtpu_model_error(m));
+	/* a GRU's layer type; Keras' count: 3 (6 * 8 + 8 * 8 + 2 * 8) */
+	if (gru) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		ASSERT_NE(NULL, f);
+		vtpu_model_summary(m, f);
+		fclose(f);
+		EXPECT_NE(NULL, strstr(text, "gru_1 (GRU)")) TH_LOG("%s", text);
+		EXPECT_NE(NULL, strstr(text, "(None, 6, 8)              384"))
+			TH_LOG("%s", text);
+		EXPECT_EQ(NULL, strstr(text, "gru/h"));
+		free(text);
+	}
 	/* weights of a trained network's scale: varied choices */
 	for (k = 0; k < (uint32_t)vtpu_model_num_weights(m); k++) {
 		struct vtpu_weight_info wi;
@@ -505,8 +621,8 @@ TEST(decode_matches_stepwise_predict)
 	}
 	for (i = 1, k = 0; i < n * T; i++)
 		k += out[i] != out[0];
-	TH_LOG("%u of %u ids differ; %u <end>s; %u ids not the first one",
-	       differ, n * T, ended, k);
+	TH_LOG("%s: %u of %u ids differ; %u <end>s; %u ids not the first one",
+	       gru ? "GRU" : "LSTM", differ, n * T, ended, k);
 	EXPECT_EQ(0u, differ);
 	EXPECT_LT(n, k);	/* a choice that depends on the input */
 	/* not a decoder: the source; a sequence as long as no output */
@@ -518,6 +634,16 @@ TEST(decode_matches_stepwise_predict)
 	free(dec);
 	free(out);
 	free(probs);
+}
+
+TEST(decode_matches_stepwise_predict)
+{
+	check_decode(_metadata, false);
+}
+
+TEST(decode_gru_matches_stepwise_predict)
+{
+	check_decode(_metadata, true);
 }
 
 /* Decoding runs the layers after the decoder's input step by step only. */
@@ -549,6 +675,7 @@ TEST(rejections)
 	struct vtpu_graph *g = vtpu_graph_create();
 	struct vtpu_graph *img = vtpu_graph_create();
 	struct vtpu_lstm_nodes l;
+	struct vtpu_gru_nodes gr;
 	int src, tgt, e, d, x, cat, seq2;
 
 	ASSERT_NE(NULL, g);
@@ -581,6 +708,21 @@ TEST(rejections)
 	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 7, l.h, l.c, NULL));
 	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 8, l.seq, l.c, NULL));
 	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 0, -1, -1, NULL));
+	/* a GRU's: on features, units, an initial h of its units */
+	EXPECT_EQ(-EINVAL, vtpu_graph_gru(g, src, 8, -1, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_gru(g, d, 0, -1, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_gru(g, d, VTPU_MAX_DIM / 3 + 1, -1,
+					  NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_gru(g, d, 7, l.h, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_gru(g, d, 8, l.seq, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_gru(g, d, 8, src, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_graph_gru(g, d, 8, 1000, NULL));
+	ASSERT_LE(0, vtpu_graph_gru(g, e, 8, l.c, &gr));
+	EXPECT_EQ(gr.seq + 1, gr.h);
+	EXPECT_EQ(3u * 8 * 8, g->params[g->nodes[gr.seq].weight2].count);
+	EXPECT_EQ(2u * 3 * 8, g->params[g->nodes[gr.seq].bias].count);
+	EXPECT_EQ(0, strcmp(g->nodes[gr.h].name, "gru/h"));
+	EXPECT_EQ(-EINVAL, vtpu_graph_lstm(g, d, 8, gr.h, gr.seq, NULL));
 	seq2 = vtpu_graph_lstm(g, d, 8, l.h, l.c, NULL);
 	ASSERT_LE(0, seq2);
 	/* attention: same width; a mask as long as the keys */

@@ -382,6 +382,23 @@ LAYER_ERRORS = [
     (lambda: L.LSTM(4)(seq(), initial_state=[L.LSTM(4)(seq())]),
      ValueError, r"\[h, c\]"),
     (lambda: L.LSTM(4)(seq(), mask=np.ones(3)), ValueError, "mask"),
+    (lambda: L.GRU(0), ValueError, "units"),
+    (lambda: L.GRU(4, reset_after=False), ValueError, "reset_after"),
+    (lambda: L.GRU(4, activation="relu"), ValueError, "activation"),
+    (lambda: L.GRU(4, dropout=0.1), ValueError, "dropout"),
+    (lambda: L.GRU(4, seed=3), ValueError, "seed"),
+    (lambda: L.GRU(4, use_cudnn=True), ValueError, "use_cudnn"),
+    (lambda: L.GRU(4, recurrent_initializer="identity"), ValueError,
+     "recurrent_initializer"),
+    (lambda: L.GRU(4, bias_initializer="ones"), ValueError,
+     "bias_initializer"),
+    (lambda: L.GRU(4)(tokens()), ValueError, "Embedding"),
+    (lambda: L.GRU(4)(seq(), initial_state=L.GRU(5)(seq())), ValueError,
+     "initial_state's h"),
+    (lambda: L.GRU(4)(seq(), initial_state=[L.GRU(4)(seq())] * 2),
+     ValueError, r"\[h\]"),
+    (lambda: L.GRU(4)(seq(), initial_state=L.GRU(
+        4, return_sequences=True)(seq())), ValueError, "initial_state's h"),
     (lambda: L.Attention(use_scale=True), ValueError, "use_scale"),
     (lambda: L.Attention(score_mode="concat"), ValueError, "score_mode"),
     (lambda: L.Attention(dropout=0.1), ValueError, "dropout"),
@@ -529,3 +546,100 @@ def test_numbers_match_keras_formulas(fresh_names):
         ref = logits - logits.max(1, keepdims=True)
         ref -= np.log(np.exp(ref).sum(1, keepdims=True))
         np.testing.assert_allclose(logp[n], ref, rtol=1e-4, atol=1e-4)
+
+
+# ---- GRU -------------------------------------------------------------------
+
+def gru_seq2seq(units=16, embed=8):
+    """The encoder-decoder with GRUs: the encoder's h starts the decoder."""
+    src = keras.Input(shape=(TS,), dtype="int32")
+    tgt = keras.Input(shape=(TT,), dtype="int32")
+    x = L.Embedding(VS, embed, mask_zero=True)(src)
+    enc_seq, h = L.GRU(units, return_sequences=True, return_state=True)(x)
+    y = L.Embedding(VT, embed)(tgt)
+    dec_seq = L.GRU(units, return_sequences=True)(y, initial_state=h)
+    ctx = L.Attention()([dec_seq, enc_seq])
+    z = L.Dense(units, activation="tanh")(L.Concatenate()([ctx, dec_seq]))
+    return keras.Model(inputs=[src, tgt], outputs=L.Dense(VT)(z)), tgt
+
+
+def np_gru(x, k, r, b, h):
+    """Keras' GRUCell (reset_after=True) over x (batch, steps, features)."""
+    def sig(v):
+        return 1 / (1 + np.exp(-v))
+
+    u = r.shape[0]
+    ys = []
+    for t in range(x.shape[1]):
+        xp = x[:, t] @ k + b[0]
+        hp = h @ r + b[1]
+        z = sig(xp[:, :u] + hp[:, :u])
+        rr = sig(xp[:, u:2 * u] + hp[:, u:2 * u])
+        hh = np.tanh(xp[:, 2 * u:] + rr * hp[:, 2 * u:])
+        h = z * h + (1 - z) * hh
+        ys.append(h)
+    return np.stack(ys, 1)
+
+
+def test_gru_in_keras_layouts_against_numpy(fresh_names):
+    # Embedding -> GRU -> GRU(initial_state=[h]) -> Dense, Keras' weights
+    x = keras.Input(shape=(6,), dtype="int32")
+    e = L.Embedding(VS, 5)(x)
+    s1, h1 = L.GRU(4, return_sequences=True, return_state=True)(e)
+    s2 = L.GRU(4, return_sequences=True)([s1, h1])
+    model = keras.Model(x, L.Dense(VT)(s2))
+    _compile(model)
+    g1, g2 = model.get_layer("gru"), model.get_layer("gru_1")
+    assert [w.shape for w in g1.get_weights()] == [(5, 12), (4, 12),
+                                                   (2, 12)]
+    assert g1.count_params() == 5 * 12 + 4 * 12 + 2 * 12
+    rng = np.random.default_rng(7)
+    ws = [rng.uniform(-0.8, 0.8, w.shape).astype(np.float32)
+          for w in model.get_weights()]
+    model.set_weights(ws)
+    ids = rng.integers(1, VS, (5, 6)).astype(np.int32)
+    emb = ws[0][ids].astype(np.float64)
+    y1 = np_gru(emb, *ws[1:4], np.zeros((5, 4)))
+    y2 = np_gru(y1, *ws[4:7], y1[:, -1])
+    logits = y2 @ ws[7] + ws[8]
+    want = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    np.testing.assert_allclose(model.predict(ids, verbose=0), want,
+                               rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="gru.*bias.*shape"):
+        g2.set_weights(g2.get_weights()[:2] + [np.zeros(24, np.float32)])
+
+
+def test_gru_summary_and_shapes(fresh_names):
+    model, _ = gru_seq2seq(units=32, embed=16)
+    lines = []
+    model.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert "gru (GRU)" in text and "'gru[0][1]'" in text, text
+    # GRU(return_state=True)'s two outputs
+    assert re.search(r"gru \(GRU\) +\[\(None, 8, 32\),.*\n +\(None, 32\)\]",
+                     text), text
+    assert model.get_layer("gru").count_params() == \
+        16 * 96 + 32 * 96 + 2 * 96
+    assert model.count_params() == sum(
+        layer.count_params() for layer in model.layers)
+    h = L.GRU(7)(seq())
+    assert h.shape == (None, 7)
+    assert L.GRU(4, return_sequences=True).compute_output_shape(
+        (None, 5, 3)) == (None, 5, 4)
+    assert L.GRU(3).get_config()["reset_after"] is True
+
+
+def test_gru_fit_learns_and_decode_copies(fresh_names):
+    model, tgt = gru_seq2seq(units=32, embed=16)
+    compiled(model)
+    src, dec, lab = copy_task(1500, 1)
+    vs, vd, vl = copy_task(200, 2)
+    hist = model.fit([src, dec], lab, batch_size=64, epochs=15,
+                     validation_data=([vs, vd], vl), verbose=0)
+    loss = hist.history["loss"]
+    assert loss[-1] < loss[0] / 5, loss
+    assert hist.history["val_accuracy"][-1] > 0.9, hist.history
+    ids = model.decode([vs, None], target=tgt)
+    right = sum(bool((ids[i, :n] == vl[i, :n]).all())
+                for i, n in enumerate((vl > 0).sum(1)))
+    assert right >= 0.8 * len(vs), (right, ids[:4], vl[:4])

@@ -13,8 +13,8 @@
 
 As far as libvtpu's model API reaches: Sequential and functional models
 (one image input, one output, residual Add), functional models of token
-inputs (Embedding, LSTM, Attention, Concatenate, Dense on sequences: an
-encoder-decoder, with greedy model.decode()), the layers in
+inputs (Embedding, LSTM, GRU, Attention, Concatenate, Dense on sequences:
+an encoder-decoder, with greedy model.decode()), the layers in
 vtpu.keras.layers, Adam and SGD, softmax cross-entropy, accuracy. Steps
 run inside libvtpu (whole epochs per call); what it cannot do is an
 exception naming the argument. docs/python.md has the table and the

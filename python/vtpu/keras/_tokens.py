@@ -27,7 +27,7 @@ import numpy as np
 from .. import _ffi
 from . import _data
 from ._cmodel import CModel
-from .layers import LSTM, Dense, Embedding, InputLayer, KerasTensor, \
+from .layers import _Recurrent, Dense, Embedding, InputLayer, KerasTensor, \
     _graph_node
 from .models import Model, _Compiled, _pass_args, _split_at, \
     default_device
@@ -43,7 +43,7 @@ MAX_ID = 2**32 - 1
 
 
 def _outputs_of(layer):
-    """Every output tensor of @layer (an LSTM has three)."""
+    """Every output tensor of @layer (an LSTM has three, a GRU two)."""
     outs = getattr(layer, "_all_outputs", None)
     if outs:
         return outs
@@ -274,7 +274,7 @@ class TokenModel(Model):
         counts, names = {}, {}
         for layer, ins, _ in self._ops:
             in_nodes = [nodes[id(t)] for t in ins]
-            if isinstance(layer, LSTM):
+            if isinstance(layer, _Recurrent):
                 for t, n in zip(layer._all_outputs,
                                 layer._c_build_all(lib, g, in_nodes, Ctx)):
                     nodes[id(t)] = n

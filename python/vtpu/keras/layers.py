@@ -9,7 +9,7 @@ Activation('linear') and a softmax folded into the Dense layer before it
 are no node of their own.
 
 Sequences: an Input of an integer dtype holds token ids (steps,);
-Embedding turns them into a sequence (steps, features), which LSTM,
+Embedding turns them into a sequence (steps, features), which LSTM, GRU,
 Attention, Concatenate and Dense (on the last axis) take. A tensor knows
 whether it is a sequence and, as Keras' mask, which token input's padding
 (id 0) marks its padded steps (Embedding(mask_zero=True)).
@@ -28,7 +28,8 @@ from ._util import check_choice, check_float, check_int, check_pair
 __all__ = [
     "Layer", "InputLayer", "Input", "Dense", "Conv2D", "Convolution2D",
     "MaxPooling2D", "MaxPool2D", "Flatten", "Dropout", "ReLU", "Activation",
-    "Softmax", "Add", "add", "Embedding", "LSTM", "Attention",
+    "Softmax", "Add", "add", "Embedding", "LSTM", "GRU",
+    "Attention",
     "Concatenate", "concatenate",
 ]
 
@@ -898,8 +899,8 @@ def _sequence_input(t, where, layer):
     if not t._seq:
         raise ValueError(
             "%sinput %r of shape %s: %s takes a sequence (batch, steps, "
-            "features): the output of Embedding, LSTM(return_sequences="
-            "True), Attention or a Dense layer on one"
+            "features): the output of Embedding, LSTM or GRU("
+            "return_sequences=True), Attention or a Dense layer on one"
             % (where, t._layer.name, _shape_str(t.shape), layer))
 
 
@@ -1002,112 +1003,104 @@ class Embedding(Layer):
         return c
 
 
-class LSTM(Layer):
-    """Keras' LSTM (gates i, f, c, o; tanh and sigmoid; kernel (features,
-    4 units), recurrent_kernel (units, 4 units), bias (4 units) with the
-    forget gate's part 1 at first), unrolled over the sequence's steps in
-    libvtpu's compiled step.
-
-    lstm(x) -> the last h (units,); return_sequences=True: every step's h
-    (steps, units); return_state=True: [output, h, c]. initial_state=[h, c]
-    (two vectors of units, an encoder's final state) starts it there,
-    otherwise at zeros. The recurrent kernel starts glorot-uniform, not
-    orthogonal as in Keras. The steps are not masked: every step of the
-    padded length runs (see docs/python.md)."""
+class _Recurrent(Layer):
+    """What LSTM and GRU share: tanh and sigmoid, the gates side by side in
+    the kernels, outputs [output, h(, c)], initial_state, unrolled over the
+    sequence's steps in libvtpu's compiled step."""
 
     _has_weights = True
-    _c_kind = "lstm"
+    _gates = 4                  # the gates' column blocks in the kernels
+    _bias_rows = None           # GRU: 2, the input's bias and the recurrent
+    _states = ("h", "c")
+    _bias_what = "biases to zeros"
 
-    def __init__(self, units, activation="tanh",
-                 recurrent_activation="sigmoid", use_bias=True,
-                 kernel_initializer="glorot_uniform",
-                 recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", unit_forget_bias=True,
-                 kernel_regularizer=None, recurrent_regularizer=None,
-                 bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, recurrent_constraint=None,
-                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
-                 return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, time_major=False,
-                 unroll=False, **kwargs):
-        where = "LSTM: "
-        self.units = check_int(units, "units", 1, MAX_STEPS // 4,
+    def __init__(self, args, **rejected):
+        """@args: the subclass's __init__ arguments (its locals());
+        @rejected: its own arguments libvtpu refuses, for _reject_kw."""
+        kind = type(self).__name__
+        where = "%s: " % kind
+        units, activation = args["units"], args["activation"]
+        recurrent_activation = args["recurrent_activation"]
+        use_bias = args["use_bias"]
+        self.units = check_int(units, "units", 1, MAX_STEPS // self._gates,
                                where=where)
         if activations.get(activation, "activation", where) != "tanh":
             raise ValueError("%sactivation=%r is not supported: libvtpu's "
-                             "LSTM computes tanh" % (where, activation))
+                             "%s computes tanh" % (where, activation, kind))
         if recurrent_activation != "sigmoid":
             raise ValueError("%srecurrent_activation=%r is not supported: "
-                             "libvtpu's LSTM gates with 'sigmoid'"
-                             % (where, recurrent_activation))
+                             "libvtpu's %s gates with 'sigmoid'"
+                             % (where, recurrent_activation, kind))
         if use_bias is not True:
-            raise ValueError("%suse_bias=%r is not supported: libvtpu's LSTM "
-                             "always has a bias" % (where, use_bias))
-        _initializer(kernel_initializer, "kernel_initializer",
+            raise ValueError("%suse_bias=%r is not supported: libvtpu's %s "
+                             "always has a bias" % (where, use_bias, kind))
+        _initializer(args["kernel_initializer"], "kernel_initializer",
                      ("glorotuniform",), where, "kernels glorot-uniform")
-        _initializer(recurrent_initializer, "recurrent_initializer",
+        _initializer(args["recurrent_initializer"], "recurrent_initializer",
                      ("orthogonal", "glorotuniform"), where,
                      "the recurrent kernel glorot-uniform (for 'orthogonal' "
                      "too)")
-        _initializer(bias_initializer, "bias_initializer", ("zeros",),
-                     where, "biases to zeros (the forget gate's to 1)")
+        _initializer(args["bias_initializer"], "bias_initializer",
+                     ("zeros",), where, self._bias_what)
         why_reg = "libvtpu's training step has no regularizers or " \
             "constraints"
-        _reject_kw(
-            where,
-            unit_forget_bias=(unit_forget_bias, True, "libvtpu starts the "
-                              "forget gate's bias at 1"),
-            kernel_regularizer=(kernel_regularizer, None, why_reg),
-            recurrent_regularizer=(recurrent_regularizer, None, why_reg),
-            bias_regularizer=(bias_regularizer, None, why_reg),
-            activity_regularizer=(activity_regularizer, None, why_reg),
-            kernel_constraint=(kernel_constraint, None, why_reg),
-            recurrent_constraint=(recurrent_constraint, None, why_reg),
-            bias_constraint=(bias_constraint, None, why_reg),
-            dropout=(dropout, 0.0, "libvtpu's LSTM has no dropout (add a "
-                     "Dropout layer before it)"),
-            recurrent_dropout=(recurrent_dropout, 0.0, "libvtpu's LSTM has "
-                               "no recurrent dropout"),
-            go_backwards=(go_backwards, False, "libvtpu's LSTM runs "
-                          "forwards"),
-            stateful=(stateful, False, "the state starts afresh each batch "
-                      "(or from initial_state)"),
-            time_major=(time_major, False, "inputs are (batch, steps, "
-                        "features)"))
-        for k, v in (("return_sequences", return_sequences),
-                     ("return_state", return_state), ("unroll", unroll)):
-            if not isinstance(v, (bool, np.bool_)):
+        for k in ("kernel_regularizer", "recurrent_regularizer",
+                  "bias_regularizer", "activity_regularizer",
+                  "kernel_constraint", "recurrent_constraint",
+                  "bias_constraint"):
+            rejected[k] = (args[k], None, why_reg)
+        rejected.update(
+            dropout=(args["dropout"], 0.0, "libvtpu's %s has no dropout "
+                     "(add a Dropout layer before it)" % kind),
+            recurrent_dropout=(args["recurrent_dropout"], 0.0,
+                               "libvtpu's %s has no recurrent dropout"
+                               % kind),
+            go_backwards=(args["go_backwards"], False, "libvtpu's %s runs "
+                          "forwards" % kind),
+            stateful=(args["stateful"], False, "the state starts afresh "
+                      "each batch (or from initial_state)"),
+            time_major=(args["time_major"], False, "inputs are (batch, "
+                        "steps, features)"))
+        _reject_kw(where, **rejected)
+        for k in ("return_sequences", "return_state", "unroll"):
+            if not isinstance(args[k], (bool, np.bool_)):
                 raise TypeError("%s%s must be True or False, not %r"
-                                % (where, k, v))
-        self.return_sequences = bool(return_sequences)
-        self.return_state = bool(return_state)
-        super().__init__(**kwargs)
+                                % (where, k, args[k]))
+        self.return_sequences = bool(args["return_sequences"])
+        self.return_state = bool(args["return_state"])
+        super().__init__(**args["kwargs"])
         self._all_outputs = None
 
     def __call__(self, inputs, initial_state=None, mask=None, training=None,
                  **kwargs):
         where = self._where
+        kind = type(self).__name__
+        nst = len(self._states)
+        states = "[%s]" % ", ".join(self._states)
         for k in kwargs:
-            raise TypeError("%scalled with %s: LSTM takes inputs, "
-                            "initial_state" % (where, k))
+            raise TypeError("%scalled with %s: %s takes inputs, "
+                            "initial_state" % (where, k, kind))
         _no_call_args(where, mask, training)
         if isinstance(inputs, (list, tuple)):
-            # Keras also takes [x, h, c]
-            if len(inputs) == 3 and initial_state is None:
+            # Keras also takes [x, h, c] ([x, h] for a GRU)
+            if len(inputs) == 1 + nst and initial_state is None:
                 inputs, initial_state = inputs[0], list(inputs[1:])
             elif len(inputs) == 1:
                 inputs = inputs[0]
             else:
-                raise ValueError("%stakes one input (and initial_state=[h, "
-                                 "c]), not a list of %d" % (where,
-                                                            len(inputs)))
+                raise ValueError("%stakes one input (and initial_state=%s), "
+                                 "not a list of %d" % (where, states,
+                                                       len(inputs)))
         tensors = [inputs]
+        if isinstance(initial_state, KerasTensor) and nst == 1:
+            initial_state = [initial_state]
         if initial_state is not None:
             if not isinstance(initial_state, (list, tuple)) or \
-                    len(initial_state) != 2:
-                raise ValueError("%sinitial_state must be [h, c], two "
-                                 "tensors of shape (batch, %d)"
-                                 % (where, self.units))
+                    len(initial_state) != nst:
+                raise ValueError("%sinitial_state must be %s, %s of shape "
+                                 "(batch, %d)"
+                                 % (where, states, "two tensors" if nst > 1
+                                    else "a tensor", self.units))
             tensors += list(initial_state)
         for t in tensors:
             if not isinstance(t, KerasTensor):
@@ -1121,24 +1114,25 @@ class LSTM(Layer):
                 "by libvtpu's graph; create a second layer" % where)
         self._check_tensor_kinds(tensors)
         x = tensors[0]
-        _sequence_input(x, where, "LSTM")
-        for what, t in zip(("h", "c"), tensors[1:]):
+        _sequence_input(x, where, kind)
+        for what, t in zip(self._states, tensors[1:]):
             if t._seq or t._feature_shape != (self.units,):
                 raise ValueError(
                     "%sinitial_state's %s %r has shape %s: it must be "
-                    "(None, %d), a state of this LSTM's units (an encoder "
-                    "LSTM's h or c)" % (where, what, t._layer.name,
-                                        _shape_str(t.shape), self.units))
+                    "(None, %d), a state of this %s's units (an encoder "
+                    "%s's %s)" % (where, what, t._layer.name,
+                                  _shape_str(t.shape), self.units, kind,
+                                  kind, " or ".join(self._states)))
         steps = x._feature_shape[0]
         seq = KerasTensor((steps, self.units), self, tensors, 0, seq=True,
                           mask=x._mask)
-        h = KerasTensor((self.units,), self, tensors, 1)
-        c = KerasTensor((self.units,), self, tensors, 2)
+        outs = [KerasTensor((self.units,), self, tensors, 1 + i)
+                for i in range(nst)]
         first = seq if self.return_sequences else \
             KerasTensor((self.units,), self, tensors, 0)
         self._inbound = tensors
-        self._all_outputs = [first, h, c]
-        self._outputs = [first, h, c] if self.return_state else first
+        self._all_outputs = [first] + outs
+        self._outputs = self._all_outputs if self.return_state else first
         return self._outputs
 
     def _output_shape(self, shapes):
@@ -1149,9 +1143,51 @@ class LSTM(Layer):
 
     def _weight_shapes(self):
         d = self._inbound[0]._feature_shape[-1]
-        u = self.units
-        return [("kernel", (d, 4 * u)), ("recurrent_kernel", (u, 4 * u)),
-                ("bias", (4 * u,))]
+        u, g = self.units, self._gates
+        bias = (g * u,) if self._bias_rows is None else \
+            (self._bias_rows, g * u)
+        return [("kernel", (d, g * u)), ("recurrent_kernel", (u, g * u)),
+                ("bias", bias)]
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(units=self.units, return_sequences=self.return_sequences,
+                 return_state=self.return_state)
+        return c
+
+
+class LSTM(_Recurrent):
+    """Keras' LSTM (gates i, f, c, o; tanh and sigmoid; kernel (features,
+    4 units), recurrent_kernel (units, 4 units), bias (4 units) with the
+    forget gate's part 1 at first), unrolled over the sequence's steps in
+    libvtpu's compiled step.
+
+    lstm(x) -> the last h (units,); return_sequences=True: every step's h
+    (steps, units); return_state=True: [output, h, c]. initial_state=[h, c]
+    (two vectors of units, an encoder's final state) starts it there,
+    otherwise at zeros. The recurrent kernel starts glorot-uniform, not
+    orthogonal as in Keras. The steps are not masked: every step of the
+    padded length runs (see docs/python.md)."""
+
+    _c_kind = "lstm"
+    _bias_what = "biases to zeros (the forget gate's to 1)"
+
+    def __init__(self, units, activation="tanh",
+                 recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", unit_forget_bias=True,
+                 kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
+                 return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, time_major=False,
+                 unroll=False, **kwargs):
+        super().__init__(
+            locals(),
+            unit_forget_bias=(unit_forget_bias, True, "libvtpu starts the "
+                              "forget gate's bias at 1"))
 
     def _c_build_all(self, lib, g, nodes, ctx):
         """The C nodes of [output, h, c]."""
@@ -1162,10 +1198,61 @@ class LSTM(Layer):
                                         out), self)
         return [out.seq if self.return_sequences else out.h, out.h, out.c]
 
+
+class GRU(_Recurrent):
+    """Keras' GRU with its default reset_after=True (gates z, r, h; tanh
+    and sigmoid; kernel (features, 3 units), recurrent_kernel (units,
+    3 units), bias (2, 3 units): the input's bias and the recurrent one),
+    unrolled over the sequence's steps in libvtpu's compiled step:
+    z = sigmoid(x W_z + b_iz + h U_z + b_rz), r likewise, h~ = tanh(x W_h +
+    b_ih + r * (h U_h + b_rh)), h' = z * h + (1 - z) * h~.
+
+    gru(x) -> the last h (units,); return_sequences=True: every step's h
+    (steps, units); return_state=True: [output, h]. initial_state=h (or
+    [h]: a vector of units, an encoder's final state) starts it there,
+    otherwise at zeros. The recurrent kernel starts glorot-uniform, not
+    orthogonal as in Keras. The steps are not masked: every step of the
+    padded length runs (see docs/python.md)."""
+
+    _c_kind = "gru"
+    _gates = 3
+    _bias_rows = 2
+    _states = ("h",)
+
+    def __init__(self, units, activation="tanh",
+                 recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None,
+                 dropout=0.0, recurrent_dropout=0.0, seed=None,
+                 return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, time_major=False,
+                 unroll=False, reset_after=True, use_cudnn="auto",
+                 **kwargs):
+        super().__init__(
+            locals(),
+            reset_after=(reset_after, True, "libvtpu's GRU applies the "
+                         "reset gate after the recurrent product (Keras' "
+                         "TF2 default)"),
+            seed=(seed, None, "libvtpu's GRU has no dropout to seed"),
+            use_cudnn=("auto" if use_cudnn is False else use_cudnn, "auto",
+                       "libvtpu runs no cuDNN kernel"))
+
+    def _c_build_all(self, lib, g, nodes, ctx):
+        """The C nodes of [output, h]."""
+        from .._ffi import ffi
+        out = ffi.new("struct vtpu_gru_nodes *")
+        h0 = nodes[1] if len(nodes) == 2 else -1
+        _graph_node(lib.vtpu_graph_gru(g, nodes[0], self.units, h0, out),
+                    self)
+        return [out.seq if self.return_sequences else out.h, out.h]
+
     def get_config(self):
         c = super().get_config()
-        c.update(units=self.units, return_sequences=self.return_sequences,
-                 return_state=self.return_state)
+        c.update(reset_after=True)
         return c
 
 
@@ -1292,7 +1379,7 @@ def concatenate(inputs, axis=-1, **kwargs):
 
 
 _SUPPORTED = ("Dense, Conv2D, MaxPooling2D, Flatten, Dropout, ReLU, "
-              "Activation, Softmax, Add, Embedding, LSTM, Attention, "
+              "Activation, Softmax, Add, Embedding, LSTM, GRU, Attention, "
               "Concatenate, Input/InputLayer")
 
 
