@@ -41,6 +41,7 @@ struct corpus {
 	struct vtpu_text_pairs pairs;
 	struct side src, tgt;
 	uint32_t *dec_in, *labels;	/* the target, shifted: [n][tgt.len-1] */
+	uint32_t n;			/* pairs used (--test-limit: fewer) */
 	uint32_t ntrain;		/* pairs [0, ntrain) train, the rest test */
 };
 
@@ -101,7 +102,7 @@ static void load_corpus(const struct trainer_opts *o, struct corpus *c)
 		n = c->ntrain + o->test_limit;
 	encode_side(o, &c->src, c->pairs.src, n, c->ntrain, mode);
 	encode_side(o, &c->tgt, c->pairs.tgt, n, c->ntrain, mode);
-	c->pairs.n = n;
+	c->n = n;
 	/* the decoder reads <start> y1 .. and learns to say y1 .. <end> */
 	T = c->tgt.len - 1;
 	c->dec_in = malloc((size_t)n * T * sizeof(*c->dec_in));
@@ -134,7 +135,8 @@ static void free_corpus(struct corpus *c)
 static struct vtpu_model *build(const struct corpus *c, int *tgt_input)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
-	struct vtpu_lstm_nodes enc, dec;
+	struct vtpu_lstm_nodes enc = { -1, -1, -1 }, dec = { -1, -1, -1 };
+	struct vtpu_model *m;
 	int src, tgt, x, att;
 
 	if (!g)
@@ -150,11 +152,10 @@ static struct vtpu_model *build(const struct corpus *c, int *tgt_input)
 	x = vtpu_graph_concat(g, att, dec.seq);
 	x = vtpu_graph_dense(g, x, COMBINE, VTPU_ACT_TANH);
 	x = vtpu_graph_dense(g, x, c->tgt.vocab.size, VTPU_ACT_NONE);
-	if (vtpu_graph_loss(g, x) < 0) {
+	m = vtpu_graph_loss(g, x) < 0 ? NULL : vtpu_model_create_graph(g);
+	if (!m)	/* a builder's failure shows here: the graph stays ours */
 		vtpu_graph_destroy(g);
-		return NULL;
-	}
-	return vtpu_model_create_graph(g);
+	return m;
 }
 
 static struct vtpu_token_dataset split(const struct corpus *c, uint32_t first,
@@ -215,7 +216,7 @@ static uint32_t translate(struct run *r, uint32_t first, uint32_t n,
 static void on_epoch(void *ctx, const struct vtpu_epoch_stats *st)
 {
 	struct run *r = ctx;
-	uint32_t held_out = r->c->pairs.n - r->c->ntrain;
+	uint32_t held_out = r->c->n - r->c->ntrain;
 
 	(void)st;
 	translate(r, r->c->ntrain, held_out < SHOW ? held_out : SHOW, SHOW);
@@ -244,7 +245,7 @@ int main(int argc, char **argv)
 	trainer_parse(argc, argv, &o);
 	load_corpus(&o, &c);
 	train = split(&c, 0, c.ntrain);
-	test = split(&c, c.ntrain, c.pairs.n - c.ntrain);
+	test = split(&c, c.ntrain, c.n - c.ntrain);
 
 	m = build(&c, &r.tgt_input);
 	if (!m)

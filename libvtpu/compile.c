@@ -1183,7 +1183,7 @@ static void lstm_input_part(struct cx *cx, int i, uint32_t t0, uint32_t nt)
 }
 
 /*
- * Step t: h W_rec added to the gates, then eight element-wise commands:
+ * Step t: h W_rec added to the gates, then nine element-wise commands:
  * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c).
  */
 static void lstm_step(struct cx *cx, int i, uint64_t t, struct tref tmp)
@@ -1413,7 +1413,7 @@ static void rnn_param_grads(struct cx *cx, int i, struct tref dz,
 }
 
 /*
- * Backward through time: per step (last first) thirteen element-wise
+ * Backward through time: per step (last first) twelve element-wise
  * commands give the gates' dz from dh and dc, then dh of the step before
  * gets dz W_rec^T; after the loop, dW, dW_rec, db and dx each over all
  * steps at once.
@@ -1915,6 +1915,29 @@ static bool decodable(const struct vg_node *n)
 	}
 }
 
+/*
+ * Can node @i, which depends on the generated input, run step by step:
+ * does step t read only what steps 0..t wrote? A sequence op of the
+ * generated length, whose other operands are whole before the first step
+ * (attention's keys and mask, from the encoder); a recurrent layer's last
+ * state only if nothing reads it (it exists after the last step).
+ */
+static bool decodable_at(const struct cx *cx, int i, uint32_t T)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+
+	if (!decodable(n))
+		return false;
+	if (n->op == VG_LSTM_STATE || n->op == VG_GRU_STATE)
+		return !consumers(cx->g, i);
+	if (n->op == VG_LOSS)
+		return true;
+	if (!n->seq || n->h != T)
+		return false;
+	return n->op != VG_ATTENTION ||
+	       (!cx->dec[n->in[1]] && (n->mask < 0 || !cx->dec[n->mask]));
+}
+
 static void decode(struct cx *cx)
 {
 	const struct vtpu_graph *g = cx->g;
@@ -1935,8 +1958,7 @@ static void decode(struct cx *cx)
 		for (j = 0; j < VG_MAX_IN; j++)
 			if (n->in[j] >= 0 && cx->dec[n->in[j]])
 				cx->dec[i] = true;
-		/* each step must read only steps before it: step-wise ops */
-		if (cx->dec[i] && (!decodable(n) || (n->seq && n->h != T))) {
+		if (cx->dec[i] && !decodable_at(cx, i, T)) {
 			cx->err = -EOPNOTSUPP;
 			return;
 		}
@@ -1978,6 +2000,46 @@ static void decode(struct cx *cx)
 		}
 	}
 	cx->step = -1;
+}
+
+/*
+ * A layer the loss does not depend on (nothing on the way to the loss
+ * reads its output) gets no gradient commands; its parameters' gradients
+ * are zero, written so, not whatever the arena held: the optimizer reads
+ * every parameter's.
+ */
+static void zero_dead_grads(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	bool *live = calloc(g->nnodes, sizeof(*live));
+	int i, j;
+
+	if (!live) {
+		cx->err = -ENOMEM;
+		return;
+	}
+	live[g->loss] = true;
+	for (i = g->nnodes - 1; i >= 0; i--)
+		for (j = 0; live[i] && j < VG_MAX_IN; j++)
+			if (g->nodes[i].in[j] >= 0)
+				live[g->nodes[i].in[j]] = true;
+	for (i = 0; i < g->nnodes; i++) {
+		const struct vg_node *n = &g->nodes[i];
+		int p[3] = { n->weight, n->weight2, n->bias }, k;
+
+		for (k = 0; !live[i] && k < 3; k++) {
+			struct vtpu_cmd_fill fill = {
+				.hdr = { VTPU_OP_FILL, sizeof(fill) },
+			};
+
+			if (p[k] < 0)
+				continue;
+			fill.count = (uint32_t)g->params[p[k]].count;
+			fill.dst = opnd(param_grad(cx, p[k]));
+			emit(cx, &fill);
+		}
+	}
+	free(live);
 }
 
 static double now_ms(void)
@@ -2056,6 +2118,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 			if (ops[g->nodes[i].op].bwd &&
 			    (cx.grad[i].sid || cx.want_bwd[i]))
 				ops[g->nodes[i].op].bwd(&cx, i);
+		zero_dead_grads(&cx);
 		optimizer(&cx);
 	}
 	if (cx.err || cx.cb.error) {

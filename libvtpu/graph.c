@@ -620,7 +620,7 @@ int64_t vtpu_graph_pack_labels(const struct vtpu_graph *g, uint32_t batch,
 			/* SOFTMAX_XENT ignores a row whose label is >= n */
 			if (y == VTPU_TOK_PAD)
 				y = UINT32_MAX;
-			else
+			else if (y < n->c)
 				valid++;
 			out[(uint64_t)t * batch + b] = y;
 		}

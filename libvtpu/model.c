@@ -48,6 +48,7 @@ struct devset {
 	struct vtpu_bo images;	/* u8 [n, h, w, c], or packed token batches */
 	struct vtpu_bo labels;	/* u32 [n], or packed per batch */
 	uint32_t *valid;	/* token sets: labels that count, per batch */
+	uint32_t batch;		/* token sets: the batch they are packed by */
 };
 
 struct vtpu_model {
@@ -1136,7 +1137,8 @@ static int tokset_alloc(struct vtpu_model *m, struct devset *s, uint32_t n)
 		      (rem ? vg_inputs_bytes(m->g, rem) : 0);
 	int ret;
 
-	if (s->n == n && s->images.size >= in && s->valid)
+	/* packed by the model's batch: another one packs anew */
+	if (s->n == n && s->batch == B && s->images.size >= in && s->valid)
 		return 0;
 	devset_free(m, s);
 	ret = vg_bo_create(&m->rt, in, &s->images);
@@ -1150,6 +1152,7 @@ static int tokset_alloc(struct vtpu_model *m, struct devset *s, uint32_t n)
 			    n, strerror(-(ret ?: -ENOMEM)));
 	}
 	s->n = n;
+	s->batch = B;
 	return 0;
 }
 

@@ -197,7 +197,8 @@ static void build_vgg64(struct net *nt)
 static struct vtpu_model *build_translate(int *tgt, double *macs)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
-	struct vtpu_lstm_nodes enc, dec;
+	struct vtpu_lstm_nodes enc = { -1, -1, -1 }, dec = { -1, -1, -1 };
+	struct vtpu_model *m;
 	int src, x, att;
 
 	if (!g)
@@ -212,7 +213,8 @@ static struct vtpu_model *build_translate(int *tgt, double *macs)
 	x = vtpu_graph_concat(g, att, dec.seq);
 	x = vtpu_graph_dense(g, x, TR_A, VTPU_ACT_TANH);
 	x = vtpu_graph_dense(g, x, TR_VT, VTPU_ACT_NONE);
-	if (vtpu_graph_loss(g, x) < 0) {
+	m = vtpu_graph_loss(g, x) < 0 ? NULL : vtpu_model_create_graph(g);
+	if (!m) {
 		vtpu_graph_destroy(g);
 		return NULL;
 	}
@@ -220,7 +222,7 @@ static struct vtpu_model *build_translate(int *tgt, double *macs)
 	*macs = (double)(TR_TS + TR_TT) * (TR_E + TR_H) * 4 * TR_H +
 		2.0 * TR_TT * TR_TS * TR_H +
 		(double)TR_TT * (2 * TR_H * TR_A + TR_A * TR_VT);
-	return vtpu_model_create_graph(g);
+	return m;
 }
 
 /*

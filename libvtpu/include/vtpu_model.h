@@ -220,8 +220,8 @@ VTPU_API int vtpu_graph_pack_tokens(const struct vtpu_graph *g,
  * an ignored label (>= the classes).
  * @labels: u32 [batch][T], row-major
  * @out: u32 [T * batch]
- * Return: the labels that count (not padding), or -EINVAL without a
- * sequence loss.
+ * Return: the labels that count (not padding, below the classes: the
+ * loss ignores the others), or -EINVAL without a sequence loss.
  */
 VTPU_API int64_t vtpu_graph_pack_labels(const struct vtpu_graph *g,
 					uint32_t batch,
@@ -532,7 +532,8 @@ struct vtpu_token_dataset {
  * on token inputs (an encoder-decoder, say), whose loss is set
  * (vtpu_graph_loss()). The model owns @g from here on (destroying the
  * model destroys it). Compile it with vtpu_model_compile() as any model.
- * Return: the model, or NULL with errno set (EINVAL: no token inputs).
+ * Return: the model, or NULL with errno set (EINVAL: no token inputs);
+ * then @g is still the caller's.
  */
 VTPU_API struct vtpu_model *vtpu_model_create_graph(struct vtpu_graph *g);
 

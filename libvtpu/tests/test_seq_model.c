@@ -647,26 +647,146 @@ TEST(decode_gru_matches_stepwise_predict)
 }
 
 /* Decoding runs the layers after the decoder's input step by step only. */
+/*
+ * Decoding runs the layers after the decoder's input step by step, so
+ * step t may read only steps up to t: a ReLU (not a step-wise op here),
+ * attention over the decoder's own steps (step t would read later keys),
+ * a dense layer on the decoder's last state (it exists after the last
+ * step) are refused, not run on what is not written yet.
+ */
+enum { CANNOT_RELU, CANNOT_SELF_ATTENTION, CANNOT_LAST_STATE, CANNOT_N };
+
 TEST(decode_rejects_what_cannot_step)
 {
-	struct vtpu_graph *g = vtpu_graph_create();
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 2, .threads = 1);
 	uint32_t ids[2 * 4] = { 1, 5, 2, 0, 1, 6, 7, 2 }, out[8];
 	const uint32_t *in[1] = { ids };
-	struct vtpu_model *m;
-	int tok, x;
+	int k;
 
-	tok = vtpu_graph_tokens(g, 4);
-	x = vtpu_graph_embedding(g, tok, 9, 3);
-	x = vtpu_graph_relu(g, x);
-	x = vtpu_graph_dense(g, x, 9, VTPU_ACT_NONE);
+	for (k = 0; k < CANNOT_N; k++) {
+		struct vtpu_graph *g = vtpu_graph_create();
+		struct vtpu_lstm_nodes l;
+		struct vtpu_model *m;
+		int tok, x;
+
+		tok = vtpu_graph_tokens(g, 4);
+		x = vtpu_graph_embedding(g, tok, 9, 3);
+		if (k == CANNOT_RELU) {
+			x = vtpu_graph_relu(g, x);
+		} else {
+			ASSERT_LE(0, vtpu_graph_lstm(g, x, 4, -1, -1, &l));
+			x = k == CANNOT_SELF_ATTENTION ?
+				    vtpu_graph_attention(g, l.seq, l.seq, tok) :
+				    vtpu_graph_concat(
+					    g, l.seq, vtpu_graph_lstm(g, l.seq, 4,
+								      l.h, l.c,
+								      NULL));
+		}
+		if (k == CANNOT_LAST_STATE) {
+			int h = vtpu_graph_dense(g, l.h, 3, VTPU_ACT_TANH);
+
+			ASSERT_LE(0, h);
+		}
+		x = vtpu_graph_dense(g, x, 9, VTPU_ACT_NONE);
+		ASSERT_LE(0, vtpu_graph_loss(g, x));
+		m = vtpu_model_create_graph(g);
+		ASSERT_NE(NULL, m);
+		ASSERT_EQ(0, vtpu_model_compile(m, &co));
+		EXPECT_EQ(-EOPNOTSUPP, vtpu_model_decode(m, tok, in, 2, out))
+			TH_LOG("case %d", k);
+		EXPECT_NE(NULL, strstr(vtpu_model_error(m), "step by step"))
+			TH_LOG("%s", vtpu_model_error(m));
+		vtpu_model_destroy(m);
+	}
+}
+
+/*
+ * A layer whose output nothing on the way to the loss reads (here a dense
+ * layer on the encoder's last h that nothing uses) has zero gradients:
+ * training leaves it as it was, rather than applying whatever the
+ * activation arena held where its gradients would be.
+ */
+TEST(dead_layer_not_updated)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 4, .threads = 2);
+	VTPU_FIT_OPTS(fo, .epochs = 2);
+	uint32_t ids[8 * 5], lab[8 * 5], i;
+	struct vtpu_token_dataset ds = { .n = 8, .inputs = { ids },
+					 .labels = lab };
+	struct vtpu_lstm_nodes l;
+	float before[8 * 3], after[8 * 3];
+	struct vtpu_weight_info wi;
+	struct vtpu_model *m;
+	int tok, x, dead, k, wk = -1;
+
+	tok = vtpu_graph_tokens(g, 5);
+	x = vtpu_graph_embedding(g, tok, 9, 4);
+	ASSERT_LE(0, vtpu_graph_lstm(g, x, 8, -1, -1, &l));
+	dead = vtpu_graph_dense(g, l.h, 3, VTPU_ACT_TANH);
+	ASSERT_LE(0, dead);
+	x = vtpu_graph_dense(g, l.seq, 9, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
 	m = vtpu_model_create_graph(g);
 	ASSERT_NE(NULL, m);
 	ASSERT_EQ(0, vtpu_model_compile(m, &co));
-	EXPECT_EQ(-EOPNOTSUPP, vtpu_model_decode(m, tok, in, 2, out));
-	EXPECT_NE(NULL, strstr(vtpu_model_error(m), "step by step"))
+	random_tokens(ids, 8, 5, 9);
+	for (i = 0; i < 8 * 5; i++)
+		lab[i] = ids[i];
+	for (k = 0; k < vtpu_model_num_weights(m); k++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(m, k, &wi));
+		if (!strcmp(wi.name, "dense/kernel"))
+			wk = k;
+	}
+	ASSERT_LE(0, wk);
+	ASSERT_EQ(0, vtpu_model_weight_info(m, wk, &wi));
+	ASSERT_EQ(0, vtpu_model_get_weights(m, wk, before, wi.count));
+	ASSERT_EQ(0, vtpu_model_fit_tokens(m, &ds, &fo))
 		TH_LOG("%s", vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_get_weights(m, wk, after, wi.count));
+	EXPECT_EQ(0, memcmp(before, after, wi.count * 4));
+	vtpu_model_destroy(m);
+}
+
+/*
+ * The device copies of token data are packed per batch: a new batch size
+ * packs them anew, into room for its own number of batches.
+ */
+TEST(token_sets_follow_the_batch)
+{
+	struct s2s s = { .ts = 6, .tt = 5, .vs = 9, .vt = 8, .e = 4, .h = 6,
+			 .a = 5 };
+	struct vtpu_graph *g = build_s2s(&s, true);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .threads = 2);
+	struct vtpu_token_dataset ds = { .n = 37 };
+	double loss[3], acc;
+	struct vtpu_model *m;
+	struct batch bt;
+	uint32_t i, *lab = malloc(37 * 5 * 4);
+
+	ASSERT_NE(NULL, g);
+	ASSERT_EQ(0, make_batch(g, &s, 37, &bt));
+	/* row-major labels for the model API (make_batch packs them) */
+	for (i = 0; i < 37 * 5; i++)
+		lab[i] = bt.labels[i];
+	ds.inputs[0] = bt.ids;
+	ds.inputs[1] = bt.ids + 37 * s.ts;
+	ds.labels = lab;
+	m = vtpu_model_create_graph(g);
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_evaluate_tokens(m, &ds, &loss[0], &acc));
+	ASSERT_EQ(0, vtpu_model_set_batch(m, 1));
+	ASSERT_EQ(0, vtpu_model_evaluate_tokens(m, &ds, &loss[1], &acc));
+	ASSERT_EQ(0, vtpu_model_set_batch(m, 5));
+	ASSERT_EQ(0, vtpu_model_evaluate_tokens(m, &ds, &loss[2], &acc));
+	/* a mean over the same tokens, however they are batched */
+	EXPECT_GT(1e-5, fabs(loss[1] - loss[0]) / loss[0]);
+	EXPECT_GT(1e-5, fabs(loss[2] - loss[0]) / loss[0]);
+	TH_LOG("loss in batches of 16, 1, 5: %.7f %.7f %.7f", loss[0],
+	       loss[1], loss[2]);
+	free_batch(&bt);
+	free(lab);
 	vtpu_model_destroy(m);
 }
 
