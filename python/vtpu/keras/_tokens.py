@@ -29,8 +29,8 @@ from . import _data
 from ._cmodel import CModel
 from .layers import _Recurrent, Dense, Embedding, InputLayer, KerasTensor, \
     _graph_node
-from .models import Model, _Compiled, _pass_args, _split_at, \
-    default_device
+from .models import Model, _Compiled, _claim_layers, _pass_args, \
+    _split_at, default_device
 from . import optimizers
 
 __all__ = ["TokenModel"]
@@ -111,20 +111,7 @@ class TokenModel(Model):
         order = sorted(layers.values(),
                        key=lambda l: _outputs_of(l)[0]._serial)
         ops = [(l, l._inbound, _outputs_of(l)[0]) for l in order]
-        names = {}
-        for layer in [i._layer for i in ins] + order:
-            if layer._model is not None and layer._model is not self:
-                raise ValueError(
-                    "Model: layer %r belongs to model %r already: libvtpu "
-                    "keeps weights per model (a layer cannot be shared "
-                    "between models)" % (layer.name, layer._model.name))
-            if layer.name in names:
-                raise ValueError('Model: the name "%s" is used 2 times in '
-                                 'the model: layer names must be unique'
-                                 % layer.name)
-            names[layer.name] = layer
-        for layer in names.values():
-            layer._model = self
+        _claim_layers(self, [i._layer for i in ins] + order)
         self._inputs = ins
         self._input, self._output, self._ops = ins[0], out, ops
         # the vocabulary each input's ids must stay below: its embeddings'

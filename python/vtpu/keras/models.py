@@ -115,6 +115,25 @@ class _Compiled:
         self.ignore_class = None
 
 
+def _claim_layers(model, layers):
+    """Make @model the owner of @layers: each belongs to one model (libvtpu
+    keeps weights per model), and their names are unique within it."""
+    names = {}
+    for layer in layers:
+        if layer._model is not None and layer._model is not model:
+            raise ValueError(
+                "Model: layer %r belongs to model %r already: libvtpu "
+                "keeps weights per model (a layer cannot be shared "
+                "between models)" % (layer.name, layer._model.name))
+        if layer.name in names:
+            raise ValueError('Model: the name "%s" is used 2 times in '
+                             'the model: layer names must be unique'
+                             % layer.name)
+        names[layer.name] = layer
+    for layer in names.values():
+        layer._model = model
+
+
 def _token_inputs(inputs):
     """Whether Model(inputs=...) names an Input of token ids."""
     ts = inputs if isinstance(inputs, (list, tuple)) else [inputs]
@@ -213,20 +232,7 @@ class Model:
                              "%r" % inp._layer.name)
         tensors.sort(key=lambda t: t._serial)
         ops = [(t._layer, t._inputs, t) for t in tensors if t is not inp]
-        names = {}
-        for layer in [inp._layer] + [op[0] for op in ops]:
-            if layer._model is not None and layer._model is not self:
-                raise ValueError(
-                    "Model: layer %r belongs to model %r already: libvtpu "
-                    "keeps weights per model (a layer cannot be shared "
-                    "between models)" % (layer.name, layer._model.name))
-            if layer.name in names:
-                raise ValueError('Model: the name "%s" is used 2 times in '
-                                 'the model: layer names must be unique'
-                                 % layer.name)
-            names[layer.name] = layer
-        for layer in names.values():
-            layer._model = self
+        _claim_layers(self, [inp._layer] + [op[0] for op in ops])
         self._input, self._output, self._ops = inp, out, ops
 
     @property
