@@ -29,8 +29,8 @@ from . import _data
 from ._cmodel import CModel
 from .layers import _Recurrent, Dense, Embedding, InputLayer, KerasTensor, \
     _graph_node
-from .models import Model, _Compiled, _claim_layers, _pass_args, \
-    _split_at, default_device
+from .models import Model, _Compiled, _claim_layers, _logits_of, \
+    _name_weights, _pass_args, _split_at, default_device
 from . import optimizers
 
 __all__ = ["TokenModel"]
@@ -268,16 +268,8 @@ class TokenModel(Model):
             else:
                 nodes[id(layer._outputs)] = layer._c_build(lib, g, in_nodes,
                                                            Ctx)
-            if layer._weight_shapes():
-                prefix = layer._c_kind
-                k = counts.get(prefix, 0)
-                counts[prefix] = k + 1
-                base = prefix if k == 0 else "%s_%d" % (prefix, k)
-                names[layer] = ["%s/%s" % (base, s)
-                                for s, _ in layer._weight_shapes()]
-        out_t = self._output
-        if out_t._layer._softmax:
-            out_t = out_t._inputs[0]
+            _name_weights(layer, counts, names)
+        out_t = _logits_of(self._output)
         ret = lib.vtpu_graph_loss(g, nodes[id(out_t)])
         if ret < 0:
             raise ValueError("the output %r: libvtpu's loss refused it "

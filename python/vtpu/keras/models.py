@@ -115,6 +115,24 @@ class _Compiled:
         self.ignore_class = None
 
 
+def _name_weights(layer, counts, names):
+    """names[layer]: its weights' names as libvtpu's graph gives them
+    ("dense_1/kernel"), counting the layers of each kind in @counts."""
+    if not layer._weight_shapes():
+        return
+    prefix = layer._c_kind
+    k = counts.get(prefix, 0)
+    counts[prefix] = k + 1
+    base = prefix if k == 0 else "%s_%d" % (prefix, k)
+    names[layer] = ["%s/%s" % (base, s) for s, _ in layer._weight_shapes()]
+
+
+def _logits_of(out_t):
+    """The tensor the loss takes: a softmax output's input (the loss
+    applies the softmax), else the output itself."""
+    return out_t._inputs[0] if out_t._layer._softmax else out_t
+
+
 def _claim_layers(model, layers):
     """Make @model the owner of @layers: each belongs to one model (libvtpu
     keeps weights per model), and their names are unique within it."""
@@ -385,17 +403,8 @@ class Model:
         for layer, ins, out in self._ops:
             nodes[id(out)] = layer._c_build(lib, g, [nodes[id(t)]
                                                      for t in ins], Ctx)
-            if layer._weight_shapes():
-                prefix = layer._c_kind
-                k = counts.get(prefix, 0)
-                counts[prefix] = k + 1
-                base = prefix if k == 0 else "%s_%d" % (prefix, k)
-                names[layer] = ["%s/%s" % (base, s)
-                                for s, _ in layer._weight_shapes()]
-        out_t = self._output
-        if out_t._layer._softmax:
-            out_t = out_t._inputs[0]
-        cm.set_output(nodes[id(out_t)])
+            _name_weights(layer, counts, names)
+        cm.set_output(nodes[id(_logits_of(self._output))])
         self._compile_c(cm, cfg, names, batch, transform)
 
     def _compile_c(self, cm, cfg, names, batch, transform):
