@@ -220,6 +220,20 @@ static int check_outputs(struct vtpu_engine_check *v, const struct vtpu_cmd_hdr 
 	return 0;
 }
 
+/* One input @in and one output @out: each valid, the output apart from it. */
+static int check_in_out(struct vtpu_engine_check *v,
+			const struct vtpu_cmd_hdr *cmd, u32 in, u32 out)
+{
+	int ret;
+
+	ret = check_operand(v, cmd, in);
+	if (!ret)
+		ret = check_operand(v, cmd, out);
+	if (!ret)
+		ret = check_outputs(v, cmd, &out, 1, &in, 1);
+	return ret;
+}
+
 /* Reject unless the window geometry is valid and its counts fit. */
 static int check_window(struct vtpu_engine_check *v, const struct vtpu_window *w)
 {
@@ -247,13 +261,9 @@ int vtpu_im2col_check(struct vtpu_engine_check *v,
 	if (c->pad)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
 	ret = check_window(v, &c->win);
-	if (!ret)
-		ret = check_operand(v, &c->hdr, in);
-	if (!ret)
-		ret = check_operand(v, &c->hdr, out);
-	if (!ret)
-		ret = check_outputs(v, &c->hdr, &out, 1, &in, 1);
-	return ret;
+	if (ret)
+		return ret;
+	return check_in_out(v, &c->hdr, in, out);
 }
 
 int vtpu_pool_check(struct vtpu_engine_check *v,
@@ -354,7 +364,6 @@ int vtpu_reduce_check(struct vtpu_engine_check *v,
 {
 	const struct vtpu_cmd_reduce *r = (const void *)hdr;
 	static const u32 out = VTPU_OPERAND_Y, in = VTPU_OPERAND_X;
-	int ret;
 
 	if (r->op > VTPU_REDUCE_SUMSQ_ROWS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
@@ -362,12 +371,7 @@ int vtpu_reduce_check(struct vtpu_engine_check *v,
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	if (r->ldx < r->n)
 		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_STRIDE);
-	ret = check_operand(v, &r->hdr, in);
-	if (!ret)
-		ret = check_operand(v, &r->hdr, out);
-	if (!ret)
-		ret = check_outputs(v, &r->hdr, &out, 1, &in, 1);
-	return ret;
+	return check_in_out(v, &r->hdr, in, out);
 }
 
 int vtpu_argmax_check(struct vtpu_engine_check *v,
@@ -375,7 +379,6 @@ int vtpu_argmax_check(struct vtpu_engine_check *v,
 {
 	const struct vtpu_cmd_argmax *a = (const void *)hdr;
 	static const u32 out = VTPU_OPERAND_INDEX, in = VTPU_OPERAND_X;
-	int ret;
 
 	if (a->flags)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
@@ -386,12 +389,7 @@ int vtpu_argmax_check(struct vtpu_engine_check *v,
 	/* both below 2^32 */
 	if ((u64)a->m * a->ldx > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_SHAPE);
-	ret = check_operand(v, hdr, in);
-	if (!ret)
-		ret = check_operand(v, hdr, out);
-	if (!ret)
-		ret = check_outputs(v, hdr, &out, 1, &in, 1);
-	return ret;
+	return check_in_out(v, hdr, in, out);
 }
 
 int vtpu_xent_check(struct vtpu_engine_check *v,
@@ -514,7 +512,6 @@ int vtpu_cast_check(struct vtpu_engine_check *v,
 {
 	const struct vtpu_cmd_cast *c = (const void *)hdr;
 	static const u32 out = VTPU_OPERAND_DST, in = VTPU_OPERAND_SRC;
-	int ret;
 
 	if (c->mode > VTPU_CAST_U8_TO_F32)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_DTYPE);
@@ -523,12 +520,7 @@ int vtpu_cast_check(struct vtpu_engine_check *v,
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
 	if (!c->count || c->count > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operand(v, &c->hdr, in);
-	if (!ret)
-		ret = check_operand(v, &c->hdr, out);
-	if (!ret)
-		ret = check_outputs(v, &c->hdr, &out, 1, &in, 1);
-	return ret;
+	return check_in_out(v, &c->hdr, in, out);
 }
 
 /* 0 <= rate < 1, as binary32 bits: the positive numbers below 1.0f */
@@ -572,7 +564,6 @@ int vtpu_clip_norm_check(struct vtpu_engine_check *v,
 {
 	const struct vtpu_cmd_clip_norm *c = (const void *)hdr;
 	static const u32 out = VTPU_OPERAND_X, in = VTPU_OPERAND_SUMSQ;
-	int ret;
 
 	if (c->pad)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
@@ -580,13 +571,8 @@ int vtpu_clip_norm_check(struct vtpu_engine_check *v,
 	if (!c->count || c->count > VTPU_MAX_ELEMS ||
 	    c->max_norm < 0x00800000u || c->max_norm >= F32_INF_BITS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operand(v, hdr, in);
-	if (!ret)
-		ret = check_operand(v, hdr, out);
 	/* tiles scale x while others read sumsq */
-	if (!ret)
-		ret = check_outputs(v, hdr, &out, 1, &in, 1);
-	return ret;
+	return check_in_out(v, hdr, in, out);
 }
 
 int vtpu_conv_pool_check(struct vtpu_engine_check *v,

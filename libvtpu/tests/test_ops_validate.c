@@ -200,6 +200,21 @@ TEST(validator)
 		mut;                                                          \
 		check_cmd(_metadata, &r, what, &var, reason, operand);        \
 	} while (0)
+/*
+ * Operand @opnd's (var.@fld's) four rejections: its offset @past past
+ * its buffer, its offset @odd misaligned, a bad buffer, its pad set.
+ */
+#define OPERAND_CASES(var, base, what, fld, opnd, past, odd)                 \
+	do {                                                                  \
+		CASE(var, base, what " past its buffer",                      \
+		     var.fld.offset = (past), VTPU_ERR_OUT_OF_BOUNDS, opnd);  \
+		CASE(var, base, what " misaligned", var.fld.offset = (odd),   \
+		     VTPU_ERR_MISALIGNED, opnd);                              \
+		CASE(var, base, what " bad buffer", var.fld.buf = 2,          \
+		     VTPU_ERR_BAD_BUFFER, opnd);                              \
+		CASE(var, base, what " operand pad", var.fld.pad = 1,         \
+		     VTPU_ERR_BAD_PAD, opnd);                                 \
+	} while (0)
 
 	/* the baselines are valid */
 	CASE(ic, ic0, "im2col ok", (void)0, VTPU_ERR_NONE, 0);
@@ -536,14 +551,8 @@ TEST(validator)
 	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
 	CASE(cn, cn0, "clip_norm x misaligned", cn.x.offset = 2,
 	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_X);
-	CASE(cn, cn0, "clip_norm sumsq out of bounds", cn.sumsq.offset = 4096,
-	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_SUMSQ);
-	CASE(cn, cn0, "clip_norm sumsq misaligned", cn.sumsq.offset = 4090,
-	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_SUMSQ);
-	CASE(cn, cn0, "clip_norm sumsq bad buffer", cn.sumsq.buf = 2,
-	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_SUMSQ);
-	CASE(cn, cn0, "clip_norm sumsq operand pad", cn.sumsq.pad = 1,
-	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_SUMSQ);
+	OPERAND_CASES(cn, cn0, "clip_norm sumsq", sumsq, VTPU_OPERAND_SUMSQ,
+		      4096, 4090);
 	CASE(cn, cn0, "clip_norm x over sumsq (its last element)",
 	     (cn.sumsq.buf = 0, cn.sumsq.offset = 1020), VTPU_ERR_OVERLAP,
 	     VTPU_OPERAND_X);
@@ -582,24 +591,10 @@ TEST(validator)
 	CASE(am, am0, "argmax m * ldx just below 2^36, past its buffer",
 	     (am.m = 16, am.ldx = 0xffffffffu), VTPU_ERR_OUT_OF_BOUNDS,
 	     VTPU_OPERAND_X);
-	CASE(am, am0, "argmax x past its buffer", am.ldx = 1000,
+	CASE(am, am0, "argmax x rows past its buffer", am.ldx = 1000,
 	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
-	CASE(am, am0, "argmax x offset past its buffer", am.x.offset = 4096,
-	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
-	CASE(am, am0, "argmax x misaligned", am.x.offset = 2,
-	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_X);
-	CASE(am, am0, "argmax x bad buffer", am.x.buf = 2,
-	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_X);
-	CASE(am, am0, "argmax x operand pad", am.x.pad = 1, VTPU_ERR_BAD_PAD,
-	     VTPU_OPERAND_X);
-	CASE(am, am0, "argmax y past its buffer", am.y.offset = 4096 - 60,
-	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_INDEX);
-	CASE(am, am0, "argmax y misaligned", am.y.offset = 1,
-	     VTPU_ERR_MISALIGNED, VTPU_OPERAND_INDEX);
-	CASE(am, am0, "argmax y bad buffer", am.y.buf = 2,
-	     VTPU_ERR_BAD_BUFFER, VTPU_OPERAND_INDEX);
-	CASE(am, am0, "argmax y operand pad", am.y.pad = 1, VTPU_ERR_BAD_PAD,
-	     VTPU_OPERAND_INDEX);
+	OPERAND_CASES(am, am0, "argmax x", x, VTPU_OPERAND_X, 4096, 2);
+	OPERAND_CASES(am, am0, "argmax y", y, VTPU_OPERAND_INDEX, 4096 - 60, 1);
 	CASE(am, am0, "argmax y over x's last element",
 	     (am.y.buf = 0, am.y.offset = 1004), VTPU_ERR_OVERLAP,
 	     VTPU_OPERAND_INDEX);

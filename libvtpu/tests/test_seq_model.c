@@ -17,6 +17,8 @@
 #include <vtpu_model.h>
 #include <vtpu_text.h>
 
+#include "test_seq.h"
+
 #include "../graph_priv.h"
 
 /* The encoder-decoder of the translation example, small; LSTMs or GRUs. */
@@ -66,36 +68,6 @@ static struct vtpu_graph *build_s2s(struct s2s *m, bool attention)
 		return NULL;
 	}
 	return g;
-}
-
-static uint64_t rng_state = 1;
-
-static uint32_t rnd(uint32_t n)
-{
-	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(rng_state >> 33) % n;
-}
-
-/* Sentences: start, words, end, padding; lengths differ per example. */
-static void random_tokens(uint32_t *ids, uint32_t batch, uint32_t T,
-			  uint32_t vocab)
-{
-	uint32_t b, t, len;
-
-	for (b = 0; b < batch; b++) {
-		len = 2 + rnd(T - 1);	/* 2..T */
-		for (t = 0; t < T; t++) {
-			uint32_t *x = &ids[b * T + t];
-
-			if (t == 0)
-				*x = VTPU_TOK_START;
-			else if (t + 1 < len)
-				*x = VTPU_TOK_RESERVED +
-				     rnd(vocab - VTPU_TOK_RESERVED);
-			else
-				*x = t + 1 == len ? VTPU_TOK_END : VTPU_TOK_PAD;
-		}
-	}
 }
 
 /* ---- the reference: double precision, batch-major, plain loops --------- */

@@ -32,3 +32,4 @@ $(BIN)/test_%: $(SRCTOP)/libvtpu/tests/test_%.c $(SELFTEST_DEPS)
 $(BIN)/test_engine: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
 $(BIN)/test_ops_elementwise: $(SRCTOP)/selftests/vtpu/vtpu_denormals.h
 $(TEST_OPS): $(SRCTOP)/libvtpu/tests/test_ops.h
+$(BIN)/test_seq_model $(BIN)/test_beam: $(SRCTOP)/libvtpu/tests/test_seq.h
