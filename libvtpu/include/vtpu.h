@@ -173,15 +173,22 @@ struct vtpu_queue_opts {
 };
 
 /*
+ * A sized options struct (libbpf's style): .sz set to the struct's size,
+ * so that the library knows which fields a caller built with an older
+ * header has; the fields given, the rest zero.
+ */
+#ifndef VTPU_SIZED_OPTS_
+#define VTPU_SIZED_OPTS_(type, name, ...)                                     \
+	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
+#endif
+
+/*
  * Declare a sized, zeroed opts struct (libbpf's LIBBPF_OPTS):
  *	VTPU_QUEUE_OPTS(o, .priority = VTPU_QUEUE_PRIORITY_NORMAL,
  *			.timeout_ms = 50);
  */
-#define VTPU_QUEUE_OPTS(name, ...)                                             \
-	struct vtpu_queue_opts name = {                                        \
-		.sz = sizeof(struct vtpu_queue_opts),                          \
-		__VA_ARGS__                                                    \
-	}
+#define VTPU_QUEUE_OPTS(name, ...)                                     \
+	VTPU_SIZED_OPTS_(vtpu_queue_opts, name, __VA_ARGS__)
 
 /**
  * vtpu_queue_create_opts() - create a queue

@@ -143,6 +143,16 @@ VTPU_API int vtpu_load_cifar10(const char *dir, bool train, struct vtpu_dataset 
 
 /* ---- image folders ------------------------------------------------------ */
 
+/*
+ * A sized options struct (libbpf's style): .sz set to the struct's size,
+ * so that the library knows which fields a caller built with an older
+ * header has; the fields given, the rest zero.
+ */
+#ifndef VTPU_SIZED_OPTS_
+#define VTPU_SIZED_OPTS_(type, name, ...)                                     \
+	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
+#endif
+
 /**
  * struct vtpu_image_folder_opts - how vtpu_load_image_folder() reads a
  * folder (libbpf-style sized options; VTPU_IMAGE_FOLDER_OPTS() fills @sz)
@@ -172,10 +182,8 @@ struct vtpu_image_folder_opts {
 	FILE *warnings;
 };
 
-#define VTPU_IMAGE_FOLDER_OPTS(name, ...)                                      \
-	struct vtpu_image_folder_opts name = {                                 \
-		.sz = sizeof(struct vtpu_image_folder_opts), __VA_ARGS__       \
-	}
+#define VTPU_IMAGE_FOLDER_OPTS(name, ...)                              \
+	VTPU_SIZED_OPTS_(vtpu_image_folder_opts, name, __VA_ARGS__)
 
 /**
  * struct vtpu_image_folder_info - what vtpu_load_image_folder() found

@@ -271,10 +271,8 @@ struct vtpu_compile_opts {
 	float input_shift;
 };
 
-#define VTPU_COMPILE_OPTS(name, ...)                                           \
-	struct vtpu_compile_opts name = {                                      \
-		.sz = sizeof(struct vtpu_compile_opts), __VA_ARGS__            \
-	}
+#define VTPU_COMPILE_OPTS(name, ...)                                   \
+	VTPU_SIZED_OPTS_(vtpu_compile_opts, name, __VA_ARGS__)
 
 /**
  * struct vtpu_epoch_stats - what one epoch of fit() measured
@@ -331,10 +329,8 @@ struct vtpu_fit_opts {
 	const struct vtpu_token_dataset *token_validation;
 };
 
-#define VTPU_FIT_OPTS(name, ...)                                               \
-	struct vtpu_fit_opts name = {                                          \
-		.sz = sizeof(struct vtpu_fit_opts), __VA_ARGS__                \
-	}
+#define VTPU_FIT_OPTS(name, ...)                                       \
+	VTPU_SIZED_OPTS_(vtpu_fit_opts, name, __VA_ARGS__)
 
 /* ---- the model (Keras Sequential) ---------------------------------------- */
 
@@ -601,10 +597,8 @@ struct vtpu_beam_opts {
 	float alpha;
 };
 
-#define VTPU_BEAM_OPTS(name, ...)                                              \
-	struct vtpu_beam_opts name = {                                         \
-		.sz = sizeof(struct vtpu_beam_opts), __VA_ARGS__               \
-	}
+#define VTPU_BEAM_OPTS(name, ...)                                      \
+	VTPU_SIZED_OPTS_(vtpu_beam_opts, name, __VA_ARGS__)
 
 /**
  * vtpu_model_decode_beam() - beam search: for each sentence, @width
