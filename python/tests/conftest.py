@@ -20,3 +20,13 @@ def pytest_collection_modifyitems(items):
                 isinstance(v, str) and v.startswith("/dev/vtpu")
                 for v in params.values()):
             item.add_marker(pytest.mark.device)
+
+
+@pytest.fixture
+def fresh_names():
+    """vtpu.keras' layer and model names counted afresh (dense, dense_1,
+    ...), before and after the test."""
+    from vtpu import keras
+    keras.backend.clear_session()
+    yield
+    keras.backend.clear_session()

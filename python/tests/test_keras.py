@@ -51,13 +51,6 @@ def compiled(model=None, lr=1e-2, seed=3, **kw):
     return model
 
 
-@pytest.fixture
-def fresh_names():
-    keras.backend.clear_session()
-    yield
-    keras.backend.clear_session()
-
-
 @pytest.fixture(scope="module")
 def quad():
     return quadrants(256, 1), quadrants(64, 2)

@@ -834,6 +834,17 @@ class CommandBuffer:
             return operand.shape
         return None
 
+    @classmethod
+    def _mn(cls, what, operand, m, n, ld=0):
+        """(m, n): as given, else from @operand's whole 2-D shape; a
+        ValueError where either stays unknown."""
+        shape = cls._shape2(operand, ld)
+        m = shape[0] if m is None and shape else m
+        n = shape[1] if n is None and shape else n
+        if m is None or n is None:
+            raise ValueError("%s: give m and n" % what)
+        return m, n
+
     def _emit(self, what, fn, *args):
         """Call a vtpu_cmdbuf_* builder; a failure leaves the stream as it
         was (not poisoned) and raises."""
@@ -955,11 +966,7 @@ class CommandBuffer:
         of alpha * x^2 over its columns ("sumsq_rows": y[m]); m and n
         default to x's 2-D shape."""
         op = _name(_REDUCE_OPS, op, "reduce op")
-        shape = self._shape2(x, ldx)
-        m = shape[0] if m is None and shape else m
-        n = shape[1] if n is None and shape else n
-        if m is None or n is None:
-            raise ValueError("reduce: give m and n")
+        m, n = self._mn("reduce", x, m, n, ldx)
         r = self._refs(x=(x, _F32), y=(y, _F32))
         self._emit("reduce", lib.vtpu_cmdbuf_reduce, op, m, n, ldx, alpha,
                    beta, r["x"], r["y"])
@@ -971,11 +978,7 @@ class CommandBuffer:
         index, NaN is above every number (a row's first NaN wins), as
         numpy.argmax(x, axis=1); what embedding() reads as the next
         step's ids in greedy decoding. m and n default to x's 2-D shape."""
-        shape = self._shape2(x, ldx)
-        m = shape[0] if m is None and shape else m
-        n = shape[1] if n is None and shape else n
-        if m is None or n is None:
-            raise ValueError("argmax: give m and n")
+        m, n = self._mn("argmax", x, m, n, ldx)
         r = self._refs(x=(x, _F32), y=(y, _U32))
         self._emit("argmax", lib.vtpu_cmdbuf_argmax, m, n, ldx, r["x"],
                    r["y"])
@@ -1099,11 +1102,7 @@ class CommandBuffer:
         ignored row (padding); with mean_valid, loss and dlogits are
         scaled by scale / (rows not ignored) instead (scale default 1:
         the mean over the valid rows)."""
-        shape = self._shape2(logits)
-        m = shape[0] if m is None and shape else m
-        n = shape[1] if n is None and shape else n
-        if m is None or n is None:
-            raise ValueError("softmax_xent: give m and n")
+        m, n = self._mn("softmax_xent", logits, m, n)
         r = self._refs(logits=(logits, _F32), labels=(labels, _U32),
                        dlogits=(dlogits, _F32), loss=(loss, _F32),
                        correct=(correct, _U32), probs=(probs, _F32))
@@ -1118,11 +1117,7 @@ class CommandBuffer:
 
     def _softmax(self, name, fn, x, y, dy, lengths, m, n, rows_per_group,
                  causal):
-        shape = self._shape2(y)
-        m = shape[0] if m is None and shape else m
-        n = shape[1] if n is None and shape else n
-        if m is None or n is None:
-            raise ValueError("%s: give m and n" % name)
+        m, n = self._mn(name, y, m, n)
         r = self._refs(x=(x, _F32), y=(y, _F32), dy=(dy, _F32),
                        lengths=(lengths, _U32))
         flags = ((lib.VTPU_SOFTMAX_LENGTHS if lengths is not None else 0) |

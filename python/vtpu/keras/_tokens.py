@@ -29,8 +29,8 @@ from . import _data
 from ._cmodel import CModel
 from .layers import _Recurrent, Dense, Embedding, InputLayer, KerasTensor, \
     _graph_node
-from .models import Model, _Compiled, _claim_layers, _logits_of, \
-    _name_weights, _pass_args, _split_at, default_device
+from .models import Model, _Compiled, _pass_args, _reached, _split_at, \
+    default_device
 from . import optimizers
 
 __all__ = ["TokenModel"]
@@ -90,12 +90,8 @@ class TokenModel(Model):
         self._set_token_graph(ins, outputs)
 
     def _set_token_graph(self, ins, out):
-        seen, stack, layers = set(), [out], {}
-        while stack:
-            t = stack.pop()
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
+        layers = {}
+        for t in _reached(out):
             if isinstance(t._layer, InputLayer):
                 if not any(t is i for i in ins):
                     raise ValueError(
@@ -104,14 +100,13 @@ class TokenModel(Model):
                         % t._layer.name)
                 continue
             layers[id(t._layer)] = t._layer
-            stack.extend(t._inputs)
         if id(out._layer) in (id(i._layer) for i in ins):
             raise ValueError("Model: the output is an input")
         # creation order is an order in which every layer's inputs exist
         order = sorted(layers.values(),
                        key=lambda l: _outputs_of(l)[0]._serial)
         ops = [(l, l._inbound, _outputs_of(l)[0]) for l in order]
-        _claim_layers(self, [i._layer for i in ins] + order)
+        self._claim([i._layer for i in ins] + order)
         self._inputs = ins
         self._input, self._output, self._ops = ins[0], out, ops
         # the vocabulary each input's ids must stay below: its embeddings'
@@ -158,62 +153,20 @@ class TokenModel(Model):
                 "is padding there); the output %r is one class per example"
                 % (cfg.ignore_class, self._output._layer.name))
 
+    # Model's words, for softmax computed in the loss
+    _SOFTMAX_TEXT = dict(
+        only="in the loss, after the last Dense layer",
+        into="the loss",
+        twice="",
+        logits=", or give it activation='softmax'",
+        end="libvtpu's models of token inputs end in a Dense layer "
+        "(logits, or softmax), fused with the cross-entropy loss",
+        last="in the loss")
+
     def _plan(self, from_logits):
         """The Dense layer whose outputs are the logits of the loss.
         ValueError where the model does not fit libvtpu's rules."""
-        out = self._output
-        last = out._layer
-        consumers = {}
-        for layer, ins, _ in self._ops:
-            for t in ins:
-                consumers[id(t)] = consumers.get(id(t), 0) + 1
-        if last._softmax:
-            src = out._inputs[0]
-            d = src._layer
-            if not (isinstance(d, Dense) and d.activation is None):
-                raise ValueError(
-                    "%r (softmax) follows %r: libvtpu computes softmax only "
-                    "in the loss, after the last Dense layer, so a softmax "
-                    "must come right after a Dense layer without activation"
-                    % (last.name, d.name))
-            if consumers.get(id(src), 0) > 1:
-                raise ValueError(
-                    "the output of %r feeds %r (softmax) and other layers: "
-                    "libvtpu fuses the softmax into the loss" % (d.name,
-                                                                  last.name))
-            if from_logits:
-                raise ValueError(
-                    "from_logits=True, but the model ends in softmax (%r): "
-                    "use from_logits=False" % last.name)
-            logits = d
-        elif isinstance(last, Dense) and last.activation == "softmax":
-            if from_logits:
-                raise ValueError(
-                    "from_logits=True, but the last layer %r has "
-                    "activation='softmax': use from_logits=False"
-                    % last.name)
-            logits = last
-        elif isinstance(last, Dense) and last.activation is None:
-            if not from_logits:
-                raise ValueError(
-                    "the last layer %r has no activation: its outputs are "
-                    "logits; compile with loss=SparseCategoricalCrossentropy"
-                    "(from_logits=True), or give it activation='softmax'"
-                    % last.name)
-            logits = last
-        else:
-            raise ValueError(
-                "the model ends in %r (%s): libvtpu's models of token inputs "
-                "end in a Dense layer (logits, or softmax), fused with the "
-                "cross-entropy loss" % (last.name, type(last).__name__))
-        for layer, _, t in self._ops:
-            if layer is logits or t is out:
-                continue
-            if layer._softmax or (isinstance(layer, Dense) and
-                                  layer.activation == "softmax"):
-                raise ValueError(
-                    "%r computes softmax but is not the model's last layer: "
-                    "libvtpu computes softmax only in the loss" % layer.name)
+        logits = self._softmax_logits(from_logits)
         classes = self._classes()
         if classes < 2 or classes > MAX_CLASSES:
             raise ValueError("the last layer %r has %d units: libvtpu's loss "
@@ -258,7 +211,6 @@ class TokenModel(Model):
                             t._layer)
             nodes[id(t)] = n
             token_nodes.append(n)
-        counts, names = {}, {}
         for layer, ins, _ in self._ops:
             in_nodes = [nodes[id(t)] for t in ins]
             if isinstance(layer, _Recurrent):
@@ -268,8 +220,7 @@ class TokenModel(Model):
             else:
                 nodes[id(layer._outputs)] = layer._c_build(lib, g, in_nodes,
                                                            Ctx)
-            _name_weights(layer, counts, names)
-        out_t = _logits_of(self._output)
+        out_t = self._loss_tensor()
         ret = lib.vtpu_graph_loss(g, nodes[id(out_t)])
         if ret < 0:
             raise ValueError("the output %r: libvtpu's loss refused it "
@@ -278,16 +229,14 @@ class TokenModel(Model):
         if p == ffi.NULL:
             raise ValueError("vtpu_model_create_graph refused the graph (%s)"
                              % ffi.errno)
-        return CModel.of(p), names, token_nodes
+        return CModel.of(p), self._weight_names(), token_nodes
 
     def _ensure_c(self, batch=None, transform=None, what=""):
         """The libvtpu model, compiled for @batch (None: any)."""
         if self._c is None:
             self._build_c(batch or 32, None)
             return self._c
-        if batch is not None and batch != self._c_batch:
-            self._c.set_batch(batch)
-            self._c_batch = batch
+        self._set_batch(batch)
         return self._c
 
     # ---- data ------------------------------------------------------------

@@ -18,6 +18,7 @@ Every Keras argument is accepted by name; one libvtpu cannot honour
 (use_bias=False, dilation_rate, data_format='channels_first', a regularizer,
 a non-default initializer, ...) is a ValueError naming it, never ignored.
 """
+import inspect
 import itertools
 
 import numpy as np
@@ -1014,9 +1015,42 @@ class _Recurrent(Layer):
     _states = ("h", "c")
     _bias_what = "biases to zeros"
 
-    def __init__(self, args, **rejected):
-        """@args: the subclass's __init__ arguments (its locals());
-        @rejected: its own arguments libvtpu refuses, for _reject_kw."""
+    # Keras' arguments of both, in order (after units); a subclass's own
+    # follow the one that names them in its _own_args
+    _ARGS = (("activation", "tanh"), ("recurrent_activation", "sigmoid"),
+             ("use_bias", True), ("kernel_initializer", "glorot_uniform"),
+             ("recurrent_initializer", "orthogonal"),
+             ("bias_initializer", "zeros"), ("kernel_regularizer", None),
+             ("recurrent_regularizer", None), ("bias_regularizer", None),
+             ("activity_regularizer", None), ("kernel_constraint", None),
+             ("recurrent_constraint", None), ("bias_constraint", None),
+             ("dropout", 0.0), ("recurrent_dropout", 0.0),
+             ("return_sequences", False), ("return_state", False),
+             ("go_backwards", False), ("stateful", False),
+             ("time_major", False), ("unroll", False))
+    _own_args = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        P = inspect.Parameter
+        params = [P("units", P.POSITIONAL_OR_KEYWORD)]
+        for name, default in cls._ARGS:
+            for n, d in ((name, default),) + cls._own_args.get(name, ()):
+                params.append(P(n, P.POSITIONAL_OR_KEYWORD, default=d))
+        params.append(P("kwargs", P.VAR_KEYWORD))
+        # what inspect.signature() and help() show, and what __init__ binds
+        cls.__signature__ = inspect.Signature(params)
+
+    def _own_rejected(self, args):
+        """The subclass's own arguments libvtpu refuses, for _reject_kw."""
+        return {}
+
+    def __init__(self, *args, **kwargs):
+        """The arguments as the class's __signature__ (Keras')."""
+        bound = type(self).__signature__.bind(*args, **kwargs)
+        bound.apply_defaults()
+        args = bound.arguments
+        rejected = self._own_rejected(args)
         kind = type(self).__name__
         where = "%s: " % kind
         units, activation = args["units"], args["activation"]
@@ -1135,6 +1169,18 @@ class _Recurrent(Layer):
         self._outputs = self._all_outputs if self.return_state else first
         return self._outputs
 
+    def _c_build_all(self, lib, g, nodes, ctx):
+        """The C nodes of [output, h(, c)]: vtpu_graph_lstm() or
+        vtpu_graph_gru() on the input's node and the initial states' (-1
+        each without initial_state)."""
+        from .._ffi import ffi
+        out = ffi.new("struct vtpu_%s_nodes *" % self._c_kind)
+        states = list(nodes[1:]) or [-1] * len(self._states)
+        build = getattr(lib, "vtpu_graph_" + self._c_kind)
+        _graph_node(build(g, nodes[0], self.units, *states, out), self)
+        return [out.seq if self.return_sequences else out.h] + \
+            [getattr(out, s) for s in self._states]
+
     def _output_shape(self, shapes):
         # compute_output_shape(): the first output's
         if self.return_sequences:
@@ -1172,31 +1218,12 @@ class LSTM(_Recurrent):
     _c_kind = "lstm"
     _bias_what = "biases to zeros (the forget gate's to 1)"
 
-    def __init__(self, units, activation="tanh",
-                 recurrent_activation="sigmoid", use_bias=True,
-                 kernel_initializer="glorot_uniform",
-                 recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", unit_forget_bias=True,
-                 kernel_regularizer=None, recurrent_regularizer=None,
-                 bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, recurrent_constraint=None,
-                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
-                 return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, time_major=False,
-                 unroll=False, **kwargs):
-        super().__init__(
-            locals(),
-            unit_forget_bias=(unit_forget_bias, True, "libvtpu starts the "
-                              "forget gate's bias at 1"))
+    _own_args = {"bias_initializer": (("unit_forget_bias", True),)}
 
-    def _c_build_all(self, lib, g, nodes, ctx):
-        """The C nodes of [output, h, c]."""
-        from .._ffi import ffi
-        out = ffi.new("struct vtpu_lstm_nodes *")
-        h0, c0 = (nodes[1], nodes[2]) if len(nodes) == 3 else (-1, -1)
-        _graph_node(lib.vtpu_graph_lstm(g, nodes[0], self.units, h0, c0,
-                                        out), self)
-        return [out.seq if self.return_sequences else out.h, out.h, out.c]
+    def _own_rejected(self, args):
+        return dict(unit_forget_bias=(args["unit_forget_bias"], True,
+                                      "libvtpu starts the forget gate's "
+                                      "bias at 1"))
 
 
 class GRU(_Recurrent):
@@ -1219,36 +1246,18 @@ class GRU(_Recurrent):
     _bias_rows = 2
     _states = ("h",)
 
-    def __init__(self, units, activation="tanh",
-                 recurrent_activation="sigmoid", use_bias=True,
-                 kernel_initializer="glorot_uniform",
-                 recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", kernel_regularizer=None,
-                 recurrent_regularizer=None, bias_regularizer=None,
-                 activity_regularizer=None, kernel_constraint=None,
-                 recurrent_constraint=None, bias_constraint=None,
-                 dropout=0.0, recurrent_dropout=0.0, seed=None,
-                 return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, time_major=False,
-                 unroll=False, reset_after=True, use_cudnn="auto",
-                 **kwargs):
-        super().__init__(
-            locals(),
-            reset_after=(reset_after, True, "libvtpu's GRU applies the "
-                         "reset gate after the recurrent product (Keras' "
-                         "TF2 default)"),
-            seed=(seed, None, "libvtpu's GRU has no dropout to seed"),
+    _own_args = {"recurrent_dropout": (("seed", None),),
+                 "unroll": (("reset_after", True), ("use_cudnn", "auto"))}
+
+    def _own_rejected(self, args):
+        use_cudnn = args["use_cudnn"]
+        return dict(
+            reset_after=(args["reset_after"], True, "libvtpu's GRU applies "
+                         "the reset gate after the recurrent product "
+                         "(Keras' TF2 default)"),
+            seed=(args["seed"], None, "libvtpu's GRU has no dropout to seed"),
             use_cudnn=("auto" if use_cudnn is False else use_cudnn, "auto",
                        "libvtpu runs no cuDNN kernel"))
-
-    def _c_build_all(self, lib, g, nodes, ctx):
-        """The C nodes of [output, h]."""
-        from .._ffi import ffi
-        out = ffi.new("struct vtpu_gru_nodes *")
-        h0 = nodes[1] if len(nodes) == 2 else -1
-        _graph_node(lib.vtpu_graph_gru(g, nodes[0], self.units, h0, out),
-                    self)
-        return [out.seq if self.return_sequences else out.h, out.h]
 
     def get_config(self):
         c = super().get_config()

@@ -39,6 +39,18 @@ ffi, lib = _ffi.ffi, _ffi.lib
 MAX_CLASSES = 256
 
 
+def _reached(out):
+    """Every tensor that @out depends on, and @out, once each."""
+    seen, stack = set(), [out]
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        yield t
+        stack.extend(t._inputs)
+
+
 def default_device():
     """$VTPU_DEVICE, else /dev/vtpu0 when it exists, else "cpu"."""
     env = os.environ.get("VTPU_DEVICE")
@@ -113,43 +125,6 @@ class _Compiled:
         self.threads = threads
         self.gemm = gemm
         self.ignore_class = None
-
-
-def _name_weights(layer, counts, names):
-    """names[layer]: its weights' names as libvtpu's graph gives them
-    ("dense_1/kernel"), counting the layers of each kind in @counts."""
-    if not layer._weight_shapes():
-        return
-    prefix = layer._c_kind
-    k = counts.get(prefix, 0)
-    counts[prefix] = k + 1
-    base = prefix if k == 0 else "%s_%d" % (prefix, k)
-    names[layer] = ["%s/%s" % (base, s) for s, _ in layer._weight_shapes()]
-
-
-def _logits_of(out_t):
-    """The tensor the loss takes: a softmax output's input (the loss
-    applies the softmax), else the output itself."""
-    return out_t._inputs[0] if out_t._layer._softmax else out_t
-
-
-def _claim_layers(model, layers):
-    """Make @model the owner of @layers: each belongs to one model (libvtpu
-    keeps weights per model), and their names are unique within it."""
-    names = {}
-    for layer in layers:
-        if layer._model is not None and layer._model is not model:
-            raise ValueError(
-                "Model: layer %r belongs to model %r already: libvtpu "
-                "keeps weights per model (a layer cannot be shared "
-                "between models)" % (layer.name, layer._model.name))
-        if layer.name in names:
-            raise ValueError('Model: the name "%s" is used 2 times in '
-                             'the model: layer names must be unique'
-                             % layer.name)
-        names[layer.name] = layer
-    for layer in names.values():
-        layer._model = model
 
 
 def _token_inputs(inputs):
@@ -231,12 +206,8 @@ class Model:
         if not isinstance(inp._layer, InputLayer):
             raise ValueError("Model: inputs must come from vtpu.keras.Input()"
                              ", not from layer %r" % inp._layer.name)
-        seen, stack, tensors = set(), [out], []
-        while stack:
-            t = stack.pop()
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
+        tensors = []
+        for t in _reached(out):
             tensors.append(t)
             if not t._inputs and t is not inp:
                 raise ValueError(
@@ -244,14 +215,31 @@ class Model:
                     "outputs but is not the model's input %r (libvtpu's "
                     "models have one input)" % (t._layer.name,
                                                 inp._layer.name))
-            stack.extend(t._inputs)
-        if id(inp) not in seen:
+        if not any(t is inp for t in tensors):
             raise ValueError("Model: the outputs do not depend on the input "
                              "%r" % inp._layer.name)
         tensors.sort(key=lambda t: t._serial)
         ops = [(t._layer, t._inputs, t) for t in tensors if t is not inp]
-        _claim_layers(self, [inp._layer] + [op[0] for op in ops])
+        self._claim([inp._layer] + [op[0] for op in ops])
         self._input, self._output, self._ops = inp, out, ops
+
+    def _claim(self, layers):
+        """Make @layers (the model's, inputs' first) this model's: each
+        in no other model, their names unique."""
+        names = {}
+        for layer in layers:
+            if layer._model is not None and layer._model is not self:
+                raise ValueError(
+                    "Model: layer %r belongs to model %r already: libvtpu "
+                    "keeps weights per model (a layer cannot be shared "
+                    "between models)" % (layer.name, layer._model.name))
+            if layer.name in names:
+                raise ValueError('Model: the name "%s" is used 2 times in '
+                                 'the model: layer names must be unique'
+                                 % layer.name)
+            names[layer.name] = layer
+        for layer in names.values():
+            layer._model = self
 
     @property
     def layers(self):
@@ -311,75 +299,99 @@ class Model:
 
     # ---- what libvtpu computes ----------------------------------------
 
-    def _plan(self, from_logits):
-        """The layers as libvtpu's graph: which Dense layer becomes the
-        dense-softmax output node. ValueError where the model does not fit
-        libvtpu's rules (softmax only at the end, after a Dense)."""
+    # the words of _softmax_logits' errors: where libvtpu computes softmax
+    _SOFTMAX_TEXT = dict(
+        only="fused into the last Dense layer (with the cross-entropy loss)",
+        into="that Dense layer",
+        twice="the loss would apply softmax twice; ",
+        logits=" (or CategoricalCrossentropy), or end the model in softmax "
+        "(activation='softmax' or a Softmax layer): libvtpu's loss is "
+        "softmax cross-entropy",
+        end="libvtpu's models end in a Dense layer with softmax (fused with "
+        "the cross-entropy loss), or one without activation and "
+        "from_logits=True",
+        last="in the last Dense layer, fused with the cross-entropy loss")
+
+    def _softmax_logits(self, from_logits):
+        """The Dense layer whose outputs are the logits of the loss's
+        softmax: the last layer, or the one before a last Softmax layer.
+        ValueError where the model computes softmax elsewhere, or
+        from_logits does not fit the end of the model."""
+        text = self._SOFTMAX_TEXT
         consumers = {}
         for layer, ins, out in self._ops:
             for t in ins:
                 consumers[id(t)] = consumers.get(id(t), 0) + 1
         out = self._output
         last = out._layer
-        fused = None
         if last._softmax:
             src = out._inputs[0]
             d = src._layer
             if not (isinstance(d, Dense) and d.activation is None):
                 raise ValueError(
                     "%r (softmax) follows %r: libvtpu computes softmax only "
-                    "fused into the last Dense layer (with the cross-entropy"
-                    " loss), so a softmax must come right after a Dense "
-                    "layer without activation" % (last.name, d.name))
+                    "%s, so a softmax must come right after a Dense layer "
+                    "without activation" % (last.name, d.name, text["only"]))
             if consumers.get(id(src), 0) > 1:
                 raise ValueError(
                     "the output of %r feeds %r (softmax) and other layers: "
-                    "libvtpu fuses the softmax into that Dense layer"
-                    % (d.name, last.name))
+                    "libvtpu fuses the softmax into %s"
+                    % (d.name, last.name, text["into"]))
             if from_logits:
                 raise ValueError(
                     "from_logits=True, but the model ends in softmax (%r): "
-                    "the loss would apply softmax twice; use "
-                    "from_logits=False" % last.name)
-            fused = d
+                    "%suse from_logits=False" % (last.name, text["twice"]))
+            logits = d
         elif isinstance(last, Dense) and last.activation == "softmax":
             if from_logits:
                 raise ValueError(
                     "from_logits=True, but the last layer %r has "
-                    "activation='softmax': the loss would apply softmax "
-                    "twice; use from_logits=False" % last.name)
+                    "activation='softmax': %suse from_logits=False"
+                    % (last.name, text["twice"]))
+            logits = last
         elif isinstance(last, Dense) and last.activation is None:
             if not from_logits:
                 raise ValueError(
                     "the last layer %r has no activation: its outputs are "
                     "logits; compile with loss=SparseCategoricalCrossentropy"
-                    "(from_logits=True) (or CategoricalCrossentropy), or end "
-                    "the model in softmax (activation='softmax' or a "
-                    "Softmax layer): libvtpu's loss is softmax cross-entropy"
-                    % last.name)
-            fused = last
+                    "(from_logits=True)%s" % (last.name, text["logits"]))
+            logits = last
         else:
-            raise ValueError(
-                "the model ends in %r (%s): libvtpu's models end in a Dense "
-                "layer with softmax (fused with the cross-entropy loss), or "
-                "one without activation and from_logits=True"
-                % (last.name, type(last).__name__))
+            raise ValueError("the model ends in %r (%s): %s"
+                             % (last.name, type(last).__name__, text["end"]))
         for layer, ins, t in self._ops:
-            if t is out or layer is fused:
+            if t is out or layer is logits:
                 continue
             if layer._softmax or (isinstance(layer, Dense) and
                                   layer.activation == "softmax"):
                 raise ValueError(
                     "%r computes softmax but is not the model's last layer: "
-                    "libvtpu computes softmax only in the last Dense layer, "
-                    "fused with the cross-entropy loss" % layer.name)
+                    "libvtpu computes softmax only %s"
+                    % (layer.name, text["last"]))
+        return logits
+
+    def _plan(self, from_logits):
+        """The layers as libvtpu's graph: which Dense layer becomes the
+        dense-softmax output node (None: the last, with its own softmax).
+        ValueError where the model does not fit libvtpu's rules (softmax
+        only at the end, after a Dense)."""
+        logits = self._softmax_logits(from_logits)
+        last = self._output._layer
         classes = self._classes()
         if classes < 2 or classes > MAX_CLASSES:
             raise ValueError(
                 "the last layer %r has %d units: libvtpu classifies into 2 "
                 "to %d classes (its labels are bytes)"
                 % (last.name, classes, MAX_CLASSES))
-        return fused
+        if logits is last and last.activation == "softmax":
+            return None
+        return logits
+
+    def _loss_tensor(self):
+        """The tensor the loss reads: the output, or a last Softmax
+        layer's input (the loss applies the softmax)."""
+        out = self._output
+        return out._inputs[0] if out._layer._softmax else out
 
     def _from_logits(self):
         return self._compiled.from_logits if self._compiled else False
@@ -398,14 +410,26 @@ class Model:
             softmax_dense = {fused} if fused is not None else set()
 
         nodes = {id(self._input): 0}
-        counts = {}
-        names = {}
         for layer, ins, out in self._ops:
             nodes[id(out)] = layer._c_build(lib, g, [nodes[id(t)]
                                                      for t in ins], Ctx)
-            _name_weights(layer, counts, names)
-        cm.set_output(nodes[id(_logits_of(self._output))])
-        self._compile_c(cm, cfg, names, batch, transform)
+        cm.set_output(nodes[id(self._loss_tensor())])
+        self._compile_c(cm, cfg, self._weight_names(), batch, transform)
+
+    def _weight_names(self):
+        """Per layer with weights, the names libvtpu gives its weights:
+        "<kind>/<weight>", the kind numbered from its second layer on
+        ("dense_1/kernel")."""
+        counts, names = {}, {}
+        for layer, _, _ in self._ops:
+            if layer._weight_shapes():
+                prefix = layer._c_kind
+                k = counts.get(prefix, 0)
+                counts[prefix] = k + 1
+                base = prefix if k == 0 else "%s_%d" % (prefix, k)
+                names[layer] = ["%s/%s" % (base, s)
+                                for s, _ in layer._weight_shapes()]
+        return names
 
     def _compile_c(self, cm, cfg, names, batch, transform):
         """Compile @cm, the libvtpu model of this one, as compile() said;
@@ -457,9 +481,7 @@ class Model:
             if transform is not None:
                 self._transform = transform
             return self._c
-        if batch is not None and batch != self._c_batch:
-            self._c.set_batch(batch)
-            self._c_batch = batch
+        self._set_batch(batch)
         if transform is not None:
             t = (np.float32(transform[0]), np.float32(transform[1]))
             if t != self._c_transform:
@@ -467,6 +489,12 @@ class Model:
                 self._c_transform = t
             self._transform = t
         return self._c
+
+    def _set_batch(self, batch):
+        """Run the libvtpu model at @batch (None: as it is)."""
+        if batch is not None and batch != self._c_batch:
+            self._c.set_batch(batch)
+            self._c_batch = batch
 
     def _need_compiled(self, what):
         if self._compiled is None:
