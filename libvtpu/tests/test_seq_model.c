@@ -762,6 +762,71 @@ TEST(token_sets_follow_the_batch)
 	vtpu_model_destroy(m);
 }
 
+/*
+ * Token data the model cannot take is refused before anything runs, with
+ * the example and step named: an id past its embedding's vocabulary, a
+ * label past the classes, a missing input, an empty set; and the calls
+ * for images refuse a model of token inputs.
+ */
+TEST(token_data_rejections)
+{
+	struct s2s s = { .ts = 6, .tt = 5, .vs = 9, .vt = 8, .e = 4, .h = 6,
+			 .a = 5 };
+	struct vtpu_graph *g = build_s2s(&s, true);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 4, .threads = 1);
+	struct vtpu_token_dataset ds = { .n = 6 };
+	struct vtpu_dataset img = { .n = 1, .height = 1, .width = 1,
+				    .channels = 1 };
+	uint32_t lab[6 * 5] = { 0 }, keep, out[6 * 5];
+	double loss, acc;
+	struct vtpu_model *m;
+	struct batch bt;
+
+	ASSERT_NE(NULL, g);
+	ASSERT_EQ(0, make_batch(g, &s, 6, &bt));
+	memcpy(lab, bt.labels, sizeof(lab));
+	ds.inputs[0] = bt.ids;
+	ds.inputs[1] = bt.ids + 6 * s.ts;
+	ds.labels = lab;
+	m = vtpu_model_create_graph(g);
+	ASSERT_NE(NULL, m);
+	/* not compiled yet */
+	EXPECT_EQ(-EINVAL, vtpu_model_evaluate_tokens(m, &ds, &loss, &acc));
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_evaluate_tokens(m, &ds, &loss, &acc));
+
+	keep = bt.ids[2 * s.ts + 3];
+	bt.ids[2 * s.ts + 3] = s.vs;	/* past the source vocabulary */
+	EXPECT_EQ(-EINVAL, vtpu_model_fit_tokens(m, &ds, NULL));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m),
+			       "token input 0, example 2, step 3: id 9 is not below"))
+		TH_LOG("%s", vtpu_model_error(m));
+	EXPECT_EQ(-EINVAL, vtpu_model_decode(m, s.tgt, ds.inputs, 6, out));
+	bt.ids[2 * s.ts + 3] = keep;
+
+	lab[4 * 5 + 1] = s.vt;		/* past the classes */
+	EXPECT_EQ(-EINVAL, vtpu_model_evaluate_tokens(m, &ds, &loss, &acc));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m),
+			       "example 4, step 1 is not below 8 classes"))
+		TH_LOG("%s", vtpu_model_error(m));
+	lab[4 * 5 + 1] = 0;
+
+	ds.inputs[1] = NULL;
+	EXPECT_EQ(-EINVAL, vtpu_model_fit_tokens(m, &ds, NULL));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m), "token input 1: no data"));
+	ds.inputs[1] = bt.ids + 6 * s.ts;
+	ds.n = 0;
+	EXPECT_EQ(-EINVAL, vtpu_model_fit_tokens(m, &ds, NULL));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m), "empty"));
+	ds.n = 6;
+	EXPECT_EQ(-EINVAL, vtpu_model_evaluate(m, &img, &loss, &acc));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m), "token inputs"));
+	/* nothing was lost: the set still evaluates */
+	EXPECT_EQ(0, vtpu_model_evaluate_tokens(m, &ds, &loss, &acc));
+	free_batch(&bt);
+	vtpu_model_destroy(m);
+}
+
 TEST(rejections)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
