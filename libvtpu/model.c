@@ -293,24 +293,33 @@ static void release_sets(struct vtpu_model *m)
 	devset_free(m, &m->tokset);
 }
 
-static void release_progs(struct vtpu_model *m)
+/* A cached program and its arena go. */
+static void prog_free(struct vtpu_model *m, struct prog_entry *e)
+{
+	vg_program_fini(&e->prog);
+	vg_bo_destroy(&m->rt, &e->work);
+	e->used = false;
+}
+
+/*
+ * The cached programs of @kind go (compiled for another setting), or with
+ * a negative @kind all of them.
+ */
+static void drop_progs(struct vtpu_model *m, int kind)
 {
 	int i;
 
-	for (i = 0; i < MAX_PROGS; i++) {
-		if (!m->progs[i].used)
-			continue;
-		vg_program_fini(&m->progs[i].prog);
-		vg_bo_destroy(&m->rt, &m->progs[i].work);
-		m->progs[i].used = false;
-	}
+	for (i = 0; i < MAX_PROGS; i++)
+		if (m->progs[i].used &&
+		    (kind < 0 || m->progs[i].prog.kind == (unsigned int)kind))
+			prog_free(m, &m->progs[i]);
 }
 
 static void release(struct vtpu_model *m)
 {
 	if (!m->compiled)
 		return;
-	release_progs(m);
+	drop_progs(m, -1);
 	release_sets(m);
 	vg_bo_destroy(&m->rt, &m->metrics);
 	vg_bo_destroy(&m->rt, &m->state);
@@ -358,9 +367,7 @@ static struct prog_entry *get_prog(struct vtpu_model *m,
 			if (!slot || e->last_use < slot->last_use)
 				slot = e;
 		}
-		vg_program_fini(&slot->prog);
-		vg_bo_destroy(&m->rt, &slot->work);
-		slot->used = false;
+		prog_free(m, slot);
 	}
 	*ret = vg_compile(m->g, kind, batch, &m->opt, &slot->prog);
 	if (*ret) {
@@ -554,7 +561,7 @@ int vtpu_model_set_input_scale(struct vtpu_model *m, float scale, float shift)
 	if (scale == old_scale && shift == old_shift)
 		return 0;
 	/* the transform is compiled into every program's first command */
-	release_progs(m);
+	drop_progs(m, -1);
 	m->g->input_scale = scale;
 	m->g->input_shift = shift;
 	e = get_prog(m, VG_PROG_TRAIN, m->batch, NULL, &ret);
@@ -1297,22 +1304,6 @@ int vtpu_model_predict_tokens(struct vtpu_model *m,
 			       classes * 4);
 	}
 	return 0;
-}
-
-/* The cached programs of @kind go (they were compiled for another setting). */
-static void drop_progs(struct vtpu_model *m, enum vg_prog_kind kind)
-{
-	int i;
-
-	for (i = 0; i < MAX_PROGS; i++) {
-		struct prog_entry *e = &m->progs[i];
-
-		if (!e->used || e->prog.kind != kind)
-			continue;
-		vg_program_fini(&e->prog);
-		vg_bo_destroy(&m->rt, &e->work);
-		e->used = false;
-	}
 }
 
 /*
