@@ -957,6 +957,75 @@ static void dropout_bwd(struct cx *cx, int i)
 	grad_end(cx, x, tmp);
 }
 
+/*
+ * Batch norm over rows = batch * h * w, per channel. Training (and an
+ * eval program of a graph with bn_batch_stats, for vtpu_gradcheck):
+ * the batch's statistics, saved in aux for the backward, and the moving
+ * ones updated in the state; otherwise the moving ones. The moving
+ * statistics are parameters with a zero gradient: the optimizer leaves
+ * them as they are.
+ */
+static void bn_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	bool train = cx->kind == VG_PROG_TRAIN || cx->g->bn_batch_stats;
+	struct vtpu_cmd_batchnorm cmd = {
+		.hdr = { VTPU_OP_BATCHNORM, sizeof(cmd) },
+		.rows = cx->B * n->h * n->w, .channels = n->c,
+		.epsilon = f32_bits(n->eps), .momentum = f32_bits(n->rate),
+		.x = opnd(cx->val[n->in[0]]),
+		.gamma = opnd(param(cx, n->weight)),
+		.beta = opnd(param(cx, n->bias)),
+		.moving_mean = opnd(param(cx, n->mmean)),
+		.moving_var = opnd(param(cx, n->mvar)),
+	};
+	int k, p[2] = { n->mmean, n->mvar };
+
+	cx->val[i] = work(cx, cx->B * vg_node_size(n) * 4);
+	cmd.y = opnd(cx->val[i]);
+	if (train) {
+		cmd.flags = VTPU_BATCHNORM_TRAINING;
+		cx->aux[i] = work(cx, (uint64_t)n->c * 8);
+		cmd.stats = opnd(cx->aux[i]);
+	}
+	emit(cx, &cmd);
+	for (k = 0; cx->kind == VG_PROG_TRAIN && k < 2; k++) {
+		struct vtpu_cmd_fill fill = {
+			.hdr = { VTPU_OP_FILL, sizeof(fill) },
+			.count = n->c, .dst = opnd(param_grad(cx, p[k])),
+		};
+
+		emit(cx, &fill);
+	}
+}
+
+static void bn_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int x = n->in[0];
+	struct vtpu_cmd_batchnorm_grad cmd = {
+		.hdr = { VTPU_OP_BATCHNORM_GRAD, sizeof(cmd) },
+		.rows = cx->B * n->h * n->w, .channels = n->c,
+		.x = opnd(cx->val[x]), .dy = opnd(cx->grad[i]),
+		.gamma = opnd(param(cx, n->weight)),
+		.stats = opnd(cx->aux[i]),
+		.dgamma = opnd(param_grad(cx, n->weight)),
+		.dbeta = opnd(param_grad(cx, n->bias)),
+	};
+	struct tref dx, tmp = at(0, 0);
+
+	if (cx->needs_grad[x]) {
+		dx = grad_begin(cx, x, &tmp);
+	} else {
+		/* the parameters' gradients still: dx to a scratch */
+		dx = work(cx, cx->B * vg_node_size(n) * 4);
+	}
+	cmd.dx = opnd(dx);
+	emit(cx, &cmd);
+	if (cx->needs_grad[x])
+		grad_end(cx, x, tmp);
+}
+
 static void flatten_fwd(struct cx *cx, int i)
 {
 	cx->val[i] = cx->val[cx->g->nodes[i].in[0]];
@@ -1664,6 +1733,7 @@ static const struct {
 	[VG_GRU_STATE] = { rnn_state_fwd, rnn_state_bwd },
 	[VG_ATTENTION] = { attention_fwd, attention_bwd },
 	[VG_CONCAT] = { concat_fwd, NULL },
+	[VG_BATCHNORM] = { bn_fwd, bn_bwd },
 	[VG_LOSS] = { loss_fwd, NULL },
 };
 
