@@ -99,6 +99,7 @@ struct vtpu_graph {
 	float input_shift;	/* ... plus this, 0 by default */
 	uint32_t seed;		/* dropout masks */
 	int ndropout;		/* dropout nodes */
+	bool bn_nofold;		/* no batch norm folded (vtpu_compile_opts) */
 	bool bn_batch_stats;	/* eval programs normalise with the batch's
 				 * statistics too (vtpu_gradcheck) */
 	int loss;		/* node, or -1 */

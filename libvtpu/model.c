@@ -489,6 +489,9 @@ int vtpu_model_compile(struct vtpu_model *m,
 	m->g->seed = (uint32_t)(opts->seed ^ (opts->seed >> 32));
 	m->g->input_scale = scale;
 	m->g->input_shift = shift;
+	m->g->bn_nofold = opts->sz > offsetof(struct vtpu_compile_opts,
+					      no_bn_fold) &&
+			  opts->no_bn_fold;
 	m->seed = opts->seed;
 	m->opt.kind = opts->optimizer;
 	m->opt.lr = opts->learning_rate ?:

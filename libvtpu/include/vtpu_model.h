@@ -271,6 +271,12 @@ enum vtpu_optimizer {
  * @input_shift: added after scaling: input = pixel * scale + shift (0 by
  *               default; -mean / std with scale 1 / std standardises the
  *               inputs, see vtpu_dataset_pixel_stats()); finite
+ * @no_bn_fold: not 0: evaluate and predict run every batch norm as one
+ *              (0, the default: one right after a convolution or dense
+ *              layer without activation is folded into its weights, W * s
+ *              and (b - moving_mean) * s + beta with s = gamma /
+ *              sqrt(moving_variance + epsilon) per output channel,
+ *              computed on the device at the start of each run)
  */
 struct vtpu_compile_opts {
 	size_t sz;
@@ -285,6 +291,7 @@ struct vtpu_compile_opts {
 	uint64_t seed;
 	float input_scale;
 	float input_shift;
+	uint32_t no_bn_fold;
 };
 
 #define VTPU_COMPILE_OPTS(name, ...)                                   \

@@ -667,6 +667,80 @@ TEST(batchnorm_moving_stats_and_checkpoint)
 	vtpu_dataset_free(&test);
 }
 
+static struct vtpu_model *bn_fold_model(uint32_t nofold)
+{
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-2f, .no_bn_fold = nofold);
+
+	if (vtpu_model_add_conv2d(m, 4, 3, 3, VTPU_PAD_SAME, VTPU_ACT_NONE) ||
+	    vtpu_model_add_batchnorm(m, 0.9f, 1e-3f) ||
+	    vtpu_model_add_relu(m) || vtpu_model_add_flatten(m) ||
+	    vtpu_model_add_dense(m, 10, VTPU_ACT_NONE) ||
+	    vtpu_model_add_batchnorm(m, 0.9f, 1e-3f) ||
+	    vtpu_model_add_relu(m) ||
+	    vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX) ||
+	    vtpu_model_compile(m, &co)) {
+		vtpu_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * Inference folds a batch norm after a conv and after a dense layer into
+ * their weights; with no_bn_fold it runs them: the two agree (1e-5
+ * relative), and are not bit for bit the same (the fold did run).
+ */
+TEST(batchnorm_folding_agrees)
+{
+	struct vtpu_dataset train, test;
+	struct vtpu_model *a = bn_fold_model(0), *b = bn_fold_model(1);
+	VTPU_FIT_OPTS(fo, .epochs = 2);
+	struct vtpu_weight_info wi;
+	float *pa, *pb, *w;
+	double worst = 0, la, aa, lb, ab;
+	uint32_t i;
+	int k, differ = 0;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	quadrant_set(&train, 512, 1);
+	quadrant_set(&test, 100, 2);
+	ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+	for (k = 0; k < vtpu_model_num_weights(a); k++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(a, k, &wi));
+		w = malloc(wi.count * sizeof(float));
+		ASSERT_EQ(0, vtpu_model_get_weights(a, k, w, wi.count));
+		ASSERT_EQ(0, vtpu_model_set_weights(b, k, w, wi.count));
+		free(w);
+	}
+	pa = malloc(test.n * 4 * sizeof(float));
+	pb = malloc(test.n * 4 * sizeof(float));
+	ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
+	ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
+	for (i = 0; i < test.n * 4; i++) {
+		double d = fabs(pa[i] - pb[i]) / fmax(fabs(pb[i]), 1e-3);
+
+		worst = fmax(worst, d);
+		differ += pa[i] != pb[i];
+	}
+	EXPECT_GT(1e-5, worst);
+	EXPECT_LT(0, differ);
+	ASSERT_EQ(0, vtpu_model_evaluate(a, &test, &la, &aa));
+	ASSERT_EQ(0, vtpu_model_evaluate(b, &test, &lb, &ab));
+	EXPECT_GT(1e-5, fabs(la - lb) / lb);
+	EXPECT_EQ(aa, ab);
+	TH_LOG("folded vs not: max relative difference %.2e (%d of %u "
+	       "differ), loss %.6f %.6f", worst, differ, test.n * 4, la, lb);
+	free(pa);
+	free(pb);
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
 TEST(predict_matches_evaluate)
 {
 	struct vtpu_dataset train, test;
