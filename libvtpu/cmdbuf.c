@@ -425,6 +425,47 @@ int vtpu_cmdbuf_softmax_grad(struct vtpu_cmdbuf *cb,
 	return cmdbuf_softmax(cb, VTPU_OP_SOFTMAX_GRAD, d);
 }
 
+int vtpu_cmdbuf_batchnorm(struct vtpu_cmdbuf *cb,
+			  const struct vtpu_batchnorm_desc *d)
+{
+	struct vtpu_cmd_batchnorm c;
+
+	CMD_INIT(&c, VTPU_OP_BATCHNORM);
+	c.rows = d->rows;
+	c.channels = d->channels;
+	c.flags = d->flags;
+	c.epsilon = f32_bits(d->epsilon);
+	c.momentum = f32_bits(d->momentum);
+	c.x = opnd(d->x);
+	c.y = opnd(d->y);
+	c.gamma = opnd(d->gamma);
+	c.beta = opnd(d->beta);
+	if (d->flags & VTPU_BATCHNORM_TRAINING)
+		c.stats = opnd(d->stats);
+	c.moving_mean = opnd(d->moving_mean);
+	c.moving_var = opnd(d->moving_var);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_batchnorm_grad(struct vtpu_cmdbuf *cb,
+			       const struct vtpu_batchnorm_desc *d)
+{
+	struct vtpu_cmd_batchnorm_grad c;
+
+	CMD_INIT(&c, VTPU_OP_BATCHNORM_GRAD);
+	c.rows = d->rows;
+	c.channels = d->channels;
+	c.flags = d->flags;
+	c.x = opnd(d->x);
+	c.dy = opnd(d->dy);
+	c.gamma = opnd(d->gamma);
+	c.stats = opnd(d->stats);
+	c.dx = opnd(d->dx);
+	c.dgamma = opnd(d->dgamma);
+	c.dbeta = opnd(d->dbeta);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
 int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 		    float momentum, float weight_decay, uint32_t flags,
 		    struct vtpu_ref param, struct vtpu_ref grad,

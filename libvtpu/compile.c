@@ -82,6 +82,9 @@ struct cx {
 	bool *want_bwd;	   /* an LSTM or GRU whose states (only) have
 			    * gradients */
 	bool *dec;	   /* decoding: a node run step by step */
+	int *bn_into;	   /* a conv or dense node -> the batch norm folded
+			    * into it, or -1 */
+	struct tref *wf, *bf; /* its folded weights and bias */
 	int step;	   /* the step being emitted, or -1: all of them */
 	struct rnn_bufs *rnn; /* per LSTM or GRU node */
 	int state, images, labels, metrics, grads;
@@ -341,6 +344,61 @@ static void alloc_val(struct cx *cx, int i, uint64_t bytes)
  * A dense layer: rows of its input (examples, or steps of a sequence) times
  * W, plus b. Over a concatenation, each part times its block of W's rows.
  */
+/*
+ * Fold batch norm node @j into the weights of node @i (eval and predict):
+ * s = gamma / sqrt(moving_var + eps) per output channel, W' = W * s and
+ * b' = (b - moving_mean) * s + beta, both by BATCHNORM in inference mode
+ * (W' with zero moving mean and beta), on the device every run: the
+ * weights change between runs.
+ */
+static void bn_fold(struct cx *cx, int i, int j)
+{
+	const struct vg_node *n = &cx->g->nodes[i], *bn = &cx->g->nodes[j];
+	uint32_t c = n->c;
+	uint32_t k = (uint32_t)(cx->g->params[n->weight].count / c);
+	struct tref zero = work(cx, (uint64_t)c * 4);
+	struct vtpu_cmd_fill fill = {
+		.hdr = { VTPU_OP_FILL, sizeof(fill) },
+		.count = c, .dst = opnd(zero),
+	};
+	struct vtpu_cmd_batchnorm cmd = {
+		.hdr = { VTPU_OP_BATCHNORM, sizeof(cmd) },
+		.rows = k, .channels = c, .epsilon = f32_bits(bn->eps),
+		.momentum = f32_bits(bn->rate),
+		.x = opnd(param(cx, n->weight)),
+		.gamma = opnd(param(cx, bn->weight)),
+		.beta = opnd(zero), .moving_mean = opnd(zero),
+		.moving_var = opnd(param(cx, bn->mvar)),
+	};
+
+	cx->wf[i] = work(cx, (uint64_t)k * c * 4);
+	cx->bf[i] = work(cx, (uint64_t)c * 4);
+	emit(cx, &fill);
+	cmd.y = opnd(cx->wf[i]);
+	emit(cx, &cmd);
+	cmd.rows = 1;
+	cmd.x = opnd(param(cx, n->bias));
+	cmd.y = opnd(cx->bf[i]);
+	cmd.beta = opnd(param(cx, bn->bias));
+	cmd.moving_mean = opnd(param(cx, bn->mmean));
+	emit(cx, &cmd);
+}
+
+/* Node @i's weights and bias as its forward reads them: folded or not. */
+static struct tref fwd_w(struct cx *cx, int i)
+{
+	if (cx->bn_into && cx->bn_into[i] >= 0)
+		return cx->wf[i];
+	return param(cx, cx->g->nodes[i].weight);
+}
+
+static struct tref fwd_b(struct cx *cx, int i)
+{
+	if (cx->bn_into && cx->bn_into[i] >= 0)
+		return cx->bf[i];
+	return param(cx, cx->g->nodes[i].bias);
+}
+
 static void dense_fwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
@@ -350,6 +408,8 @@ static void dense_fwd(struct cx *cx, int i)
 	uint32_t flags = VTPU_GEMM_BIAS;
 	struct tref y;
 
+	if (cx->bn_into && cx->bn_into[i] >= 0)
+		bn_fold(cx, i, cx->bn_into[i]);
 	alloc_val(cx, i, vg_node_rows(n, cx->B) * n->c * 4);
 	y = shifted(cx->val[i], r0 * n->c * 4);
 	if (in->op == VG_CONCAT) {
@@ -372,7 +432,7 @@ static void dense_fwd(struct cx *cx, int i)
 			flags |= VTPU_GEMM_B_PANELS;
 		gemm(cx, rows, n->c, k, flags,
 		     shifted(cx->val[n->in[0]], r0 * k * 4),
-		     param(cx, n->weight), y, param(cx, n->bias), 0.0f);
+		     fwd_w(cx, i), y, fwd_b(cx, i), 0.0f);
 	}
 	if (n->act == VTPU_ACT_TANH)
 		ew(cx, VTPU_EW_TANH, (uint64_t)rows * n->c, y, at(0, 0), y);
@@ -547,6 +607,8 @@ static void conv_fwd(struct cx *cx, int i)
 
 	if (cx->pool_of[i] >= 0) /* emitted with its pooling */
 		return;
+	if (cx->bn_into && cx->bn_into[i] >= 0)
+		bn_fold(cx, i, cx->bn_into[i]);
 	cx->val[i] = work(cx, cx->B * out_img);
 	for (b = 0; b < cx->B; b += cnt) {
 		cnt = cx->B - b < nb ? cx->B - b : nb;
@@ -554,8 +616,8 @@ static void conv_fwd(struct cx *cx, int i)
 		d.flags = VTPU_CONV_BIAS |
 			  (n->act == VTPU_ACT_RELU ? VTPU_CONV_RELU : 0);
 		d.x = ref(at(x.sid, x.off + b * in_img));
-		d.w = ref(param(cx, n->weight));
-		d.bias = ref(param(cx, n->bias));
+		d.w = ref(fwd_w(cx, i));
+		d.bias = ref(fwd_b(cx, i));
 		d.y = ref(at(cx->val[i].sid, cx->val[i].off + b * out_img));
 		conv_emit(cx, VTPU_OP_CONV, &d);
 	}
@@ -955,6 +1017,79 @@ static void dropout_bwd(struct cx *cx, int i)
 	dx = grad_begin(cx, x, &tmp);
 	ew(cx, VTPU_EW_MUL, count, cx->grad[i], cx->aux[i], dx);
 	grad_end(cx, x, tmp);
+}
+
+/*
+ * Batch norm over rows = batch * h * w, per channel. Training (and an
+ * eval program of a graph with bn_batch_stats, for vtpu_gradcheck):
+ * the batch's statistics, saved in aux for the backward, and the moving
+ * ones updated in the state; otherwise the moving ones. The moving
+ * statistics are parameters with a zero gradient: the optimizer leaves
+ * them as they are.
+ */
+static void bn_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	bool train = cx->kind == VG_PROG_TRAIN || cx->g->bn_batch_stats;
+	struct vtpu_cmd_batchnorm cmd = {
+		.hdr = { VTPU_OP_BATCHNORM, sizeof(cmd) },
+		.rows = cx->B * n->h * n->w, .channels = n->c,
+		.epsilon = f32_bits(n->eps), .momentum = f32_bits(n->rate),
+		.x = opnd(cx->val[n->in[0]]),
+		.gamma = opnd(param(cx, n->weight)),
+		.beta = opnd(param(cx, n->bias)),
+		.moving_mean = opnd(param(cx, n->mmean)),
+		.moving_var = opnd(param(cx, n->mvar)),
+	};
+	int k, p[2] = { n->mmean, n->mvar };
+
+	if (cx->bn_into && cx->bn_into[n->in[0]] == i) {
+		cx->val[i] = cx->val[n->in[0]];	/* folded: its input is it */
+		return;
+	}
+	cx->val[i] = work(cx, cx->B * vg_node_size(n) * 4);
+	cmd.y = opnd(cx->val[i]);
+	if (train) {
+		cmd.flags = VTPU_BATCHNORM_TRAINING;
+		cx->aux[i] = work(cx, (uint64_t)n->c * 8);
+		cmd.stats = opnd(cx->aux[i]);
+	}
+	emit(cx, &cmd);
+	for (k = 0; cx->kind == VG_PROG_TRAIN && k < 2; k++) {
+		struct vtpu_cmd_fill fill = {
+			.hdr = { VTPU_OP_FILL, sizeof(fill) },
+			.count = n->c, .dst = opnd(param_grad(cx, p[k])),
+		};
+
+		emit(cx, &fill);
+	}
+}
+
+static void bn_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int x = n->in[0];
+	struct vtpu_cmd_batchnorm_grad cmd = {
+		.hdr = { VTPU_OP_BATCHNORM_GRAD, sizeof(cmd) },
+		.rows = cx->B * n->h * n->w, .channels = n->c,
+		.x = opnd(cx->val[x]), .dy = opnd(cx->grad[i]),
+		.gamma = opnd(param(cx, n->weight)),
+		.stats = opnd(cx->aux[i]),
+		.dgamma = opnd(param_grad(cx, n->weight)),
+		.dbeta = opnd(param_grad(cx, n->bias)),
+	};
+	struct tref dx, tmp = at(0, 0);
+
+	if (cx->needs_grad[x]) {
+		dx = grad_begin(cx, x, &tmp);
+	} else {
+		/* the parameters' gradients still: dx to a scratch */
+		dx = work(cx, cx->B * vg_node_size(n) * 4);
+	}
+	cmd.dx = opnd(dx);
+	emit(cx, &cmd);
+	if (cx->needs_grad[x])
+		grad_end(cx, x, tmp);
 }
 
 static void flatten_fwd(struct cx *cx, int i)
@@ -1664,6 +1799,7 @@ static const struct {
 	[VG_GRU_STATE] = { rnn_state_fwd, rnn_state_bwd },
 	[VG_ATTENTION] = { attention_fwd, attention_bwd },
 	[VG_CONCAT] = { concat_fwd, NULL },
+	[VG_BATCHNORM] = { bn_fwd, bn_bwd },
 	[VG_LOSS] = { loss_fwd, NULL },
 };
 
@@ -1835,6 +1971,40 @@ static int consumers(const struct vtpu_graph *g, int x)
 		for (j = 0; j < VG_MAX_IN; j++)
 			uses += g->nodes[k].in[j] == x;
 	return uses;
+}
+
+/*
+ * Eval and predict: a batch norm whose input is a conv or a dense layer
+ * without activation, that feeds nothing else, is folded into its weights
+ * (bn_fold()); unless the graph says no (vtpu_compile_opts.no_bn_fold),
+ * or normalises with the batch's statistics (vtpu_gradcheck). Kernels in
+ * panels are not: their columns are not rows of the output channels.
+ */
+static void plan_bn_folding(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	int i, x;
+
+	for (i = 0; i < g->nnodes; i++)
+		cx->bn_into[i] = -1;
+	if ((cx->kind != VG_PROG_EVAL && cx->kind != VG_PROG_PREDICT) ||
+	    g->bn_nofold || g->bn_batch_stats)
+		return;
+	for (i = 0; i < g->nnodes; i++) {
+		const struct vg_node *n;
+
+		if (g->nodes[i].op != VG_BATCHNORM)
+			continue;
+		x = g->nodes[i].in[0];
+		n = &g->nodes[x];
+		if ((n->op != VG_DENSE && n->op != VG_CONV2D) ||
+		    n->act != VTPU_ACT_NONE || n->bias < 0 || n->seq ||
+		    consumers(g, x) != 1 || g->params[n->weight].panels ||
+		    cx->pool_of[x] >= 0 ||
+		    (n->op == VG_DENSE && g->nodes[n->in[0]].op == VG_CONCAT))
+			continue;
+		cx->bn_into[x] = i;
+	}
 }
 
 /* A conv feeding only a max-pool is fused with it (see convpool_fwd). */
@@ -2077,9 +2247,12 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	cx.want_bwd = calloc(g->nnodes, sizeof(*cx.want_bwd));
 	cx.rnn = calloc(g->nnodes, sizeof(*cx.rnn));
 	cx.dec = calloc(g->nnodes, sizeof(*cx.dec));
+	cx.bn_into = malloc(g->nnodes * sizeof(*cx.bn_into));
+	cx.wf = calloc(g->nnodes, sizeof(*cx.wf));
+	cx.bf = calloc(g->nnodes, sizeof(*cx.bf));
 	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of ||
 	    !cx.relu_folded || !cx.pool_relu || !cx.want_bwd || !cx.rnn ||
-	    !cx.dec) {
+	    !cx.dec || !cx.bn_into || !cx.wf || !cx.bf) {
 		cx.err = -ENOMEM;
 		goto out;
 	}
@@ -2095,6 +2268,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	mark_needs_grad(&cx);
 	plan_fusion(&cx);
 	plan_relu_folding(&cx);
+	plan_bn_folding(&cx);
 
 	if (kind == VG_PROG_TRAIN && g->ndropout) {
 		/* one step more: the dropout masks of this step are new */
@@ -2165,6 +2339,9 @@ out:
 	free(cx.want_bwd);
 	free(cx.rnn);
 	free(cx.dec);
+	free(cx.bn_into);
+	free(cx.wf);
+	free(cx.bf);
 	return cx.err;
 }
 

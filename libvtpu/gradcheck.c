@@ -60,8 +60,14 @@ static int gc_setup(struct gc *c, struct vtpu_graph *g, uint32_t batch,
 	vg_set_layouts(g, c->rt.panels);
 	vg_state_layout(g, VTPU_OPT_SGD, &sl);
 	ret = vg_compile(g, VG_PROG_TRAIN, batch, &sgd, &c->train);
+	/*
+	 * The loss probed is the training one: batch norm with the batch's
+	 * statistics, the gradient flowing through its mean and variance.
+	 */
+	g->bn_batch_stats = true;
 	if (!ret)
 		ret = vg_compile(g, VG_PROG_EVAL, batch, &sgd, &c->eval);
+	g->bn_batch_stats = false;
 	if (!ret)
 		ret = vg_bo_create(&c->rt, sl.bytes, &c->state);
 	if (!ret)

@@ -20,6 +20,7 @@ static const char *const layer_names[] = {
 	[VG_LSTM] = "lstm",   [VG_LSTM_STATE] = "lstm_state",
 	[VG_GRU] = "gru",     [VG_GRU_STATE] = "gru_state",
 	[VG_ATTENTION] = "attention", [VG_CONCAT] = "concatenate",
+	[VG_BATCHNORM] = "batch_normalization",
 	[VG_LOSS] = "loss",
 };
 
@@ -94,6 +95,8 @@ static int add_node(struct vtpu_graph *g, enum vg_op op, int in0, int in1,
 	n->in[2] = -1;
 	n->mask = -1;
 	n->weight2 = -1;
+	n->mmean = -1;
+	n->mvar = -1;
 	/* element-wise ops keep their input's layout */
 	n->seq = in0 >= 0 && g->nodes[in0].seq;
 	n->h = h;
@@ -331,6 +334,43 @@ int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate)
 		g->nodes[n].rate = rate;
 		g->ndropout++;
 	}
+	return n;
+}
+
+int vtpu_graph_batchnorm(struct vtpu_graph *g, int x, float momentum,
+			 float epsilon)
+{
+	static const char *const what[4] = { "gamma", "beta", "moving_mean",
+					     "moving_variance" };
+	const struct vg_node *in;
+	struct vg_node *nd;
+	uint64_t dims[1];
+	int n, p[4], k;
+
+	if (!valid_image(g, x) || g->nodes[x].op == VG_TOKENS ||
+	    !(momentum >= 0.0f && momentum <= 1.0f) ||
+	    !(epsilon >= 1.2e-38f && epsilon <= 3.4e38f))
+		return -EINVAL;
+	in = &g->nodes[x];
+	dims[0] = in->c;
+	n = add_node(g, VG_BATCHNORM, x, -1, in->h, in->w, in->c);
+	if (n < 0)
+		return n;
+	for (k = 0; k < 4; k++) {
+		p[k] = add_param(g, n, what[k], 1, dims, in->c, in->c, true);
+		if (p[k] < 0)
+			return p[k];
+		g->params[p[k]].rows_only = true;
+		g->params[p[k]].init = k == 0 || k == 3 ? VG_INIT_ONE :
+							  VG_INIT_ZERO;
+	}
+	nd = &g->nodes[n];
+	nd->weight = p[0];
+	nd->bias = p[1];
+	nd->mmean = p[2];
+	nd->mvar = p[3];
+	nd->rate = momentum;
+	nd->eps = epsilon;
 	return n;
 }
 

@@ -26,6 +26,7 @@ enum vg_op {
 	VG_GRU_STATE,
 	VG_ATTENTION,
 	VG_CONCAT,
+	VG_BATCHNORM,
 	VG_LOSS,	/* last: layer_count[] */
 };
 
@@ -40,6 +41,7 @@ enum vg_init {
 	VG_INIT_ZERO,		/* biases */
 	VG_INIT_FORGET_ONE,	/* an LSTM's bias: 1 for the forget gate */
 	VG_INIT_UNIFORM,	/* embeddings: uniform in +-0.05 */
+	VG_INIT_ONE,		/* batch norm: gamma, moving variance */
 };
 
 /*
@@ -63,7 +65,9 @@ struct vg_node {
 	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool */
 	uint32_t stride_h, stride_w;	       /* maxpool: kh, kw */
 	int weight, bias;		       /* param indices, or -1 */
-	float rate;			       /* dropout */
+	float rate;			       /* dropout; batchnorm: momentum */
+	float eps;			       /* batchnorm */
+	int mmean, mvar;		       /* batchnorm: moving stats */
 	char name[32];			       /* Keras-style: dense_1 */
 };
 
@@ -95,6 +99,9 @@ struct vtpu_graph {
 	float input_shift;	/* ... plus this, 0 by default */
 	uint32_t seed;		/* dropout masks */
 	int ndropout;		/* dropout nodes */
+	bool bn_nofold;		/* no batch norm folded (vtpu_compile_opts) */
+	bool bn_batch_stats;	/* eval programs normalise with the batch's
+				 * statistics too (vtpu_gradcheck) */
 	int loss;		/* node, or -1 */
 	int layer_count[VG_LOSS + 1];
 };

@@ -203,6 +203,15 @@ int vtpu_model_add_flatten(struct vtpu_model *m)
 	return add_layer(m, vtpu_graph_flatten(m->g, m->last));
 }
 
+int vtpu_model_add_batchnorm(struct vtpu_model *m, float momentum,
+			     float epsilon)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_batchnorm(m->g, m->last, momentum,
+						 epsilon));
+}
+
 int vtpu_model_add_dropout(struct vtpu_model *m, float rate)
 {
 	if (after_softmax(m) || m->compiled)
@@ -221,7 +230,7 @@ static const char *layer_type(const struct vg_node *n)
 		[VG_LSTM] = "LSTM", [VG_LSTM_STATE] = "LSTM state",
 		[VG_GRU] = "GRU", [VG_GRU_STATE] = "GRU state",
 		[VG_ATTENTION] = "Attention", [VG_CONCAT] = "Concatenate",
-		[VG_LOSS] = "Loss",
+		[VG_BATCHNORM] = "BatchNormalization", [VG_LOSS] = "Loss",
 	};
 
 	return t[n->op];
@@ -404,6 +413,8 @@ static float init_value(struct vtpu_model *m, const struct vg_param *pr,
 		return uniform(&m->rng, sqrtf(6.0f / (pr->fan_in + pr->fan_out)));
 	case VG_INIT_UNIFORM:
 		return uniform(&m->rng, 0.05f);
+	case VG_INIT_ONE:
+		return 1.0f;
 	case VG_INIT_FORGET_ONE: /* gates i, f, c, o: unit_forget_bias */
 		return j / (pr->count / 4) == 1 ? 1.0f : 0.0f;
 	default:
@@ -478,6 +489,9 @@ int vtpu_model_compile(struct vtpu_model *m,
 	m->g->seed = (uint32_t)(opts->seed ^ (opts->seed >> 32));
 	m->g->input_scale = scale;
 	m->g->input_shift = shift;
+	m->g->bn_nofold = opts->sz > offsetof(struct vtpu_compile_opts,
+					      no_bn_fold) &&
+			  opts->no_bn_fold;
 	m->seed = opts->seed;
 	m->opt.kind = opts->optimizer;
 	m->opt.lr = opts->learning_rate ?:

@@ -371,6 +371,28 @@ static u64 softmax_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 		       (u64)sm->m * sm->n * 4 : 0;
 }
 
+static u64 batchnorm_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
+			    u32 *align)
+{
+	/* rows and channels sit at the same place in both structs */
+	const struct vtpu_cmd_batchnorm *bn = (const void *)cmd;
+
+	switch (id) {
+	case VTPU_OPERAND_X:
+	case VTPU_OPERAND_Y:
+	case VTPU_OPERAND_DX:
+	case VTPU_OPERAND_DY:
+		/* each field is below 2^32, their product may not be */
+		return bn->channels &&
+			       bn->rows <= VTPU_MAX_ELEMS / bn->channels ?
+			       (u64)bn->rows * bn->channels * 4 : 0;
+	case VTPU_OPERAND_STATE:
+		return (u64)bn->channels * 8;
+	default:	/* W, BIAS, MOM, VEL, DW, DBIAS */
+		return (u64)bn->channels * 4;
+	}
+}
+
 static u64 adam_step_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 			    u32 *align)
 {
@@ -544,6 +566,8 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	"as GEMM's; batch*m*n <= 2^31, strides <= 2^36, Cs share no element"
 #define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
+#define BATCHNORM_RULES \
+	"rows * channels at most the element limit, epsilon > 0, momentum in [0, 1]"
 #define SOFTMAX_RULES "m * n at most the element limit"
 
 /* What the two opcodes of one command struct share in the table. */
@@ -1008,6 +1032,52 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.prepare = vtpu_argmax_prepare,
 		.run = vtpu_argmax_run,
 		.describe = vtpu_argmax_describe,
+	},
+	[VTPU_OP_BATCHNORM] = {
+		.name = "BATCHNORM",
+		.size = sizeof(struct vtpu_cmd_batchnorm),
+		.flags_at = FLAGS_AT(vtpu_cmd_batchnorm),
+		.flags = VTPU_BATCHNORM_FLAGS,
+		.noperands = 7,
+		.operands = { IN(X, vtpu_cmd_batchnorm, x, 4),
+			      OUT(Y, vtpu_cmd_batchnorm, y, 4),
+			      IN(W, vtpu_cmd_batchnorm, gamma, 4),
+			      IN(BIAS, vtpu_cmd_batchnorm, beta, 4),
+			      OUT(STATE, vtpu_cmd_batchnorm, stats, 4),
+			      OUT(MOM, vtpu_cmd_batchnorm, moving_mean, 4),
+			      OUT(VEL, vtpu_cmd_batchnorm, moving_var, 4) },
+		.fields = { FIELD(vtpu_cmd_batchnorm, rows, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_batchnorm, channels, 1,
+				  VTPU_MAX_DIM) },
+		.rules = BATCHNORM_RULES,
+		.extent = batchnorm_extent,
+		.check = vtpu_batchnorm_check,
+		.prepare = vtpu_batchnorm_prepare,
+		.run = vtpu_batchnorm_run,
+		.describe = vtpu_batchnorm_describe,
+	},
+	[VTPU_OP_BATCHNORM_GRAD] = {
+		.name = "BATCHNORM_GRAD",
+		.size = sizeof(struct vtpu_cmd_batchnorm_grad),
+		.flags_at = FLAGS_AT(vtpu_cmd_batchnorm_grad),
+		.noperands = 7,
+		.operands = { IN(X, vtpu_cmd_batchnorm_grad, x, 4),
+			      IN(DY, vtpu_cmd_batchnorm_grad, dy, 4),
+			      IN(W, vtpu_cmd_batchnorm_grad, gamma, 4),
+			      IN(STATE, vtpu_cmd_batchnorm_grad, stats, 4),
+			      OUT(DX, vtpu_cmd_batchnorm_grad, dx, 4),
+			      OUT(DW, vtpu_cmd_batchnorm_grad, dgamma, 4),
+			      OUT(DBIAS, vtpu_cmd_batchnorm_grad, dbeta, 4) },
+		.fields = { FIELD(vtpu_cmd_batchnorm_grad, rows, 1,
+				  VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_batchnorm_grad, channels, 1,
+				  VTPU_MAX_DIM) },
+		.rules = BATCHNORM_RULES,
+		.extent = batchnorm_extent,
+		.check = vtpu_batchnorm_check,
+		.prepare = vtpu_batchnorm_prepare,
+		.run = vtpu_batchnorm_run,
+		.describe = vtpu_batchnorm_describe,
 	},
 };
 

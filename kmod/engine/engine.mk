@@ -28,7 +28,8 @@ ENGINE_SRCS := \
 	ops_loss.c \
 	ops_optim.c \
 	ops_embedding.c \
-	ops_softmax.c
+	ops_softmax.c \
+	ops_batchnorm.c
 
 # Integer-only objects, callable outside kernel_fpu_begin()/end().
 ENGINE_NOFPU_SRCS := cmd.c validate.c iterate.c
@@ -69,6 +70,7 @@ ENGINE_CFLAGS_ops_softmax := $(ENGINE_VEC_CFLAGS)
 # -fno-math-errno: sqrt is an instruction, never a libm call (vectorised
 # as sqrtps in user space and in the kernel alike).
 ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno
+ENGINE_CFLAGS_ops_batchnorm := $(ENGINE_VEC_CFLAGS) -fno-math-errno
 
 # Per-file SIMD flags (both builds).
 ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma

@@ -230,6 +230,7 @@ VTPU_CHECK(vtpu_gemm_batched_check);
 VTPU_CHECK(vtpu_softmax_check);
 VTPU_CHECK(vtpu_clip_norm_check);
 VTPU_CHECK(vtpu_argmax_check);
+VTPU_CHECK(vtpu_batchnorm_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -278,6 +279,10 @@ VTPU_RUN(vtpu_embedding_run);
 VTPU_DESCRIBE(vtpu_embedding_describe);
 VTPU_PREPARE(vtpu_clip_norm_prepare);
 VTPU_RUN(vtpu_clip_norm_run);
+VTPU_PREPARE(vtpu_batchnorm_prepare);		/* ops_batchnorm.c */
+VTPU_RUN(vtpu_batchnorm_run);
+VTPU_DESCRIBE(vtpu_batchnorm_describe);
+size_t vtpu_batchnorm_scratch_size(void);
 
 /* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,

@@ -97,6 +97,9 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 size_t vtpu_engine_scratch_size(void)
 {
 	size_t g = vtpu_gemm_scratch_size(), r = vtpu_reduce_scratch_size();
+	size_t b = vtpu_batchnorm_scratch_size();
 
+	if (r < b)
+		r = b;
 	return g > r ? g : r;
 }

@@ -756,3 +756,62 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 	err->offset = 0;
 	return 0;
 }
+
+/* BATCHNORM's epsilon: positive, normal (a denormal reads as 0), finite */
+static bool bn_eps_ok(u32 bits)
+{
+	return bits >= 0x00800000u && bits < F32_INF_BITS;
+}
+
+int vtpu_batchnorm_check(struct vtpu_engine_check *v,
+			 const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_batchnorm *f = (const void *)hdr;
+	const struct vtpu_cmd_batchnorm_grad *g = (const void *)hdr;
+	bool grad = hdr->opcode == VTPU_OP_BATCHNORM_GRAD;
+	/* forward: outputs first (the moving statistics last: in and out) */
+	u32 ids[7] = { VTPU_OPERAND_Y, VTPU_OPERAND_STATE, VTPU_OPERAND_MOM,
+		       VTPU_OPERAND_VEL, VTPU_OPERAND_X, VTPU_OPERAND_W,
+		       VTPU_OPERAND_BIAS };
+	static const u32 gids[7] = { VTPU_OPERAND_DX, VTPU_OPERAND_DW,
+				     VTPU_OPERAND_DBIAS, VTPU_OPERAND_X,
+				     VTPU_OPERAND_DY, VTPU_OPERAND_W,
+				     VTPU_OPERAND_STATE };
+	u32 flags = grad ? g->flags : f->flags;
+	u32 pad = grad ? g->pad : f->pad;
+	bool train = !grad && (flags & VTPU_BATCHNORM_TRAINING);
+	int ret;
+
+	if (flags & ~(grad ? 0 : VTPU_BATCHNORM_FLAGS))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	/* rows and channels sit at the same place in both structs */
+	if (!dim_ok(f->rows) || !dim_ok(f->channels) ||
+	    (u64)f->rows * f->channels > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (grad) {
+		ret = check_operands(v, hdr, gids, 7);
+		if (!ret)
+			ret = check_outputs(v, hdr, gids, 3, gids + 3, 4);
+		return ret;
+	}
+	/* momentum 0..1 (+0 and 1.0f included), epsilon positive */
+	if (!bn_eps_ok(f->epsilon) || f->momentum > F32_ONE_BITS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (train) {
+		ret = check_operands(v, hdr, ids, 7);
+		if (!ret)
+			ret = check_outputs(v, hdr, ids, 4, ids + 4, 3);
+		return ret;
+	}
+	/* inference: the moving statistics are inputs, STATE is unused */
+	ret = check_unused(v, hdr, VTPU_OPERAND_STATE);
+	ids[1] = VTPU_OPERAND_X;
+	ids[4] = VTPU_OPERAND_W;	/* ids: Y, X, MOM, VEL, W, BIAS */
+	if (!ret)
+		ret = check_operands(v, hdr, ids, 6);
+	if (!ret)
+		ret = check_outputs(v, hdr, ids, 1, ids + 1, 5);
+	return ret;
+}

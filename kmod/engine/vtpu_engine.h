@@ -208,6 +208,25 @@ struct vtpu_engine_softmax {
 	u32 ntiles;		/* tile t does chunks t, t + ntiles, ... */
 };
 
+/* BATCHNORM, BATCHNORM_GRAD: a tile owns channels, steps walk the rows */
+struct vtpu_engine_bn {
+	u32 rows, channels;
+	bool grad, train;
+	float eps, momentum;
+	const float *x;
+	const float *dy;	/* BATCHNORM_GRAD */
+	const float *gamma;
+	const float *beta;	/* BATCHNORM */
+	float *y;		/* BATCHNORM: y; BATCHNORM_GRAD: dx */
+	float *stats;		/* [2][C]: mean, inv_std */
+	float *mmean, *mvar;	/* BATCHNORM: the moving statistics */
+	float *dgamma, *dbeta;	/* BATCHNORM_GRAD */
+	u32 width;		/* channels per tile */
+	u32 rblock;		/* rows per step */
+	u32 nblocks;		/* row blocks: steps per pass */
+	u32 passes;		/* 3 (TRAINING), 1 (inference), 2 (GRAD) */
+};
+
 /* EMBEDDING, EMBEDDING_GRAD */
 struct vtpu_engine_embedding {
 	u32 n, vocab, dim, flags;
@@ -288,6 +307,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_cast cast;
 		struct vtpu_engine_dropout dropout;
 		struct vtpu_engine_embedding emb;
+		struct vtpu_engine_bn bn;
 	};
 };
 

@@ -394,6 +394,34 @@ VTPU_API int vtpu_cmdbuf_softmax(struct vtpu_cmdbuf *cb,
 /** vtpu_cmdbuf_softmax_grad() - dx (d->x) = y * (dy - sum(dy * y)). */
 VTPU_API int vtpu_cmdbuf_softmax_grad(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_softmax_desc *d);
+/**
+ * struct vtpu_batchnorm_desc - a BATCHNORM or BATCHNORM_GRAD (struct
+ * vtpu_cmd_batchnorm, _grad): one description serves both. x [rows][C];
+ * gamma, beta, moving_mean, moving_var [C]; stats [2][C] (mean, inv_std:
+ * written by a TRAINING forward, read by the gradient; the builder leaves
+ * it out of an inference forward). The forward uses y, beta, moving_*,
+ * epsilon and momentum; the gradient dy, dx, dgamma, dbeta, and flags 0.
+ */
+struct vtpu_batchnorm_desc {
+	uint32_t rows, channels;
+	uint32_t flags;		/* VTPU_BATCHNORM_* */
+	float epsilon, momentum;
+	struct vtpu_ref x, y, gamma, beta, stats, moving_mean, moving_var;
+	struct vtpu_ref dy, dx, dgamma, dbeta;
+};
+/**
+ * vtpu_cmdbuf_batchnorm() - y = gamma * (x - mean) * inv_std + beta per
+ * channel, with the batch's statistics (and the moving ones updated) with
+ * VTPU_BATCHNORM_TRAINING, with the moving ones without.
+ */
+VTPU_API int vtpu_cmdbuf_batchnorm(struct vtpu_cmdbuf *cb,
+			  const struct vtpu_batchnorm_desc *d);
+/**
+ * vtpu_cmdbuf_batchnorm_grad() - dx, dgamma, dbeta of a TRAINING
+ * BATCHNORM from its x, stats and dy.
+ */
+VTPU_API int vtpu_cmdbuf_batchnorm_grad(struct vtpu_cmdbuf *cb,
+			       const struct vtpu_batchnorm_desc *d);
 /** vtpu_cmdbuf_sgd() - one SGD step (mom unused when momentum == 0). */
 VTPU_API int vtpu_cmdbuf_sgd(struct vtpu_cmdbuf *cb, uint64_t count, float lr,
 		    float momentum, float weight_decay, uint32_t flags,

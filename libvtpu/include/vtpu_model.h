@@ -91,6 +91,22 @@ VTPU_API int vtpu_graph_flatten(struct vtpu_graph *g, int x);
  * with new masks every step; the identity when evaluating or predicting.
  */
 VTPU_API int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate);
+/**
+ * vtpu_graph_batchnorm() - batch normalisation of x (an image, per channel
+ * over N * H * W, or a vector, per feature over the batch), as Keras'
+ * BatchNormalization(axis=-1): y = gamma * (x - mean) / sqrt(var +
+ * @epsilon) + beta. Training normalises with the batch's mean and biased
+ * variance and updates the moving ones (moving = moving * @momentum +
+ * batch * (1 - @momentum), the biased batch variance, as Keras 3);
+ * evaluate and predict use the moving ones. Keras' defaults: momentum
+ * 0.99, epsilon 1e-3. Four weights in Keras' order: gamma (1), beta (0),
+ * trained; moving_mean (0), moving_variance (1), not trained (their
+ * gradient is 0, so neither optimizer moves them) but saved, loaded and
+ * counted as parameters. -EINVAL for a sequence, momentum outside
+ * [0, 1], or epsilon not positive and finite.
+ */
+VTPU_API int vtpu_graph_batchnorm(struct vtpu_graph *g, int x, float momentum,
+				  float epsilon);
 /** vtpu_graph_add() - x + y (same shape): residual connections. */
 VTPU_API int vtpu_graph_add(struct vtpu_graph *g, int x, int y);
 /**
@@ -255,6 +271,12 @@ enum vtpu_optimizer {
  * @input_shift: added after scaling: input = pixel * scale + shift (0 by
  *               default; -mean / std with scale 1 / std standardises the
  *               inputs, see vtpu_dataset_pixel_stats()); finite
+ * @no_bn_fold: not 0: evaluate and predict run every batch norm as one
+ *              (0, the default: one right after a convolution or dense
+ *              layer without activation is folded into its weights, W * s
+ *              and (b - moving_mean) * s + beta with s = gamma /
+ *              sqrt(moving_variance + epsilon) per output channel,
+ *              computed on the device at the start of each run)
  */
 struct vtpu_compile_opts {
 	size_t sz;
@@ -269,6 +291,7 @@ struct vtpu_compile_opts {
 	uint64_t seed;
 	float input_scale;
 	float input_shift;
+	uint32_t no_bn_fold;
 };
 
 #define VTPU_COMPILE_OPTS(name, ...)                                   \
@@ -349,6 +372,9 @@ VTPU_API int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t 
 VTPU_API int vtpu_model_add_relu(struct vtpu_model *m);
 VTPU_API int vtpu_model_add_flatten(struct vtpu_model *m);
 VTPU_API int vtpu_model_add_dropout(struct vtpu_model *m, float rate);
+/** vtpu_model_add_batchnorm() - vtpu_graph_batchnorm() on the last layer. */
+VTPU_API int vtpu_model_add_batchnorm(struct vtpu_model *m, float momentum,
+				      float epsilon);
 
 /** vtpu_model_graph() - the model's graph (owned by the model). */
 VTPU_API struct vtpu_graph *vtpu_model_graph(struct vtpu_model *m);

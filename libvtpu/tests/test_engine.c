@@ -1506,6 +1506,11 @@ TEST(calls_bounded)
 		{ VTPU_MAX_DIM, 4096, 0 }, { 3, 65537, 0 },
 		{ 16, VTPU_MAX_DIM, 0xffffffffu },
 	};
+	/* BATCHNORM: rows channels */
+	static const uint32_t bns[][2] = {
+		{ VTPU_MAX_DIM, 4096 }, { 1, VTPU_MAX_DIM },
+		{ VTPU_MAX_DIM, 1 }, { 65537, 65 }, { 4096, VTPU_MAX_DIM / 256 },
+	};
 	static uint8_t dummy[64];
 	struct vtpu_engine_buf bufs[4];
 	struct vtpu_cmdbuf cb;
@@ -1642,6 +1647,25 @@ TEST(calls_bounded)
 						argmaxes[i][1], argmaxes[i][2],
 						VTPU_REF(0, 0),
 						VTPU_REF(1, 0)));
+	/* BATCHNORM: training, inference and the gradient of each shape */
+	for (i = 0; i < sizeof(bns) / sizeof(bns[0]); i++) {
+		struct vtpu_batchnorm_desc d = {
+			.rows = bns[i][0], .channels = bns[i][1],
+			.epsilon = 1e-3f, .momentum = 0.99f,
+			.x = VTPU_REF(0, 0), .y = VTPU_REF(1, 0),
+			.gamma = VTPU_REF(2, 0), .beta = VTPU_REF(2, 0),
+			.stats = VTPU_REF(2, 0), .moving_mean = VTPU_REF(2, 0),
+			.moving_var = VTPU_REF(2, 0), .dy = VTPU_REF(1, 0),
+			.dx = VTPU_REF(1, 0), .dgamma = VTPU_REF(2, 0),
+			.dbeta = VTPU_REF(2, 0),
+		};
+
+		d.flags = VTPU_BATCHNORM_TRAINING;
+		ASSERT_EQ(0, vtpu_cmdbuf_batchnorm(&cb, &d));
+		d.flags = 0;
+		ASSERT_EQ(0, vtpu_cmdbuf_batchnorm(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_batchnorm_grad(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1668,6 +1692,11 @@ TEST(calls_bounded)
 				per = (uint64_t)op.argmax.tblock *
 					      op.argmax.sblock >
 					      EMB_CALL_MAX ? ~0ull : 0;
+			/* BATCHNORM reads width x rblock elements a call */
+			if (cmd->opcode == VTPU_OP_BATCHNORM ||
+			    cmd->opcode == VTPU_OP_BATCHNORM_GRAD)
+				per = (uint64_t)op.bn.width * op.bn.rblock >
+					      EMB_CALL_MAX ? ~0ull : 0;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
@@ -1680,7 +1709,8 @@ TEST(calls_bounded)
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
 	EXPECT_EQ(25 + 2 * sizeof(embs) / sizeof(embs[0]) +
 		  sizeof(bgemms) / sizeof(bgemms[0]) + 5 + 4 +
-		  sizeof(argmaxes) / sizeof(argmaxes[0]), cmds);
+		  sizeof(argmaxes) / sizeof(argmaxes[0]) +
+		  3 * sizeof(bns) / sizeof(bns[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

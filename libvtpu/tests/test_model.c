@@ -212,6 +212,37 @@ TEST(gradcheck_residual_add)
 	vtpu_graph_destroy(g);
 }
 
+/*
+ * Batch norm after a conv (per channel over N * H * W) and after a dense
+ * layer (per feature over the batch), in training mode: the gradient
+ * flows through the batch's mean and variance.
+ */
+TEST(gradcheck_batchnorm)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 6, 6, 2);
+
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_NONE);
+	ASSERT_EQ(-EINVAL, vtpu_graph_batchnorm(g, x, 1.5f, 1e-3f));
+	ASSERT_EQ(-EINVAL, vtpu_graph_batchnorm(g, x, 0.99f, 0.0f));
+	ASSERT_EQ(-EINVAL, vtpu_graph_batchnorm(g, x, 0.99f, NAN));
+	x = vtpu_graph_batchnorm(g, x, 0.99f, 1e-3f);
+	x = vtpu_graph_relu(g, x);
+	x = vtpu_graph_maxpool(g, x, 2, 2);
+	x = vtpu_graph_flatten(g, x);
+	x = vtpu_graph_dense(g, x, 8, VTPU_ACT_NONE);
+	x = vtpu_graph_batchnorm(g, x, 0.9f, 1e-3f);
+	x = vtpu_graph_relu(g, x);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 8, 72);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("conv + batchnorm, dense + batchnorm: max relative error %.2e",
+	       rel);
+	vtpu_graph_destroy(g);
+}
+
 TEST(graph_rejects_bad_shapes)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
@@ -557,6 +588,155 @@ TEST(dropout_trains_and_evaluates_deterministically)
 	TH_LOG("dropout 0.5: loss %.4f -> %.4f, test acc %.3f twice the same",
 	       losses[0], losses[5], a1);
 	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+/*
+ * A Sequential model with batch norm: training moves the moving statistics
+ * (4 weights in Keras' order), evaluate uses them (changing them changes
+ * the loss), and a checkpoint carries them.
+ */
+TEST(batchnorm_moving_stats_and_checkpoint)
+{
+	char path[] = "/tmp/vtpu-model-XXXXXX";
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1), *o;
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-2f);
+	VTPU_FIT_OPTS(fo, .epochs = 3);
+	static const char *const names[4] = {
+		"batch_normalization/gamma", "batch_normalization/beta",
+		"batch_normalization/moving_mean",
+		"batch_normalization/moving_variance" };
+	struct vtpu_weight_info wi;
+	float mm[32], mv[32], mm2[32], mv2[32];
+	double l1, a1, l2, a2, l3, a3;
+	int fd = mkstemp(path), i, moved = 0;
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	for (o = m, i = 0; i < 2; i++, o = vtpu_model_create(4, 4, 1)) {
+		ASSERT_EQ(0, vtpu_model_add_flatten(o));
+		ASSERT_EQ(0, vtpu_model_add_dense(o, 32, VTPU_ACT_NONE));
+		ASSERT_EQ(0, vtpu_model_add_batchnorm(o, 0.9f, 1e-3f));
+		ASSERT_EQ(0, vtpu_model_add_relu(o));
+		ASSERT_EQ(0, vtpu_model_add_dense(o, 4, VTPU_ACT_SOFTMAX));
+		ASSERT_EQ(0, vtpu_model_compile(o, &co));
+		if (i)
+			break;
+	}
+	ASSERT_EQ(8, vtpu_model_num_weights(m));
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(m, 2 + i, &wi));
+		EXPECT_STREQ(names[i], wi.name);
+		EXPECT_EQ(32, wi.count);
+	}
+	quadrant_set(&train, 512, 1);
+	quadrant_set(&test, 128, 2);
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	ASSERT_EQ(0, vtpu_model_get_weights(m, 4, mm, 32));
+	ASSERT_EQ(0, vtpu_model_get_weights(m, 5, mv, 32));
+	for (i = 0; i < 32; i++)
+		moved += mm[i] != 0.0f && mv[i] != 1.0f;
+	EXPECT_LT(24, moved);
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l1, &a1));
+	EXPECT_LT(0.8, a1);
+	ASSERT_EQ(0, vtpu_model_save(m, path)) TH_LOG("%s",
+						    vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_load(o, path)) TH_LOG("%s",
+						    vtpu_model_error(o));
+	ASSERT_EQ(0, vtpu_model_get_weights(o, 4, mm2, 32));
+	ASSERT_EQ(0, vtpu_model_get_weights(o, 5, mv2, 32));
+	EXPECT_EQ(0, memcmp(mm, mm2, sizeof(mm)));
+	EXPECT_EQ(0, memcmp(mv, mv2, sizeof(mv)));
+	ASSERT_EQ(0, vtpu_model_evaluate(o, &test, &l2, &a2));
+	EXPECT_EQ(l1, l2);
+	/* evaluate normalises with the moving statistics */
+	for (i = 0; i < 32; i++)
+		mv2[i] = mv[i] * 4;
+	ASSERT_EQ(0, vtpu_model_set_weights(o, 5, mv2, 32));
+	ASSERT_EQ(0, vtpu_model_evaluate(o, &test, &l3, &a3));
+	EXPECT_NE(l1, l3);
+	TH_LOG("batchnorm: %d of 32 moving stats moved, loss %.4f, %.4f "
+	       "loaded, %.4f with 4x the variance", moved, l1, l2, l3);
+	unlink(path);
+	vtpu_model_destroy(m);
+	vtpu_model_destroy(o);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+static struct vtpu_model *bn_fold_model(uint32_t nofold)
+{
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-2f, .no_bn_fold = nofold);
+
+	if (vtpu_model_add_conv2d(m, 4, 3, 3, VTPU_PAD_SAME, VTPU_ACT_NONE) ||
+	    vtpu_model_add_batchnorm(m, 0.9f, 1e-3f) ||
+	    vtpu_model_add_relu(m) || vtpu_model_add_flatten(m) ||
+	    vtpu_model_add_dense(m, 10, VTPU_ACT_NONE) ||
+	    vtpu_model_add_batchnorm(m, 0.9f, 1e-3f) ||
+	    vtpu_model_add_relu(m) ||
+	    vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX) ||
+	    vtpu_model_compile(m, &co)) {
+		vtpu_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * Inference folds a batch norm after a conv and after a dense layer into
+ * their weights; with no_bn_fold it runs them: the two agree (1e-5
+ * relative), and are not bit for bit the same (the fold did run).
+ */
+TEST(batchnorm_folding_agrees)
+{
+	struct vtpu_dataset train, test;
+	struct vtpu_model *a = bn_fold_model(0), *b = bn_fold_model(1);
+	VTPU_FIT_OPTS(fo, .epochs = 2);
+	struct vtpu_weight_info wi;
+	float *pa, *pb, *w;
+	double worst = 0, la, aa, lb, ab;
+	uint32_t i;
+	int k, differ = 0;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	quadrant_set(&train, 512, 1);
+	quadrant_set(&test, 100, 2);
+	ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+	for (k = 0; k < vtpu_model_num_weights(a); k++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(a, k, &wi));
+		w = malloc(wi.count * sizeof(float));
+		ASSERT_EQ(0, vtpu_model_get_weights(a, k, w, wi.count));
+		ASSERT_EQ(0, vtpu_model_set_weights(b, k, w, wi.count));
+		free(w);
+	}
+	pa = malloc(test.n * 4 * sizeof(float));
+	pb = malloc(test.n * 4 * sizeof(float));
+	ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
+	ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
+	for (i = 0; i < test.n * 4; i++) {
+		double d = fabs(pa[i] - pb[i]) / fmax(fabs(pb[i]), 1e-3);
+
+		worst = fmax(worst, d);
+		differ += pa[i] != pb[i];
+	}
+	EXPECT_GT(1e-5, worst);
+	EXPECT_LT(0, differ);
+	ASSERT_EQ(0, vtpu_model_evaluate(a, &test, &la, &aa));
+	ASSERT_EQ(0, vtpu_model_evaluate(b, &test, &lb, &ab));
+	EXPECT_GT(1e-5, fabs(la - lb) / lb);
+	EXPECT_EQ(aa, ab);
+	TH_LOG("folded vs not: max relative difference %.2e (%d of %u "
+	       "differ), loss %.6f %.6f", worst, differ, test.n * 4, la, lb);
+	free(pa);
+	free(pb);
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
 	vtpu_dataset_free(&train);
 	vtpu_dataset_free(&test);
 }

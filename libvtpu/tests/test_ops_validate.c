@@ -984,4 +984,154 @@ TEST(gemm_panels_rejected_in_words)
 	vtpu_cpu_bo_destroy(&b1);
 }
 
+/*
+ * BATCHNORM and BATCHNORM_GRAD: 16 rows x 8 channels. Forward: x, y,
+ * gamma, beta in b0; stats, moving mean and variance in b1. Gradient: x,
+ * dy, gamma, stats in b0; dx, dgamma, dbeta in b1.
+ */
+TEST(batchnorm_validator)
+{
+	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),
+			 .b0 = bo_new(4096), .b1 = bo_new(4096) };
+	const struct vtpu_cmd_batchnorm bn0 = {
+		.hdr = HDR(VTPU_OP_BATCHNORM, vtpu_cmd_batchnorm),
+		.rows = 16, .channels = 8, .flags = VTPU_BATCHNORM_TRAINING,
+		.epsilon = 0x3a83126f /* 1e-3 */,
+		.momentum = 0x3f7d70a4 /* 0.99 */,
+		.x = OPND(0, 0), .y = OPND(0, 512), .gamma = OPND(0, 1024),
+		.beta = OPND(0, 1056), .stats = OPND(1, 0),
+		.moving_mean = OPND(1, 64), .moving_var = OPND(1, 96),
+	};
+	const struct vtpu_cmd_batchnorm_grad bg0 = {
+		.hdr = HDR(VTPU_OP_BATCHNORM_GRAD, vtpu_cmd_batchnorm_grad),
+		.rows = 16, .channels = 8,
+		.x = OPND(0, 0), .dy = OPND(0, 512), .gamma = OPND(0, 1024),
+		.stats = OPND(0, 1056), .dx = OPND(1, 0),
+		.dgamma = OPND(1, 512), .dbeta = OPND(1, 544),
+	};
+	struct vtpu_cmd_batchnorm bn;
+	struct vtpu_cmd_batchnorm_grad bg;
+
+	ASSERT_NE(NULL, r.cpu);
+#define CASE(var, base, what, mut, reason, operand)                           \
+	do {                                                                  \
+		var = base;                                                   \
+		mut;                                                          \
+		check_cmd(_metadata, &r, what, &var, reason, operand);        \
+	} while (0)
+/*
+ * Operand @opnd's (var.@fld's) four rejections: its offset @past past
+ * its buffer, its offset @odd misaligned, a bad buffer, its pad set.
+ */
+#define OPERAND_CASES(var, base, what, fld, opnd, past, odd)                 \
+	do {                                                                  \
+		CASE(var, base, what " past its buffer",                      \
+		     var.fld.offset = (past), VTPU_ERR_OUT_OF_BOUNDS, opnd);  \
+		CASE(var, base, what " misaligned", var.fld.offset = (odd),   \
+		     VTPU_ERR_MISALIGNED, opnd);                              \
+		CASE(var, base, what " bad buffer", var.fld.buf = 2,          \
+		     VTPU_ERR_BAD_BUFFER, opnd);                              \
+		CASE(var, base, what " operand pad", var.fld.pad = 1,         \
+		     VTPU_ERR_BAD_PAD, opnd);                                 \
+	} while (0)
+	CASE(bn, bn0, "batchnorm ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(bn, bn0, "batchnorm inference ok",
+	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 }),
+	     VTPU_ERR_NONE, 0);
+	CASE(bn, bn0, "batchnorm momentum 0 ok", bn.momentum = 0,
+	     VTPU_ERR_NONE, 0);
+	CASE(bn, bn0, "batchnorm momentum 1 ok", bn.momentum = 0x3f800000,
+	     VTPU_ERR_NONE, 0);
+	CASE(bn, bn0, "batchnorm inference, moving stats in y's buffer ok",
+	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 },
+	      bn.moving_mean.buf = 0, bn.moving_mean.offset = 2048,
+	      bn.moving_var = bn.moving_mean),
+	     VTPU_ERR_NONE, 0);
+	CASE(bn, bn0, "batchnorm flags 2", bn.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(bn, bn0, "batchnorm pad", bn.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(bn, bn0, "batchnorm rows 0", bn.rows = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm channels 0", bn.channels = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm rows > MAX_DIM", bn.rows = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm rows * channels > MAX_ELEMS",
+	     (bn.rows = VTPU_MAX_DIM, bn.channels = VTPU_MAX_DIM),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm epsilon 0", bn.epsilon = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm epsilon denormal", bn.epsilon = 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm epsilon negative", bn.epsilon = 0xba83126f,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm epsilon inf", bn.epsilon = 0x7f800000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm epsilon NaN", bn.epsilon = 0x7fc00000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm momentum > 1", bn.momentum = 0x3f800001,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm momentum -0", bn.momentum = 0x80000000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm momentum NaN", bn.momentum = 0x7fc00000,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bn, bn0, "batchnorm inference with stats", bn.flags = 0,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_STATE);
+	OPERAND_CASES(bn, bn0, "batchnorm x", x, VTPU_OPERAND_X, 4096 - 508, 2);
+	OPERAND_CASES(bn, bn0, "batchnorm y", y, VTPU_OPERAND_Y, 4096 - 508, 2);
+	OPERAND_CASES(bn, bn0, "batchnorm gamma", gamma, VTPU_OPERAND_W,
+		      4096 - 28, 2);
+	OPERAND_CASES(bn, bn0, "batchnorm beta", beta, VTPU_OPERAND_BIAS,
+		      4096 - 28, 2);
+	OPERAND_CASES(bn, bn0, "batchnorm stats", stats, VTPU_OPERAND_STATE,
+		      4096 - 60, 2);
+	OPERAND_CASES(bn, bn0, "batchnorm moving mean", moving_mean,
+		      VTPU_OPERAND_MOM, 4096 - 28, 2);
+	OPERAND_CASES(bn, bn0, "batchnorm moving var", moving_var,
+		      VTPU_OPERAND_VEL, 4096 - 28, 2);
+	CASE(bn, bn0, "batchnorm y over x", bn.y.offset = 4,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(bn, bn0, "batchnorm stats over the moving mean",
+	     bn.stats.offset = 40, VTPU_ERR_OVERLAP, VTPU_OPERAND_STATE);
+	CASE(bn, bn0, "batchnorm moving mean == moving var",
+	     bn.moving_var = bn.moving_mean, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_MOM);
+	CASE(bn, bn0, "batchnorm moving var over gamma",
+	     bn.moving_var = bn.gamma, VTPU_ERR_OVERLAP, VTPU_OPERAND_VEL);
+	CASE(bn, bn0, "batchnorm inference: y over the moving mean",
+	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 },
+	      bn.moving_mean = bn.y), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+
+	CASE(bg, bg0, "batchnorm_grad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(bg, bg0, "batchnorm_grad flags 1", bg.flags = 1,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(bg, bg0, "batchnorm_grad pad", bg.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(bg, bg0, "batchnorm_grad rows 0", bg.rows = 0,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(bg, bg0, "batchnorm_grad channels > MAX_DIM",
+	     bg.channels = VTPU_MAX_DIM + 1, VTPU_ERR_BAD_SHAPE, 0);
+	OPERAND_CASES(bg, bg0, "batchnorm_grad dy", dy, VTPU_OPERAND_DY,
+		      4096 - 508, 2);
+	OPERAND_CASES(bg, bg0, "batchnorm_grad stats", stats,
+		      VTPU_OPERAND_STATE, 4096 - 60, 2);
+	OPERAND_CASES(bg, bg0, "batchnorm_grad dx", dx, VTPU_OPERAND_DX,
+		      4096 - 508, 2);
+	OPERAND_CASES(bg, bg0, "batchnorm_grad dgamma", dgamma,
+		      VTPU_OPERAND_DW, 4096 - 28, 2);
+	OPERAND_CASES(bg, bg0, "batchnorm_grad dbeta", dbeta,
+		      VTPU_OPERAND_DBIAS, 4096 - 28, 2);
+	CASE(bg, bg0, "batchnorm_grad dx over dy",
+	     (bg.dx.buf = 0, bg.dx.offset = 512), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DX);
+	CASE(bg, bg0, "batchnorm_grad dgamma == dbeta",
+	     bg.dbeta = bg.dgamma, VTPU_ERR_OVERLAP, VTPU_OPERAND_DW);
+	CASE(bg, bg0, "batchnorm_grad dbeta over stats",
+	     (bg.dbeta.buf = 0, bg.dbeta.offset = 1060), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DBIAS);
+#undef OPERAND_CASES
+#undef CASE
+
+	vtpu_cpu_destroy(r.cpu);
+	vtpu_cpu_bo_destroy(&r.b0);
+	vtpu_cpu_bo_destroy(&r.b1);
+}
+
 TEST_HARNESS_MAIN

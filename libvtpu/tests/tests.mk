@@ -9,8 +9,8 @@
 # loss and optimizers, the sequence ops, the validator), sharing
 # test_ops.h; one binary each, as the harness (6.1) registers tests in a
 # per-file static list.
-TEST_OPS := $(addprefix $(BIN)/test_ops_,conv elementwise seq softmax \
-	train validate)
+TEST_OPS := $(addprefix $(BIN)/test_ops_,batchnorm conv elementwise seq \
+	softmax train validate)
 HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model \
 	test_seq_model test_beam test_text test_imagefolder) \
 	$(TEST_OPS)

@@ -136,7 +136,12 @@ LAYER_ERRORS = [
     (lambda: L.Input(shape=(4,), batch_size=8), ValueError, "batch_size"),
     (lambda: L.Input(shape=(4,), sparse=True), ValueError, "sparse"),
     (lambda: L.InputLayer(), ValueError, "shape"),
-    (lambda: L.BatchNormalization(), AttributeError, "BatchNormalization"),
+    (lambda: L.BatchNormalization(axis=1), ValueError, "axis"),
+    (lambda: L.BatchNormalization(axis=3), ValueError, "axis"),
+    (lambda: L.BatchNormalization(momentum=1.5), ValueError, "momentum"),
+    (lambda: L.BatchNormalization(epsilon=0.0), ValueError, "epsilon"),
+    (lambda: L.BatchNormalization(center=False), ValueError, "center"),
+    (lambda: L.LayerNormalization(), AttributeError, "LayerNormalization"),
 ]
 
 
@@ -1156,3 +1161,79 @@ def test_fit_copies_the_data_set_once():
             (peak - base) / 2**20, allowed / 2**20)
     # and the measurement sees the copies that must be there
     assert peak - base >= 2 * pixels * 0.9
+
+
+def _bn_images(n, seed):
+    """8x8x1 u8 images: class 1 when the left half is the brighter."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 128, (n, 8, 8, 1)).astype(np.uint8)
+    y = rng.integers(0, 2, n)
+    x[y == 1, :, :4, :] += 100
+    x[y == 0, :, 4:, :] += 100
+    return x, y
+
+
+def test_batchnorm_trains_moves_stats_and_evaluate_uses_them():
+    inp = L.Input(shape=(8, 8, 1))
+    h = L.Conv2D(4, (3, 3))(inp)
+    h = L.BatchNormalization(momentum=0.9)(h)
+    h = L.ReLU()(h)
+    h = L.Flatten()(h)
+    out = L.Dense(2, activation="softmax")(h)
+    model = compiled(keras.Model(inp, out), lr=1e-2)
+    bn = model.layers[2]
+    assert isinstance(bn, L.BatchNormalization)
+    g, b, mm, mv = bn.get_weights()
+    assert [w.shape for w in (g, b, mm, mv)] == [(4,)] * 4
+    assert np.all(g == 1) and np.all(b == 0)
+    assert np.all(mm == 0) and np.all(mv == 1)
+    x, y = _bn_images(384, 1)
+    model.fit(x, y, epochs=4, batch_size=32, verbose=0)
+    g, b, mm, mv = bn.get_weights()
+    assert np.all(mm != 0) and np.all(mv != 1)
+    loss, acc = model.evaluate(x, y, verbose=0)
+    assert acc > 0.9
+    # predict with the moving statistics, by numpy
+    k, cb, g, b, mm, mv, dk, db = model.get_weights()
+    xt, _ = _bn_images(5, 2)
+    xf = xt.astype(np.float64)
+    conv = np.zeros((5, 6, 6, 4))
+    for i in range(6):
+        for j in range(6):
+            conv[:, i, j, :] = np.tensordot(xf[:, i:i + 3, j:j + 3, :], k,
+                                            axes=([1, 2, 3], [0, 1, 2]))
+    conv += cb
+    h = np.maximum(g * (conv - mm) / np.sqrt(mv + 1e-3) + b, 0)
+    logits = h.reshape(5, -1) @ dk + db
+    want = np.exp(logits - logits.max(1, keepdims=True))
+    want /= want.sum(1, keepdims=True)
+    np.testing.assert_allclose(model.predict(xt, verbose=0), want,
+                               rtol=1e-3, atol=1e-5)
+    # the moving variance is what evaluate reads
+    bn.set_weights([g, b, mm, mv * 16])
+    loss2, _ = model.evaluate(x, y, verbose=0)
+    assert loss2 != loss
+
+
+
+def test_batchnorm_in_sequential_after_dense():
+    model = compiled(keras.Sequential([
+        L.Flatten(input_shape=(8, 8, 1)),
+        L.Dense(8),
+        L.BatchNormalization(),
+        L.ReLU(),
+        L.Dense(2, activation="softmax"),
+    ]))
+    ws = model.get_weights()
+    assert [w.shape for w in ws] == [(64, 8), (8,), (8,), (8,), (8,), (8,),
+                                     (8, 2), (2,)]
+    (bn,) = [la for la in model.layers
+             if isinstance(la, L.BatchNormalization)]
+    assert bn.count_params() == 32
+    x, y = _bn_images(256, 3)
+    model.fit(x, y, epochs=2, batch_size=32, verbose=0)
+    mm = bn.get_weights()[2]
+    assert np.all(mm != 0)
+    with pytest.raises(ValueError, match="sequence"):
+        inp = L.Input(shape=(5,), dtype="int32")
+        L.BatchNormalization()(L.Embedding(10, 4)(inp))

@@ -467,6 +467,25 @@ static inline int gen_shape_argmax(struct gen_ctx *g, uint32_t op,
 				  VTPU_REF_NONE, VTPU_REF_NONE);
 }
 
+/* BATCHNORM: any mode; BATCHNORM_GRAD (its stats any bytes, as x) */
+static inline int gen_shape_batchnorm(struct gen_ctx *g, uint32_t op,
+				      struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_batchnorm_desc d = { 0 };
+
+	d.rows = gen_range(r, 1, 40);
+	d.channels = gen_range(r, 1, 80);
+	d.epsilon = gen_range(r, 1, 1000) * 1e-5f;
+	d.momentum = gen_below(r, 101) / 100.0f;
+	if (op == VTPU_OP_BATCHNORM_GRAD)
+		return vtpu_cmdbuf_batchnorm_grad(g->cb, &d);
+	d.flags = gen_below(r, 2) ? VTPU_BATCHNORM_TRAINING : 0;
+	if (!d.flags)
+		p->unused = GEN_BIT(VTPU_OPERAND_STATE);
+	return vtpu_cmdbuf_batchnorm(g->cb, &d);
+}
+
 static inline int gen_shape_xent(struct gen_ctx *g, uint32_t op,
 				 struct gen_plan *p)
 {
@@ -797,6 +816,8 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_SOFTMAX_GRAD] = { gen_shape_softmax, gen_fill_softmax },
 	[VTPU_OP_CLIP_NORM] = { gen_shape_clip_norm },
 	[VTPU_OP_ARGMAX] = { gen_shape_argmax },
+	[VTPU_OP_BATCHNORM] = { gen_shape_batchnorm },
+	[VTPU_OP_BATCHNORM_GRAD] = { gen_shape_batchnorm },
 };
 
 static inline int gen_known(uint32_t op)

@@ -512,6 +512,8 @@ struct vtpu_wait {
  * @VTPU_OP_SOFTMAX_GRAD: struct vtpu_cmd_softmax
  * @VTPU_OP_CLIP_NORM: struct vtpu_cmd_clip_norm
  * @VTPU_OP_ARGMAX: struct vtpu_cmd_argmax
+ * @VTPU_OP_BATCHNORM: struct vtpu_cmd_batchnorm
+ * @VTPU_OP_BATCHNORM_GRAD: struct vtpu_cmd_batchnorm_grad
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -542,6 +544,8 @@ enum vtpu_opcode {
 	VTPU_OP_SOFTMAX_GRAD = 25,
 	VTPU_OP_CLIP_NORM = 26,
 	VTPU_OP_ARGMAX = 27,
+	VTPU_OP_BATCHNORM = 28,
+	VTPU_OP_BATCHNORM_GRAD = 29,
 	VTPU_OP_COUNT
 };
 
@@ -1202,6 +1206,97 @@ struct vtpu_cmd_argmax {
 	__u32 flags;
 	struct vtpu_operand x;
 	struct vtpu_operand y;
+};
+
+/* struct vtpu_cmd_batchnorm.flags */
+#define VTPU_BATCHNORM_TRAINING (1u << 0) /* batch statistics, update moving */
+#define VTPU_BATCHNORM_FLAGS VTPU_BATCHNORM_TRAINING
+
+/**
+ * struct vtpu_cmd_batchnorm - batch normalisation over the rows, per
+ * channel (the last axis): NHWC images with rows = N * H * W, or a dense
+ * layer's output with rows = N
+ * @hdr: opcode VTPU_OP_BATCHNORM
+ * @rows: 1..VTPU_MAX_DIM
+ * @channels: C, 1..VTPU_MAX_DIM; rows * C at most VTPU_MAX_ELEMS
+ * @flags: VTPU_BATCHNORM_*
+ * @epsilon: binary32 bits, added to the variance: positive, normal, finite
+ * @momentum: binary32 bits, 0..1 (+0 and 1 included)
+ * @pad: must be zero
+ * @x: f32 [rows][C] (X), read
+ * @y: f32 [rows][C] (Y), written
+ * @gamma: f32 [C] (W), read: the scale
+ * @beta: f32 [C] (BIAS), read: the offset
+ * @stats: f32 [2][C] (STATE), written with TRAINING (all zero without):
+ *         the batch mean and inv_std = 1 / sqrt(var + epsilon), which
+ *         BATCHNORM_GRAD reads
+ * @moving_mean: f32 [C] (MOM): read; also written with TRAINING
+ * @moving_var: f32 [C] (VEL): read; also written with TRAINING
+ *
+ * With TRAINING: mean and var are the batch's, var the biased one (sum of
+ * (x - mean)^2 over rows, divided by rows), both in double, in row order
+ * (two passes: the mean, then the squared deviations, so a large mean
+ * costs no accuracy); y = gamma * (x - mean) * inv_std + beta; then
+ * moving = moving * momentum + batch * (1 - momentum) for the mean and
+ * the variance, the biased batch variance for the latter, as Keras 3
+ * does (tf.keras 2's fused kernel and torch use rows / (rows - 1) times
+ * it). Without TRAINING, mean and var are the moving ones, which are
+ * only read. y and the outputs may not overlap the inputs or each other.
+ *
+ * A tile owns a block of channels and its steps walk the rows in order:
+ * the result does not depend on the workers.
+ */
+struct vtpu_cmd_batchnorm {
+	struct vtpu_cmd_hdr hdr;
+	__u32 rows;
+	__u32 channels;
+	__u32 flags;
+	__u32 epsilon;
+	__u32 momentum;
+	__u32 pad;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
+	struct vtpu_operand gamma;
+	struct vtpu_operand beta;
+	struct vtpu_operand stats;
+	struct vtpu_operand moving_mean;
+	struct vtpu_operand moving_var;
+};
+
+/**
+ * struct vtpu_cmd_batchnorm_grad - the gradient of a TRAINING BATCHNORM
+ * @hdr: opcode VTPU_OP_BATCHNORM_GRAD
+ * @rows: as the forward's
+ * @channels: as the forward's
+ * @flags: must be zero (reserved)
+ * @pad: must be zero
+ * @x: f32 [rows][C] (X), read: the forward's input
+ * @dy: f32 [rows][C] (DY), read
+ * @gamma: f32 [C] (W), read
+ * @stats: f32 [2][C] (STATE), read: what the forward wrote
+ * @dx: f32 [rows][C] (DX), written
+ * @dgamma: f32 [C] (DW), written
+ * @dbeta: f32 [C] (DBIAS), written
+ *
+ * With xhat = (x - mean) * inv_std: dbeta = sum over rows of dy, dgamma =
+ * sum of dy * xhat (both in double, in row order), and dx = gamma *
+ * inv_std * (dy - dbeta / rows - xhat * dgamma / rows), the gradient
+ * through the batch mean and variance. The outputs may not overlap the
+ * inputs or each other.
+ */
+struct vtpu_cmd_batchnorm_grad {
+	struct vtpu_cmd_hdr hdr;
+	__u32 rows;
+	__u32 channels;
+	__u32 flags;
+	__u32 pad;
+	struct vtpu_operand x;
+	struct vtpu_operand dy;
+	struct vtpu_operand gamma;
+	struct vtpu_operand stats;
+	struct vtpu_operand dx;
+	struct vtpu_operand dgamma;
+	struct vtpu_operand dbeta;
 };
 
 /**

@@ -31,7 +31,7 @@ __all__ = [
     "MaxPooling2D", "MaxPool2D", "Flatten", "Dropout", "ReLU", "Activation",
     "Softmax", "Add", "add", "Embedding", "LSTM", "GRU",
     "Attention",
-    "Concatenate", "concatenate",
+    "Concatenate", "concatenate", "BatchNormalization",
 ]
 
 # libvtpu's graph: at most 2^28 values per example in one node
@@ -786,6 +786,70 @@ class Dropout(Layer):
         return c
 
 
+class BatchNormalization(Layer):
+    """Batch normalisation over the last axis (the channels of an NHWC
+    image, the features of a vector): training normalises with the batch's
+    mean and biased variance and updates moving_mean and moving_variance
+    (moving = moving * momentum + batch * (1 - momentum)); evaluate() and
+    predict() use the moving ones. Weights gamma, beta, moving_mean,
+    moving_variance, Keras' order; the moving ones are not trained."""
+
+    _has_weights = True
+    _c_kind = "batch_normalization"
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True,
+                 scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", moving_mean_initializer="zeros",
+                 moving_variance_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, synchronized=False, **kwargs):
+        where = "BatchNormalization: "
+        if axis not in (-1, [-1], (-1,)):
+            raise ValueError("%saxis=%r is not supported: libvtpu normalises "
+                             "the last axis (axis=-1: an NHWC image's "
+                             "channels, a vector's features)" % (where, axis))
+        self.momentum = check_float(momentum, "momentum", 0.0, 1.0,
+                                    where=where)
+        self.epsilon = check_float(epsilon, "epsilon", 0.0, 3.4e38,
+                                   min_open=True, where=where)
+        wanted = dict(center=True, scale=True, beta_initializer="zeros",
+                      gamma_initializer="ones",
+                      moving_mean_initializer="zeros",
+                      moving_variance_initializer="ones",
+                      beta_regularizer=None, gamma_regularizer=None,
+                      beta_constraint=None, gamma_constraint=None,
+                      synchronized=False)
+        args = locals()
+        for k, v in wanted.items():
+            if args[k] != v:
+                raise ValueError("%s%s=%r is not supported: libvtpu's batch "
+                                 "norm has Keras' defaults (%s=%r)"
+                                 % (where, k, args[k], k, v))
+        super().__init__(**kwargs)
+
+    def _check_inputs(self, tensors):
+        super()._check_inputs(tensors)
+        if tensors[0]._seq:
+            raise ValueError("%scalled on the sequence %r: libvtpu's batch "
+                             "norm takes images and vectors"
+                             % (self._where, tensors[0]._layer.name))
+
+    def _weight_shapes(self):
+        c = self._inbound[0]._feature_shape[-1]
+        return [(w, (c,)) for w in ("gamma", "beta", "moving_mean",
+                                    "moving_variance")]
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_batchnorm(g, nodes[0],
+                                                    self.momentum,
+                                                    self.epsilon), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(axis=-1, momentum=self.momentum, epsilon=self.epsilon)
+        return c
+
+
 class ReLU(Layer):
     """max(x, 0)."""
 
@@ -1387,7 +1451,8 @@ def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
-_SUPPORTED = ("Dense, Conv2D, MaxPooling2D, Flatten, Dropout, ReLU, "
+_SUPPORTED = ("Dense, Conv2D, MaxPooling2D, Flatten, Dropout, "
+              "BatchNormalization, ReLU, "
               "Activation, Softmax, Add, Embedding, LSTM, GRU, Attention, "
               "Concatenate, Input/InputLayer")
 

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_ops_batchnorm: BATCHNORM (training and inference) and
+ * BATCHNORM_GRAD against double references, the gradient against finite
+ * differences of the double forward, bitwise equal on every executor.
+ */
+#include "test_ops.h"
+
+struct bn_bufs {
+	struct vtpu_bo x, y, gamma, beta, stats, mm, mv, dy, dx, dg, db;
+};
+
+static void bn_bufs_new(struct bn_bufs *b, size_t rc, size_t c)
+{
+	b->x = bo_new(rc * 4);
+	b->y = bo_new(rc * 4);
+	b->dy = bo_new(rc * 4);
+	b->dx = bo_new(rc * 4);
+	b->gamma = bo_new(c * 4);
+	b->beta = bo_new(c * 4);
+	b->stats = bo_new(c * 8);
+	b->mm = bo_new(c * 4);
+	b->mv = bo_new(c * 4);
+	b->dg = bo_new(c * 4);
+	b->db = bo_new(c * 4);
+}
+
+static void bn_bufs_free(struct bn_bufs *b)
+{
+	struct vtpu_bo *all[] = { &b->x, &b->y, &b->gamma, &b->beta,
+				  &b->stats, &b->mm, &b->mv, &b->dy, &b->dx,
+				  &b->dg, &b->db };
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		vtpu_cpu_bo_destroy(all[i]);
+}
+
+#define BN_REF(cb, bo) VTPU_REF(vtpu_cmdbuf_use(cb, bo), 0)
+
+static void bn_stream(struct vtpu_cmdbuf *cb, struct bn_bufs *b,
+		      uint32_t rows, uint32_t c, uint32_t flags, int grad)
+{
+	struct vtpu_batchnorm_desc d = { .rows = rows, .channels = c,
+					 .epsilon = 1e-3f, .momentum = 0.9f };
+
+	vtpu_cmdbuf_init(cb);
+	d.x = BN_REF(cb, &b->x);
+	d.gamma = BN_REF(cb, &b->gamma);
+	d.stats = BN_REF(cb, &b->stats);
+	if (grad) {
+		d.dy = BN_REF(cb, &b->dy);
+		d.dx = BN_REF(cb, &b->dx);
+		d.dgamma = BN_REF(cb, &b->dg);
+		d.dbeta = BN_REF(cb, &b->db);
+		vtpu_cmdbuf_batchnorm_grad(cb, &d);
+		return;
+	}
+	d.flags = flags;
+	d.y = BN_REF(cb, &b->y);
+	d.beta = BN_REF(cb, &b->beta);
+	d.moving_mean = BN_REF(cb, &b->mm);
+	d.moving_var = BN_REF(cb, &b->mv);
+	vtpu_cmdbuf_batchnorm(cb, &d);
+}
+
+/* Channel @c's batch mean and biased variance, in double. */
+static void ref_moments(const float *x, uint32_t rows, uint32_t c,
+			uint32_t ch, double *mean, double *var)
+{
+	double s = 0, q = 0;
+	uint32_t r;
+
+	for (r = 0; r < rows; r++)
+		s += x[(size_t)r * c + ch];
+	s /= rows;
+	for (r = 0; r < rows; r++) {
+		double d = x[(size_t)r * c + ch] - s;
+
+		q += d * d;
+	}
+	*mean = s;
+	*var = q / rows;
+}
+
+/* |got - want| <= tol * (1 + |want|), counted in *bad */
+static void near(double got, double want, double tol, long *bad)
+{
+	if (!(fabs(got - want) <= tol * (1 + fabs(want))))
+		(*bad)++;
+}
+
+/*
+ * Both modes and the gradient at shapes that make several channel tiles
+ * (more than 64 channels), several row steps (more than 64K elements per
+ * tile) and a mean far from 0 (5 +- 3): y, the saved statistics, the
+ * moving ones and dx, dgamma, dbeta against double references.
+ */
+TEST(batchnorm_reference)
+{
+	/* rows channels */
+	static const uint32_t shapes[][2] = {
+		{ 1, 1 }, { 7, 3 }, { 100, 70 }, { 5000, 16 }, { 3, 200 },
+		{ 70000, 1 }, { 1500, 130 },
+	};
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		uint32_t rows = shapes[s][0], c = shapes[s][1], i, r, mode;
+		size_t rc = (size_t)rows * c;
+		struct bn_bufs b;
+		float *x, *y, *g, *be, *st, *mm, *mv, *dy, *dx, *dg, *db;
+		float *mm0 = malloc(c * 4), *mv0 = malloc(c * 4);
+		double *mean = malloc(c * 8), *var = malloc(c * 8);
+		void *k1 = malloc(rc * 4), *k2 = malloc(rc * 4);
+		long bad = 0, diff = 0;
+
+		bn_bufs_new(&b, rc, c);
+		x = b.x.map, y = b.y.map, g = b.gamma.map, be = b.beta.map;
+		st = b.stats.map, mm = b.mm.map, mv = b.mv.map;
+		dy = b.dy.map, dx = b.dx.map, dg = b.dg.map, db = b.db.map;
+		rng_seed(500 + s);
+		for (i = 0; i < rc; i++) {
+			x[i] = 5 + 3 * frand();
+			dy[i] = frand();
+		}
+		for (i = 0; i < c; i++) {
+			g[i] = 1 + frand() / 2;
+			be[i] = frand();
+			mm0[i] = frand();
+			mv0[i] = 1 + frand() / 2;
+			ref_moments(x, rows, c, i, &mean[i], &var[i]);
+		}
+		for (mode = 0; mode < 2; mode++) {
+			uint32_t fl = mode ? 0 : VTPU_BATCHNORM_TRAINING;
+			struct vtpu_cmdbuf cb, cbg;
+			int e;
+
+			bn_stream(&cb, &b, rows, c, fl, 0);
+			bn_stream(&cbg, &b, rows, c, 0, 1);
+			for (e = 0; e < ex.n; e++) {
+				memcpy(mm, mm0, c * 4);
+				memcpy(mv, mv0, c * 4);
+				memset(y, 0xff, rc * 4);
+				ASSERT_EQ(0, run(ex.cpu[e], &cb));
+				diff += same_bits(y, k1, rc * 4, e);
+				if (!mode) {
+					memset(dx, 0xff, rc * 4);
+					ASSERT_EQ(0, run(ex.cpu[e], &cbg));
+					diff += same_bits(dx, k2, rc * 4, e);
+				}
+			}
+			vtpu_cmdbuf_fini(&cb);
+			vtpu_cmdbuf_fini(&cbg);
+			for (i = 0; i < c; i++) {
+				double m = mode ? mm0[i] : mean[i];
+				double v = mode ? mv0[i] : var[i];
+				double inv = 1 / sqrt(v + 1e-3f);
+				double sdy = 0, sdyx = 0;
+
+				if (!mode) {
+					near(st[i], m, 1e-6, &bad);
+					near(st[c + i], inv, 1e-6, &bad);
+					near(mm[i], mm0[i] * 0.9f +
+						    m * (1 - 0.9f), 1e-6, &bad);
+					near(mv[i], mv0[i] * 0.9f +
+						    v * (1 - 0.9f), 1e-6, &bad);
+				} else {
+					EXPECT_EQ(mm0[i], mm[i]);
+					EXPECT_EQ(mv0[i], mv[i]);
+				}
+				for (r = 0; r < rows; r++) {
+					size_t k = (size_t)r * c + i;
+					double xh = (x[k] - m) * inv;
+
+					near(y[k], g[i] * xh + be[i], 2e-6,
+					     &bad);
+					sdy += dy[k];
+					sdyx += dy[k] * xh;
+				}
+				if (mode)
+					continue;
+				near(db[i], sdy, 1e-5, &bad);
+				near(dg[i], sdyx, 1e-5, &bad);
+				for (r = 0; r < rows; r++) {
+					size_t k = (size_t)r * c + i;
+					double xh = (x[k] - m) * inv;
+
+					near(dx[k], g[i] * inv *
+						    (dy[k] - sdy / rows -
+						     xh * sdyx / rows),
+					     1e-5, &bad);
+				}
+			}
+		}
+		TH_LOG("batchnorm %u x %u: %ld bad, %ld executors differ",
+		       rows, c, bad, diff);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		bn_bufs_free(&b);
+		free(mm0);
+		free(mv0);
+		free(mean);
+		free(var);
+		free(k1);
+		free(k2);
+	}
+	execs_fini(&ex);
+}
+
+/* L = sum(w * y) of the double forward (training mode) */
+static double ref_loss(const double *x, const double *g, const double *be,
+		       const float *w, uint32_t rows, uint32_t c)
+{
+	double l = 0;
+	uint32_t i, r;
+
+	for (i = 0; i < c; i++) {
+		double m = 0, v = 0, inv;
+
+		for (r = 0; r < rows; r++)
+			m += x[r * c + i];
+		m /= rows;
+		for (r = 0; r < rows; r++)
+			v += (x[r * c + i] - m) * (x[r * c + i] - m);
+		inv = 1 / sqrt(v / rows + 1e-3f);
+		for (r = 0; r < rows; r++)
+			l += w[r * c + i] *
+			     (g[i] * (x[r * c + i] - m) * inv + be[i]);
+	}
+	return l;
+}
+
+/*
+ * BATCHNORM_GRAD against central differences of the double forward: the
+ * gradient flows through the batch mean and variance.
+ */
+TEST(batchnorm_grad_numeric)
+{
+	const uint32_t rows = 6, c = 3, n = rows * c;
+	const double h = 1e-4;
+	struct vtpu_cpu *cpu = vtpu_cpu_create(2, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_cmdbuf cb, cbg;
+	struct bn_bufs b;
+	double xd[18], gd[3], bd[3], lp, lm;
+	float *x, *dx, *dg, *db;
+	long bad = 0;
+	uint32_t i;
+
+	ASSERT_NE(NULL, cpu);
+	bn_bufs_new(&b, n, c);
+	x = b.x.map, dx = b.dx.map, dg = b.dg.map, db = b.db.map;
+	rng_seed(9);
+	fill_rand(x, n);
+	fill_rand(b.dy.map, n);
+	for (i = 0; i < c; i++) {
+		((float *)b.gamma.map)[i] = 1 + frand() / 2;
+		((float *)b.beta.map)[i] = frand();
+		((float *)b.mv.map)[i] = 1;
+	}
+	bn_stream(&cb, &b, rows, c, VTPU_BATCHNORM_TRAINING, 0);
+	bn_stream(&cbg, &b, rows, c, 0, 1);
+	ASSERT_EQ(0, run(cpu, &cb));
+	ASSERT_EQ(0, run(cpu, &cbg));
+	for (i = 0; i < n; i++)
+		xd[i] = x[i];
+	for (i = 0; i < c; i++) {
+		gd[i] = ((float *)b.gamma.map)[i];
+		bd[i] = ((float *)b.beta.map)[i];
+	}
+	for (i = 0; i < n; i++) {
+		xd[i] += h;
+		lp = ref_loss(xd, gd, bd, b.dy.map, rows, c);
+		xd[i] -= 2 * h;
+		lm = ref_loss(xd, gd, bd, b.dy.map, rows, c);
+		xd[i] += h;
+		near(dx[i], (lp - lm) / (2 * h), 1e-4, &bad);
+	}
+	for (i = 0; i < c; i++) {
+		gd[i] += h;
+		lp = ref_loss(xd, gd, bd, b.dy.map, rows, c);
+		gd[i] -= 2 * h;
+		lm = ref_loss(xd, gd, bd, b.dy.map, rows, c);
+		gd[i] += h;
+		near(dg[i], (lp - lm) / (2 * h), 1e-4, &bad);
+		bd[i] += h;
+		lp = ref_loss(xd, gd, bd, b.dy.map, rows, c);
+		bd[i] -= 2 * h;
+		lm = ref_loss(xd, gd, bd, b.dy.map, rows, c);
+		bd[i] += h;
+		near(db[i], (lp - lm) / (2 * h), 1e-4, &bad);
+	}
+	EXPECT_EQ(0, bad);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cmdbuf_fini(&cbg);
+	vtpu_cpu_destroy(cpu);
+	bn_bufs_free(&b);
+}
+
+TEST_HARNESS_MAIN
