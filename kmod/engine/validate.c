@@ -756,3 +756,42 @@ int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 	err->offset = 0;
 	return 0;
 }
+
+int vtpu_dwconv_check(struct vtpu_engine_check *v,
+		      const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_dwconv *c = (const void *)hdr;
+	/* outputs first */
+	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
+				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
+	static const u32 dgrad[] = { VTPU_OPERAND_DX, VTPU_OPERAND_DY,
+				     VTPU_OPERAND_W };
+	static const u32 wgrad[] = { VTPU_OPERAND_DW, VTPU_OPERAND_X,
+				     VTPU_OPERAND_DY };
+	const struct vtpu_cmd_hdr *cmd = &c->hdr;
+	const u32 *ids = cmd->opcode == VTPU_OP_DWCONV	       ? fwd :
+			 cmd->opcode == VTPU_OP_DWCONV_DGRAD ? dgrad :
+							       wgrad;
+	u32 flags = cmd->opcode == VTPU_OP_DWCONV ?
+			    VTPU_CONV_BIAS | VTPU_CONV_RELU :
+			    VTPU_CONV_ACCUMULATE;
+	bool bias = c->flags & VTPU_CONV_BIAS;
+	struct vtpu_engine_window g;
+	u64 rows;
+	int ret;
+
+	if (c->flags & ~flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	ret = check_window(v, &c->win);
+	if (ret)
+		return ret;
+	if (!vtpu_dwconv_decode(c, &g, &rows))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (!bias)
+		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
+	if (!ret)
+		ret = check_operands(v, cmd, ids, bias ? 4 : 3);
+	if (!ret)
+		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
+	return ret;
+}
