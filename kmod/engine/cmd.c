@@ -455,8 +455,10 @@ bool vtpu_dwconv_decode(const struct vtpu_cmd_dwconv *c,
 	g->oh = c->oh;
 	g->ow = c->ow;
 	cm = (u64)g->c * c->mult;
-	if (cm > VTPU_MAX_DIM || !vtpu_window_counts(g, rows, &r) ||
-	    !mul_elems(*rows, cm, &r) || !mul_elems((u64)g->kh * g->kw, cm, &r))
+	/* not vtpu_window_counts(): there are no im2col columns */
+	if (cm > VTPU_MAX_DIM || !mul_elems(g->n, g->oh, rows) ||
+	    !mul_elems(*rows, g->ow, rows) || !mul_elems(*rows, cm, &r) ||
+	    !mul_elems((u64)g->kh * g->kw, cm, &r))
 		goto bad;
 	return true;
 bad:
@@ -601,7 +603,8 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 #define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 #define DWCONV_RULES \
-	WINDOW_RULES " (pads: top, left), oh, ow given, kh*kw*mult <= 256"
+	WINDOW_RULES " (top, left pads), (oh - 1) * stride < h + pad, kh*kw*mult " \
+	"<= 256, c*mult <= 2^24"
 #define SOFTMAX_RULES "m * n at most the element limit"
 
 /* What the two opcodes of one command struct share in the table. */

@@ -778,13 +778,14 @@ int vtpu_dwconv_check(struct vtpu_engine_check *v,
 	bool bias = c->flags & VTPU_CONV_BIAS;
 	struct vtpu_engine_window g;
 	u64 rows;
-	int ret;
+	int ret = 0;
 
 	if (c->flags & ~flags)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
-	ret = check_window(v, &c->win);
-	if (ret)
-		return ret;
+	/* check_window()'s, but for the im2col size: DWCONV has none */
+	if (!c->win.stride_h || !c->win.stride_w ||
+	    c->win.stride_h > VTPU_MAX_DIM || c->win.stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
 	if (!vtpu_dwconv_decode(c, &g, &rows))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	if (!bias)
