@@ -71,6 +71,7 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data,
 {
 	struct vtpu_device *vdev = vfile->vdev;
 	struct vtpu_get_param *args = data;
+	u32 op;
 
 	if (args->pad)
 		return -EINVAL;
@@ -101,7 +102,11 @@ int vtpu_get_param(struct vtpu_file *vfile, void *data,
 		args->value = VTPU_MAX_QUEUES;
 		break;
 	case VTPU_PARAM_OPCODES:
-		args->value = BIT_ULL(VTPU_OP_COUNT) - 1;
+		/* the op table's opcodes: the numbering may have gaps */
+		args->value = 0;
+		for (op = 0; op < VTPU_OP_COUNT && op < 64; op++)
+			if (vtpu_engine_op_desc(op))
+				args->value |= BIT_ULL(op);
 		break;
 	case VTPU_PARAM_MAX_CMDS_SIZE:
 		args->value = VTPU_MAX_CMDS_SIZE;

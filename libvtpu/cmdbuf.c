@@ -325,6 +325,42 @@ int vtpu_cmdbuf_conv_wgrad(struct vtpu_cmdbuf *cb,
 	return cmdbuf_conv(cb, VTPU_OP_CONV_WGRAD, d);
 }
 
+static int cmdbuf_dwconv(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			 const struct vtpu_dwconv_desc *d)
+{
+	struct vtpu_cmd_dwconv c;
+
+	CMD_INIT(&c, opcode);
+	c.win = d->win;
+	c.oh = d->oh;
+	c.ow = d->ow;
+	c.mult = d->mult;
+	c.flags = d->flags;
+	c.x = opnd(d->x);
+	c.w = opnd(d->w);
+	c.y = opnd(d->y);
+	if (opcode == VTPU_OP_DWCONV && (d->flags & VTPU_CONV_BIAS))
+		c.bias = opnd(d->bias);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_dwconv(struct vtpu_cmdbuf *cb, const struct vtpu_dwconv_desc *d)
+{
+	return cmdbuf_dwconv(cb, VTPU_OP_DWCONV, d);
+}
+
+int vtpu_cmdbuf_dwconv_dgrad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_dwconv_desc *d)
+{
+	return cmdbuf_dwconv(cb, VTPU_OP_DWCONV_DGRAD, d);
+}
+
+int vtpu_cmdbuf_dwconv_wgrad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_dwconv_desc *d)
+{
+	return cmdbuf_dwconv(cb, VTPU_OP_DWCONV_WGRAD, d);
+}
+
 int vtpu_cmdbuf_elementwise(struct vtpu_cmdbuf *cb, uint32_t op,
 			    uint64_t count, float alpha, float beta,
 			    struct vtpu_ref x, struct vtpu_ref y,

@@ -652,6 +652,143 @@ static void conv_bwd(struct cx *cx, int i)
 }
 
 /*
+ * A depthwise convolution is one DWCONV over the whole batch (its limits
+ * are on elements, not GEMM rows), its gradients DWCONV_WGRAD and
+ * DWCONV_DGRAD; the bias gradient is dz's column sum, as a conv's. A
+ * separable one is a DWCONV without bias into aux, then its pointwise
+ * half: a GEMM of aux [pixels, c] by the [c, filters] kernel, with the
+ * bias and the ReLU, and the two GEMMs of its gradients; no window.
+ */
+static struct vtpu_dwconv_desc dw_desc(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+
+	return (struct vtpu_dwconv_desc){
+		.win = window(&cx->g->nodes[n->in[0]], cx->B, n),
+		.oh = n->h, .ow = n->w, .mult = n->mult,
+	};
+}
+
+static void dw_emit(struct cx *cx, uint32_t opcode,
+		    const struct vtpu_dwconv_desc *d)
+{
+	int ret = opcode == VTPU_OP_DWCONV ? vtpu_cmdbuf_dwconv(&cx->cb, d) :
+		  opcode == VTPU_OP_DWCONV_WGRAD ?
+			  vtpu_cmdbuf_dwconv_wgrad(&cx->cb, d) :
+			  vtpu_cmdbuf_dwconv_dgrad(&cx->cb, d);
+
+	if (ret && !cx->err)
+		cx->err = ret;
+}
+
+/* The depthwise part's gradients, from dz at its output @y's shape. */
+static void dw_grads(struct cx *cx, int i, struct tref dz)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int xi = n->in[0];
+	struct vtpu_dwconv_desc d = dw_desc(cx, i);
+	struct tref dx, tmp;
+
+	d.x = ref(cx->val[xi]);
+	d.w = ref(param_grad(cx, n->weight));
+	d.y = ref(dz);
+	dw_emit(cx, VTPU_OP_DWCONV_WGRAD, &d);
+	if (!cx->needs_grad[xi])
+		return;
+	dx = grad_begin(cx, xi, &tmp);
+	d.x = ref(dx);
+	d.w = ref(param(cx, n->weight));
+	dw_emit(cx, VTPU_OP_DWCONV_DGRAD, &d);
+	grad_end(cx, xi, tmp);
+}
+
+static void dwconv_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct vtpu_dwconv_desc d = dw_desc(cx, i);
+
+	cx->val[i] = work(cx, cx->B * vg_node_size(n) * 4);
+	d.flags = VTPU_CONV_BIAS |
+		  (n->act == VTPU_ACT_RELU ? VTPU_CONV_RELU : 0);
+	d.x = ref(cx->val[n->in[0]]);
+	d.w = ref(param(cx, n->weight));
+	d.bias = ref(param(cx, n->bias));
+	d.y = ref(cx->val[i]);
+	dw_emit(cx, VTPU_OP_DWCONV, &d);
+}
+
+static void dwconv_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct tref dz = act_grad(cx, i, cx->grad[i]);
+
+	reduce_cols(cx, cx->B * n->h * n->w, n->c, dz,
+		    param_grad(cx, n->bias), 0.0f);
+	dw_grads(cx, i, dz);
+}
+
+/* Images per pointwise GEMM: its pixels are GEMM rows (or its k). */
+static uint32_t sep_images(struct cx *cx, const struct vg_node *n)
+{
+	uint64_t nb = VTPU_MAX_DIM / ((uint64_t)n->h * n->w);
+
+	if (nb < 1)
+		nb = 1;
+	return nb > cx->B ? cx->B : (uint32_t)nb;
+}
+
+static void sepconv_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t c = cx->g->nodes[n->in[0]].c, px = n->h * n->w;
+	uint32_t nb = sep_images(cx, n), b, cnt;
+	uint32_t flags = VTPU_GEMM_BIAS |
+			 (n->act == VTPU_ACT_RELU ? VTPU_GEMM_RELU : 0);
+	struct vtpu_dwconv_desc d = dw_desc(cx, i);
+	struct tref t;
+
+	t = cx->aux[i] = work(cx, (uint64_t)cx->B * px * c * 4);
+	cx->val[i] = work(cx, cx->B * vg_node_size(n) * 4);
+	d.x = ref(cx->val[n->in[0]]);
+	d.w = ref(param(cx, n->weight));
+	d.y = ref(t);
+	dw_emit(cx, VTPU_OP_DWCONV, &d);
+	for (b = 0; b < cx->B; b += cnt) {
+		cnt = cx->B - b < nb ? cx->B - b : nb;
+		gemm(cx, cnt * px, n->c, c, flags,
+		     shifted(t, (uint64_t)b * px * c * 4),
+		     param(cx, n->weight2),
+		     shifted(cx->val[i], (uint64_t)b * px * n->c * 4),
+		     param(cx, n->bias), 0.0f);
+	}
+}
+
+static void sepconv_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint32_t c = cx->g->nodes[n->in[0]].c, px = n->h * n->w;
+	uint32_t nb = sep_images(cx, n), b, cnt;
+	struct tref dz = act_grad(cx, i, cx->grad[i]), t = cx->aux[i];
+	struct tref dt = work(cx, (uint64_t)cx->B * px * c * 4);
+	uint64_t at_t, at_z;
+
+	reduce_cols(cx, cx->B * px, n->c, dz, param_grad(cx, n->bias), 0.0f);
+	for (b = 0; b < cx->B; b += cnt) {
+		cnt = cx->B - b < nb ? cx->B - b : nb;
+		at_t = (uint64_t)b * px * c * 4;
+		at_z = (uint64_t)b * px * n->c * 4;
+		/* dW_pointwise (+)= t^T dz; dt = dz W_pointwise^T */
+		gemm(cx, c, n->c, cnt * px, VTPU_GEMM_TRANS_A, shifted(t, at_t),
+		     shifted(dz, at_z), param_grad(cx, n->weight2), at(0, 0),
+		     b ? 1.0f : 0.0f);
+		gemm(cx, cnt * px, c, n->c, VTPU_GEMM_TRANS_B,
+		     shifted(dz, at_z), param(cx, n->weight2),
+		     shifted(dt, at_t), at(0, 0), 0.0f);
+	}
+	dw_grads(cx, i, dt);
+}
+
+/*
  * A convolution whose only consumer is a max-pool runs fused with it,
  * chunk by chunk of the batch: the convolution's output exists one
  * cache-sized chunk at a time and is never written out whole. A ReLU on
@@ -1800,6 +1937,8 @@ static const struct {
 	[VG_ATTENTION] = { attention_fwd, attention_bwd },
 	[VG_CONCAT] = { concat_fwd, NULL },
 	[VG_BATCHNORM] = { bn_fwd, bn_bwd },
+	[VG_DWCONV2D] = { dwconv_fwd, dwconv_bwd },
+	[VG_SEPCONV2D] = { sepconv_fwd, sepconv_bwd },
 	[VG_LOSS] = { loss_fwd, NULL },
 };
 

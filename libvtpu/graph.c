@@ -21,6 +21,8 @@ static const char *const layer_names[] = {
 	[VG_GRU] = "gru",     [VG_GRU_STATE] = "gru_state",
 	[VG_ATTENTION] = "attention", [VG_CONCAT] = "concatenate",
 	[VG_BATCHNORM] = "batch_normalization",
+	[VG_DWCONV2D] = "depthwise_conv2d",
+	[VG_SEPCONV2D] = "separable_conv2d",
 	[VG_LOSS] = "loss",
 };
 
@@ -259,6 +261,144 @@ int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 	if (ret < 0)
 		return ret;
 	g->nodes[n].weight = ret;
+	ret = add_param(g, n, "bias", 1, &dims[3], 0, 0, true);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].bias = ret;
+	return n;
+}
+
+/*
+ * Output size and the padding above (left of) the image, as TensorFlow
+ * pads: SAME puts the odd pixel of an odd total below (right), which the
+ * depthwise command can do (struct vtpu_cmd_dwconv pads top and left and
+ * takes the output size).
+ */
+static int dw_window_out(uint32_t in, uint32_t k, uint32_t stride,
+			 enum vtpu_padding pad, uint32_t *out,
+			 uint32_t *before)
+{
+	uint64_t total;
+
+	if (!k || !stride)
+		return -EINVAL;
+	if (pad == VTPU_PAD_VALID) {
+		if (in < k)
+			return -EINVAL;
+		*out = (in - k) / stride + 1;
+		*before = 0;
+		return 0;
+	}
+	*out = (in + stride - 1) / stride;
+	total = (uint64_t)(*out - 1) * stride + k;
+	total = total > in ? total - in : 0;
+	*before = (uint32_t)(total / 2);	/* < k: total < k + stride - 1 */
+	return *before < k ? 0 : -EINVAL;
+}
+
+/* A depthwise or separable node over @x: its window and output. */
+static int dw_node(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
+		   uint32_t kw, uint32_t stride, enum vtpu_padding pad,
+		   uint32_t mult, uint32_t c, enum vtpu_activation act)
+{
+	const struct vg_node *in;
+	uint32_t oh, ow, ph, pw;
+	int n;
+
+	if (!valid_image(g, x) || !c || !mult ||
+	    (act != VTPU_ACT_NONE && act != VTPU_ACT_RELU) ||
+	    pad > VTPU_PAD_SAME || !kh || !kw ||
+	    (uint64_t)kh * kw * mult > VTPU_DWCONV_MAX_WORK)
+		return -EINVAL;
+	in = &g->nodes[x];
+	if ((uint64_t)in->c * mult > VTPU_MAX_DIM ||
+	    dw_window_out(in->h, kh, stride, pad, &oh, &ph) ||
+	    dw_window_out(in->w, kw, stride, pad, &ow, &pw))
+		return -EINVAL;
+	n = add_node(g, op, x, -1, oh, ow, c);
+	if (n < 0)
+		return n;
+	g->nodes[n].act = act;
+	g->nodes[n].kh = kh;
+	g->nodes[n].kw = kw;
+	g->nodes[n].stride_h = stride;
+	g->nodes[n].stride_w = stride;
+	g->nodes[n].pad_h = ph;
+	g->nodes[n].pad_w = pw;
+	g->nodes[n].mult = mult;
+	return n;
+}
+
+/* Keras' depthwise_kernel [kh, kw, c, mult]: fans kh*kw*c, kh*kw*mult. */
+static int add_depthwise_kernel(struct vtpu_graph *g, int n, uint32_t c)
+{
+	const struct vg_node *node = &g->nodes[n];
+	uint64_t dims[4] = { node->kh, node->kw, c, node->mult };
+
+	return add_param(g, n, "depthwise_kernel", 4, dims,
+			 node->kh * node->kw * c,
+			 node->kh * node->kw * node->mult, false);
+}
+
+int vtpu_graph_depthwise_conv2d(struct vtpu_graph *g, int x, uint32_t kh,
+				uint32_t kw, uint32_t stride,
+				enum vtpu_padding pad,
+				uint32_t depth_multiplier,
+				enum vtpu_activation act)
+{
+	uint64_t cm;
+	uint32_t c;
+	int n, ret;
+
+	if (!valid_image(g, x) || !depth_multiplier)
+		return -EINVAL;
+	c = g->nodes[x].c;
+	cm = (uint64_t)c * depth_multiplier;
+	if (cm > VTPU_MAX_DIM)
+		return -EINVAL;
+	n = dw_node(g, VG_DWCONV2D, x, kh, kw, stride, pad, depth_multiplier,
+		    (uint32_t)cm, act);
+	if (n < 0)
+		return n;
+	ret = add_depthwise_kernel(g, n, c);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].weight = ret;
+	ret = add_param(g, n, "bias", 1, &cm, 0, 0, true);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].bias = ret;
+	return n;
+}
+
+int vtpu_graph_separable_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
+				uint32_t kh, uint32_t kw, uint32_t stride,
+				enum vtpu_padding pad,
+				enum vtpu_activation act)
+{
+	uint64_t dims[4];
+	uint32_t c;
+	int n, ret;
+
+	if (!valid_image(g, x) || !filters)
+		return -EINVAL;
+	c = g->nodes[x].c;
+	n = dw_node(g, VG_SEPCONV2D, x, kh, kw, stride, pad, 1, filters, act);
+	if (n < 0)
+		return n;
+	ret = add_depthwise_kernel(g, n, c);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].weight = ret;
+	/* pointwise_kernel [1, 1, c, filters]: the GEMM's [c, filters] */
+	dims[0] = 1;
+	dims[1] = 1;
+	dims[2] = c;
+	dims[3] = filters;
+	ret = add_param(g, n, "pointwise_kernel", 4, dims, c, filters, false);
+	if (ret < 0)
+		return ret;
+	g->nodes[n].weight2 = ret;
 	ret = add_param(g, n, "bias", 1, &dims[3], 0, 0, true);
 	if (ret < 0)
 		return ret;

@@ -27,6 +27,8 @@ enum vg_op {
 	VG_ATTENTION,
 	VG_CONCAT,
 	VG_BATCHNORM,
+	VG_DWCONV2D,	/* depthwise: DWCONV */
+	VG_SEPCONV2D,	/* separable: DWCONV, then a 1x1 GEMM */
 	VG_LOSS,	/* last: layer_count[] */
 };
 
@@ -59,10 +61,14 @@ struct vg_node {
 					 * 1 c; gru_state: 0 h */
 	int mask;			/* attention: the tokens whose lengths mask
 					 * the keys, or -1 */
-	int weight2;			/* lstm, gru: the recurrent kernel */
+	int weight2;			/* lstm, gru: the recurrent kernel;
+					 * separable: the pointwise kernel */
 	uint32_t h, w, c;
 	enum vtpu_activation act;
-	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool */
+	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool; depthwise,
+						* separable: top, left pads */
+	uint32_t mult;			       /* depthwise: filters per
+						* channel (separable: 1) */
 	uint32_t stride_h, stride_w;	       /* maxpool: kh, kw */
 	int weight, bias;		       /* param indices, or -1 */
 	float rate;			       /* dropout; batchnorm: momentum */

@@ -231,6 +231,8 @@ static const char *layer_type(const struct vg_node *n)
 		[VG_GRU] = "GRU", [VG_GRU_STATE] = "GRU state",
 		[VG_ATTENTION] = "Attention", [VG_CONCAT] = "Concatenate",
 		[VG_BATCHNORM] = "BatchNormalization", [VG_LOSS] = "Loss",
+		[VG_DWCONV2D] = "DepthwiseConv2D",
+		[VG_SEPCONV2D] = "SeparableConv2D", [VG_LOSS] = "Loss",
 	};
 
 	return t[n->op];

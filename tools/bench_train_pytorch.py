@@ -109,6 +109,90 @@ def _vgg64():
         nn.Linear(256, 5))
 
 
+# Issue 27's networks at 64x64, 5 classes (tf_flowers'), Keras' batch
+# norm (momentum 0.99 is PyTorch's 0.01; epsilon 1e-3), "same" padding.
+# The engine's are libvtpu's vtpu_app_resnet() and vtpu_app_xception():
+# the same layers in the same order.
+def _bn(c):
+    return nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)
+
+
+class _Basic(nn.Module):
+    """ResNet's basic block: two 3x3 convolutions, the shortcut a strided
+    1x1 convolution with batch norm where the shape changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), _bn(cout),
+            nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False), _bn(cout))
+        self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride,
+                                              bias=False), _bn(cout))
+                      if stride != 1 or cin != cout else nn.Identity())
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.short(x))
+
+
+RESNET_WIDTHS = (32, 64, 128, 256)
+
+
+def _resnet64():
+    """ResNet-18's shape at a quarter of its width: a 7x7/2 stem and a
+    3x3/2 max pool, four stages of two basic blocks, global average
+    pooling, a dense layer."""
+    layers = [nn.Conv2d(3, 32, 7, 2, 3, bias=False), _bn(32), nn.ReLU(),
+              nn.MaxPool2d(3, 2, 1)]
+    cin = 32
+    for i, w in enumerate(RESNET_WIDTHS):
+        layers += [_Basic(cin, w, 1 if i == 0 else 2), _Basic(w, w, 1)]
+        cin = w
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 5)]
+    return nn.Sequential(*layers)
+
+
+def _sep(cin, cout):
+    """Keras' SeparableConv2D: a depthwise 3x3 without bias, then a
+    pointwise 1x1 with bias."""
+    return nn.Sequential(nn.Conv2d(cin, cin, 3, 1, 1, groups=cin,
+                                   bias=False),
+                         nn.Conv2d(cin, cout, 1))
+
+
+class _XBlock(nn.Module):
+    """The Keras "image classification from scratch" Xception block."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.ReLU(), _sep(cin, cout), _bn(cout),
+            nn.ReLU(), _sep(cout, cout), _bn(cout),
+            nn.MaxPool2d(3, 2, 1))
+        self.short = nn.Conv2d(cin, cout, 1, 2)
+
+    def forward(self, x):
+        return self.body(x) + self.short(x)
+
+
+XCEPTION_WIDTHS = (64, 128, 256)
+
+
+def _xception64():
+    """keras.io's small Xception (image classification from scratch) at a
+    quarter of its width: a 3x3/2 stem, three separable blocks with
+    strided residuals, a last separable convolution, global average
+    pooling, a dense layer."""
+    layers = [nn.Conv2d(3, 32, 3, 2, 1), _bn(32), nn.ReLU()]
+    cin = 32
+    for w in XCEPTION_WIDTHS:
+        layers.append(_XBlock(cin, w))
+        cin = w
+    layers += [_sep(cin, 384), _bn(384), nn.ReLU(),
+               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(384, 5)]
+    return nn.Sequential(*layers)
+
+
 MODELS = {
     "mnist": (_mnist, (1, 28, 28), 10),
     "fashion_mnist": (_fashion_mnist, (1, 28, 28), 10),
@@ -116,6 +200,8 @@ MODELS = {
     "lenet5": (_lenet5, (1, 28, 28), 10),
     "mlp_wide": (_mlp_wide, (1, 28, 28), 10),
     "vgg64": (_vgg64, (3, 64, 64), 5),
+    "resnet64": (_resnet64, (3, 64, 64), 5),
+    "xception64": (_xception64, (3, 64, 64), 5),
 }
 
 
@@ -262,7 +348,8 @@ class Trainer:
         self.x = torch.rand((batch,) + shape)
         self.y = torch.randint(0, classes, (batch,))
         self.best = best
-        if best and any(isinstance(m, nn.Conv2d) for m in self.net):
+        if best and any(isinstance(m, nn.Conv2d)
+                        for m in self.net.modules()):
             self.net = self.net.to(memory_format=torch.channels_last)
             self.x = self.x.contiguous(memory_format=torch.channels_last)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=1e-3)

@@ -454,6 +454,64 @@ static u64 conv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	}
 }
 
+/*
+ * A depthwise convolution's geometry: the window's checks (pad_h < kh,
+ * pad_w < kw), its given output size, whose last window starts in the
+ * image or its top (left) padding, so that every window covers a pixel,
+ * and the element counts of its tensors.
+ */
+bool vtpu_dwconv_decode(const struct vtpu_cmd_dwconv *c,
+			struct vtpu_engine_window *g, u64 *rows)
+{
+	u64 cm, r;
+
+	*rows = 0;
+	if (!vtpu_window_decode(&c->win, g) || !window_dim_ok(c->oh) ||
+	    !window_dim_ok(c->ow) || !window_dim_ok(c->mult))
+		goto bad;
+	if ((u64)(c->oh - 1) * g->sh >= (u64)g->h + g->ph ||
+	    (u64)(c->ow - 1) * g->sw >= (u64)g->w + g->pw)
+		goto bad;
+	if ((u64)g->kh * g->kw * c->mult > VTPU_DWCONV_MAX_WORK)
+		goto bad;
+	g->oh = c->oh;
+	g->ow = c->ow;
+	cm = (u64)g->c * c->mult;
+	/* not vtpu_window_counts(): there are no im2col columns */
+	if (cm > VTPU_MAX_DIM || !mul_elems(g->n, g->oh, rows) ||
+	    !mul_elems(*rows, g->ow, rows) || !mul_elems(*rows, cm, &r) ||
+	    !mul_elems((u64)g->kh * g->kw, cm, &r))
+		goto bad;
+	return true;
+bad:
+	memset(g, 0, sizeof(*g));
+	*rows = 0;
+	return false;
+}
+
+static u64 dwconv_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_dwconv *c = (const void *)cmd;
+	struct vtpu_engine_window g;
+	u64 rows, cm;
+
+	/* all zero when the geometry is invalid */
+	vtpu_dwconv_decode(c, &g, &rows);
+	cm = (u64)g.c * c->mult;
+	switch (id) {
+	case VTPU_OPERAND_X:
+	case VTPU_OPERAND_DX:
+		return (u64)g.n * g.h * g.w * g.c * 4;
+	case VTPU_OPERAND_W:
+	case VTPU_OPERAND_DW:
+		return (u64)g.kh * g.kw * cm * 4;
+	case VTPU_OPERAND_BIAS:
+		return cm * 4;
+	default:	/* Y, DY */
+		return rows * cm * 4;
+	}
+}
+
 bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e)
 {
 	u64 r;
@@ -568,9 +626,22 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 #define BATCHNORM_RULES \
 	"rows * channels at most the element limit, epsilon > 0, momentum in [0, 1]"
+#define DWCONV_RULES \
+	WINDOW_RULES " (top, left pads), (oh - 1) * stride < h + pad, kh*kw*mult " \
+	"<= 256, c*mult <= 2^24"
 #define SOFTMAX_RULES "m * n at most the element limit"
 
 /* What the two opcodes of one command struct share in the table. */
+#define DWCONV_COMMON                                                          \
+	.size = sizeof(struct vtpu_cmd_dwconv),                                \
+	.flags_at = FLAGS_AT(vtpu_cmd_dwconv), .window = true,                 \
+	.noperands = 4,                                                        \
+	.fields = { FIELD(vtpu_cmd_dwconv, oh, 1, VTPU_MAX_DIM),               \
+		    FIELD(vtpu_cmd_dwconv, ow, 1, VTPU_MAX_DIM),               \
+		    FIELD(vtpu_cmd_dwconv, mult, 1, VTPU_DWCONV_MAX_WORK) },   \
+	.rules = DWCONV_RULES, .extent = dwconv_extent,                        \
+	.check = vtpu_dwconv_check, .prepare = vtpu_dwconv_prepare,            \
+	.run = vtpu_dwconv_run, .describe = vtpu_dwconv_describe
 #define EMBEDDING_COMMON                                                       \
 	.fields = { FIELD(vtpu_cmd_embedding, n, 1, VTPU_MAX_DIM),             \
 		    FIELD(vtpu_cmd_embedding, vocab, 1, VTPU_MAX_DIM),         \
@@ -1078,6 +1149,33 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.prepare = vtpu_batchnorm_prepare,
 		.run = vtpu_batchnorm_run,
 		.describe = vtpu_batchnorm_describe,
+	},
+	[VTPU_OP_DWCONV] = {
+		.name = "DWCONV",
+		.flags = VTPU_CONV_BIAS | VTPU_CONV_RELU,
+		.operands = { OUT(Y, vtpu_cmd_dwconv, y, 4),
+			      IN(X, vtpu_cmd_dwconv, x, 4),
+			      IN(W, vtpu_cmd_dwconv, w, 4),
+			      IN(BIAS, vtpu_cmd_dwconv, bias, 4) },
+		DWCONV_COMMON,
+	},
+	[VTPU_OP_DWCONV_DGRAD] = {
+		.name = "DWCONV_DGRAD",
+		.flags = VTPU_CONV_ACCUMULATE,
+		.operands = { OUT(DX, vtpu_cmd_dwconv, x, 4),
+			      IN(DY, vtpu_cmd_dwconv, y, 4),
+			      IN(W, vtpu_cmd_dwconv, w, 4),
+			      IN(BIAS, vtpu_cmd_dwconv, bias, 4) },
+		DWCONV_COMMON,
+	},
+	[VTPU_OP_DWCONV_WGRAD] = {
+		.name = "DWCONV_WGRAD",
+		.flags = VTPU_CONV_ACCUMULATE,
+		.operands = { OUT(DW, vtpu_cmd_dwconv, w, 4),
+			      IN(X, vtpu_cmd_dwconv, x, 4),
+			      IN(DY, vtpu_cmd_dwconv, y, 4),
+			      IN(BIAS, vtpu_cmd_dwconv, bias, 4) },
+		DWCONV_COMMON,
 	},
 };
 

@@ -41,6 +41,13 @@ bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
 		      struct vtpu_engine_window *g, u64 *rows);
 
+/*
+ * cmd.c: a DWCONV command's geometry into @g (oh, ow its given ones) and
+ * its windows n * oh * ow into @rows; false (all zero) when invalid.
+ */
+bool vtpu_dwconv_decode(const struct vtpu_cmd_dwconv *c,
+			struct vtpu_engine_window *g, u64 *rows);
+
 /* cmd.c: are an EMBEDDING's, a GEMM_BATCHED's fields in range? */
 bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e);
 bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g);
@@ -231,6 +238,7 @@ VTPU_CHECK(vtpu_softmax_check);
 VTPU_CHECK(vtpu_clip_norm_check);
 VTPU_CHECK(vtpu_argmax_check);
 VTPU_CHECK(vtpu_batchnorm_check);
+VTPU_CHECK(vtpu_dwconv_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -283,6 +291,9 @@ VTPU_PREPARE(vtpu_batchnorm_prepare);		/* ops_batchnorm.c */
 VTPU_RUN(vtpu_batchnorm_run);
 VTPU_DESCRIBE(vtpu_batchnorm_describe);
 size_t vtpu_batchnorm_scratch_size(void);
+VTPU_PREPARE(vtpu_dwconv_prepare);		/* ops_dwconv.c */
+VTPU_RUN(vtpu_dwconv_run);
+VTPU_DESCRIBE(vtpu_dwconv_describe);
 
 /* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,

@@ -49,13 +49,24 @@ void vtpu_conv_gemm_prepare(struct vtpu_engine_op *op,
 	const struct vtpu_cmd_conv *c = (const void *)cmd;
 	struct vtpu_engine_gemm *g = &op->gemm;
 	struct vtpu_engine_window *w = &g->win;
+	bool pointwise;
 	u64 rows;
 
 	vtpu_conv_decode(c, w, &rows);
+	/*
+	 * A 1 x 1 window at stride 1 (a pointwise convolution) has the
+	 * image itself, [n*h*w, c], for its im2col columns: CONV and DGRAD
+	 * (dx = dy w^T) run as plain GEMMs that read it where it is, with
+	 * nothing to gather (up to a third faster over few channels). WGRAD
+	 * stays implicit: AVX-512's direct WGRAD kernel reads x in place
+	 * already, and beat the plain GEMM over many channels.
+	 */
+	pointwise = w->kh == 1 && w->kw == 1 && w->sh == 1 && w->sw == 1 &&
+		    c->hdr.opcode != VTPU_OP_CONV_WGRAD;
 	g->dtype = VTPU_DTYPE_F32;
 	g->alpha = 1.0f;
 	g->beta = (c->flags & VTPU_CONV_ACCUMULATE) ? 1.0f : 0.0f;
-	g->implicit = 1;
+	g->implicit = !pointwise;
 	g->ldb = c->oc;
 	switch (c->hdr.opcode) {
 	case VTPU_OP_CONV:	/* y = act(cols * w + bias) */
@@ -95,10 +106,14 @@ void vtpu_conv_gemm_prepare(struct vtpu_engine_op *op,
 		g->k = w->kh * w->kw * c->oc;
 		g->lda = g->k;
 		g->ldc = w->c;
-		g->flip_oc = c->oc;
 		g->a = vtpu_operand_ptr(bufs, &c->y);
 		g->b = vtpu_operand_ptr(bufs, &c->w);
 		g->c = vtpu_operand_ptr(bufs, &c->x);
+		if (pointwise) {	/* dx = dy w^T, w stored [c, oc] */
+			g->flags = VTPU_GEMM_TRANS_B;
+			break;
+		}
+		g->flip_oc = c->oc;
 		w->h = w->oh;
 		w->w = w->ow;
 		w->c = c->oc;

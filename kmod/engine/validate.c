@@ -815,3 +815,43 @@ int vtpu_batchnorm_check(struct vtpu_engine_check *v,
 		ret = check_outputs(v, hdr, ids, 1, ids + 1, 5);
 	return ret;
 }
+
+int vtpu_dwconv_check(struct vtpu_engine_check *v,
+		      const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_dwconv *c = (const void *)hdr;
+	/* outputs first */
+	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
+				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
+	static const u32 dgrad[] = { VTPU_OPERAND_DX, VTPU_OPERAND_DY,
+				     VTPU_OPERAND_W };
+	static const u32 wgrad[] = { VTPU_OPERAND_DW, VTPU_OPERAND_X,
+				     VTPU_OPERAND_DY };
+	const struct vtpu_cmd_hdr *cmd = &c->hdr;
+	const u32 *ids = cmd->opcode == VTPU_OP_DWCONV	       ? fwd :
+			 cmd->opcode == VTPU_OP_DWCONV_DGRAD ? dgrad :
+							       wgrad;
+	u32 flags = cmd->opcode == VTPU_OP_DWCONV ?
+			    VTPU_CONV_BIAS | VTPU_CONV_RELU :
+			    VTPU_CONV_ACCUMULATE;
+	bool bias = c->flags & VTPU_CONV_BIAS;
+	struct vtpu_engine_window g;
+	u64 rows;
+	int ret = 0;
+
+	if (c->flags & ~flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	/* check_window()'s, but for the im2col size: DWCONV has none */
+	if (!c->win.stride_h || !c->win.stride_w ||
+	    c->win.stride_h > VTPU_MAX_DIM || c->win.stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (!vtpu_dwconv_decode(c, &g, &rows))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (!bias)
+		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
+	if (!ret)
+		ret = check_operands(v, cmd, ids, bias ? 4 : 3);
+	if (!ret)
+		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
+	return ret;
+}

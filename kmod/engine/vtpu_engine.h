@@ -145,6 +145,22 @@ struct vtpu_engine_convpool {
 	u8 *index;		/* routes: window positions */
 };
 
+/*
+ * DWCONV, DWCONV_DGRAD, DWCONV_WGRAD: the forward and DGRAD tile their
+ * output by flat element ranges of @chunk; WGRAD's tiles are (tap, block
+ * of @block channels), its steps @wps windows each, in order.
+ */
+struct vtpu_engine_dwconv {
+	struct vtpu_engine_window win;	/* oh, ow: the command's */
+	u32 mult, flags;
+	u64 cm;			/* c * mult: y's channels */
+	u64 rows;		/* windows: n * oh * ow */
+	u64 total, chunk;
+	u32 block, nblocks;
+	u64 wps;
+	float *x, *w, *bias, *y;	/* or their gradients */
+};
+
 struct vtpu_engine_ew {
 	u32 op;			/* enum vtpu_ew_op */
 	float alpha, beta;
@@ -308,6 +324,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_dropout dropout;
 		struct vtpu_engine_embedding emb;
 		struct vtpu_engine_bn bn;
+		struct vtpu_engine_dwconv dw;
 	};
 };
 

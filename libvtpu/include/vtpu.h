@@ -340,6 +340,30 @@ VTPU_API int vtpu_cmdbuf_conv_dgrad(struct vtpu_cmdbuf *cb,
 VTPU_API int vtpu_cmdbuf_conv_wgrad(struct vtpu_cmdbuf *cb,
 			   const struct vtpu_conv_desc *d);
 /**
+ * struct vtpu_dwconv_desc - a DWCONV, DWCONV_DGRAD or DWCONV_WGRAD
+ * (struct vtpu_cmd_dwconv): one description serves all three, as struct
+ * vtpu_conv_desc does. win.pad_h and win.pad_w are the top and left
+ * padding; oh x ow the output; mult the depth multiplier. x, w and y name
+ * the tensor or its gradient (DGRAD writes dx at x, WGRAD dw at w; both
+ * read dy at y); bias is used by DWCONV with VTPU_CONV_BIAS only.
+ */
+struct vtpu_dwconv_desc {
+	struct vtpu_window win;	/* the convolution over x */
+	uint32_t oh, ow;
+	uint32_t mult;
+	uint32_t flags;		/* VTPU_CONV_BIAS, _RELU, _ACCUMULATE */
+	struct vtpu_ref x, w, bias, y;
+};
+/** vtpu_cmdbuf_dwconv() - y = act(depthwise_conv(x, w) + bias). */
+VTPU_API int vtpu_cmdbuf_dwconv(struct vtpu_cmdbuf *cb,
+				const struct vtpu_dwconv_desc *d);
+/** vtpu_cmdbuf_dwconv_dgrad() - dx (d->x) from dy (d->y) and w. */
+VTPU_API int vtpu_cmdbuf_dwconv_dgrad(struct vtpu_cmdbuf *cb,
+				      const struct vtpu_dwconv_desc *d);
+/** vtpu_cmdbuf_dwconv_wgrad() - dw (d->w) from x and dy (d->y). */
+VTPU_API int vtpu_cmdbuf_dwconv_wgrad(struct vtpu_cmdbuf *cb,
+				      const struct vtpu_dwconv_desc *d);
+/**
  * vtpu_cmdbuf_elementwise() - z = op(x, y) over count f32 (enum
  * vtpu_ew_op); alpha/beta must be 0 for the sub-ops that do not use them.
  */

@@ -80,6 +80,37 @@ VTPU_API int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 VTPU_API int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 		      uint32_t kh, uint32_t kw, uint32_t stride,
 		      enum vtpu_padding pad, enum vtpu_activation act);
+/**
+ * vtpu_graph_depthwise_conv2d() - act(depthwise_conv(x, W) + b), Keras'
+ * DepthwiseConv2D: each input channel ci has depth_multiplier filters of
+ * its own, output channel ci * depth_multiplier + m. W is
+ * "depthwise_kernel" [kh, kw, c, depth_multiplier] (glorot-uniform, fans
+ * kh*kw*c and kh*kw*depth_multiplier), b "bias" [c * depth_multiplier].
+ * SAME pads as TensorFlow does, the odd pixel of an odd total below or
+ * right. act: NONE or RELU. kh * kw * depth_multiplier is at most
+ * VTPU_DWCONV_MAX_WORK.
+ *
+ * Return: the node, or -EINVAL.
+ */
+VTPU_API int vtpu_graph_depthwise_conv2d(struct vtpu_graph *g, int x,
+					 uint32_t kh, uint32_t kw,
+					 uint32_t stride, enum vtpu_padding pad,
+					 uint32_t depth_multiplier,
+					 enum vtpu_activation act);
+/**
+ * vtpu_graph_separable_conv2d() - Keras' SeparableConv2D: a depthwise
+ * convolution without bias ("depthwise_kernel" [kh, kw, c, 1]), then a
+ * pointwise 1x1 convolution ("pointwise_kernel" [1, 1, c, filters], one
+ * GEMM over every pixel) with "bias" [filters] and act (NONE or RELU).
+ * Padding and kernel limits as vtpu_graph_depthwise_conv2d().
+ *
+ * Return: the node, or -EINVAL.
+ */
+VTPU_API int vtpu_graph_separable_conv2d(struct vtpu_graph *g, int x,
+					 uint32_t filters, uint32_t kh,
+					 uint32_t kw, uint32_t stride,
+					 enum vtpu_padding pad,
+					 enum vtpu_activation act);
 /** vtpu_graph_maxpool() - max over kh x kw windows, stride = the window. */
 VTPU_API int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw);
 VTPU_API int vtpu_graph_relu(struct vtpu_graph *g, int x);

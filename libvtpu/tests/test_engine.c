@@ -1511,6 +1511,17 @@ TEST(calls_bounded)
 		{ VTPU_MAX_DIM, 4096 }, { 1, VTPU_MAX_DIM },
 		{ VTPU_MAX_DIM, 1 }, { 65537, 65 }, { 4096, VTPU_MAX_DIM / 256 },
 	};
+	/*
+	 * DWCONV: n h w c k mult: the most taps, the most filters per
+	 * channel, the widest rows of channels, the most windows (WGRAD's
+	 * steps)
+	 */
+	static const uint32_t dwconvs[][6] = {
+		{ 64, 256, 256, 2048, 16, 1 },
+		{ 1 << 16, 16, 16, 1, 1, VTPU_DWCONV_MAX_WORK },
+		{ 2, 3, 3, 1 << 16, 1, VTPU_DWCONV_MAX_WORK },
+		{ 1 << 20, 16, 16, 1, 3, 2 },
+	};
 	static uint8_t dummy[64];
 	struct vtpu_engine_buf bufs[4];
 	struct vtpu_cmdbuf cb;
@@ -1666,6 +1677,22 @@ TEST(calls_bounded)
 		ASSERT_EQ(0, vtpu_cmdbuf_batchnorm(&cb, &d));
 		ASSERT_EQ(0, vtpu_cmdbuf_batchnorm_grad(&cb, &d));
 	}
+	for (i = 0; i < sizeof(dwconvs) / sizeof(dwconvs[0]); i++) {
+		const uint32_t *v = dwconvs[i];
+		struct vtpu_dwconv_desc d = {
+			.win = { .n = v[0], .h = v[1], .w = v[2], .c = v[3],
+				 .kh = v[4], .kw = v[4], .stride_h = 1,
+				 .stride_w = 1, .pad_h = v[4] / 2,
+				 .pad_w = v[4] / 2 },
+			.oh = v[1], .ow = v[2], .mult = v[5],
+			.x = VTPU_REF(0, 0), .w = VTPU_REF(1, 0),
+			.y = VTPU_REF(2, 0),
+		};
+
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_dgrad(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_wgrad(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1710,7 +1737,8 @@ TEST(calls_bounded)
 	EXPECT_EQ(25 + 2 * sizeof(embs) / sizeof(embs[0]) +
 		  sizeof(bgemms) / sizeof(bgemms[0]) + 5 + 4 +
 		  sizeof(argmaxes) / sizeof(argmaxes[0]) +
-		  3 * sizeof(bns) / sizeof(bns[0]), cmds);
+		  3 * sizeof(bns) / sizeof(bns[0]) +
+		  3 * sizeof(dwconvs) / sizeof(dwconvs[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

@@ -194,6 +194,41 @@ TEST(gradcheck_conv_strided)
 	vtpu_graph_destroy(g);
 }
 
+/*
+ * Depthwise and separable convolutions: a depthwise one on the data
+ * (TensorFlow's SAME at stride 2 over 8 pixels: the odd pad below and
+ * right), two filters per channel; separable ones after it, whose
+ * depthwise halves give their input's gradient through DWCONV_DGRAD and
+ * whose pointwise halves are GEMMs; a residual add so that one input's
+ * gradient has two sources; VALID with an even kernel.
+ */
+TEST(gradcheck_depthwise_separable)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 8, 8, 2), y;
+
+	x = vtpu_graph_depthwise_conv2d(g, x, 3, 3, 2, VTPU_PAD_SAME, 2,
+					VTPU_ACT_RELU);
+	ASSERT_LE(0, x);
+	y = vtpu_graph_separable_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME,
+					VTPU_ACT_RELU);
+	ASSERT_LE(0, y);
+	x = vtpu_graph_add(g, x, y);
+	x = vtpu_graph_depthwise_conv2d(g, x, 3, 1, 1, VTPU_PAD_SAME, 1,
+					VTPU_ACT_NONE);
+	x = vtpu_graph_separable_conv2d(g, x, 3, 2, 2, 1, VTPU_PAD_VALID,
+					VTPU_ACT_NONE);
+	ASSERT_LE(0, x);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 128);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("depthwise (stride 2, x2) + separable + add + depthwise + "
+	       "separable (valid, 2x2): max relative error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
 TEST(gradcheck_residual_add)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
@@ -259,6 +294,25 @@ TEST(graph_rejects_bad_shapes)
 	EXPECT_EQ(-EINVAL, vtpu_graph_dense(g, in, 0, VTPU_ACT_NONE));
 	EXPECT_EQ(-EINVAL, vtpu_graph_add(g, in, in));
 	EXPECT_EQ(-EINVAL, vtpu_graph_loss(g, in)); /* not a vector */
+	/* depthwise, separable: no tanh, multiplier >= 1, 256 taps at most */
+	EXPECT_EQ(-EINVAL, vtpu_graph_depthwise_conv2d(g, in, 3, 3, 1,
+		  VTPU_PAD_SAME, 1, VTPU_ACT_TANH));
+	EXPECT_EQ(-EINVAL, vtpu_graph_depthwise_conv2d(g, in, 3, 3, 1,
+		  VTPU_PAD_SAME, 0, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_depthwise_conv2d(g, in, 3, 3, 1,
+		  VTPU_PAD_SAME, 29, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_depthwise_conv2d(g, in, 5, 5, 1,
+		  VTPU_PAD_VALID, 1, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_depthwise_conv2d(g, in, 3, 3, 0,
+		  VTPU_PAD_SAME, 1, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_separable_conv2d(g, in, 0, 3, 3, 1,
+		  VTPU_PAD_SAME, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_separable_conv2d(g, in, 2, 3, 3, 1,
+		  VTPU_PAD_SAME, VTPU_ACT_SOFTMAX));
+	EXPECT_EQ(-EINVAL, vtpu_graph_separable_conv2d(g, in, 2, 17, 17, 1,
+		  VTPU_PAD_SAME, VTPU_ACT_NONE));
+	EXPECT_EQ(-EINVAL, vtpu_graph_separable_conv2d(g, 99, 2, 3, 3, 1,
+		  VTPU_PAD_SAME, VTPU_ACT_NONE));
 	TH_LOG("bad shapes, node ids and layer arguments give EINVAL");
 	vtpu_graph_destroy(g);
 }
@@ -1112,6 +1166,95 @@ static void save_weights(struct vtpu_model *m, float *out)
  * epoch then 32 for one equals a checkpoint of the first epoch loaded
  * into a model compiled for 32 (weights and Adam's state both kept).
  */
+/*
+ * A depthwise and a separable layer train (Keras' weights, names and
+ * shapes; the summary's types), and their weights survive a checkpoint.
+ */
+TEST(separable_model_trains_and_checkpoints)
+{
+	static const struct {
+		const char *name;
+		uint32_t ndim, shape[4];
+	} want[] = {
+		{ "depthwise_conv2d/depthwise_kernel", 4, { 3, 3, 1, 2 } },
+		{ "depthwise_conv2d/bias", 1, { 2 } },
+		{ "separable_conv2d/depthwise_kernel", 4, { 3, 3, 2, 1 } },
+		{ "separable_conv2d/pointwise_kernel", 4, { 1, 1, 2, 8 } },
+		{ "separable_conv2d/bias", 1, { 8 } },
+	};
+	char path[] = "/tmp/vtpu-sep-XXXXXX", *text = NULL;
+	struct vtpu_dataset train, test;
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	struct vtpu_graph *g = vtpu_model_graph(m);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-2f);
+	double losses[6], l1, a1, l2, a2;
+	VTPU_FIT_OPTS(fo, .epochs = 6, .on_epoch = record_loss, .ctx = losses);
+	struct vtpu_weight_info wi;
+	size_t len = 0;
+	FILE *f;
+	int x, fd = mkstemp(path);
+	uint32_t i, d;
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	x = vtpu_graph_depthwise_conv2d(g, 0, 3, 3, 1, VTPU_PAD_SAME, 2,
+					VTPU_ACT_RELU);
+	x = vtpu_graph_separable_conv2d(g, x, 8, 3, 3, 2, VTPU_PAD_SAME,
+					VTPU_ACT_RELU);
+	x = vtpu_graph_dense(g, x, 4, VTPU_ACT_SOFTMAX);
+	ASSERT_LE(0, x);
+	ASSERT_EQ(0, vtpu_model_set_output(m, x));
+	quadrant_set(&train, 1000, 1);
+	quadrant_set(&test, 200, 2);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
+						      vtpu_model_error(m));
+	ASSERT_EQ(7, vtpu_model_num_weights(m));
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(m, i, &wi));
+		EXPECT_STREQ(want[i].name, wi.name);
+		EXPECT_EQ(want[i].ndim, wi.ndim);
+		for (d = 0; d < wi.ndim; d++)
+			EXPECT_EQ(want[i].shape[d], wi.shape[d]);
+	}
+	/* glorot-uniform on Keras' fans: kh*kw*c + kh*kw*mult, c + filters */
+	for (i = 0; i < 2; i++) {
+		uint32_t k = i ? 3 : 0, n = i ? 16 : 18;
+		double lim = sqrt(6.0 / (i ? 2 + 8 : 9 * 1 + 9 * 2)), mx = 0;
+		float v[18];
+
+		ASSERT_EQ(0, vtpu_model_get_weights(m, k, v, n));
+		for (d = 0; d < n; d++)
+			mx = fmax(mx, fabs(v[d]));
+		EXPECT_GE(lim, mx);
+		EXPECT_LT(lim / 2, mx);
+	}
+	f = open_memstream(&text, &len);
+	ASSERT_NE(NULL, f);
+	vtpu_model_summary(m, f);
+	fclose(f);
+	EXPECT_NE(NULL, strstr(text, "depthwise_conv2d (DepthwiseConv2D)"));
+	EXPECT_NE(NULL, strstr(text, "separable_conv2d (SeparableConv2D)"));
+	EXPECT_NE(NULL, strstr(text, "(None, 2, 2, 8)"));
+	free(text);
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	EXPECT_LT(losses[5], losses[0] * 0.8);
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l1, &a1));
+	EXPECT_LT(0.7, a1);
+	TH_LOG("depthwise + separable: loss %.3f -> %.3f, test accuracy %.3f",
+	       losses[0], losses[5], a1);
+	ASSERT_EQ(0, vtpu_model_save(m, path));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo)); /* move away */
+	ASSERT_EQ(0, vtpu_model_load(m, path));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l2, &a2));
+	EXPECT_EQ(l1, l2);
+	EXPECT_EQ(a1, a2);
+	unlink(path);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
 TEST(batch_and_input_scale_keep_state)
 {
 	char path[] = "/tmp/vtpu-model-XXXXXX";

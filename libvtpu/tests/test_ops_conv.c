@@ -982,4 +982,309 @@ TEST(conv)
 	execs_fini(&ex);
 }
 
+/* ---- DWCONV / DWCONV_DGRAD / DWCONV_WGRAD ---------------------------------- */
+
+/*
+ * n, h, w, c, kh, kw, stride h, w, top pad, left pad, oh, ow, mult,
+ * flags: SAME and VALID, strides 1 and 2, TensorFlow's SAME with an odd
+ * total padding (more below and right), odd sizes, depth multipliers 1
+ * to 3, several forward tiles, two WGRAD channel blocks, several WGRAD
+ * steps (windows).
+ */
+static const uint32_t dw_shapes[][14] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0 },
+	{ 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 5, 5, 1, VTPU_CONV_BIAS },
+	{ 2, 7, 6, 4, 3, 3, 2, 2, 0, 0, 3, 2, 2,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	{ 1, 8, 8, 5, 3, 3, 2, 2, 0, 0, 4, 4, 1, 0 },
+	{ 3, 9, 7, 3, 5, 3, 2, 1, 2, 1, 5, 7, 2, VTPU_CONV_BIAS },
+	{ 2, 6, 5, 2, 2, 4, 1, 2, 1, 1, 6, 3, 3, VTPU_CONV_RELU },
+	{ 4, 20, 20, 64, 3, 3, 1, 1, 1, 1, 20, 20, 1, VTPU_CONV_BIAS },
+	{ 2, 6, 6, 600, 3, 3, 2, 2, 1, 1, 3, 3, 1, 0 },
+	{ 40, 30, 30, 1, 3, 3, 1, 1, 1, 1, 30, 30, 1, 0 },
+};
+
+struct dw_geom {
+	uint32_t n, h, w, c, kh, kw, sh, sw, ph, pw, oh, ow, mult, flags;
+	size_t nx, nw, ny, cm;
+};
+
+static struct dw_geom dw_geom(const uint32_t *v)
+{
+	struct dw_geom g = { v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
+			     v[8], v[9], v[10], v[11], v[12], v[13],
+			     0, 0, 0, 0 };
+
+	g.cm = (size_t)g.c * g.mult;
+	g.nx = (size_t)g.n * g.h * g.w * g.c;
+	g.nw = (size_t)g.kh * g.kw * g.cm;
+	g.ny = (size_t)g.n * g.oh * g.ow * g.cm;
+	return g;
+}
+
+/* x (float @xf, or double @xd) at (n, iy, ix, ci), 0 outside the image */
+static double dw_x(const struct dw_geom *g, const float *xf, const double *xd,
+		   size_t n, long iy, long ix, size_t ci)
+{
+	size_t i;
+
+	if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w)
+		return 0;
+	i = ((n * g->h + iy) * g->w + ix) * g->c + ci;
+	return xf ? xf[i] : xd[i];
+}
+
+/* y (+ bias, act per @flags) and |terms| of every output, in double */
+static void dw_fwd_ref(const struct dw_geom *g, const double *x,
+		       const float *xf, const float *w, const float *bias,
+		       uint32_t flags, double *y, double *mag)
+{
+	size_t n, oy, ox, o, ky, kx, i = 0;
+
+	for (n = 0; n < g->n; n++)
+		for (oy = 0; oy < g->oh; oy++)
+			for (ox = 0; ox < g->ow; ox++)
+				for (o = 0; o < g->cm; o++, i++) {
+					double s = 0, m = 0, t;
+
+					for (ky = 0; ky < g->kh; ky++)
+						for (kx = 0; kx < g->kw; kx++) {
+							long iy = (long)(oy * g->sh + ky) - g->ph;
+							long ix = (long)(ox * g->sw + kx) - g->pw;
+							double xv = dw_x(g, xf, x, n, iy, ix, o / g->mult);
+
+							t = xv * w[(ky * g->kw + kx) * g->cm + o];
+							s += t;
+							m += fabs(t);
+						}
+					if (flags & VTPU_CONV_BIAS) {
+						s += bias[o];
+						m += fabs(bias[o]);
+					}
+					if ((flags & VTPU_CONV_RELU) && s < 0)
+						s = 0;
+					y[i] = s;
+					if (mag)
+						mag[i] = m;
+				}
+}
+
+/* dw and dx given dy (the adjoints of the forward), and their |terms| */
+static void dw_grad_ref(const struct dw_geom *g, const float *x,
+			const float *w, const float *dy, double *dw,
+			double *dx, double *dwmag, double *dxmag)
+{
+	size_t n, oy, ox, o, ky, kx, r = 0;
+
+	memset(dw, 0, g->nw * 8);
+	memset(dx, 0, g->nx * 8);
+	memset(dwmag, 0, g->nw * 8);
+	memset(dxmag, 0, g->nx * 8);
+	for (n = 0; n < g->n; n++)
+		for (oy = 0; oy < g->oh; oy++)
+			for (ox = 0; ox < g->ow; ox++, r++)
+				for (ky = 0; ky < g->kh; ky++)
+					for (kx = 0; kx < g->kw; kx++) {
+						long iy = (long)(oy * g->sh + ky) - g->ph;
+						long ix = (long)(ox * g->sw + kx) - g->pw;
+						size_t xi, wi;
+
+						if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w)
+							continue;
+						for (o = 0; o < g->cm; o++) {
+							double d = dy[r * g->cm + o];
+
+							xi = ((n * g->h + iy) * g->w + ix) * g->c + o / g->mult;
+							wi = (ky * g->kw + kx) * g->cm + o;
+							dw[wi] += x[xi] * d;
+							dwmag[wi] += fabs(x[xi] * d);
+							dx[xi] += w[wi] * d;
+							dxmag[xi] += fabs(w[wi] * d);
+						}
+					}
+}
+
+/* sum(dy * forward(x, w)) in double: what the gradients differentiate */
+static double dw_loss(const struct dw_geom *g, const double *x,
+		      const float *w, const float *dy, double *y)
+{
+	double l = 0;
+	size_t i;
+
+	dw_fwd_ref(g, x, NULL, w, NULL, 0, y, NULL);
+	for (i = 0; i < g->ny; i++)
+		l += y[i] * dy[i];
+	return l;
+}
+
+/*
+ * The reference gradients against central differences of the double
+ * forward at a few elements of x and w: the engine's gradients are checked
+ * against the reference, the reference here against the forward.
+ */
+static long dw_fd_check(const struct dw_geom *g, const float *x, float *w,
+			const float *dy, const double *rdx, const double *rdw)
+{
+	double *xd = malloc(g->nx * 8), *y = malloc(g->ny * 8), h = 1e-3;
+	long bad = 0;
+	size_t i, k;
+
+	for (i = 0; i < g->nx; i++)
+		xd[i] = x[i];
+	for (k = 0; k < 12; k++) {
+		double lp, lm, fd, save;
+		float ws;
+
+		i = urand() % g->nx;
+		save = xd[i];
+		xd[i] = save + h;
+		lp = dw_loss(g, xd, w, dy, y);
+		xd[i] = save - h;
+		lm = dw_loss(g, xd, w, dy, y);
+		xd[i] = save;
+		fd = (lp - lm) / (2 * h);
+		bad += !(fabs(fd - rdx[i]) <= 1e-6 * (1 + fabs(fd)));
+		i = urand() % g->nw;
+		ws = w[i];
+		w[i] = ws + 0.125f;	/* exact in float: linear in w */
+		lp = dw_loss(g, xd, w, dy, y);
+		w[i] = ws - 0.125f;
+		lm = dw_loss(g, xd, w, dy, y);
+		w[i] = ws;
+		fd = (lp - lm) / 0.25;
+		bad += !(fabs(fd - rdw[i]) <= 1e-6 * (1 + fabs(fd)));
+	}
+	free(xd);
+	free(y);
+	return bad;
+}
+
+TEST(dwconv)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(dw_shapes) / sizeof(dw_shapes[0]); s++) {
+		const struct dw_geom g = dw_geom(dw_shapes[s]);
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo bb = bo_new(g.cm * 4), yb = bo_new(g.ny * 4);
+		struct vtpu_bo dyb = bo_new(g.ny * 4), dwb = bo_new(g.nw * 4);
+		struct vtpu_bo dxb = bo_new(g.nx * 4);
+		float *x = xb.map, *w = wb.map, *bias = bb.map, *dy = dyb.map;
+		double *ry = malloc(g.ny * 8), *rdw = malloc(g.nw * 8);
+		double *rdx = malloc(g.nx * 8), *ymag = malloc(g.ny * 8);
+		double *dwmag = malloc(g.nw * 8), *dxmag = malloc(g.nx * 8);
+		void *keep[3] = { malloc(g.ny * 4), malloc(g.nw * 4),
+				  malloc(g.nx * 4) };
+		const void *out[3] = { yb.map, dwb.map, dxb.map };
+		size_t sizes[3] = { g.ny * 4, g.nw * 4, g.nx * 4 };
+		struct vtpu_dwconv_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = g.kh, .kw = g.kw, .stride_h = g.sh,
+				 .stride_w = g.sw, .pad_h = g.ph,
+				 .pad_w = g.pw },
+			.oh = g.oh, .ow = g.ow, .mult = g.mult,
+			.flags = g.flags,
+		};
+		struct vtpu_dwconv_desc dd;
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0, far = 0, fdbad;
+		size_t i;
+		int e, k, pass;
+
+		rng_seed(1300 + s);
+		vtpu_cmdbuf_init(&cb);
+		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
+		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &bb), 0);
+		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv(&cb, &d));
+		/* dw and dx written, then accumulated once more */
+		dd = d;
+		dd.flags = 0;
+		dd.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
+		dd.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &dwb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_wgrad(&cb, &dd));
+		dd.flags = VTPU_CONV_ACCUMULATE;
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_wgrad(&cb, &dd));
+		dd.w = d.w;
+		dd.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &dxb), 0);
+		dd.flags = 0;
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_dgrad(&cb, &dd));
+		dd.flags = VTPU_CONV_ACCUMULATE;
+		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_dgrad(&cb, &dd));
+
+		/*
+		 * Pass 0, integers: every sum exact, so equal to double; pass
+		 * 1, floats: within 1e-5 of the terms' magnitudes, and the same
+		 * bits on every executor (SIMD level, 1 to 4 threads).
+		 */
+		for (pass = 0; pass < 2; pass++) {
+			for (i = 0; i < g.nx; i++)
+				x[i] = pass ? frand() : irand(2);
+			for (i = 0; i < g.nw; i++)
+				w[i] = pass ? frand() : irand(2);
+			for (i = 0; i < g.cm; i++)
+				bias[i] = pass ? frand() : irand(3);
+			for (i = 0; i < g.ny; i++)
+				dy[i] = pass ? frand() : irand(3);
+			dw_fwd_ref(&g, NULL, x, w, bias, g.flags, ry, ymag);
+			dw_grad_ref(&g, x, w, dy, rdw, rdx, dwmag, dxmag);
+			for (e = 0; e < ex.n; e++) {
+				memset(yb.map, 0xff, g.ny * 4);	/* all written? */
+				memset(dwb.map, 0xff, g.nw * 4);
+				memset(dxb.map, 0xff, g.nx * 4);
+				ASSERT_EQ(0, run(ex.cpu[e], &cb));
+				for (k = 0; k < 3; k++)
+					diff += same_bits(out[k], keep[k],
+							  sizes[k], e);
+				if (pass) {
+					far += cv_far(yb.map, ry, ymag, g.ny, 1);
+					far += cv_far(dwb.map, rdw, dwmag, g.nw, 2);
+					far += cv_far(dxb.map, rdx, dxmag, g.nx, 2);
+					continue;
+				}
+				for (i = 0; i < g.ny; i++)
+					bad += ((float *)yb.map)[i] != ry[i];
+				for (i = 0; i < g.nw; i++)
+					bad += ((float *)dwb.map)[i] != 2 * rdw[i];
+				for (i = 0; i < g.nx; i++)
+					bad += ((float *)dxb.map)[i] != 2 * rdx[i];
+			}
+		}
+		fdbad = dw_fd_check(&g, x, w, dy, rdx, rdw);
+		TH_LOG("dwconv %ux%ux%ux%u k%ux%u s%ux%u p%ux%u -> %ux%ux%u "
+		       "(x%u)%s%s: exact on integers, %ld far on floats, %ld "
+		       "bad finite differences, %d executors",
+		       g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw,
+		       g.oh, g.ow, (unsigned)g.cm, g.mult,
+		       g.flags & VTPU_CONV_BIAS ? ", bias" : "",
+		       g.flags & VTPU_CONV_RELU ? ", relu" : "", far, fdbad,
+		       ex.n);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		EXPECT_EQ(0, far);
+		EXPECT_EQ(0, fdbad);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&wb);
+		vtpu_cpu_bo_destroy(&bb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dwb);
+		vtpu_cpu_bo_destroy(&dxb);
+		for (k = 0; k < 3; k++)
+			free(keep[k]);
+		free(ry);
+		free(rdw);
+		free(rdx);
+		free(ymag);
+		free(dwmag);
+		free(dxmag);
+	}
+	execs_fini(&ex);
+}
+
 TEST_HARNESS_MAIN

@@ -728,6 +728,125 @@ TEST(validator)
 	vtpu_cpu_bo_destroy(&r.b1);
 }
 
+/* DWCONV, DWCONV_DGRAD, DWCONV_WGRAD: every rejection path. */
+TEST(dwconv_validator)
+{
+	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),
+			 .b0 = bo_new(4096), .b1 = bo_new(4096) };
+	/*
+	 * a 5x5x2 image, 3x3 taps, stride 2, SAME (top/left pad 1), two
+	 * filters per channel: x 200 bytes, w 144, bias 16, y 3x3x4 144
+	 */
+	const struct vtpu_cmd_dwconv dc0 = {
+		.hdr = HDR(VTPU_OP_DWCONV, vtpu_cmd_dwconv),
+		.win = { .n = 1, .h = 5, .w = 5, .c = 2, .kh = 3, .kw = 3,
+			 .stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1 },
+		.oh = 3, .ow = 3, .mult = 2, .flags = VTPU_CONV_BIAS,
+		.x = OPND(0, 0), .w = OPND(0, 256), .bias = OPND(0, 512),
+		.y = OPND(1, 0),
+	};
+	/* the gradients: dx (at x) or dw (at w) in b1, dy (at y) in b0 */
+	const struct vtpu_cmd_dwconv dd0 = {
+		.hdr = HDR(VTPU_OP_DWCONV_DGRAD, vtpu_cmd_dwconv),
+		.win = dc0.win, .oh = 3, .ow = 3, .mult = 2,
+		.x = OPND(1, 1024), .w = OPND(0, 256), .y = OPND(0, 1024),
+	};
+	const struct vtpu_cmd_dwconv dw0 = {
+		.hdr = HDR(VTPU_OP_DWCONV_WGRAD, vtpu_cmd_dwconv),
+		.win = dc0.win, .oh = 3, .ow = 3, .mult = 2,
+		.x = OPND(0, 0), .w = OPND(1, 2048), .y = OPND(0, 1024),
+	};
+	struct vtpu_cmd_dwconv dc;
+
+	ASSERT_NE(NULL, r.cpu);
+#define CASE(var, base, what, mut, reason, operand)                           \
+	do {                                                                  \
+		var = base;                                                   \
+		mut;                                                          \
+		check_cmd(_metadata, &r, what, &var, reason, operand);        \
+	} while (0)
+
+	CASE(dc, dc0, "dwconv ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(dc, dc0, "dwconv relu, no bias ok",
+	     (dc.flags = VTPU_CONV_RELU, dc.bias = dd0.bias), VTPU_ERR_NONE,
+	     0);
+	CASE(dc, dc0, "dwconv VALID with a bottom pad ok",
+	     (dc.win.pad_h = 0, dc.win.pad_w = 0), VTPU_ERR_NONE, 0);
+	CASE(dc, dd0, "dwconv_dgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(dc, dd0, "dwconv_dgrad accumulate ok",
+	     dc.flags = VTPU_CONV_ACCUMULATE, VTPU_ERR_NONE, 0);
+	CASE(dc, dw0, "dwconv_wgrad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(dc, dw0, "dwconv_wgrad accumulate ok",
+	     dc.flags = VTPU_CONV_ACCUMULATE, VTPU_ERR_NONE, 0);
+	/* flags */
+	CASE(dc, dc0, "dwconv accumulate", dc.flags |= VTPU_CONV_ACCUMULATE,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(dc, dd0, "dwconv_dgrad bias flag", dc.flags = VTPU_CONV_BIAS,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(dc, dw0, "dwconv_wgrad relu", dc.flags = VTPU_CONV_RELU,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(dc, dc0, "dwconv unknown flag", dc.flags = 8, VTPU_ERR_BAD_FLAGS,
+	     0);
+	/* geometry */
+	CASE(dc, dc0, "dwconv stride 0", dc.win.stride_w = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(dc, dw0, "dwconv_wgrad stride past 2^24",
+	     dc.win.stride_h = VTPU_MAX_DIM + 1, VTPU_ERR_BAD_STRIDE, 0);
+	CASE(dc, dc0, "dwconv pad >= k", dc.win.pad_h = 3, VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(dc, dc0, "dwconv c 0", dc.win.c = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dc, dc0, "dwconv oh 0", dc.oh = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dc, dd0, "dwconv_dgrad ow 0", dc.ow = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dc, dc0, "dwconv a window below the image", dc.oh = 4,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dc, dw0, "dwconv_wgrad a window right of the image",
+	     (dc.win.pad_w = 0, dc.ow = 3, dc.win.w = 4), VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(dc, dc0, "dwconv mult 0", dc.mult = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dc, dc0, "dwconv kh*kw*mult past the work limit",
+	     dc.mult = VTPU_DWCONV_MAX_WORK / 9 + 1, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dc, dc0, "dwconv c*mult past 2^24",
+	     (dc.win.kh = dc.win.kw = 1, dc.win.pad_h = dc.win.pad_w = 0,
+	      dc.win.c = 1u << 17, dc.mult = 256), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(dc, dd0, "dwconv_dgrad dy past 2^36 elements",
+	     (dc.win.kh = dc.win.kw = 1, dc.win.pad_h = dc.win.pad_w = 0,
+	      dc.win.stride_h = dc.win.stride_w = 1, dc.win.n = 1u << 10,
+	      dc.win.h = dc.win.w = 1u << 10, dc.win.c = 1,
+	      dc.oh = dc.ow = 1u << 10, dc.mult = 128),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	/* unused operands */
+	CASE(dc, dc0, "dwconv bias set without the flag", dc.flags = 0,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_BIAS);
+	CASE(dc, dw0, "dwconv_wgrad bias set", dc.bias.offset = 64,
+	     VTPU_ERR_BAD_PAD, VTPU_OPERAND_BIAS);
+	/* operands */
+	OPERAND_CASES(dc, dc0, "dwconv y", y, VTPU_OPERAND_Y, 4096 - 140, 2);
+	OPERAND_CASES(dc, dc0, "dwconv x", x, VTPU_OPERAND_X, 4096 - 196, 1);
+	OPERAND_CASES(dc, dc0, "dwconv w", w, VTPU_OPERAND_W, 4096 - 140, 3);
+	OPERAND_CASES(dc, dc0, "dwconv bias", bias, VTPU_OPERAND_BIAS,
+		      4096 - 12, 514);
+	OPERAND_CASES(dc, dd0, "dwconv_dgrad dx", x, VTPU_OPERAND_DX,
+		      4096 - 196, 1026);
+	OPERAND_CASES(dc, dd0, "dwconv_dgrad dy", y, VTPU_OPERAND_DY,
+		      4096 - 140, 1025);
+	OPERAND_CASES(dc, dw0, "dwconv_wgrad dw", w, VTPU_OPERAND_DW,
+		      4096 - 140, 2050);
+	CASE(dc, dc0, "dwconv y over x", dc.y = dc.x, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(dc, dc0, "dwconv y over bias", (dc.y.buf = 0, dc.y.offset = 448),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(dc, dd0, "dwconv_dgrad dx over w",
+	     (dc.x.buf = 0, dc.x.offset = 200), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DX);
+	CASE(dc, dw0, "dwconv_wgrad dw over dy", dc.w = dc.y, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DW);
+#undef CASE
+
+	vtpu_cpu_destroy(r.cpu);
+	vtpu_cpu_bo_destroy(&r.b0);
+	vtpu_cpu_bo_destroy(&r.b1);
+}
+
 /* What the library says of @cmd, run alone on b0, b1: in @msg. */
 static void words_of(struct rej *r, const void *cmd, char *msg, size_t len)
 {

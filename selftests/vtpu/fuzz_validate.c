@@ -416,6 +416,32 @@ static void seeds_train(void)
 		vtpu_cmdbuf_conv_wgrad(&cb, &cv);
 		seed("conv_wgrad", &cb, sz, 6, 0, NULL);
 	}
+	vtpu_cmdbuf_reset(&cb);
+	{
+		/* the depthwise ops: 5x5x4 images, 3x3 taps, stride 2, x2 */
+		struct vtpu_dwconv_desc dw = {
+			.win = { .n = 2, .h = 5, .w = 5, .c = 4, .kh = 3,
+				 .kw = 3, .stride_h = 2, .stride_w = 2,
+				 .pad_h = 1, .pad_w = 1 },
+			.oh = 3, .ow = 3, .mult = 2,
+			.flags = VTPU_CONV_BIAS | VTPU_CONV_RELU,
+			.x = R(0, 0), .w = R(1, 0), .bias = R(2, 0),
+			.y = R(3, 0),
+		};
+
+		vtpu_cmdbuf_dwconv(&cb, &dw);
+		seed("dwconv", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		dw.flags = VTPU_CONV_ACCUMULATE;
+		dw.x = R(4, 0);
+		vtpu_cmdbuf_dwconv_dgrad(&cb, &dw);
+		seed("dwconv_dgrad", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		dw.x = R(0, 0);
+		dw.w = R(5, 0);
+		vtpu_cmdbuf_dwconv_wgrad(&cb, &dw);
+		seed("dwconv_wgrad", &cb, sz, 6, 0, NULL);
+	}
 	vtpu_cmdbuf_fini(&cb);
 }
 

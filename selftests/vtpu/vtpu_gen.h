@@ -716,6 +716,37 @@ static inline int gen_shape_conv(struct gen_ctx *g, uint32_t op,
 	return vtpu_cmdbuf_conv_wgrad(g->cb, &cd);
 }
 
+/*
+ * DWCONV and its gradients: gen_window()'s geometry with an output size
+ * of its own, from one window to the most whose last one still starts in
+ * the image or its top (left) padding; 1 to 3 filters per channel.
+ */
+static inline int gen_shape_dwconv(struct gen_ctx *g, uint32_t op,
+				   struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_dwconv_desc d = { 0 };
+	uint64_t img, out, kdim;
+
+	gen_window(g, &d.win, &img, &out, &kdim);
+	d.oh = gen_range(r, 1, (d.win.h + d.win.pad_h - 1) /
+			       d.win.stride_h + 1);
+	d.ow = gen_range(r, 1, (d.win.w + d.win.pad_w - 1) /
+			       d.win.stride_w + 1);
+	d.mult = gen_range(r, 1, 3);
+	if (op == VTPU_OP_DWCONV) {
+		d.flags = gen_below(r, 4) & (VTPU_CONV_RELU | VTPU_CONV_BIAS);
+		if (!(d.flags & VTPU_CONV_BIAS))
+			p->unused = GEN_BIT(VTPU_OPERAND_BIAS);
+		return vtpu_cmdbuf_dwconv(g->cb, &d);
+	}
+	d.flags = gen_below(r, 2) ? VTPU_CONV_ACCUMULATE : 0;
+	p->unused = GEN_BIT(VTPU_OPERAND_BIAS);
+	if (op == VTPU_OP_DWCONV_DGRAD)
+		return vtpu_cmdbuf_dwconv_dgrad(g->cb, &d);
+	return vtpu_cmdbuf_dwconv_wgrad(g->cb, &d);
+}
+
 static inline int gen_shape_embedding(struct gen_ctx *g, uint32_t op,
 				      struct gen_plan *p)
 {
@@ -818,6 +849,9 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_ARGMAX] = { gen_shape_argmax },
 	[VTPU_OP_BATCHNORM] = { gen_shape_batchnorm },
 	[VTPU_OP_BATCHNORM_GRAD] = { gen_shape_batchnorm },
+	[VTPU_OP_DWCONV] = { gen_shape_dwconv },
+	[VTPU_OP_DWCONV_DGRAD] = { gen_shape_dwconv },
+	[VTPU_OP_DWCONV_WGRAD] = { gen_shape_dwconv },
 };
 
 static inline int gen_known(uint32_t op)

@@ -514,6 +514,9 @@ struct vtpu_wait {
  * @VTPU_OP_ARGMAX: struct vtpu_cmd_argmax
  * @VTPU_OP_BATCHNORM: struct vtpu_cmd_batchnorm
  * @VTPU_OP_BATCHNORM_GRAD: struct vtpu_cmd_batchnorm_grad
+ * @VTPU_OP_DWCONV: struct vtpu_cmd_dwconv
+ * @VTPU_OP_DWCONV_DGRAD: struct vtpu_cmd_dwconv
+ * @VTPU_OP_DWCONV_WGRAD: struct vtpu_cmd_dwconv
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -546,6 +549,9 @@ enum vtpu_opcode {
 	VTPU_OP_ARGMAX = 27,
 	VTPU_OP_BATCHNORM = 28,
 	VTPU_OP_BATCHNORM_GRAD = 29,
+	VTPU_OP_DWCONV = 31,
+	VTPU_OP_DWCONV_DGRAD = 32,
+	VTPU_OP_DWCONV_WGRAD = 33,
 	VTPU_OP_COUNT
 };
 
@@ -879,6 +885,61 @@ struct vtpu_cmd_conv {
 	struct vtpu_cmd_hdr hdr;
 	struct vtpu_window win;
 	__u32 oc;
+	__u32 flags;
+	struct vtpu_operand x;
+	struct vtpu_operand w;
+	struct vtpu_operand bias;
+	struct vtpu_operand y;
+};
+
+/* Most kh * kw * mult of a depthwise convolution (work per element). */
+#define VTPU_DWCONV_MAX_WORK 256
+
+/**
+ * struct vtpu_cmd_dwconv - a depthwise convolution and its two gradients:
+ * each input channel has its own mult filters (Keras' DepthwiseConv2D)
+ * @hdr: opcode VTPU_OP_DWCONV, VTPU_OP_DWCONV_DGRAD or
+ *       VTPU_OP_DWCONV_WGRAD
+ * @win: the convolution over x [n, h, w, c] as for CONV, except that
+ *       @win.pad_h and @win.pad_w are the rows above and the columns left
+ *       of the image only: the output size is @oh x @ow, given, and the
+ *       windows past the bottom and right edges read zeros (so SAME with
+ *       an odd total padding, TensorFlow's, is one command)
+ * @oh: output rows, 1..VTPU_MAX_DIM; the last window starts in the image
+ *      or its top padding: (oh - 1) * stride_h < h + pad_h
+ * @ow: output columns, likewise
+ * @mult: the depth multiplier, filters per input channel, >= 1; kh * kw
+ *        * mult is at most VTPU_DWCONV_MAX_WORK
+ * @flags: DWCONV: VTPU_CONV_BIAS, VTPU_CONV_RELU; DWCONV_DGRAD and
+ *         DWCONV_WGRAD: VTPU_CONV_ACCUMULATE
+ * @x: f32 [n, h, w, c]: DWCONV's and DWCONV_WGRAD's input (X),
+ *     DWCONV_DGRAD's output (DX)
+ * @w: f32 [kh, kw, c, mult]: DWCONV's and DWCONV_DGRAD's input (W),
+ *     DWCONV_WGRAD's output (DW)
+ * @bias: f32 [c * mult] (BIAS): DWCONV with VTPU_CONV_BIAS; otherwise all
+ *        zero
+ * @y: f32 [n, oh, ow, c * mult]: DWCONV's output (Y), the gradients'
+ *     input (DY); output channel ci * mult + m is input channel ci's
+ *     filter m
+ *
+ * With x[n, iy, ix, ci] = 0 outside the image:
+ * DWCONV: y[n, oy, ox, ci * mult + m] = act(sum over (ky, kx) in order of
+ * x[n, oy * stride_h - pad_h + ky, ox * stride_w - pad_w + kx, ci] *
+ * w[ky, kx, ci, m], then + bias[ci * mult + m]);
+ * DWCONV_DGRAD: dx[n, iy, ix, ci] = the sum over the taps (ky, kx) in
+ * order whose window covers (iy, ix), and over m in order, of dy * w;
+ * DWCONV_WGRAD: dw[ky, kx, ci, m] = the sum over the windows (n, oy, ox)
+ * in order of x * dy. With VTPU_CONV_ACCUMULATE a gradient's sum starts
+ * from the output's value instead of 0. The order depends on the shape
+ * only. The bias gradient is the column sum of dy (REDUCE), as for CONV.
+ * Outputs overlap nothing.
+ */
+struct vtpu_cmd_dwconv {
+	struct vtpu_cmd_hdr hdr;
+	struct vtpu_window win;
+	__u32 oh;
+	__u32 ow;
+	__u32 mult;
 	__u32 flags;
 	struct vtpu_operand x;
 	struct vtpu_operand w;

@@ -28,6 +28,7 @@ from ._util import check_choice, check_float, check_int, check_pair
 
 __all__ = [
     "Layer", "InputLayer", "Input", "Dense", "Conv2D", "Convolution2D",
+    "DepthwiseConv2D", "SeparableConv2D", "SeparableConvolution2D",
     "MaxPooling2D", "MaxPool2D", "Flatten", "Dropout", "ReLU", "Activation",
     "Softmax", "Add", "add", "Embedding", "LSTM", "GRU",
     "Attention",
@@ -678,6 +679,215 @@ class Conv2D(Layer):
 
 
 Convolution2D = Conv2D
+
+
+# kh * kw * depth_multiplier of a depthwise kernel (VTPU_DWCONV_MAX_WORK)
+MAX_DEPTHWISE_WORK = 256
+
+
+def _check_depthwise_args(args, where, kernels):
+    """Refuse what libvtpu's depthwise and separable convolutions do not
+    take (@args: the layer's locals(); @kernels: its kernels' argument
+    prefixes, "depthwise" and "pointwise"): dilation, channels first,
+    no bias, other initializers, regularizers, constraints."""
+    _channels_last(args["data_format"], where)
+    if check_pair(args["dilation_rate"], "dilation_rate", where) != (1, 1):
+        raise ValueError("%sdilation_rate=%r is not supported: libvtpu's "
+                         "depthwise convolution is not dilated"
+                         % (where, args["dilation_rate"]))
+    if args["use_bias"] is not True:
+        raise ValueError("%suse_bias=%r is not supported: libvtpu's "
+                         "depthwise and separable convolutions always have "
+                         "a bias (set it to zeros with set_weights())"
+                         % (where, args["use_bias"]))
+    for k in kernels:
+        _initializer(args[k + "_initializer"], k + "_initializer",
+                     ("glorotuniform",), where, "kernels glorot-uniform")
+    _initializer(args["bias_initializer"], "bias_initializer", ("zeros",),
+                 where, "biases to zeros")
+    for k in ["%s_%s" % (w, r) for w in kernels + ("bias",)
+              for r in ("regularizer", "constraint")] + \
+            ["activity_regularizer"]:
+        if args[k] is not None:
+            raise ValueError("%s%s=%r is not supported: libvtpu's training "
+                             "step has no regularizers or constraints"
+                             % (where, k, args[k]))
+
+
+class _DepthwiseBase(Layer):
+    """What DepthwiseConv2D and SeparableConv2D share: the window (one
+    stride for both axes; 'same' pads as TensorFlow does, the odd pixel
+    below and right) and the activation (None or 'relu')."""
+
+    _has_weights = True
+
+    def _window_args(self, kernel_size, strides, padding, activation,
+                     mult, where):
+        self.kernel_size = check_pair(kernel_size, "kernel_size", where)
+        self.strides = check_pair(strides, "strides", where)
+        if self.strides[0] != self.strides[1]:
+            raise ValueError("%sstrides=%r is not supported: libvtpu's "
+                             "depthwise convolution takes one stride for "
+                             "both axes" % (where, strides))
+        self.padding = check_choice(padding, "padding", ("valid", "same"),
+                                    where)
+        if self.kernel_size[0] * self.kernel_size[1] * mult > \
+                MAX_DEPTHWISE_WORK:
+            raise ValueError("%skernel_size=%r with depth_multiplier=%d: "
+                             "libvtpu's depthwise kernel has at most %d "
+                             "taps times filters per channel"
+                             % (where, kernel_size, mult,
+                                MAX_DEPTHWISE_WORK))
+        self.activation = activations.get(activation, where=where)
+        if self.activation not in (None, "linear", "relu"):
+            raise ValueError("%sactivation=%r is not supported: libvtpu's "
+                             "depthwise and separable convolutions compute "
+                             "None or 'relu'" % (where, self.activation))
+
+    def _out_hw(self, s):
+        out = []
+        for size, k, axis in ((s[0], self.kernel_size[0], "height"),
+                              (s[1], self.kernel_size[1], "width")):
+            o = _window_out(size, k, self.strides[0], self.padding)
+            if o < 1:
+                raise ValueError("%skernel_size=%r is larger than the "
+                                 "input's %s %d (padding='valid')"
+                                 % (self._where, self.kernel_size, axis,
+                                    size))
+            out.append(o)
+        return out
+
+    def _c_args(self, lib):
+        act = lib.VTPU_ACT_RELU if self.activation == "relu" else \
+            lib.VTPU_ACT_NONE
+        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
+            lib.VTPU_PAD_VALID
+        return pad, act
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(kernel_size=self.kernel_size, strides=self.strides,
+                 padding=self.padding,
+                 activation=activations.serialize(self.activation))
+        return c
+
+
+class DepthwiseConv2D(_DepthwiseBase):
+    """Depthwise 2-D convolution over (h, w, c) images, channels last:
+    depth_multiplier filters of kernel_size for each channel (output
+    channel c * depth_multiplier + m), weights depthwise_kernel (kh, kw,
+    c, depth_multiplier) and bias (c * depth_multiplier,)."""
+
+    _c_kind = "depthwise_conv2d"
+
+    def __init__(self, kernel_size, strides=(1, 1), padding="valid",
+                 depth_multiplier=1, data_format=None, dilation_rate=(1, 1),
+                 activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, bias_constraint=None, **kwargs):
+        where = "DepthwiseConv2D: "
+        self.depth_multiplier = check_int(depth_multiplier,
+                                          "depth_multiplier", 1,
+                                          MAX_DEPTHWISE_WORK, where=where)
+        self._window_args(kernel_size, strides, padding, activation,
+                          self.depth_multiplier, where)
+        _check_depthwise_args(locals(), where, ("depthwise",))
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        s = _image_input(shapes, self._where, "DepthwiseConv2D")
+        out = self._out_hw(s)
+        shape = (out[0], out[1], s[2] * self.depth_multiplier)
+        if s[2] * self.depth_multiplier > MAX_STEPS or \
+                int(np.prod(shape)) > MAX_NODE:
+            raise ValueError("%soutput %s: more than 2^24 channels or 2^28 "
+                             "values per example"
+                             % (self._where, _shape_str((None,) + shape)))
+        return shape
+
+    def _weight_shapes(self):
+        c = self._inbound[0]._feature_shape[2]
+        kh, kw = self.kernel_size
+        return [("depthwise_kernel", (kh, kw, c, self.depth_multiplier)),
+                ("bias", (c * self.depth_multiplier,))]
+
+    def _c_build(self, lib, g, nodes, ctx):
+        pad, act = self._c_args(lib)
+        return _graph_node(lib.vtpu_graph_depthwise_conv2d(
+            g, nodes[0], self.kernel_size[0], self.kernel_size[1],
+            self.strides[0], pad, self.depth_multiplier, act), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(depth_multiplier=self.depth_multiplier)
+        return c
+
+
+class SeparableConv2D(_DepthwiseBase):
+    """Separable 2-D convolution, channels last: a depthwise convolution
+    (one filter of kernel_size per channel, no bias), then a pointwise 1x1
+    convolution to filters channels with the bias and the activation.
+    Weights: depthwise_kernel (kh, kw, c, 1), pointwise_kernel (1, 1, c,
+    filters), bias (filters,)."""
+
+    _c_kind = "separable_conv2d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1),
+                 padding="valid", data_format=None, dilation_rate=(1, 1),
+                 depth_multiplier=1, activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform",
+                 pointwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None,
+                 pointwise_constraint=None, bias_constraint=None, **kwargs):
+        where = "SeparableConv2D: "
+        self.filters = check_int(filters, "filters", 1, MAX_NODE,
+                                 where=where)
+        if check_int(depth_multiplier, "depth_multiplier", 1,
+                     where=where) != 1:
+            raise ValueError("%sdepth_multiplier=%r is not supported: "
+                             "libvtpu's separable convolution has one "
+                             "depthwise filter per channel (use "
+                             "DepthwiseConv2D, then a 1x1 Conv2D)"
+                             % (where, depth_multiplier))
+        self._window_args(kernel_size, strides, padding, activation, 1,
+                          where)
+        _check_depthwise_args(locals(), where, ("depthwise", "pointwise"))
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        s = _image_input(shapes, self._where, "SeparableConv2D")
+        out = self._out_hw(s)
+        shape = (out[0], out[1], self.filters)
+        if int(np.prod(shape)) > MAX_NODE or \
+                out[0] * out[1] * s[2] > MAX_NODE:
+            raise ValueError("%soutput %s: more than 2^28 values per example"
+                             % (self._where, _shape_str((None,) + shape)))
+        return shape
+
+    def _weight_shapes(self):
+        c = self._inbound[0]._feature_shape[2]
+        kh, kw = self.kernel_size
+        return [("depthwise_kernel", (kh, kw, c, 1)),
+                ("pointwise_kernel", (1, 1, c, self.filters)),
+                ("bias", (self.filters,))]
+
+    def _c_build(self, lib, g, nodes, ctx):
+        pad, act = self._c_args(lib)
+        return _graph_node(lib.vtpu_graph_separable_conv2d(
+            g, nodes[0], self.filters, self.kernel_size[0],
+            self.kernel_size[1], self.strides[0], pad, act), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(filters=self.filters, depth_multiplier=1)
+        return c
+
+
+SeparableConvolution2D = SeparableConv2D
 
 
 class MaxPooling2D(Layer):
@@ -1451,8 +1661,8 @@ def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
-_SUPPORTED = ("Dense, Conv2D, MaxPooling2D, Flatten, Dropout, "
-              "BatchNormalization, ReLU, "
+_SUPPORTED = ("Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
+              "MaxPooling2D, Flatten, Dropout, BatchNormalization, ReLU, "
               "Activation, Softmax, Add, Embedding, LSTM, GRU, Attention, "
               "Concatenate, Input/InputLayer")
 
