@@ -253,6 +253,35 @@ int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
 	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL_GRAD, win, dx, dy, index);
 }
 
+static int cmdbuf_avgpool(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			  const struct vtpu_window *win, uint32_t oh,
+			  uint32_t ow, struct vtpu_ref x, struct vtpu_ref y)
+{
+	struct vtpu_cmd_avgpool c;
+
+	CMD_INIT(&c, opcode);
+	c.win = *win;
+	c.oh = oh;
+	c.ow = ow;
+	c.x = opnd(x);
+	c.y = opnd(y);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_avgpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+			uint32_t oh, uint32_t ow, struct vtpu_ref x,
+			struct vtpu_ref y)
+{
+	return cmdbuf_avgpool(cb, VTPU_OP_AVGPOOL, win, oh, ow, x, y);
+}
+
+int vtpu_cmdbuf_avgpool_grad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_window *win, uint32_t oh,
+			     uint32_t ow, struct vtpu_ref dy, struct vtpu_ref dx)
+{
+	return cmdbuf_avgpool(cb, VTPU_OP_AVGPOOL_GRAD, win, oh, ow, dx, dy);
+}
+
 static int cmdbuf_conv_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,
 			    const struct vtpu_conv_pool_desc *d)
 {

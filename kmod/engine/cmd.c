@@ -132,6 +132,47 @@ static void window_extents(const struct vtpu_window *w, u64 *image,
 	*cols = c * 4;
 }
 
+bool vtpu_avgpool_decode(const struct vtpu_cmd_avgpool *c,
+			 struct vtpu_engine_window *g)
+{
+	const struct vtpu_window *w = &c->win;
+	u64 e;
+	u32 i;
+
+	memset(g, 0, sizeof(*g));
+	for (i = 0; i < WINDOW_NFIELDS; i++) {
+		e = vtpu_engine_field_value(w, &window_fields[i]);
+		if (e < window_fields[i].min || e > window_fields[i].max)
+			return false;
+	}
+	if (w->pad_h >= w->kh || w->pad_w >= w->kw ||
+	    !window_dim_ok(c->oh) || !window_dim_ok(c->ow))
+		return false;
+	/* the last window starts inside the image (terms below 2^52) */
+	if ((u64)(c->oh - 1) * w->stride_h >= (u64)w->h + w->pad_h ||
+	    (u64)(c->ow - 1) * w->stride_w >= (u64)w->w + w->pad_w)
+		return false;
+	if (!mul_elems(w->n, w->h, &e) || !mul_elems(e, w->w, &e) ||
+	    !mul_elems(e, w->c, &e) || !mul_elems(w->n, c->oh, &e) ||
+	    !mul_elems(e, c->ow, &e) || !mul_elems(e, w->c, &e) ||
+	    !mul_elems(w->kh, w->kw, &e))
+		return false;
+	g->n = w->n;
+	g->h = w->h;
+	g->w = w->w;
+	g->c = w->c;
+	g->kh = w->kh;
+	g->kw = w->kw;
+	g->sh = w->stride_h;
+	g->sw = w->stride_w;
+	g->ph = w->pad_h;
+	g->pw = w->pad_w;
+	g->oh = c->oh;
+	g->ow = c->ow;
+	g->kdim = e;
+	return true;
+}
+
 bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 			  struct vtpu_engine_convpool *cp)
 {
@@ -283,6 +324,17 @@ static u64 pool_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 
 	window_extents(&pl->win, &image, &out, &cols);
 	return id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX ? image : out;
+}
+
+static u64 avgpool_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	struct vtpu_engine_window g;
+
+	if (!vtpu_avgpool_decode((const void *)cmd, &g))
+		return 0;
+	if (id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX)
+		return (u64)g.n * g.h * g.w * g.c * 4;
+	return (u64)g.n * g.oh * g.ow * g.c * 4;
 }
 
 /* ELEMENTWISE, SGD, ADAM, DROPOUT: count f32s; Adam's state, dropout's step */
@@ -545,6 +597,7 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 #define EMBEDDING_RULES "n * dim and vocab * dim within the element limit"
 #define CONV_RULES WINDOW_RULES ", n*oh*ow, n*h*w, kh*kw*c within the limit"
 #define SOFTMAX_RULES "m * n at most the element limit"
+#define AVGPOOL_RULES "pad < k, (o - 1) * stride < size + pad"
 
 /* What the two opcodes of one command struct share in the table. */
 #define EMBEDDING_COMMON                                                       \
@@ -677,6 +730,40 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.check = vtpu_pool_check,
 		.prepare = vtpu_pool_prepare,
 		.run = vtpu_pool_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_AVGPOOL] = {
+		.name = "AVGPOOL",
+		.size = sizeof(struct vtpu_cmd_avgpool),
+		.flags_at = FLAGS_AT(vtpu_cmd_avgpool),
+		.window = true,
+		.noperands = 2,
+		.operands = { OUT(Y, vtpu_cmd_avgpool, y, 4),
+			      IN(X, vtpu_cmd_avgpool, x, 4) },
+		.fields = { FIELD(vtpu_cmd_avgpool, oh, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_avgpool, ow, 1, VTPU_MAX_DIM) },
+		.rules = AVGPOOL_RULES,
+		.extent = avgpool_extent,
+		.check = vtpu_avgpool_check,
+		.prepare = vtpu_avgpool_prepare,
+		.run = vtpu_avgpool_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_AVGPOOL_GRAD] = {
+		.name = "AVGPOOL_GRAD",
+		.size = sizeof(struct vtpu_cmd_avgpool),
+		.flags_at = FLAGS_AT(vtpu_cmd_avgpool),
+		.window = true,
+		.noperands = 2,
+		.operands = { OUT(DX, vtpu_cmd_avgpool, x, 4),
+			      IN(DY, vtpu_cmd_avgpool, y, 4) },
+		.fields = { FIELD(vtpu_cmd_avgpool, oh, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_avgpool, ow, 1, VTPU_MAX_DIM) },
+		.rules = AVGPOOL_RULES,
+		.extent = avgpool_extent,
+		.check = vtpu_avgpool_check,
+		.prepare = vtpu_avgpool_prepare,
+		.run = vtpu_avgpool_run,
 		.describe = vtpu_window_describe,
 	},
 	[VTPU_OP_ELEMENTWISE] = {

@@ -297,6 +297,27 @@ int vtpu_pool_check(struct vtpu_engine_check *v,
 	return ret;
 }
 
+int vtpu_avgpool_check(struct vtpu_engine_check *v,
+		       const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_avgpool *p = (const void *)hdr;
+	struct vtpu_engine_window g;
+	bool grad = p->hdr.opcode == VTPU_OP_AVGPOOL_GRAD;
+	u32 out = grad ? VTPU_OPERAND_DX : VTPU_OPERAND_Y;
+	u32 in = grad ? VTPU_OPERAND_DY : VTPU_OPERAND_X;
+
+	if (p->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (p->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!p->win.stride_h || !p->win.stride_w ||
+	    p->win.stride_h > VTPU_MAX_DIM || p->win.stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (!vtpu_avgpool_decode(p, &g))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	return check_in_out(v, &p->hdr, in, out);
+}
+
 /* Which operands and scalars each elementwise sub-op uses. */
 #define EW_Y (1u << 0)
 #define EW_ALPHA (1u << 1)

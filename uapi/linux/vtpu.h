@@ -512,6 +512,8 @@ struct vtpu_wait {
  * @VTPU_OP_SOFTMAX_GRAD: struct vtpu_cmd_softmax
  * @VTPU_OP_CLIP_NORM: struct vtpu_cmd_clip_norm
  * @VTPU_OP_ARGMAX: struct vtpu_cmd_argmax
+ * @VTPU_OP_AVGPOOL: struct vtpu_cmd_avgpool
+ * @VTPU_OP_AVGPOOL_GRAD: struct vtpu_cmd_avgpool
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -542,6 +544,8 @@ enum vtpu_opcode {
 	VTPU_OP_SOFTMAX_GRAD = 25,
 	VTPU_OP_CLIP_NORM = 26,
 	VTPU_OP_ARGMAX = 27,
+	VTPU_OP_AVGPOOL = 34,
+	VTPU_OP_AVGPOOL_GRAD = 35,
 	VTPU_OP_COUNT
 };
 
@@ -763,6 +767,41 @@ struct vtpu_cmd_pool {
 	struct vtpu_operand x;
 	struct vtpu_operand y;
 	struct vtpu_operand index;
+};
+
+/**
+ * struct vtpu_cmd_avgpool - AVGPOOL: y = the mean of each window of x
+ * over the pixels of the image it covers; AVGPOOL_GRAD: dx = its adjoint
+ * applied to dy (overwrites dx)
+ * @hdr: opcode VTPU_OP_AVGPOOL or VTPU_OP_AVGPOOL_GRAD
+ * @win: the geometry; pad_h and pad_w are the rows above and the columns
+ *       left of the image (< kh, < kw), the padding below and right is
+ *       whatever @oh and @ow imply; h + 2 pad >= k is not required
+ * @oh: output rows, 1..VTPU_MAX_DIM, with (oh - 1) * stride_h < h + pad_h
+ *      (every window covers a pixel of the image)
+ * @ow: output columns, likewise
+ * @flags: must be zero
+ * @pad: must be zero
+ * @x: f32 [n, h, w, c]: AVGPOOL's input (X), AVGPOOL_GRAD's output (DX)
+ * @y: f32 [n, oh, ow, c]: AVGPOOL's output (Y), AVGPOOL_GRAD's input (DY)
+ *
+ * Window (oy, ox) covers rows oy*stride_h - pad_h + [0, kh) and columns
+ * likewise; y is the sum, in (ky, kx) order, of the pixels inside the
+ * image divided by their count (padding is not counted: Keras'
+ * padding='same', count_include_pad=False). Global average pooling is
+ * kh = h, kw = w, no padding, oh = ow = 1. dx[n, p, c] = the sum over the
+ * windows containing pixel p, in (ky, kx) order, of dy / that window's
+ * count. Both orders depend on the shapes only.
+ */
+struct vtpu_cmd_avgpool {
+	struct vtpu_cmd_hdr hdr;
+	struct vtpu_window win;
+	__u32 oh;
+	__u32 ow;
+	__u32 flags;
+	__u32 pad;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
 };
 
 /* struct vtpu_cmd_conv_pool.flags (CONV_POOL; CONV_POOL_WGRAD's are 0) */
