@@ -405,6 +405,26 @@ static inline int gen_shape_pool(struct gen_ctx *g, uint32_t op,
 					VTPU_REF_NONE, VTPU_REF_NONE);
 }
 
+/* AVGPOOL(_GRAD): any pads < k, any output size whose windows start inside */
+static inline int gen_shape_avgpool(struct gen_ctx *g, uint32_t op,
+				    struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_window w;
+	uint64_t img, out, kdim;
+	uint32_t oh, ow;
+
+	(void)p;
+	gen_window(g, &w, &img, &out, &kdim);
+	oh = gen_range(r, 1, (w.h + w.pad_h - 1) / w.stride_h + 1);
+	ow = gen_range(r, 1, (w.w + w.pad_w - 1) / w.stride_w + 1);
+	if (op == VTPU_OP_AVGPOOL)
+		return vtpu_cmdbuf_avgpool(g->cb, &w, oh, ow, VTPU_REF_NONE,
+					   VTPU_REF_NONE);
+	return vtpu_cmdbuf_avgpool_grad(g->cb, &w, oh, ow, VTPU_REF_NONE,
+					VTPU_REF_NONE);
+}
+
 static inline void gen_fill_pool(struct gen_ctx *g,
 				 const struct vtpu_cmd_hdr *cmd)
 {
@@ -797,6 +817,8 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_SOFTMAX_GRAD] = { gen_shape_softmax, gen_fill_softmax },
 	[VTPU_OP_CLIP_NORM] = { gen_shape_clip_norm },
 	[VTPU_OP_ARGMAX] = { gen_shape_argmax },
+	[VTPU_OP_AVGPOOL] = { gen_shape_avgpool },
+	[VTPU_OP_AVGPOOL_GRAD] = { gen_shape_avgpool },
 };
 
 static inline int gen_known(uint32_t op)
