@@ -20,6 +20,8 @@ static const char *const layer_names[] = {
 	[VG_LSTM] = "lstm",   [VG_LSTM_STATE] = "lstm_state",
 	[VG_GRU] = "gru",     [VG_GRU_STATE] = "gru_state",
 	[VG_ATTENTION] = "attention", [VG_CONCAT] = "concatenate",
+	[VG_AVGPOOL] = "average_pooling2d",
+	[VG_GLOBAL_AVGPOOL] = "global_average_pooling2d",
 	[VG_LOSS] = "loss",
 };
 
@@ -283,6 +285,73 @@ int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw)
 	g->nodes[n].stride_h = kh;
 	g->nodes[n].stride_w = kw;
 	return n;
+}
+
+/* A pooling node over x: the window, its stride and its top/left pads. */
+static int add_pool(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
+		    uint32_t kw, uint32_t stride, uint32_t oh, uint32_t ow,
+		    uint32_t ph, uint32_t pw)
+{
+	int n = add_node(g, op, x, -1, oh, ow, g->nodes[x].c);
+
+	if (n < 0)
+		return n;
+	g->nodes[n].kh = kh;
+	g->nodes[n].kw = kw;
+	g->nodes[n].stride_h = stride;
+	g->nodes[n].stride_w = stride;
+	g->nodes[n].pad_h = ph;
+	g->nodes[n].pad_w = pw;
+	return n;
+}
+
+int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
+			 uint32_t kw, uint32_t stride, enum vtpu_padding pad)
+{
+	uint32_t oh, ow, ph, pw;
+
+	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
+	    window_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
+	    window_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+		return -EINVAL;
+	return add_pool(g, VG_MAXPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+}
+
+/* Keras' output size and top (left) pad: any split of 'same' padding. */
+static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
+		   enum vtpu_padding pad, uint32_t *out, uint32_t *before)
+{
+	uint64_t total;
+
+	if (!k || !stride)
+		return -EINVAL;
+	if (pad == VTPU_PAD_VALID)
+		return window_out(in, k, stride, pad, out, before);
+	*out = (in + stride - 1) / stride;
+	total = (uint64_t)(*out - 1) * stride + k;
+	total = total > in ? total - in : 0;
+	*before = total / 2;	/* < k: total < k */
+	return 0;
+}
+
+int vtpu_graph_avgpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw,
+		       uint32_t stride, enum vtpu_padding pad)
+{
+	uint32_t oh, ow, ph, pw;
+
+	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
+	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
+	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+		return -EINVAL;
+	return add_pool(g, VG_AVGPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+}
+
+int vtpu_graph_global_avgpool(struct vtpu_graph *g, int x)
+{
+	if (!valid_image(g, x))
+		return -EINVAL;
+	return add_pool(g, VG_GLOBAL_AVGPOOL, x, g->nodes[x].h, g->nodes[x].w,
+			1, 1, 1, 0, 0);
 }
 
 int vtpu_graph_relu(struct vtpu_graph *g, int x)

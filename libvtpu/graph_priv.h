@@ -26,6 +26,8 @@ enum vg_op {
 	VG_GRU_STATE,
 	VG_ATTENTION,
 	VG_CONCAT,
+	VG_AVGPOOL,
+	VG_GLOBAL_AVGPOOL,
 	VG_LOSS,	/* last: layer_count[] */
 };
 
@@ -60,8 +62,8 @@ struct vg_node {
 	int weight2;			/* lstm, gru: the recurrent kernel */
 	uint32_t h, w, c;
 	enum vtpu_activation act;
-	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool */
-	uint32_t stride_h, stride_w;	       /* maxpool: kh, kw */
+	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, pools (avg: top, left) */
+	uint32_t stride_h, stride_w;	       /* pools; vtpu_graph_maxpool: kh, kw */
 	int weight, bias;		       /* param indices, or -1 */
 	float rate;			       /* dropout */
 	char name[32];			       /* Keras-style: dense_1 */
