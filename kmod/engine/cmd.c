@@ -132,6 +132,31 @@ static void window_extents(const struct vtpu_window *w, u64 *image,
 	*cols = c * 4;
 }
 
+bool vtpu_pool_decode(const struct vtpu_cmd_pool *p,
+		      struct vtpu_engine_window *g)
+{
+	struct vtpu_window w = p->win;
+	bool eh = p->flags & VTPU_POOL_PAD_END_H;
+	bool ew = p->flags & VTPU_POOL_PAD_END_W;
+
+	/* the end padding: the window sees one more row (column) */
+	if ((p->flags & ~VTPU_POOL_FLAGS) ||
+	    (eh && (u64)w.pad_h + 1 >= w.kh) ||
+	    (ew && (u64)w.pad_w + 1 >= w.kw))
+		goto bad;
+	w.h += eh;
+	w.w += ew;
+	if (!vtpu_window_decode(&w, g))
+		return false;
+	/* pad + 1 < k: the last window still starts inside the image */
+	g->h = p->win.h;
+	g->w = p->win.w;
+	return true;
+bad:
+	memset(g, 0, sizeof(*g));
+	return false;
+}
+
 bool vtpu_avgpool_decode(const struct vtpu_cmd_avgpool *c,
 			 struct vtpu_engine_window *g)
 {
@@ -319,11 +344,15 @@ static u64 im2col_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 
 static u64 pool_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 {
-	const struct vtpu_cmd_pool *pl = (const void *)cmd;
-	u64 image, out, cols;
+	struct vtpu_engine_window g;
+	u64 rows, cols;
 
-	window_extents(&pl->win, &image, &out, &cols);
-	return id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX ? image : out;
+	if (!vtpu_pool_decode((const void *)cmd, &g) ||
+	    !vtpu_window_counts(&g, &rows, &cols))
+		return 0;
+	if (id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX)
+		return (u64)g.n * g.h * g.w * g.c * 4;
+	return rows * g.c * 4;
 }
 
 static u64 avgpool_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
@@ -704,12 +733,13 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.name = "MAXPOOL",
 		.size = sizeof(struct vtpu_cmd_pool),
 		.flags_at = FLAGS_AT(vtpu_cmd_pool),
+		.flags = VTPU_POOL_FLAGS,
 		.window = true,
 		.noperands = 3,
 		.operands = { OUT(Y, vtpu_cmd_pool, y, 4),
 			      OUT(INDEX, vtpu_cmd_pool, index, 4),
 			      IN(X, vtpu_cmd_pool, x, 4) },
-		.rules = WINDOW_RULES ", h * w < 2^32",
+		.rules = WINDOW_RULES ", h * w < 2^32, pad + 1 < k at an end pad",
 		.extent = pool_extent,
 		.check = vtpu_pool_check,
 		.prepare = vtpu_pool_prepare,
@@ -720,12 +750,13 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.name = "MAXPOOL_GRAD",
 		.size = sizeof(struct vtpu_cmd_pool),
 		.flags_at = FLAGS_AT(vtpu_cmd_pool),
+		.flags = VTPU_POOL_FLAGS,
 		.window = true,
 		.noperands = 3,
 		.operands = { OUT(DX, vtpu_cmd_pool, x, 4),
 			      IN(DY, vtpu_cmd_pool, y, 4),
 			      IN(INDEX, vtpu_cmd_pool, index, 4) },
-		.rules = WINDOW_RULES ", h * w < 2^32",
+		.rules = WINDOW_RULES ", h * w < 2^32, pad + 1 < k at an end pad",
 		.extent = pool_extent,
 		.check = vtpu_pool_check,
 		.prepare = vtpu_pool_prepare,

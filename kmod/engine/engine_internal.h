@@ -45,6 +45,13 @@ bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
  * cmd.c: decode an AVGPOOL or AVGPOOL_GRAD command's geometry (oh, ow
  * from the command; kdim = kh * kw); false if it is invalid.
  */
+/*
+ * cmd.c: decode a MAXPOOL or MAXPOOL_GRAD command's geometry, with its
+ * VTPU_POOL_PAD_END_* flags (oh, ow); false if it is invalid.
+ */
+bool vtpu_pool_decode(const struct vtpu_cmd_pool *p,
+		      struct vtpu_engine_window *g);
+
 bool vtpu_avgpool_decode(const struct vtpu_cmd_avgpool *c,
 			 struct vtpu_engine_window *g);
 

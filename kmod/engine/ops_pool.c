@@ -57,7 +57,7 @@ void vtpu_pool_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd
 {
 	const struct vtpu_cmd_pool *pl = (const void *)cmd;
 
-	vtpu_window_decode(&pl->win, &op->conv.win);
+	vtpu_pool_decode(pl, &op->conv.win);
 	op->conv.x = vtpu_operand_ptr(bufs, &pl->x);
 	op->conv.y = vtpu_operand_ptr(bufs, &pl->y);
 	op->conv.index = vtpu_operand_ptr(bufs, &pl->index);

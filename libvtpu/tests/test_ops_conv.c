@@ -146,16 +146,22 @@ TEST(im2col_col2im)
 
 /* ---- MAXPOOL / MAXPOOL_GRAD ------------------------------------------------ */
 
-static const uint32_t pool_shapes[][10] = {
-	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0 },
-	{ 2, 5, 5, 3, 2, 2, 2, 2, 0, 0 },
-	{ 1, 7, 9, 4, 3, 3, 2, 2, 1, 1 },
-	{ 3, 6, 6, 5, 3, 3, 1, 1, 1, 1 },	/* overlapping windows */
-	{ 1, 13, 7, 3, 4, 2, 3, 1, 2, 1 },
-	{ 8, 32, 32, 16, 2, 2, 2, 2, 0, 0 },	/* many tiles */
-	{ 2, 30, 30, 9, 3, 3, 2, 2, 1, 1 },
-	{ 1, 40, 37, 3, 20, 17, 3, 2, 10, 8 },	/* 340 positions: steps */
-	{ 2, 19, 23, 2, 17, 19, 1, 1, 8, 9 },	/* 323 taps: the gradient's */
+/* n h w c kh kw sh sw ph pw, and VTPU_POOL_PAD_END_* flags */
+static const uint32_t pool_shapes[][11] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0 },
+	{ 2, 5, 5, 3, 2, 2, 2, 2, 0, 0, 0 },
+	{ 1, 7, 9, 4, 3, 3, 2, 2, 1, 1, 0 },
+	{ 3, 6, 6, 5, 3, 3, 1, 1, 1, 1, 0 },	/* overlapping windows */
+	{ 1, 13, 7, 3, 4, 2, 3, 1, 2, 1, 0 },
+	{ 8, 32, 32, 16, 2, 2, 2, 2, 0, 0, 0 },	/* many tiles */
+	{ 2, 30, 30, 9, 3, 3, 2, 2, 1, 1, 0 },
+	{ 1, 40, 37, 3, 20, 17, 3, 2, 10, 8, 0 },	/* 340 positions */
+	{ 2, 19, 23, 2, 17, 19, 1, 1, 8, 9, 0 },	/* 323 taps */
+	/* Keras' 'same' with an odd total: 3x3 stride 2 on 8 x 8 (ResNet) */
+	{ 2, 8, 8, 3, 3, 3, 2, 2, 0, 0, VTPU_POOL_FLAGS },
+	{ 1, 5, 6, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_PAD_END_H },
+	{ 1, 1, 1, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_FLAGS },
+	{ 1, 9, 10, 3, 4, 4, 1, 1, 1, 1, VTPU_POOL_PAD_END_W },
 };
 #define NPOOL (sizeof(pool_shapes) / sizeof(pool_shapes[0]))
 
@@ -204,8 +210,10 @@ TEST(maxpool)
 	for (s = 0; s < NPOOL; s++) {
 		const uint32_t *g = pool_shapes[s];
 		struct vtpu_window w = win_of(g);
-		uint32_t oh = out_dim(g[1], g[4], g[6], g[8]);
-		uint32_t ow = out_dim(g[2], g[5], g[7], g[9]);
+		uint32_t eh = !!(g[10] & VTPU_POOL_PAD_END_H);
+		uint32_t ew = !!(g[10] & VTPU_POOL_PAD_END_W);
+		uint32_t oh = (g[1] + 2 * g[8] + eh - g[4]) / g[6] + 1;
+		uint32_t ow = (g[2] + 2 * g[9] + ew - g[5]) / g[7] + 1;
 		size_t nout = (size_t)g[0] * oh * ow * g[3];
 		size_t nimg = (size_t)g[0] * g[1] * g[2] * g[3], i;
 		struct vtpu_bo xb = bo_new(nimg * 4), yb = bo_new(nout * 4);
@@ -249,9 +257,18 @@ TEST(maxpool)
 			struct vtpu_ref rgi = VTPU_REF(vtpu_cmdbuf_use(&cb, &gib), 0);
 			struct vtpu_ref rgd = VTPU_REF(vtpu_cmdbuf_use(&cb, &gdxb), 0);
 
-			vtpu_cmdbuf_maxpool(&cb, &w, rx, ry_, ri);
-			vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, ri, rdx_);
-			vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, rgi, rgd);
+			if (g[10]) {
+				vtpu_cmdbuf_maxpool_padded(&cb, &w, g[10], rx,
+							   ry_, ri);
+				vtpu_cmdbuf_maxpool_grad_padded(&cb, &w, g[10],
+								rdy, ri, rdx_);
+				vtpu_cmdbuf_maxpool_grad_padded(&cb, &w, g[10],
+								rdy, rgi, rgd);
+			} else {
+				vtpu_cmdbuf_maxpool(&cb, &w, rx, ry_, ri);
+				vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, ri, rdx_);
+				vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, rgi, rgd);
+			}
 		}
 		for (e = 0; e < ex.n; e++) {
 			memset(y, 0xff, nout * 4);
@@ -288,10 +305,10 @@ TEST(maxpool)
 		}
 		md1 = maxdiff(dx, rdx, nimg, 1e-6, &bad);
 		md2 = maxdiff(gdx, rgdx, nimg, 1e-6, &bad);
-		TH_LOG("maxpool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u: y/index exact, "
-		       "dx maxdiff %.3g, garbage-index dx maxdiff %.3g",
+		TH_LOG("maxpool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u end %u: y/index "
+		       "exact, dx maxdiff %.3g, garbage-index dx maxdiff %.3g",
 		       g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9],
-		       md1, md2);
+		       g[10], md1, md2);
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		vtpu_cmdbuf_fini(&cb);

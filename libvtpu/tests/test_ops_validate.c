@@ -281,7 +281,16 @@ TEST(validator)
 	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DST);
 
 	/* MAXPOOL / MAXPOOL_GRAD */
-	CASE(pl, pl0, "maxpool flags", pl.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(pl, pl0, "maxpool flags", pl.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(pl, pl0, "maxpool end pads ok", pl.flags = VTPU_POOL_FLAGS,
+	     VTPU_ERR_NONE, 0);
+	CASE(pl, pl0, "maxpool end pad, pad_h + 1 >= kh",
+	     (pl.flags = VTPU_POOL_PAD_END_H, pl.win.pad_h = 1),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(pl, pl0, "maxpool end pad, y past its buffer",
+	     (pl.flags = VTPU_POOL_PAD_END_H, pl.win.stride_h = 1,
+	      pl.index.offset = 3968), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_INDEX);
 	CASE(pl, pl0, "maxpool h*w >= 2^32",
 	     (pl.win.h = pl.win.w = 65536, pl.win.c = 1), VTPU_ERR_BAD_SHAPE, 0);
 	CASE(pl, pl0, "maxpool oh <= 0", pl.win.kh = 9, VTPU_ERR_BAD_SHAPE, 0);

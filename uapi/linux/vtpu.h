@@ -748,7 +748,10 @@ struct vtpu_cmd_im2col {
  * dx = the adjoint of maxpool at index, applied to dy (overwrites dx)
  * @hdr: opcode VTPU_OP_MAXPOOL or VTPU_OP_MAXPOOL_GRAD
  * @win: the geometry; padding is never chosen (as if -inf)
- * @flags: must be zero
+ * @flags: VTPU_POOL_FLAGS: VTPU_POOL_PAD_END_H adds one more row of
+ *         padding below the image (oh = (h + 2*pad_h + 1 - kh) / stride_h
+ *         + 1, and pad_h + 1 < kh), VTPU_POOL_PAD_END_W one more column
+ *         right of it: Keras' padding='same' when its total is odd
  * @pad: must be zero
  * @x: f32 [n, h, w, c]: MAXPOOL's input (X), MAXPOOL_GRAD's output (DX)
  * @y: f32 [n, oh, ow, c]: MAXPOOL's output (Y), MAXPOOL_GRAD's input (DY)
@@ -759,6 +762,11 @@ struct vtpu_cmd_im2col {
  *         containing pixel p whose index is p (values that name no pixel
  *         of the window are ignored). MAXPOOL requires h*w < 2^32.
  */
+/* struct vtpu_cmd_pool.flags (MAXPOOL and MAXPOOL_GRAD alike) */
+#define VTPU_POOL_PAD_END_H (1u << 0) /* one more padding row below */
+#define VTPU_POOL_PAD_END_W (1u << 1) /* one more padding column right */
+#define VTPU_POOL_FLAGS (VTPU_POOL_PAD_END_H | VTPU_POOL_PAD_END_W)
+
 struct vtpu_cmd_pool {
 	struct vtpu_cmd_hdr hdr;
 	struct vtpu_window win;
