@@ -797,6 +797,7 @@ static void pool_cmd(struct cx *cx, uint32_t opcode, int i, struct tref x,
 	struct vtpu_cmd_pool cmd = {
 		.hdr = { opcode, sizeof(cmd) },
 		.win = window(&cx->g->nodes[n->in[0]], cx->B, n),
+		.flags = n->pool_end,
 		.x = opnd(x), .y = opnd(y), .index = opnd(cx->aux[i]),
 	};
 
@@ -1885,7 +1886,7 @@ static void plan_fusion(struct cx *cx)
 		for (k = i + 1; k < g->nnodes; k++)
 			if (uses == 1 && g->nodes[k].op == VG_MAXPOOL &&
 			    g->nodes[k].in[0] == i && !g->nodes[k].pad_h &&
-			    !g->nodes[k].pad_w)
+			    !g->nodes[k].pad_w && !g->nodes[k].pool_end)
 				cx->pool_of[i] = k;
 	}
 }

@@ -305,16 +305,30 @@ static int add_pool(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
 	return n;
 }
 
+static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
+		   enum vtpu_padding pad, uint32_t *out, uint32_t *before);
+
 int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
 			 uint32_t kw, uint32_t stride, enum vtpu_padding pad)
 {
-	uint32_t oh, ow, ph, pw;
+	uint32_t oh, ow, ph, pw, h, w;
+	int n;
 
 	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
-	    window_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
-	    window_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
+	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
 		return -EINVAL;
-	return add_pool(g, VG_MAXPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+	h = g->nodes[x].h;
+	w = g->nodes[x].w;
+	n = add_pool(g, VG_MAXPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+	if (n < 0)
+		return n;
+	/* an odd total: the extra row (column) at the end, as Keras */
+	if ((uint64_t)(oh - 1) * stride + kh > (uint64_t)h + 2 * ph)
+		g->nodes[n].pool_end |= VTPU_POOL_PAD_END_H;
+	if ((uint64_t)(ow - 1) * stride + kw > (uint64_t)w + 2 * pw)
+		g->nodes[n].pool_end |= VTPU_POOL_PAD_END_W;
+	return n;
 }
 
 /* Keras' output size and top (left) pad: any split of 'same' padding. */

@@ -64,6 +64,7 @@ struct vg_node {
 	enum vtpu_activation act;
 	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, pools (avg: top, left) */
 	uint32_t stride_h, stride_w;	       /* pools; vtpu_graph_maxpool: kh, kw */
+	uint32_t pool_end;		       /* maxpool: VTPU_POOL_PAD_END_* */
 	int weight, bias;		       /* param indices, or -1 */
 	float rate;			       /* dropout */
 	char name[32];			       /* Keras-style: dense_1 */

@@ -89,12 +89,12 @@ VTPU_API int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32
  * @kh: window height
  * @kw: window width
  * @stride: step between windows, both axes
- * @pad: VTPU_PAD_VALID, or VTPU_PAD_SAME (output ceil(size / stride));
- *       'same' needs its padding split evenly above and below (as
- *       conv2d's), padding never wins (as if -inf)
+ * @pad: VTPU_PAD_VALID, or VTPU_PAD_SAME (output ceil(size / stride),
+ *       Keras' split: an odd row or column of padding goes below or
+ *       right); padding never wins (as if -inf)
  *
- * Ties: the first maximum in window order takes the gradient.
- * Return: the node, or -EINVAL (also for an uneven 'same' split).
+ * Ties: the first maximum in window order takes the whole gradient.
+ * Return: the node, or -EINVAL.
  */
 VTPU_API int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
 			 uint32_t kw, uint32_t stride, enum vtpu_padding pad);

@@ -728,8 +728,8 @@ def _pool_out(self, shapes, name, even_split):
 
 class MaxPooling2D(Layer):
     """Max over pool_size windows moving by strides (None: the window),
-    padding 'valid' or 'same' (where TensorFlow pads both sides alike);
-    padding never wins, ties go to the first maximum in window order."""
+    padding 'valid' or 'same' (TensorFlow's split); padding never wins,
+    ties give the gradient to the first maximum in window order."""
 
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
                  data_format=None, **kwargs):
@@ -738,7 +738,7 @@ class MaxPooling2D(Layer):
         super().__init__(**kwargs)
 
     def _output_shape(self, shapes):
-        return _pool_out(self, shapes, "MaxPooling2D", True)
+        return _pool_out(self, shapes, "MaxPooling2D", False)
 
     def _c_build(self, lib, g, nodes, ctx):
         if self._plain:
