@@ -282,6 +282,33 @@ TEST(pool_shapes_and_refusals)
 	vtpu_graph_destroy(g);
 }
 
+TEST(sequential_pools_summary)
+{
+	struct vtpu_model *m = vtpu_model_create(8, 8, 1);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, m);
+	ASSERT_LE(0, vtpu_model_add_conv2d(m, 4, 3, 3, VTPU_PAD_SAME,
+					   VTPU_ACT_RELU));
+	ASSERT_LE(0, vtpu_model_add_avgpool(m, 3, 3, 2, VTPU_PAD_SAME));
+	EXPECT_GT(0, vtpu_model_add_avgpool(m, 3, 3, 0, VTPU_PAD_SAME));
+	ASSERT_LE(0, vtpu_model_add_global_avgpool(m));
+	ASSERT_LE(0, vtpu_model_add_dense(m, 3, VTPU_ACT_SOFTMAX));
+	f = open_memstream(&text, &len);
+	ASSERT_NE(NULL, f);
+	vtpu_model_summary(m, f);
+	fclose(f);
+	EXPECT_NE(NULL, strstr(text, "average_pooling2d (AveragePooling2D)"))
+		TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "global_average_pooling2d (GlobalAve"))
+		TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "(None, 4, 4, 4)")) TH_LOG("%s", text);
+	free(text);
+	vtpu_model_destroy(m);
+}
+
 TEST(gradcheck_residual_add)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
