@@ -226,13 +226,15 @@ int vtpu_cmdbuf_col2im(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
 }
 
 static int cmdbuf_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,
-		       const struct vtpu_window *win, struct vtpu_ref x,
-		       struct vtpu_ref y, struct vtpu_ref index)
+		       const struct vtpu_window *win, uint32_t flags,
+		       struct vtpu_ref x, struct vtpu_ref y,
+		       struct vtpu_ref index)
 {
 	struct vtpu_cmd_pool c;
 
 	CMD_INIT(&c, opcode);
 	c.win = *win;
+	c.flags = flags;
 	c.x = opnd(x);
 	c.y = opnd(y);
 	c.index = opnd(index);
@@ -243,14 +245,60 @@ int vtpu_cmdbuf_maxpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
 			struct vtpu_ref x, struct vtpu_ref y,
 			struct vtpu_ref index)
 {
-	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL, win, x, y, index);
+	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL, win, 0, x, y, index);
+}
+
+int vtpu_cmdbuf_maxpool_padded(struct vtpu_cmdbuf *cb,
+			       const struct vtpu_window *win, uint32_t flags,
+			       struct vtpu_ref x, struct vtpu_ref y,
+			       struct vtpu_ref index)
+{
+	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL, win, flags, x, y, index);
+}
+
+int vtpu_cmdbuf_maxpool_grad_padded(struct vtpu_cmdbuf *cb,
+				    const struct vtpu_window *win,
+				    uint32_t flags, struct vtpu_ref dy,
+				    struct vtpu_ref index, struct vtpu_ref dx)
+{
+	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL_GRAD, win, flags, dx, dy,
+			   index);
 }
 
 int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_window *win, struct vtpu_ref dy,
 			     struct vtpu_ref index, struct vtpu_ref dx)
 {
-	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL_GRAD, win, dx, dy, index);
+	return cmdbuf_pool(cb, VTPU_OP_MAXPOOL_GRAD, win, 0, dx, dy, index);
+}
+
+static int cmdbuf_avgpool(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			  const struct vtpu_window *win, uint32_t oh,
+			  uint32_t ow, struct vtpu_ref x, struct vtpu_ref y)
+{
+	struct vtpu_cmd_avgpool c;
+
+	CMD_INIT(&c, opcode);
+	c.win = *win;
+	c.oh = oh;
+	c.ow = ow;
+	c.x = opnd(x);
+	c.y = opnd(y);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_avgpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+			uint32_t oh, uint32_t ow, struct vtpu_ref x,
+			struct vtpu_ref y)
+{
+	return cmdbuf_avgpool(cb, VTPU_OP_AVGPOOL, win, oh, ow, x, y);
+}
+
+int vtpu_cmdbuf_avgpool_grad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_window *win, uint32_t oh,
+			     uint32_t ow, struct vtpu_ref dy, struct vtpu_ref dx)
+{
+	return cmdbuf_avgpool(cb, VTPU_OP_AVGPOOL_GRAD, win, oh, ow, dx, dy);
 }
 
 static int cmdbuf_conv_pool(struct vtpu_cmdbuf *cb, uint32_t opcode,

@@ -996,6 +996,7 @@ static void pool_cmd(struct cx *cx, uint32_t opcode, int i, struct tref x,
 	struct vtpu_cmd_pool cmd = {
 		.hdr = { opcode, sizeof(cmd) },
 		.win = window(&cx->g->nodes[n->in[0]], cx->B, n),
+		.flags = n->pool_end,
 		.x = opnd(x), .y = opnd(y), .index = opnd(cx->aux[i]),
 	};
 
@@ -1030,6 +1031,38 @@ static void pool_bwd(struct cx *cx, int i)
 		return;
 	dx = grad_begin(cx, x, &tmp);
 	pool_cmd(cx, VTPU_OP_MAXPOOL_GRAD, i, dx, cx->grad[i]);
+	grad_end(cx, x, tmp);
+}
+
+static void avgpool_cmd(struct cx *cx, uint32_t opcode, int i,
+			struct tref x, struct tref y)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct vtpu_cmd_avgpool cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.win = window(&cx->g->nodes[n->in[0]], cx->B, n),
+		.oh = n->h, .ow = n->w, .x = opnd(x), .y = opnd(y),
+	};
+
+	emit(cx, &cmd);
+}
+
+static void avgpool_fwd(struct cx *cx, int i)
+{
+	cx->val[i] = work(cx, cx->B * vg_node_size(&cx->g->nodes[i]) * 4);
+	avgpool_cmd(cx, VTPU_OP_AVGPOOL, i, cx->val[cx->g->nodes[i].in[0]],
+		    cx->val[i]);
+}
+
+static void avgpool_bwd(struct cx *cx, int i)
+{
+	int x = cx->g->nodes[i].in[0];
+	struct tref dx, tmp;
+
+	if (!cx->needs_grad[x])
+		return;
+	dx = grad_begin(cx, x, &tmp);
+	avgpool_cmd(cx, VTPU_OP_AVGPOOL_GRAD, i, dx, cx->grad[i]);
 	grad_end(cx, x, tmp);
 }
 
@@ -1939,6 +1972,8 @@ static const struct {
 	[VG_BATCHNORM] = { bn_fwd, bn_bwd },
 	[VG_DWCONV2D] = { dwconv_fwd, dwconv_bwd },
 	[VG_SEPCONV2D] = { sepconv_fwd, sepconv_bwd },
+	[VG_AVGPOOL] = { avgpool_fwd, avgpool_bwd },
+	[VG_GLOBAL_AVGPOOL] = { avgpool_fwd, avgpool_bwd },
 	[VG_LOSS] = { loss_fwd, NULL },
 };
 
@@ -2159,7 +2194,8 @@ static void plan_fusion(struct cx *cx)
 		uses = consumers(g, i);
 		for (k = i + 1; k < g->nnodes; k++)
 			if (uses == 1 && g->nodes[k].op == VG_MAXPOOL &&
-			    g->nodes[k].in[0] == i)
+			    g->nodes[k].in[0] == i && !g->nodes[k].pad_h &&
+			    !g->nodes[k].pad_w && !g->nodes[k].pool_end)
 				cx->pool_of[i] = k;
 	}
 }

@@ -23,6 +23,8 @@ static const char *const layer_names[] = {
 	[VG_BATCHNORM] = "batch_normalization",
 	[VG_DWCONV2D] = "depthwise_conv2d",
 	[VG_SEPCONV2D] = "separable_conv2d",
+	[VG_AVGPOOL] = "average_pooling2d",
+	[VG_GLOBAL_AVGPOOL] = "global_average_pooling2d",
 	[VG_LOSS] = "loss",
 };
 
@@ -426,6 +428,87 @@ int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw)
 	g->nodes[n].stride_h = kh;
 	g->nodes[n].stride_w = kw;
 	return n;
+}
+
+/* A pooling node over x: the window, its stride and its top/left pads. */
+static int add_pool(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
+		    uint32_t kw, uint32_t stride, uint32_t oh, uint32_t ow,
+		    uint32_t ph, uint32_t pw)
+{
+	int n = add_node(g, op, x, -1, oh, ow, g->nodes[x].c);
+
+	if (n < 0)
+		return n;
+	g->nodes[n].kh = kh;
+	g->nodes[n].kw = kw;
+	g->nodes[n].stride_h = stride;
+	g->nodes[n].stride_w = stride;
+	g->nodes[n].pad_h = ph;
+	g->nodes[n].pad_w = pw;
+	return n;
+}
+
+static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
+		   enum vtpu_padding pad, uint32_t *out, uint32_t *before);
+
+int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
+			 uint32_t kw, uint32_t stride, enum vtpu_padding pad)
+{
+	uint32_t oh, ow, ph, pw, h, w;
+	int n;
+
+	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
+	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
+	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+		return -EINVAL;
+	h = g->nodes[x].h;
+	w = g->nodes[x].w;
+	n = add_pool(g, VG_MAXPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+	if (n < 0)
+		return n;
+	/* an odd total: the extra row (column) at the end, as Keras */
+	if ((uint64_t)(oh - 1) * stride + kh > (uint64_t)h + 2 * ph)
+		g->nodes[n].pool_end |= VTPU_POOL_PAD_END_H;
+	if ((uint64_t)(ow - 1) * stride + kw > (uint64_t)w + 2 * pw)
+		g->nodes[n].pool_end |= VTPU_POOL_PAD_END_W;
+	return n;
+}
+
+/* Keras' output size and top (left) pad: any split of 'same' padding. */
+static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
+		   enum vtpu_padding pad, uint32_t *out, uint32_t *before)
+{
+	uint64_t total;
+
+	if (!k || !stride)
+		return -EINVAL;
+	if (pad == VTPU_PAD_VALID)
+		return window_out(in, k, stride, pad, out, before);
+	*out = (in + stride - 1) / stride;
+	total = (uint64_t)(*out - 1) * stride + k;
+	total = total > in ? total - in : 0;
+	*before = total / 2;	/* < k: total < k */
+	return 0;
+}
+
+int vtpu_graph_avgpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw,
+		       uint32_t stride, enum vtpu_padding pad)
+{
+	uint32_t oh, ow, ph, pw;
+
+	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
+	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
+	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+		return -EINVAL;
+	return add_pool(g, VG_AVGPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+}
+
+int vtpu_graph_global_avgpool(struct vtpu_graph *g, int x)
+{
+	if (!valid_image(g, x))
+		return -EINVAL;
+	return add_pool(g, VG_GLOBAL_AVGPOOL, x, g->nodes[x].h, g->nodes[x].w,
+			1, 1, 1, 0, 0);
 }
 
 int vtpu_graph_relu(struct vtpu_graph *g, int x)

@@ -29,6 +29,8 @@ enum vg_op {
 	VG_BATCHNORM,
 	VG_DWCONV2D,	/* depthwise: DWCONV */
 	VG_SEPCONV2D,	/* separable: DWCONV, then a 1x1 GEMM */
+	VG_AVGPOOL,
+	VG_GLOBAL_AVGPOOL,
 	VG_LOSS,	/* last: layer_count[] */
 };
 
@@ -65,11 +67,13 @@ struct vg_node {
 					 * separable: the pointwise kernel */
 	uint32_t h, w, c;
 	enum vtpu_activation act;
-	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, maxpool; depthwise,
-						* separable: top, left pads */
+	uint32_t kh, kw, pad_h, pad_w;	       /* conv2d, pools; avg pools,
+						* depthwise, separable: top,
+						* left pads */
 	uint32_t mult;			       /* depthwise: filters per
 						* channel (separable: 1) */
-	uint32_t stride_h, stride_w;	       /* maxpool: kh, kw */
+	uint32_t stride_h, stride_w;	       /* pools; vtpu_graph_maxpool: kh, kw */
+	uint32_t pool_end;		       /* maxpool: VTPU_POOL_PAD_END_* */
 	int weight, bias;		       /* param indices, or -1 */
 	float rate;			       /* dropout; batchnorm: momentum */
 	float eps;			       /* batchnorm */

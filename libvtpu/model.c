@@ -189,6 +189,22 @@ int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t kw)
 	return add_layer(m, vtpu_graph_maxpool(m->g, m->last, kh, kw));
 }
 
+int vtpu_model_add_avgpool(struct vtpu_model *m, uint32_t kh, uint32_t kw,
+			   uint32_t stride, enum vtpu_padding pad)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_avgpool(m->g, m->last, kh, kw, stride,
+					       pad));
+}
+
+int vtpu_model_add_global_avgpool(struct vtpu_model *m)
+{
+	if (after_softmax(m) || m->compiled)
+		return -EINVAL;
+	return add_layer(m, vtpu_graph_global_avgpool(m->g, m->last));
+}
+
 int vtpu_model_add_relu(struct vtpu_model *m)
 {
 	if (after_softmax(m) || m->compiled)
@@ -230,9 +246,12 @@ static const char *layer_type(const struct vg_node *n)
 		[VG_LSTM] = "LSTM", [VG_LSTM_STATE] = "LSTM state",
 		[VG_GRU] = "GRU", [VG_GRU_STATE] = "GRU state",
 		[VG_ATTENTION] = "Attention", [VG_CONCAT] = "Concatenate",
-		[VG_BATCHNORM] = "BatchNormalization", [VG_LOSS] = "Loss",
+		[VG_BATCHNORM] = "BatchNormalization",
 		[VG_DWCONV2D] = "DepthwiseConv2D",
-		[VG_SEPCONV2D] = "SeparableConv2D", [VG_LOSS] = "Loss",
+		[VG_SEPCONV2D] = "SeparableConv2D",
+		[VG_AVGPOOL] = "AveragePooling2D",
+		[VG_GLOBAL_AVGPOOL] = "GlobalAveragePooling2D",
+		[VG_LOSS] = "Loss",
 	};
 
 	return t[n->op];

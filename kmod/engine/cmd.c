@@ -132,6 +132,72 @@ static void window_extents(const struct vtpu_window *w, u64 *image,
 	*cols = c * 4;
 }
 
+bool vtpu_pool_decode(const struct vtpu_cmd_pool *p,
+		      struct vtpu_engine_window *g)
+{
+	struct vtpu_window w = p->win;
+	bool eh = p->flags & VTPU_POOL_PAD_END_H;
+	bool ew = p->flags & VTPU_POOL_PAD_END_W;
+
+	/* the end padding: the window sees one more row (column) */
+	if ((p->flags & ~VTPU_POOL_FLAGS) ||
+	    (eh && (u64)w.pad_h + 1 >= w.kh) ||
+	    (ew && (u64)w.pad_w + 1 >= w.kw))
+		goto bad;
+	w.h += eh;
+	w.w += ew;
+	if (!vtpu_window_decode(&w, g))
+		return false;
+	/* pad + 1 < k: the last window still starts inside the image */
+	g->h = p->win.h;
+	g->w = p->win.w;
+	return true;
+bad:
+	memset(g, 0, sizeof(*g));
+	return false;
+}
+
+bool vtpu_avgpool_decode(const struct vtpu_cmd_avgpool *c,
+			 struct vtpu_engine_window *g)
+{
+	const struct vtpu_window *w = &c->win;
+	u64 e;
+	u32 i;
+
+	memset(g, 0, sizeof(*g));
+	for (i = 0; i < WINDOW_NFIELDS; i++) {
+		e = vtpu_engine_field_value(w, &window_fields[i]);
+		if (e < window_fields[i].min || e > window_fields[i].max)
+			return false;
+	}
+	if (w->pad_h >= w->kh || w->pad_w >= w->kw ||
+	    !window_dim_ok(c->oh) || !window_dim_ok(c->ow))
+		return false;
+	/* the last window starts inside the image (terms below 2^52) */
+	if ((u64)(c->oh - 1) * w->stride_h >= (u64)w->h + w->pad_h ||
+	    (u64)(c->ow - 1) * w->stride_w >= (u64)w->w + w->pad_w)
+		return false;
+	if (!mul_elems(w->n, w->h, &e) || !mul_elems(e, w->w, &e) ||
+	    !mul_elems(e, w->c, &e) || !mul_elems(w->n, c->oh, &e) ||
+	    !mul_elems(e, c->ow, &e) || !mul_elems(e, w->c, &e) ||
+	    !mul_elems(w->kh, w->kw, &e))
+		return false;
+	g->n = w->n;
+	g->h = w->h;
+	g->w = w->w;
+	g->c = w->c;
+	g->kh = w->kh;
+	g->kw = w->kw;
+	g->sh = w->stride_h;
+	g->sw = w->stride_w;
+	g->ph = w->pad_h;
+	g->pw = w->pad_w;
+	g->oh = c->oh;
+	g->ow = c->ow;
+	g->kdim = e;
+	return true;
+}
+
 bool vtpu_convpool_decode(const struct vtpu_cmd_conv_pool *c,
 			  struct vtpu_engine_convpool *cp)
 {
@@ -278,11 +344,26 @@ static u64 im2col_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 
 static u64 pool_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 {
-	const struct vtpu_cmd_pool *pl = (const void *)cmd;
-	u64 image, out, cols;
+	struct vtpu_engine_window g;
+	u64 rows, cols;
 
-	window_extents(&pl->win, &image, &out, &cols);
-	return id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX ? image : out;
+	if (!vtpu_pool_decode((const void *)cmd, &g) ||
+	    !vtpu_window_counts(&g, &rows, &cols))
+		return 0;
+	if (id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX)
+		return (u64)g.n * g.h * g.w * g.c * 4;
+	return rows * g.c * 4;
+}
+
+static u64 avgpool_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	struct vtpu_engine_window g;
+
+	if (!vtpu_avgpool_decode((const void *)cmd, &g))
+		return 0;
+	if (id == VTPU_OPERAND_X || id == VTPU_OPERAND_DX)
+		return (u64)g.n * g.h * g.w * g.c * 4;
+	return (u64)g.n * g.oh * g.ow * g.c * 4;
 }
 
 /* ELEMENTWISE, SGD, ADAM, DROPOUT: count f32s; Adam's state, dropout's step */
@@ -630,6 +711,7 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	WINDOW_RULES " (top, left pads), (oh - 1) * stride < h + pad, kh*kw*mult " \
 	"<= 256, c*mult <= 2^24"
 #define SOFTMAX_RULES "m * n at most the element limit"
+#define AVGPOOL_RULES "pad < k, (o - 1) * stride < size + pad"
 
 /* What the two opcodes of one command struct share in the table. */
 #define DWCONV_COMMON                                                          \
@@ -746,12 +828,13 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.name = "MAXPOOL",
 		.size = sizeof(struct vtpu_cmd_pool),
 		.flags_at = FLAGS_AT(vtpu_cmd_pool),
+		.flags = VTPU_POOL_FLAGS,
 		.window = true,
 		.noperands = 3,
 		.operands = { OUT(Y, vtpu_cmd_pool, y, 4),
 			      OUT(INDEX, vtpu_cmd_pool, index, 4),
 			      IN(X, vtpu_cmd_pool, x, 4) },
-		.rules = WINDOW_RULES ", h * w < 2^32",
+		.rules = WINDOW_RULES ", h * w < 2^32, pad + 1 < k at an end pad",
 		.extent = pool_extent,
 		.check = vtpu_pool_check,
 		.prepare = vtpu_pool_prepare,
@@ -762,16 +845,51 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.name = "MAXPOOL_GRAD",
 		.size = sizeof(struct vtpu_cmd_pool),
 		.flags_at = FLAGS_AT(vtpu_cmd_pool),
+		.flags = VTPU_POOL_FLAGS,
 		.window = true,
 		.noperands = 3,
 		.operands = { OUT(DX, vtpu_cmd_pool, x, 4),
 			      IN(DY, vtpu_cmd_pool, y, 4),
 			      IN(INDEX, vtpu_cmd_pool, index, 4) },
-		.rules = WINDOW_RULES ", h * w < 2^32",
+		.rules = WINDOW_RULES ", h * w < 2^32, pad + 1 < k at an end pad",
 		.extent = pool_extent,
 		.check = vtpu_pool_check,
 		.prepare = vtpu_pool_prepare,
 		.run = vtpu_pool_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_AVGPOOL] = {
+		.name = "AVGPOOL",
+		.size = sizeof(struct vtpu_cmd_avgpool),
+		.flags_at = FLAGS_AT(vtpu_cmd_avgpool),
+		.window = true,
+		.noperands = 2,
+		.operands = { OUT(Y, vtpu_cmd_avgpool, y, 4),
+			      IN(X, vtpu_cmd_avgpool, x, 4) },
+		.fields = { FIELD(vtpu_cmd_avgpool, oh, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_avgpool, ow, 1, VTPU_MAX_DIM) },
+		.rules = AVGPOOL_RULES,
+		.extent = avgpool_extent,
+		.check = vtpu_avgpool_check,
+		.prepare = vtpu_avgpool_prepare,
+		.run = vtpu_avgpool_run,
+		.describe = vtpu_window_describe,
+	},
+	[VTPU_OP_AVGPOOL_GRAD] = {
+		.name = "AVGPOOL_GRAD",
+		.size = sizeof(struct vtpu_cmd_avgpool),
+		.flags_at = FLAGS_AT(vtpu_cmd_avgpool),
+		.window = true,
+		.noperands = 2,
+		.operands = { OUT(DX, vtpu_cmd_avgpool, x, 4),
+			      IN(DY, vtpu_cmd_avgpool, y, 4) },
+		.fields = { FIELD(vtpu_cmd_avgpool, oh, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_avgpool, ow, 1, VTPU_MAX_DIM) },
+		.rules = AVGPOOL_RULES,
+		.extent = avgpool_extent,
+		.check = vtpu_avgpool_check,
+		.prepare = vtpu_avgpool_prepare,
+		.run = vtpu_avgpool_run,
 		.describe = vtpu_window_describe,
 	},
 	[VTPU_OP_ELEMENTWISE] = {

@@ -48,6 +48,20 @@ bool vtpu_conv_decode(const struct vtpu_cmd_conv *c,
 bool vtpu_dwconv_decode(const struct vtpu_cmd_dwconv *c,
 			struct vtpu_engine_window *g, u64 *rows);
 
+/*
+ * cmd.c: decode a MAXPOOL or MAXPOOL_GRAD command's geometry, with its
+ * VTPU_POOL_PAD_END_* flags (oh, ow); false if it is invalid.
+ */
+bool vtpu_pool_decode(const struct vtpu_cmd_pool *p,
+		      struct vtpu_engine_window *g);
+
+/*
+ * cmd.c: decode an AVGPOOL or AVGPOOL_GRAD command's geometry (oh, ow
+ * from the command; kdim = kh * kw); false if it is invalid.
+ */
+bool vtpu_avgpool_decode(const struct vtpu_cmd_avgpool *c,
+			 struct vtpu_engine_window *g);
+
 /* cmd.c: are an EMBEDDING's, a GEMM_BATCHED's fields in range? */
 bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e);
 bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g);
@@ -222,6 +236,7 @@ VTPU_CHECK(vtpu_fill_check);
 VTPU_CHECK(vtpu_copy_check);
 VTPU_CHECK(vtpu_im2col_check);
 VTPU_CHECK(vtpu_pool_check);
+VTPU_CHECK(vtpu_avgpool_check);
 VTPU_CHECK(vtpu_ew_check);
 VTPU_CHECK(vtpu_reduce_check);
 VTPU_CHECK(vtpu_xent_check);
@@ -256,6 +271,8 @@ VTPU_RUN(vtpu_im2col_run);
 VTPU_DESCRIBE(vtpu_window_describe);
 VTPU_PREPARE(vtpu_pool_prepare);		/* ops_pool.c */
 VTPU_RUN(vtpu_pool_run);
+VTPU_PREPARE(vtpu_avgpool_prepare);	/* ops_pool.c */
+VTPU_RUN(vtpu_avgpool_run);
 VTPU_PREPARE(vtpu_convpool_prepare);		/* ops_convpool.c */
 VTPU_RUN(vtpu_convpool_run);
 VTPU_DESCRIBE(vtpu_convpool_describe);

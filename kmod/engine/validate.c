@@ -278,15 +278,20 @@ int vtpu_pool_check(struct vtpu_engine_check *v,
 	bool grad = p->hdr.opcode == VTPU_OP_MAXPOOL_GRAD;
 	const u32 *ids = grad ? bwd : fwd;
 	u32 nout = grad ? 1 : 2;
+	struct vtpu_engine_window g;
+	u64 rows, cols;
 	int ret;
 
-	if (p->flags)
+	if (p->flags & ~VTPU_POOL_FLAGS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
 	if (p->pad)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
-	ret = check_window(v, &p->win);
-	if (ret)
-		return ret;
+	if (!p->win.stride_h || !p->win.stride_w ||
+	    p->win.stride_h > VTPU_MAX_DIM || p->win.stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	/* the window with its end pads (h + 2 pad + end >= k) */
+	if (!vtpu_pool_decode(p, &g) || !vtpu_window_counts(&g, &rows, &cols))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	/* index holds a pixel number y * w + x */
 	if ((u64)p->win.h * p->win.w > 0xffffffffull)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
@@ -295,6 +300,27 @@ int vtpu_pool_check(struct vtpu_engine_check *v,
 		ret = check_outputs(v, &p->hdr, ids, nout, ids + nout,
 				    3 - nout);
 	return ret;
+}
+
+int vtpu_avgpool_check(struct vtpu_engine_check *v,
+		       const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_avgpool *p = (const void *)hdr;
+	struct vtpu_engine_window g;
+	bool grad = p->hdr.opcode == VTPU_OP_AVGPOOL_GRAD;
+	u32 out = grad ? VTPU_OPERAND_DX : VTPU_OPERAND_Y;
+	u32 in = grad ? VTPU_OPERAND_DY : VTPU_OPERAND_X;
+
+	if (p->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (p->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!p->win.stride_h || !p->win.stride_w ||
+	    p->win.stride_h > VTPU_MAX_DIM || p->win.stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (!vtpu_avgpool_decode(p, &g))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	return check_in_out(v, &p->hdr, in, out);
 }
 
 /* Which operands and scalars each elementwise sub-op uses. */

@@ -300,6 +300,66 @@ VTPU_API int vtpu_cmdbuf_maxpool_grad(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_window *win, struct vtpu_ref dy,
 			     struct vtpu_ref index, struct vtpu_ref dx);
 /**
+ * vtpu_cmdbuf_maxpool_padded() - vtpu_cmdbuf_maxpool() with flags
+ * @cb: the command buffer
+ * @win: the geometry
+ * @flags: VTPU_POOL_PAD_END_H, VTPU_POOL_PAD_END_W: one more row below,
+ *         column right, of padding (Keras' odd 'same' padding)
+ * @x: the input
+ * @y: the output
+ * @index: the u32 argmax pixels
+ *
+ * Return: 0, or -errno.
+ */
+VTPU_API int vtpu_cmdbuf_maxpool_padded(struct vtpu_cmdbuf *cb,
+			       const struct vtpu_window *win, uint32_t flags,
+			       struct vtpu_ref x, struct vtpu_ref y,
+			       struct vtpu_ref index);
+/**
+ * vtpu_cmdbuf_maxpool_grad_padded() - vtpu_cmdbuf_maxpool_grad(), flags
+ * @cb: the command buffer
+ * @win: the geometry
+ * @flags: as the forward's
+ * @dy: the gradient of y
+ * @index: the forward's argmax pixels
+ * @dx: the gradient of x (overwritten)
+ *
+ * Return: 0, or -errno.
+ */
+VTPU_API int vtpu_cmdbuf_maxpool_grad_padded(struct vtpu_cmdbuf *cb,
+				    const struct vtpu_window *win,
+				    uint32_t flags, struct vtpu_ref dy,
+				    struct vtpu_ref index, struct vtpu_ref dx);
+/**
+ * vtpu_cmdbuf_avgpool() - y [n, oh, ow, c] = average pooling of x (NHWC)
+ * @cb: the command buffer
+ * @win: the geometry; pad_h and pad_w are the top and left padding
+ * @oh: output rows ((oh - 1) * stride_h < h + pad_h)
+ * @ow: output columns, likewise
+ * @x: the input
+ * @y: the output: each window's mean over the pixels of the image it
+ *     covers (padding not counted, as Keras' padding='same')
+ *
+ * Return: 0, or -errno (struct vtpu_cmd_avgpool).
+ */
+VTPU_API int vtpu_cmdbuf_avgpool(struct vtpu_cmdbuf *cb, const struct vtpu_window *win,
+			uint32_t oh, uint32_t ow, struct vtpu_ref x,
+			struct vtpu_ref y);
+/**
+ * vtpu_cmdbuf_avgpool_grad() - dx = the adjoint of average pooling at dy
+ * @cb: the command buffer
+ * @win: as the forward's
+ * @oh: as the forward's
+ * @ow: as the forward's
+ * @dy: the gradient of y
+ * @dx: the gradient of x (overwritten)
+ *
+ * Return: 0, or -errno.
+ */
+VTPU_API int vtpu_cmdbuf_avgpool_grad(struct vtpu_cmdbuf *cb,
+			     const struct vtpu_window *win, uint32_t oh,
+			     uint32_t ow, struct vtpu_ref dy, struct vtpu_ref dx);
+/**
  * struct vtpu_conv_pool_desc - a CONV_POOL or CONV_POOL_WGRAD (struct
  * vtpu_cmd_conv_pool): one description serves both. For the gradient, w
  * and bias name dw and dbias (outputs), index the routes the forward

@@ -113,6 +113,45 @@ VTPU_API int vtpu_graph_separable_conv2d(struct vtpu_graph *g, int x,
 					 enum vtpu_activation act);
 /** vtpu_graph_maxpool() - max over kh x kw windows, stride = the window. */
 VTPU_API int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw);
+/**
+ * vtpu_graph_maxpool2d() - max over kh x kw windows, a step of @stride
+ * @g: the graph
+ * @x: an image node
+ * @kh: window height
+ * @kw: window width
+ * @stride: step between windows, both axes
+ * @pad: VTPU_PAD_VALID, or VTPU_PAD_SAME (output ceil(size / stride),
+ *       Keras' split: an odd row or column of padding goes below or
+ *       right); padding never wins (as if -inf)
+ *
+ * Ties: the first maximum in window order takes the whole gradient.
+ * Return: the node, or -EINVAL.
+ */
+VTPU_API int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
+			 uint32_t kw, uint32_t stride, enum vtpu_padding pad);
+/**
+ * vtpu_graph_avgpool() - the mean of kh x kw windows, a step of @stride
+ * @g: the graph
+ * @x: an image node
+ * @kh: window height
+ * @kw: window width
+ * @stride: step between windows, both axes
+ * @pad: VTPU_PAD_VALID or VTPU_PAD_SAME (Keras' split: the odd row or
+ *       column of padding below or right); padding is not counted
+ *
+ * Return: the node, or -EINVAL.
+ */
+VTPU_API int vtpu_graph_avgpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw,
+		       uint32_t stride, enum vtpu_padding pad);
+/**
+ * vtpu_graph_global_avgpool() - the mean over h x w of each channel
+ * @g: the graph
+ * @x: an image node [h, w, c]
+ *
+ * Return: a vector node of c per example (a dense layer can follow), or
+ * -EINVAL.
+ */
+VTPU_API int vtpu_graph_global_avgpool(struct vtpu_graph *g, int x);
 VTPU_API int vtpu_graph_relu(struct vtpu_graph *g, int x);
 /** vtpu_graph_flatten() - a view of x as a vector (no data moves). */
 VTPU_API int vtpu_graph_flatten(struct vtpu_graph *g, int x);
@@ -400,6 +439,11 @@ VTPU_API int vtpu_model_add_conv2d(struct vtpu_model *m, uint32_t filters,
 			  uint32_t kh, uint32_t kw, enum vtpu_padding pad,
 			  enum vtpu_activation act);
 VTPU_API int vtpu_model_add_maxpool(struct vtpu_model *m, uint32_t kh, uint32_t kw);
+/** vtpu_model_add_avgpool() - vtpu_graph_avgpool() on the last layer. */
+VTPU_API int vtpu_model_add_avgpool(struct vtpu_model *m, uint32_t kh, uint32_t kw,
+			   uint32_t stride, enum vtpu_padding pad);
+/** vtpu_model_add_global_avgpool() - vtpu_graph_global_avgpool(). */
+VTPU_API int vtpu_model_add_global_avgpool(struct vtpu_model *m);
 VTPU_API int vtpu_model_add_relu(struct vtpu_model *m);
 VTPU_API int vtpu_model_add_flatten(struct vtpu_model *m);
 VTPU_API int vtpu_model_add_dropout(struct vtpu_model *m, float rate);

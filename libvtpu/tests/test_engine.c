@@ -1568,6 +1568,15 @@ TEST(calls_bounded)
 		.n = 1, .h = 128, .w = 128, .c = 1, .kh = 128, .kw = 128,
 		.stride_h = 1, .stride_w = 1, .pad_h = 127, .pad_w = 127 },
 		VTPU_REF(0, 0), VTPU_REF(1, 0)));
+	/* AVGPOOL: a global pool of 4M positions; its gradient's 1M taps */
+	ASSERT_EQ(0, vtpu_cmdbuf_avgpool(&cb, &(struct vtpu_window){
+		.n = 1, .h = 2048, .w = 2048, .c = 256, .kh = 2048, .kw = 2048,
+		.stride_h = 1, .stride_w = 1 }, 1, 1,
+		VTPU_REF(0, 0), VTPU_REF(1, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_avgpool_grad(&cb, &(struct vtpu_window){
+		.n = 1, .h = 1024, .w = 1024, .c = 16, .kh = 1024, .kw = 1024,
+		.stride_h = 1, .stride_w = 1, .pad_h = 1023, .pad_w = 1023 },
+		1024, 1024, VTPU_REF(0, 0), VTPU_REF(1, 0)));
 	/* CONV_POOL at its limit: one pooled pixel's work is the call's */
 	for (i = 0; i < 2; i++) {
 		struct vtpu_conv_pool_desc d = {
@@ -1738,7 +1747,8 @@ TEST(calls_bounded)
 		  sizeof(bgemms) / sizeof(bgemms[0]) + 5 + 4 +
 		  sizeof(argmaxes) / sizeof(argmaxes[0]) +
 		  3 * sizeof(bns) / sizeof(bns[0]) +
-		  3 * sizeof(dwconvs) / sizeof(dwconvs[0]), cmds);
+		  3 * sizeof(dwconvs) / sizeof(dwconvs[0]) +
+		  2 /* AVGPOOL(_GRAD) */, cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

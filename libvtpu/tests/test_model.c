@@ -229,6 +229,121 @@ TEST(gradcheck_depthwise_separable)
 	vtpu_graph_destroy(g);
 }
 
+TEST(gradcheck_conv_global_avgpool_dense)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 7, 6, 2);
+
+	/* ResNet's head: conv -> global average pool -> dense */
+	x = vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_global_avgpool(g, x);
+	ASSERT_LE(0, x);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 84);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("conv + global average pool + dense: max relative error %.2e",
+	       rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(gradcheck_strided_padded_pools)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 9, 9, 2), c;
+
+	/*
+	 * MaxPooling2D(3, strides=2, padding='same') on 9 x 9 (even split:
+	 * one row each side) right after a conv (not fused: padded), then
+	 * AveragePooling2D(3, 2, 'same') on 5 x 5 and 2 x 2 valid on 3 x 3.
+	 */
+	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_NONE);
+	x = vtpu_graph_maxpool2d(g, x, 3, 3, 2, VTPU_PAD_SAME);
+	ASSERT_LE(0, x);
+	c = vtpu_graph_conv2d(g, x, 3, 1, 1, 1, VTPU_PAD_VALID, VTPU_ACT_NONE);
+	x = vtpu_graph_avgpool(g, c, 3, 3, 2, VTPU_PAD_SAME);
+	ASSERT_LE(0, x);
+	x = vtpu_graph_avgpool(g, x, 2, 2, 1, VTPU_PAD_VALID);
+	ASSERT_LE(0, x);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 162);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("strided 'same' max and average pools: max relative error "
+	       "%.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(gradcheck_maxpool_same_odd_padding)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 8, 6, 2);
+
+	/* ResNet's stem: MaxPooling2D(3, 2, 'same') on an even size */
+	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
+	x = vtpu_graph_maxpool2d(g, x, 3, 3, 2, VTPU_PAD_SAME);
+	ASSERT_LE(0, x);
+	x = vtpu_graph_global_avgpool(g, x);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	double rel = gradcheck_graph(_metadata, g, 4, 96);
+
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("'same' max pool with its odd pad row and column at the end: "
+	       "max relative error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
+TEST(pool_shapes_and_refusals)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 8, 7, 3), y;
+
+	/* Keras' sizes: same -> ceil(n / s), the odd pad row at the end */
+	y = vtpu_graph_avgpool(g, x, 3, 3, 2, VTPU_PAD_SAME);
+	ASSERT_LE(0, y);
+	y = vtpu_graph_avgpool(g, x, 2, 2, 2, VTPU_PAD_VALID);
+	ASSERT_LE(0, y);
+	EXPECT_LE(0, vtpu_graph_global_avgpool(g, x));
+	/* 8 rows, 3 x 3 stride 2 same: one pad row, below (Keras) */
+	EXPECT_LE(0, vtpu_graph_maxpool2d(g, x, 3, 3, 2, VTPU_PAD_SAME));
+	EXPECT_EQ(-EINVAL, vtpu_graph_maxpool2d(g, x, 9, 3, 2, VTPU_PAD_VALID));
+	EXPECT_EQ(-EINVAL, vtpu_graph_avgpool(g, x, 9, 2, 1, VTPU_PAD_VALID));
+	EXPECT_EQ(-EINVAL, vtpu_graph_avgpool(g, x, 2, 2, 0, VTPU_PAD_VALID));
+	EXPECT_EQ(-EINVAL, vtpu_graph_avgpool(g, x, 2, 2, 1, 7));
+	EXPECT_EQ(-EINVAL, vtpu_graph_global_avgpool(g, 99));
+	vtpu_graph_destroy(g);
+}
+
+TEST(sequential_pools_summary)
+{
+	struct vtpu_model *m = vtpu_model_create(8, 8, 1);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, m);
+	ASSERT_LE(0, vtpu_model_add_conv2d(m, 4, 3, 3, VTPU_PAD_SAME,
+					   VTPU_ACT_RELU));
+	ASSERT_LE(0, vtpu_model_add_avgpool(m, 3, 3, 2, VTPU_PAD_SAME));
+	EXPECT_GT(0, vtpu_model_add_avgpool(m, 3, 3, 0, VTPU_PAD_SAME));
+	ASSERT_LE(0, vtpu_model_add_global_avgpool(m));
+	ASSERT_LE(0, vtpu_model_add_dense(m, 3, VTPU_ACT_SOFTMAX));
+	f = open_memstream(&text, &len);
+	ASSERT_NE(NULL, f);
+	vtpu_model_summary(m, f);
+	fclose(f);
+	EXPECT_NE(NULL, strstr(text, "average_pooling2d (AveragePooling2D)"))
+		TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "global_average_pooling2d (GlobalAve"))
+		TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "(None, 4, 4, 4)")) TH_LOG("%s", text);
+	free(text);
+	vtpu_model_destroy(m);
+}
+
 TEST(gradcheck_residual_add)
 {
 	struct vtpu_graph *g = vtpu_graph_create();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Host unit test of the convolution and pooling ops (IM2COL, COL2IM,
- * MAXPOOL(_GRAD), CONV_POOL(_WGRAD), CONV(_DGRAD, _WGRAD)) through
+ * MAXPOOL(_GRAD), AVGPOOL(_GRAD), CONV_POOL(_WGRAD), CONV(_DGRAD, _WGRAD)) through
  * libvtpu's cpu backend, on every executor (test_ops.h), against plain C
  * references in this file; and COL2IM is the adjoint of IM2COL.
  */
@@ -146,16 +146,22 @@ TEST(im2col_col2im)
 
 /* ---- MAXPOOL / MAXPOOL_GRAD ------------------------------------------------ */
 
-static const uint32_t pool_shapes[][10] = {
-	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0 },
-	{ 2, 5, 5, 3, 2, 2, 2, 2, 0, 0 },
-	{ 1, 7, 9, 4, 3, 3, 2, 2, 1, 1 },
-	{ 3, 6, 6, 5, 3, 3, 1, 1, 1, 1 },	/* overlapping windows */
-	{ 1, 13, 7, 3, 4, 2, 3, 1, 2, 1 },
-	{ 8, 32, 32, 16, 2, 2, 2, 2, 0, 0 },	/* many tiles */
-	{ 2, 30, 30, 9, 3, 3, 2, 2, 1, 1 },
-	{ 1, 40, 37, 3, 20, 17, 3, 2, 10, 8 },	/* 340 positions: steps */
-	{ 2, 19, 23, 2, 17, 19, 1, 1, 8, 9 },	/* 323 taps: the gradient's */
+/* n h w c kh kw sh sw ph pw, and VTPU_POOL_PAD_END_* flags */
+static const uint32_t pool_shapes[][11] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0 },
+	{ 2, 5, 5, 3, 2, 2, 2, 2, 0, 0, 0 },
+	{ 1, 7, 9, 4, 3, 3, 2, 2, 1, 1, 0 },
+	{ 3, 6, 6, 5, 3, 3, 1, 1, 1, 1, 0 },	/* overlapping windows */
+	{ 1, 13, 7, 3, 4, 2, 3, 1, 2, 1, 0 },
+	{ 8, 32, 32, 16, 2, 2, 2, 2, 0, 0, 0 },	/* many tiles */
+	{ 2, 30, 30, 9, 3, 3, 2, 2, 1, 1, 0 },
+	{ 1, 40, 37, 3, 20, 17, 3, 2, 10, 8, 0 },	/* 340 positions */
+	{ 2, 19, 23, 2, 17, 19, 1, 1, 8, 9, 0 },	/* 323 taps */
+	/* Keras' 'same' with an odd total: 3x3 stride 2 on 8 x 8 (ResNet) */
+	{ 2, 8, 8, 3, 3, 3, 2, 2, 0, 0, VTPU_POOL_FLAGS },
+	{ 1, 5, 6, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_PAD_END_H },
+	{ 1, 1, 1, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_FLAGS },
+	{ 1, 9, 10, 3, 4, 4, 1, 1, 1, 1, VTPU_POOL_PAD_END_W },
 };
 #define NPOOL (sizeof(pool_shapes) / sizeof(pool_shapes[0]))
 
@@ -204,8 +210,10 @@ TEST(maxpool)
 	for (s = 0; s < NPOOL; s++) {
 		const uint32_t *g = pool_shapes[s];
 		struct vtpu_window w = win_of(g);
-		uint32_t oh = out_dim(g[1], g[4], g[6], g[8]);
-		uint32_t ow = out_dim(g[2], g[5], g[7], g[9]);
+		uint32_t eh = !!(g[10] & VTPU_POOL_PAD_END_H);
+		uint32_t ew = !!(g[10] & VTPU_POOL_PAD_END_W);
+		uint32_t oh = (g[1] + 2 * g[8] + eh - g[4]) / g[6] + 1;
+		uint32_t ow = (g[2] + 2 * g[9] + ew - g[5]) / g[7] + 1;
 		size_t nout = (size_t)g[0] * oh * ow * g[3];
 		size_t nimg = (size_t)g[0] * g[1] * g[2] * g[3], i;
 		struct vtpu_bo xb = bo_new(nimg * 4), yb = bo_new(nout * 4);
@@ -249,9 +257,18 @@ TEST(maxpool)
 			struct vtpu_ref rgi = VTPU_REF(vtpu_cmdbuf_use(&cb, &gib), 0);
 			struct vtpu_ref rgd = VTPU_REF(vtpu_cmdbuf_use(&cb, &gdxb), 0);
 
-			vtpu_cmdbuf_maxpool(&cb, &w, rx, ry_, ri);
-			vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, ri, rdx_);
-			vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, rgi, rgd);
+			if (g[10]) {
+				vtpu_cmdbuf_maxpool_padded(&cb, &w, g[10], rx,
+							   ry_, ri);
+				vtpu_cmdbuf_maxpool_grad_padded(&cb, &w, g[10],
+								rdy, ri, rdx_);
+				vtpu_cmdbuf_maxpool_grad_padded(&cb, &w, g[10],
+								rdy, rgi, rgd);
+			} else {
+				vtpu_cmdbuf_maxpool(&cb, &w, rx, ry_, ri);
+				vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, ri, rdx_);
+				vtpu_cmdbuf_maxpool_grad(&cb, &w, rdy, rgi, rgd);
+			}
 		}
 		for (e = 0; e < ex.n; e++) {
 			memset(y, 0xff, nout * 4);
@@ -288,10 +305,10 @@ TEST(maxpool)
 		}
 		md1 = maxdiff(dx, rdx, nimg, 1e-6, &bad);
 		md2 = maxdiff(gdx, rgdx, nimg, 1e-6, &bad);
-		TH_LOG("maxpool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u: y/index exact, "
-		       "dx maxdiff %.3g, garbage-index dx maxdiff %.3g",
+		TH_LOG("maxpool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u end %u: y/index "
+		       "exact, dx maxdiff %.3g, garbage-index dx maxdiff %.3g",
 		       g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9],
-		       md1, md2);
+		       g[10], md1, md2);
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		vtpu_cmdbuf_fini(&cb);
@@ -310,6 +327,178 @@ TEST(maxpool)
 		free(k2);
 		free(k3);
 		free(k4);
+	}
+	execs_fini(&ex);
+}
+
+/* ---- AVGPOOL / AVGPOOL_GRAD ---------------------------------------------- */
+
+/* Shapes: n h w c kh kw sh sw and 1 for Keras' padding='same'. */
+static const uint32_t avg_shapes[][9] = {
+	{ 1, 1, 1, 1, 1, 1, 1, 1, 0 },
+	{ 1, 1, 1, 2, 2, 2, 2, 2, 1 },		/* a window past a 1x1 image */
+	{ 2, 5, 5, 3, 2, 2, 2, 2, 0 },
+	{ 2, 5, 5, 3, 2, 2, 2, 2, 1 },		/* odd size, same: bottom pad */
+	{ 1, 8, 8, 4, 3, 3, 2, 2, 1 },		/* even size, same: asymmetric */
+	{ 1, 7, 9, 4, 3, 3, 2, 2, 1 },
+	{ 3, 6, 7, 5, 3, 3, 1, 1, 1 },		/* overlapping windows */
+	{ 1, 13, 7, 3, 4, 2, 3, 1, 1 },
+	{ 1, 13, 7, 3, 4, 2, 3, 1, 0 },
+	{ 4, 7, 7, 37, 7, 7, 1, 1, 0 },		/* global */
+	{ 2, 3, 5, 300, 3, 5, 1, 1, 0 },	/* global, many channels */
+	{ 1, 40, 37, 3, 40, 37, 1, 1, 0 },	/* global, 1480 positions: steps */
+	{ 2, 19, 23, 2, 17, 19, 1, 1, 1 },	/* 323 taps: the gradient's */
+	{ 8, 32, 32, 16, 2, 2, 2, 2, 0 },	/* many tiles */
+};
+#define NAVG (sizeof(avg_shapes) / sizeof(avg_shapes[0]))
+
+/* Keras' output size and leading pad of one axis */
+static void keras_axis(uint32_t in, uint32_t k, uint32_t s, int same,
+		       uint32_t *out, uint32_t *pad)
+{
+	long total;
+
+	if (!same) {
+		*out = (in - k) / s + 1;
+		*pad = 0;
+		return;
+	}
+	*out = (in + s - 1) / s;
+	total = (long)(*out - 1) * s + k - in;
+	*pad = total > 0 ? (uint32_t)(total / 2) : 0;
+}
+
+/* y = avgpool(x) in double; the window's count excludes padding */
+static void avgpool_ref(const double *x, const struct vtpu_window *w,
+			uint32_t oh, uint32_t ow, double *y)
+{
+	size_t n, oy, ox, c, o = 0;
+	uint32_t ky, kx;
+
+	for (n = 0; n < w->n; n++)
+	for (oy = 0; oy < oh; oy++)
+	for (ox = 0; ox < ow; ox++)
+	for (c = 0; c < w->c; c++, o++) {
+		double sum = 0;
+		long cnt = 0;
+
+		for (ky = 0; ky < w->kh; ky++)
+			for (kx = 0; kx < w->kw; kx++) {
+				long iy = (long)(oy * w->stride_h + ky) - w->pad_h;
+				long ix = (long)(ox * w->stride_w + kx) - w->pad_w;
+
+				if (iy < 0 || iy >= (long)w->h || ix < 0 ||
+				    ix >= (long)w->w)
+					continue;
+				sum += x[((n * w->h + iy) * w->w + ix) * w->c + c];
+				cnt++;
+			}
+		y[o] = sum / cnt;
+	}
+}
+
+TEST(avgpool)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < NAVG; s++) {
+		const uint32_t *g = avg_shapes[s];
+		struct vtpu_window w = {
+			.n = g[0], .h = g[1], .w = g[2], .c = g[3], .kh = g[4],
+			.kw = g[5], .stride_h = g[6], .stride_w = g[7],
+		};
+		uint32_t oh, ow;
+		size_t nout, nimg, i, t;
+		struct vtpu_bo xb, yb, dyb, dxb;
+		float *x, *y, *dy, *dx;
+		double *xd, *yd, *yp;
+		void *k1, *k2;
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		double md1, md2 = 0;
+		int e;
+
+		keras_axis(g[1], g[4], g[6], g[8], &oh, &w.pad_h);
+		keras_axis(g[2], g[5], g[7], g[8], &ow, &w.pad_w);
+		nout = (size_t)g[0] * oh * ow * g[3];
+		nimg = (size_t)g[0] * g[1] * g[2] * g[3];
+		xb = bo_new(nimg * 4);
+		yb = bo_new(nout * 4);
+		dyb = bo_new(nout * 4);
+		dxb = bo_new(nimg * 4);
+		x = xb.map;
+		y = yb.map;
+		dy = dyb.map;
+		dx = dxb.map;
+		xd = malloc(nimg * sizeof(double));
+		yd = malloc(nout * sizeof(double));
+		yp = malloc(nout * sizeof(double));
+		k1 = malloc(nout * 4);
+		k2 = malloc(nimg * 4);
+		rng_seed(300 + s);
+		fill_rand(x, nimg);
+		fill_rand(dy, nout);
+		for (i = 0; i < nimg; i++)
+			xd[i] = x[i];
+		vtpu_cmdbuf_init(&cb);
+		ASSERT_EQ(0, vtpu_cmdbuf_avgpool(&cb, &w, oh, ow,
+			VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0),
+			VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0)));
+		ASSERT_EQ(0, vtpu_cmdbuf_avgpool_grad(&cb, &w, oh, ow,
+			VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0),
+			VTPU_REF(vtpu_cmdbuf_use(&cb, &dxb), 0)));
+		for (e = 0; e < ex.n; e++) {
+			memset(y, 0xff, nout * 4);
+			memset(dx, 0xff, nimg * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			diff += same_bits(y, k1, nout * 4, e);
+			diff += same_bits(dx, k2, nimg * 4, e);
+		}
+		avgpool_ref(xd, &w, oh, ow, yd);
+		md1 = maxdiff(y, yd, nout, 1e-5, &bad);
+		/*
+		 * The gradient of L = sum dy * avgpool(x), by central
+		 * differences of the double forward at each of up to 40
+		 * elements of x (L is linear: the step is exact).
+		 */
+		for (t = 0; t < 40 && t < nimg; t++) {
+			size_t j = nimg <= 40 ? t : (size_t)urand() % nimg;
+			double lp = 0, lm = 0, fd;
+
+			xd[j] = (double)x[j] + 0.5;
+			avgpool_ref(xd, &w, oh, ow, yp);
+			for (i = 0; i < nout; i++)
+				lp += dy[i] * yp[i];
+			xd[j] = (double)x[j] - 0.5;
+			avgpool_ref(xd, &w, oh, ow, yp);
+			for (i = 0; i < nout; i++)
+				lm += dy[i] * yp[i];
+			xd[j] = x[j];
+			fd = lp - lm;
+			if (fabs(fd - dx[j]) > 1e-5 * (1 + fabs(fd)))
+				bad++;
+			if (fabs(fd - dx[j]) > md2)
+				md2 = fabs(fd - dx[j]);
+		}
+		TH_LOG("avgpool %ux%ux%ux%u k%ux%u s%ux%u p%ux%u o%ux%u: "
+		       "y maxdiff %.3g, dx vs finite differences %.3g",
+		       g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+		       w.pad_h, w.pad_w, oh, ow, md1, md2);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&dyb);
+		vtpu_cpu_bo_destroy(&dxb);
+		free(xd);
+		free(yd);
+		free(yp);
+		free(k1);
+		free(k2);
 	}
 	execs_fini(&ex);
 }

@@ -62,6 +62,13 @@ TEST(validator)
 			 .stride_h = 2, .stride_w = 2 },
 		.x = OPND(0, 0), .y = OPND(1, 0), .index = OPND(1, 1024),
 	};
+	/* 8x8x4 image, 3x3 windows, stride 2, pad 0 top/left: 4x4 out */
+	const struct vtpu_cmd_avgpool ap0 = {
+		.hdr = HDR(VTPU_OP_AVGPOOL, vtpu_cmd_avgpool),
+		.win = { .n = 1, .h = 8, .w = 8, .c = 4, .kh = 3, .kw = 3,
+			 .stride_h = 2, .stride_w = 2 },
+		.oh = 4, .ow = 4, .x = OPND(0, 0), .y = OPND(1, 0),
+	};
 	const struct vtpu_cmd_elementwise ew0 = {
 		.hdr = HDR(VTPU_OP_ELEMENTWISE, vtpu_cmd_elementwise),
 		.op = VTPU_EW_ADD, .count = 256,
@@ -183,6 +190,7 @@ TEST(validator)
 	struct vtpu_cmd_dropout dr;
 	struct vtpu_cmd_im2col ic;
 	struct vtpu_cmd_pool pl;
+	struct vtpu_cmd_avgpool ap;
 	struct vtpu_cmd_elementwise ew;
 	struct vtpu_cmd_reduce rd;
 	struct vtpu_cmd_softmax_xent xe;
@@ -273,7 +281,16 @@ TEST(validator)
 	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DST);
 
 	/* MAXPOOL / MAXPOOL_GRAD */
-	CASE(pl, pl0, "maxpool flags", pl.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(pl, pl0, "maxpool flags", pl.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(pl, pl0, "maxpool end pads ok", pl.flags = VTPU_POOL_FLAGS,
+	     VTPU_ERR_NONE, 0);
+	CASE(pl, pl0, "maxpool end pad, pad_h + 1 >= kh",
+	     (pl.flags = VTPU_POOL_PAD_END_H, pl.win.pad_h = 1),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(pl, pl0, "maxpool end pad, y past its buffer",
+	     (pl.flags = VTPU_POOL_PAD_END_H, pl.win.stride_h = 1,
+	      pl.index.offset = 3968), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_INDEX);
 	CASE(pl, pl0, "maxpool h*w >= 2^32",
 	     (pl.win.h = pl.win.w = 65536, pl.win.c = 1), VTPU_ERR_BAD_SHAPE, 0);
 	CASE(pl, pl0, "maxpool oh <= 0", pl.win.kh = 9, VTPU_ERR_BAD_SHAPE, 0);
@@ -289,6 +306,32 @@ TEST(validator)
 	CASE(pl, pl0, "maxpool_grad dx overlaps index",
 	     (pl.hdr.opcode = VTPU_OP_MAXPOOL_GRAD, pl.x = pl.index),
 	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DX);
+
+	/* AVGPOOL / AVGPOOL_GRAD */
+	CASE(ap, ap0, "avgpool ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(ap, ap0, "avgpool_grad ok", ap.hdr.opcode = VTPU_OP_AVGPOOL_GRAD,
+	     VTPU_ERR_NONE, 0);
+	CASE(ap, ap0, "avgpool global ok",
+	     (ap.win.kh = ap.win.kw = 8, ap.oh = ap.ow = 1), VTPU_ERR_NONE, 0);
+	CASE(ap, ap0, "avgpool flags", ap.flags = 1, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(ap, ap0, "avgpool pad", ap.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(ap, ap0, "avgpool stride 0", ap.win.stride_w = 0,
+	     VTPU_ERR_BAD_STRIDE, 0);
+	CASE(ap, ap0, "avgpool pad_h >= kh", ap.win.pad_h = 3,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ap, ap0, "avgpool oh 0", ap.oh = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ap, ap0, "avgpool last window past the image", ap.ow = 5,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ap, ap0, "avgpool c 0", ap.win.c = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ap, ap0, "avgpool huge", (ap.win.n = ap.win.h = ap.win.w =
+	     ap.win.c = 1u << 20), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(ap, ap0, "avgpool y overlaps x", ap.y.buf = 0,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(ap, ap0, "avgpool_grad dx overlaps dy",
+	     (ap.hdr.opcode = VTPU_OP_AVGPOOL_GRAD, ap.x = ap.y),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DX);
+	OPERAND_CASES(ap, ap0, "avgpool x", x, VTPU_OPERAND_X, 3500, 2);
+	OPERAND_CASES(ap, ap0, "avgpool y", y, VTPU_OPERAND_Y, 3900, 2);
 
 	/* ELEMENTWISE */
 	CASE(ew, ew0, "elementwise bad sub-op", ew.op = VTPU_EW_COUNT,

@@ -112,11 +112,20 @@ LAYER_ERRORS = [
      "kernel_initializer"),
     (lambda: L.Conv2D(8, 3, bias_constraint=object()), ValueError,
      "bias_constraint"),
-    (lambda: L.MaxPooling2D(pool_size=(2, 2), strides=(1, 1)), ValueError,
+    (lambda: L.MaxPooling2D(pool_size=(2, 2), strides=(1, 2)), ValueError,
      "strides"),
-    (lambda: L.MaxPooling2D(pool_size=3, strides=2), ValueError, "strides"),
+    (lambda: L.MaxPooling2D(pool_size=3, strides=0), ValueError, "strides"),
     (lambda: L.MaxPooling2D(pool_size=0), ValueError, "pool_size"),
-    (lambda: L.MaxPooling2D(padding="same"), ValueError, "padding"),
+    (lambda: L.MaxPooling2D(padding="full"), ValueError, "padding"),
+    (lambda: L.AveragePooling2D(pool_size=(2, 3)), ValueError, "strides"),
+    (lambda: L.AveragePooling2D(pool_size=0), ValueError, "pool_size"),
+    (lambda: L.AveragePooling2D(padding="causal"), ValueError, "padding"),
+    (lambda: L.AveragePooling2D(data_format="channels_first"), ValueError,
+     "data_format"),
+    (lambda: L.GlobalAveragePooling2D(keepdims=True), ValueError,
+     "keepdims"),
+    (lambda: L.GlobalAveragePooling2D(data_format="channels_first"),
+     ValueError, "data_format"),
     (lambda: L.MaxPooling2D(data_format="channels_first"), ValueError,
      "data_format"),
     (lambda: L.Flatten(data_format="channels_first"), ValueError,
@@ -161,6 +170,10 @@ SHAPE_ERRORS = [
     ((10,), lambda: L.MaxPooling2D(), "MaxPooling2D takes images"),
     ((2, 2, 1), lambda: L.Conv2D(4, 3), "kernel_size"),
     ((1, 5, 1), lambda: L.MaxPooling2D(), "pool_size"),
+    ((10,), lambda: L.AveragePooling2D(), "AveragePooling2D takes images"),
+    ((1, 5, 1), lambda: L.AveragePooling2D(), "pool_size"),
+    ((10,), lambda: L.GlobalAveragePooling2D(),
+     "GlobalAveragePooling2D takes images"),
     ((28, 28, 1), lambda: L.Conv2D(4, 4, padding="same"), "padding"),
     ((28, 28, 1), lambda: L.Conv2D(4, 2, strides=1, padding="same"),
      "padding"),
@@ -1237,3 +1250,44 @@ def test_batchnorm_in_sequential_after_dense():
     with pytest.raises(ValueError, match="sequence"):
         inp = L.Input(shape=(5,), dtype="int32")
         L.BatchNormalization()(L.Embedding(10, 4)(inp))
+def test_pooling_shapes(fresh_names):
+    x = keras.Input(shape=(8, 7, 3))
+    # Keras' sizes: 'same' -> ceil(size / stride)
+    assert L.AveragePooling2D(3, strides=2, padding="same")(x).shape == \
+        (None, 4, 4, 3)
+    assert L.AveragePooling2D()(x).shape == (None, 4, 3, 3)
+    assert L.AveragePooling2D(3, strides=1)(x).shape == (None, 6, 5, 3)
+    assert L.GlobalAveragePooling2D()(x).shape == (None, 3)
+    y = keras.Input(shape=(9, 9, 2))
+    assert L.MaxPooling2D(3, strides=2, padding="same")(y).shape == \
+        (None, 5, 5, 2)
+    assert L.MaxPooling2D(3, strides=1)(y).shape == (None, 7, 7, 2)
+    assert L.MaxPooling2D((2, 3))(y).shape == (None, 4, 3, 2)
+    assert L.MaxPooling2D(3, strides=2, padding="same")(x).shape == \
+        (None, 4, 4, 3)
+    assert L.GlobalAveragePooling2D().name == "global_average_pooling2d_1"
+    assert L.AveragePooling2D().name == "average_pooling2d_3"
+
+
+def test_pooling_trains(fresh_names):
+    rng = np.random.default_rng(7)
+    xs = rng.integers(0, 256, size=(64, 10, 9, 2)).astype(np.uint8)
+    ys = (xs[:, :4].mean(axis=(1, 2, 3)) > xs[:, 5:].mean(axis=(1, 2, 3)))
+    ys = ys.astype(np.int64)
+    model = keras.Sequential([
+        keras.Input(shape=(10, 9, 2)),
+        L.Conv2D(4, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(3, strides=2, padding="same"),
+        L.AveragePooling2D(2, strides=1),
+        L.Conv2D(4, 1, activation="relu"),
+        L.GlobalAveragePooling2D(),
+        L.Dense(2, activation="softmax"),
+    ])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    h = model.fit(xs, ys, batch_size=16, epochs=3, verbose=0)
+    loss = h.history["loss"]
+    assert len(loss) == 3 and all(np.isfinite(loss))
+    p = model.predict(xs[:5], verbose=0)
+    assert p.shape == (5, 2)
+    assert np.allclose(p.sum(axis=1), 1, atol=1e-5)

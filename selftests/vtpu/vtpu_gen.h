@@ -395,14 +395,42 @@ static inline int gen_shape_pool(struct gen_ctx *g, uint32_t op,
 	struct vtpu_window w;
 	uint64_t img, out, kdim;
 
+	uint32_t flags = 0;
+
 	gen_window(g, &w, &img, &out, &kdim);
+	/* Keras' odd 'same' padding: one more row or column at the end */
+	if (w.pad_h + 1 < w.kh && gen_one_in(g->rng, 3))
+		flags |= VTPU_POOL_PAD_END_H;
+	if (w.pad_w + 1 < w.kw && gen_one_in(g->rng, 3))
+		flags |= VTPU_POOL_PAD_END_W;
 	if (op == VTPU_OP_MAXPOOL)
-		return vtpu_cmdbuf_maxpool(g->cb, &w, VTPU_REF_NONE,
-					   VTPU_REF_NONE, VTPU_REF_NONE);
+		return vtpu_cmdbuf_maxpool_padded(g->cb, &w, flags,
+						  VTPU_REF_NONE, VTPU_REF_NONE,
+						  VTPU_REF_NONE);
 	/* dy, index in (index: window positions); dx out */
 	p->fresh = GEN_BIT(VTPU_OPERAND_INDEX);
-	return vtpu_cmdbuf_maxpool_grad(g->cb, &w, VTPU_REF_NONE,
-					VTPU_REF_NONE, VTPU_REF_NONE);
+	return vtpu_cmdbuf_maxpool_grad_padded(g->cb, &w, flags, VTPU_REF_NONE,
+					       VTPU_REF_NONE, VTPU_REF_NONE);
+}
+
+/* AVGPOOL(_GRAD): any pads < k, any output size whose windows start inside */
+static inline int gen_shape_avgpool(struct gen_ctx *g, uint32_t op,
+				    struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_window w;
+	uint64_t img, out, kdim;
+	uint32_t oh, ow;
+
+	(void)p;
+	gen_window(g, &w, &img, &out, &kdim);
+	oh = gen_range(r, 1, (w.h + w.pad_h - 1) / w.stride_h + 1);
+	ow = gen_range(r, 1, (w.w + w.pad_w - 1) / w.stride_w + 1);
+	if (op == VTPU_OP_AVGPOOL)
+		return vtpu_cmdbuf_avgpool(g->cb, &w, oh, ow, VTPU_REF_NONE,
+					   VTPU_REF_NONE);
+	return vtpu_cmdbuf_avgpool_grad(g->cb, &w, oh, ow, VTPU_REF_NONE,
+					VTPU_REF_NONE);
 }
 
 static inline void gen_fill_pool(struct gen_ctx *g,
@@ -852,6 +880,8 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_DWCONV] = { gen_shape_dwconv },
 	[VTPU_OP_DWCONV_DGRAD] = { gen_shape_dwconv },
 	[VTPU_OP_DWCONV_WGRAD] = { gen_shape_dwconv },
+	[VTPU_OP_AVGPOOL] = { gen_shape_avgpool },
+	[VTPU_OP_AVGPOOL_GRAD] = { gen_shape_avgpool },
 };
 
 static inline int gen_known(uint32_t op)

@@ -517,6 +517,8 @@ struct vtpu_wait {
  * @VTPU_OP_DWCONV: struct vtpu_cmd_dwconv
  * @VTPU_OP_DWCONV_DGRAD: struct vtpu_cmd_dwconv
  * @VTPU_OP_DWCONV_WGRAD: struct vtpu_cmd_dwconv
+ * @VTPU_OP_AVGPOOL: struct vtpu_cmd_avgpool
+ * @VTPU_OP_AVGPOOL_GRAD: struct vtpu_cmd_avgpool
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -552,6 +554,8 @@ enum vtpu_opcode {
 	VTPU_OP_DWCONV = 31,
 	VTPU_OP_DWCONV_DGRAD = 32,
 	VTPU_OP_DWCONV_WGRAD = 33,
+	VTPU_OP_AVGPOOL = 34,
+	VTPU_OP_AVGPOOL_GRAD = 35,
 	VTPU_OP_COUNT
 };
 
@@ -754,7 +758,10 @@ struct vtpu_cmd_im2col {
  * dx = the adjoint of maxpool at index, applied to dy (overwrites dx)
  * @hdr: opcode VTPU_OP_MAXPOOL or VTPU_OP_MAXPOOL_GRAD
  * @win: the geometry; padding is never chosen (as if -inf)
- * @flags: must be zero
+ * @flags: VTPU_POOL_FLAGS: VTPU_POOL_PAD_END_H adds one more row of
+ *         padding below the image (oh = (h + 2*pad_h + 1 - kh) / stride_h
+ *         + 1, and pad_h + 1 < kh), VTPU_POOL_PAD_END_W one more column
+ *         right of it: Keras' padding='same' when its total is odd
  * @pad: must be zero
  * @x: f32 [n, h, w, c]: MAXPOOL's input (X), MAXPOOL_GRAD's output (DX)
  * @y: f32 [n, oh, ow, c]: MAXPOOL's output (Y), MAXPOOL_GRAD's input (DY)
@@ -765,6 +772,11 @@ struct vtpu_cmd_im2col {
  *         containing pixel p whose index is p (values that name no pixel
  *         of the window are ignored). MAXPOOL requires h*w < 2^32.
  */
+/* struct vtpu_cmd_pool.flags (MAXPOOL and MAXPOOL_GRAD alike) */
+#define VTPU_POOL_PAD_END_H (1u << 0) /* one more padding row below */
+#define VTPU_POOL_PAD_END_W (1u << 1) /* one more padding column right */
+#define VTPU_POOL_FLAGS (VTPU_POOL_PAD_END_H | VTPU_POOL_PAD_END_W)
+
 struct vtpu_cmd_pool {
 	struct vtpu_cmd_hdr hdr;
 	struct vtpu_window win;
@@ -773,6 +785,41 @@ struct vtpu_cmd_pool {
 	struct vtpu_operand x;
 	struct vtpu_operand y;
 	struct vtpu_operand index;
+};
+
+/**
+ * struct vtpu_cmd_avgpool - AVGPOOL: y = the mean of each window of x
+ * over the pixels of the image it covers; AVGPOOL_GRAD: dx = its adjoint
+ * applied to dy (overwrites dx)
+ * @hdr: opcode VTPU_OP_AVGPOOL or VTPU_OP_AVGPOOL_GRAD
+ * @win: the geometry; pad_h and pad_w are the rows above and the columns
+ *       left of the image (< kh, < kw), the padding below and right is
+ *       whatever @oh and @ow imply; h + 2 pad >= k is not required
+ * @oh: output rows, 1..VTPU_MAX_DIM, with (oh - 1) * stride_h < h + pad_h
+ *      (every window covers a pixel of the image)
+ * @ow: output columns, likewise
+ * @flags: must be zero
+ * @pad: must be zero
+ * @x: f32 [n, h, w, c]: AVGPOOL's input (X), AVGPOOL_GRAD's output (DX)
+ * @y: f32 [n, oh, ow, c]: AVGPOOL's output (Y), AVGPOOL_GRAD's input (DY)
+ *
+ * Window (oy, ox) covers rows oy*stride_h - pad_h + [0, kh) and columns
+ * likewise; y is the sum, in (ky, kx) order, of the pixels inside the
+ * image divided by their count (padding is not counted: Keras'
+ * padding='same', count_include_pad=False). Global average pooling is
+ * kh = h, kw = w, no padding, oh = ow = 1. dx[n, p, c] = the sum over the
+ * windows containing pixel p, in (ky, kx) order, of dy / that window's
+ * count. Both orders depend on the shapes only.
+ */
+struct vtpu_cmd_avgpool {
+	struct vtpu_cmd_hdr hdr;
+	struct vtpu_window win;
+	__u32 oh;
+	__u32 ow;
+	__u32 flags;
+	__u32 pad;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
 };
 
 /* struct vtpu_cmd_conv_pool.flags (CONV_POOL; CONV_POOL_WGRAD's are 0) */

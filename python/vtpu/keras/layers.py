@@ -29,7 +29,9 @@ from ._util import check_choice, check_float, check_int, check_pair
 __all__ = [
     "Layer", "InputLayer", "Input", "Dense", "Conv2D", "Convolution2D",
     "DepthwiseConv2D", "SeparableConv2D", "SeparableConvolution2D",
-    "MaxPooling2D", "MaxPool2D", "Flatten", "Dropout", "ReLU", "Activation",
+    "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
+    "GlobalAveragePooling2D", "GlobalAvgPool2D", "Flatten", "Dropout",
+    "ReLU", "Activation",
     "Softmax", "Add", "add", "Embedding", "LSTM", "GRU",
     "Attention",
     "Concatenate", "concatenate", "BatchNormalization",
@@ -893,50 +895,139 @@ SeparableConvolution2D = SeparableConv2D
 class MaxPooling2D(Layer):
     """Max over pool_size windows, stride = the window (libvtpu's pooling
     does not overlap), padding 'valid'."""
+def _pool_args(self, pool_size, strides, padding, data_format, name):
+    """pool_size, strides (None: the window), padding of a 2-D pooling."""
+    where = name + ": "
+    self.pool_size = check_pair(pool_size, "pool_size", where)
+    self.strides = self.pool_size if strides is None else \
+        check_pair(strides, "strides", where)
+    self.padding = check_choice(padding, "padding", ("valid", "same"),
+                                where)
+    _channels_last(data_format, where)
+    # stride = the window (any shape, 'valid') is libvtpu's plain pooling;
+    # otherwise one stride serves both axes
+    self._plain = self.strides == self.pool_size and self.padding == "valid"
+    if not self._plain and self.strides[0] != self.strides[1]:
+        raise ValueError(
+            "%sstrides=%r is not supported: libvtpu's pooling takes one "
+            "stride for both axes (or strides equal to pool_size=%r with "
+            "padding='valid')" % (where, strides, self.pool_size))
 
-    def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
-                 data_format=None, **kwargs):
-        where = "MaxPooling2D: "
-        self.pool_size = check_pair(pool_size, "pool_size", where)
-        if strides is not None:
-            st = check_pair(strides, "strides", where)
-            if st != self.pool_size:
-                raise ValueError(
-                    "%sstrides=%r is not supported: libvtpu's max pooling "
-                    "moves by the window (strides=None or equal to "
-                    "pool_size=%r)" % (where, strides, self.pool_size))
-        self.strides = self.pool_size
-        self.padding = check_choice(padding, "padding", ("valid", "same"),
-                                    where)
-        if self.padding != "valid":
-            raise ValueError("%spadding=%r is not supported: libvtpu's max "
-                             "pooling drops the rows and columns a window "
-                             "does not cover (padding='valid')"
-                             % (where, padding))
-        _channels_last(data_format, where)
-        super().__init__(**kwargs)
 
-    def _output_shape(self, shapes):
-        s = _image_input(shapes, self._where, "MaxPooling2D")
-        kh, kw = self.pool_size
-        if s[0] < kh or s[1] < kw:
+def _pool_out(self, shapes, name, even_split):
+    s = _image_input(shapes, self._where, name)
+    out = []
+    for size, k, axis in ((s[0], self.pool_size[0], "height"),
+                          (s[1], self.pool_size[1], "width")):
+        stride = self.strides[0 if axis == "height" else 1]
+        o = _window_out(size, k, stride, self.padding)
+        if o < 1:
             raise ValueError("%spool_size=%r is larger than the input's "
                              "%dx%d" % (self._where, self.pool_size, s[0],
                                         s[1]))
-        return (s[0] // kh, s[1] // kw, s[2])
+        if self.padding == "same" and even_split:
+            total = max((o - 1) * stride + k - size, 0)
+            if total % 2:
+                raise ValueError(
+                    "%spadding='same' with pool_size=%r, strides=%r on a "
+                    "%s of %d pads %d pixels: libvtpu's max pooling pads "
+                    "both sides alike and cannot put the odd one on one "
+                    "side as TensorFlow does; use an odd input size, other "
+                    "strides or padding='valid'"
+                    % (self._where, self.pool_size, self.strides, axis,
+                       size, total))
+        out.append(o)
+    return (out[0], out[1], s[2])
+
+
+class MaxPooling2D(Layer):
+    """Max over pool_size windows moving by strides (None: the window),
+    padding 'valid' or 'same' (TensorFlow's split); padding never wins,
+    ties give the gradient to the first maximum in window order."""
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
+                 data_format=None, **kwargs):
+        _pool_args(self, pool_size, strides, padding, data_format,
+                   "MaxPooling2D")
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        return _pool_out(self, shapes, "MaxPooling2D", False)
 
     def _c_build(self, lib, g, nodes, ctx):
-        return _graph_node(lib.vtpu_graph_maxpool(
-            g, nodes[0], self.pool_size[0], self.pool_size[1]), self)
+        if self._plain:
+            return _graph_node(lib.vtpu_graph_maxpool(
+                g, nodes[0], self.pool_size[0], self.pool_size[1]), self)
+        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
+            lib.VTPU_PAD_VALID
+        return _graph_node(lib.vtpu_graph_maxpool2d(
+            g, nodes[0], self.pool_size[0], self.pool_size[1],
+            self.strides[0], pad), self)
 
     def get_config(self):
         c = super().get_config()
         c.update(pool_size=self.pool_size, strides=self.strides,
-                 padding="valid")
+                 padding=self.padding)
         return c
 
 
+class AveragePooling2D(Layer):
+    """The mean of pool_size windows moving by strides (None: the window;
+    one stride for both axes), padding 'valid' or 'same' (TensorFlow's
+    split; padding is not counted in a window's mean)."""
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
+                 data_format=None, **kwargs):
+        _pool_args(self, pool_size, strides, padding, data_format,
+                   "AveragePooling2D")
+        if self.strides[0] != self.strides[1]:
+            raise ValueError(
+                "AveragePooling2D: strides=%r is not supported: libvtpu's "
+                "average pooling takes one stride for both axes"
+                % (self.strides,))
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        return _pool_out(self, shapes, "AveragePooling2D", False)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
+            lib.VTPU_PAD_VALID
+        return _graph_node(lib.vtpu_graph_avgpool(
+            g, nodes[0], self.pool_size[0], self.pool_size[1],
+            self.strides[0], pad), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(pool_size=self.pool_size, strides=self.strides,
+                 padding=self.padding)
+        return c
+
+
+class GlobalAveragePooling2D(Layer):
+    """The mean over height and width of each channel: a vector of the
+    channels per example (Dense can follow directly)."""
+
+    def __init__(self, data_format=None, keepdims=False, **kwargs):
+        where = "GlobalAveragePooling2D: "
+        _channels_last(data_format, where)
+        if keepdims:
+            raise ValueError("%skeepdims=True is not supported: libvtpu's "
+                             "global average pooling gives a vector per "
+                             "example" % where)
+        super().__init__(**kwargs)
+
+    def _output_shape(self, shapes):
+        s = _image_input(shapes, self._where, "GlobalAveragePooling2D")
+        return (s[2],)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_global_avgpool(g, nodes[0]), self)
+
+
 MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
+GlobalAvgPool2D = GlobalAveragePooling2D
 
 
 class Flatten(Layer):
@@ -1662,7 +1753,8 @@ def concatenate(inputs, axis=-1, **kwargs):
 
 
 _SUPPORTED = ("Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
-              "MaxPooling2D, Flatten, Dropout, BatchNormalization, ReLU, "
+              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
+              "Flatten, Dropout, BatchNormalization, ReLU, "
               "Activation, Softmax, Add, Embedding, LSTM, GRU, Attention, "
               "Concatenate, Input/InputLayer")
 
