@@ -1500,6 +1500,14 @@ TEST(calls_bounded)
 		{ 4, 16, 4096, 1 << 20, VTPU_GEMM_TRANS_A },
 		{ 64, 512, 512, 1 << 16, VTPU_GEMM_TRANS_B },
 	};
+	/* IMAGE_AUGMENT: n h w c oh ow */
+	static const uint32_t augs[][6] = {
+		{ 1, 1, 1, VTPU_MAX_DIM, 1, 1 },
+		{ VTPU_MAX_DIM, 64, 64, 1, 1, 1 },
+		{ 1, VTPU_MAX_DIM, 4096, 1, VTPU_MAX_DIM, 4096 },
+		{ 4096, 1, VTPU_MAX_DIM, 1, 1, 3 },
+		{ 1 << 12, 1 << 12, 1 << 12, 1, 1 << 11, 1 << 12 },
+	};
 	/* ARGMAX: m n ldx */
 	static const uint32_t argmaxes[][3] = {
 		{ 1, VTPU_MAX_DIM, 0 }, { VTPU_MAX_DIM, 1, 0 },
@@ -1642,6 +1650,21 @@ TEST(calls_bounded)
 						argmaxes[i][1], argmaxes[i][2],
 						VTPU_REF(0, 0),
 						VTPU_REF(1, 0)));
+	/*
+	 * IMAGE_AUGMENT: one pixel of the most channels, the most images of
+	 * one element (a draw each), the largest image, the widest rows,
+	 * 2^36 elements to 2^35
+	 */
+	for (i = 0; i < sizeof(augs) / sizeof(augs[0]); i++) {
+		struct vtpu_augment_desc d = {
+			.n = augs[i][0], .h = augs[i][1], .w = augs[i][2],
+			.c = augs[i][3], .oh = augs[i][4], .ow = augs[i][5],
+			.flags = VTPU_AUGMENT_FLAGS, .x = VTPU_REF(0, 0),
+			.y = VTPU_REF(1, 0), .step = VTPU_REF(2, 0),
+		};
+
+		ASSERT_EQ(0, vtpu_cmdbuf_image_augment(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1668,6 +1691,9 @@ TEST(calls_bounded)
 				per = (uint64_t)op.argmax.tblock *
 					      op.argmax.sblock >
 					      EMB_CALL_MAX ? ~0ull : 0;
+			/* IMAGE_AUGMENT copies (and draws for) chunk */
+			if (cmd->opcode == VTPU_OP_IMAGE_AUGMENT)
+				per = op.chunk > EMB_CALL_MAX ? ~0ull : 0;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
@@ -1680,7 +1706,8 @@ TEST(calls_bounded)
 	       VTPU_SIMD_AVX512 + 1, over, CALL_FLOPS_MAX >> 20);
 	EXPECT_EQ(25 + 2 * sizeof(embs) / sizeof(embs[0]) +
 		  sizeof(bgemms) / sizeof(bgemms[0]) + 5 + 4 +
-		  sizeof(argmaxes) / sizeof(argmaxes[0]), cmds);
+		  sizeof(argmaxes) / sizeof(argmaxes[0]) +
+		  sizeof(augs) / sizeof(augs[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }
