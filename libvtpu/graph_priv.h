@@ -26,6 +26,8 @@ enum vg_op {
 	VG_GRU_STATE,
 	VG_ATTENTION,
 	VG_CONCAT,
+	VG_AUGMENT,	/* random crop or flip: preprocessing, no gradient */
+	VG_RESCALE,
 	VG_LOSS,	/* last: layer_count[] */
 };
 
@@ -64,6 +66,8 @@ struct vg_node {
 	uint32_t stride_h, stride_w;	       /* maxpool: kh, kw */
 	int weight, bias;		       /* param indices, or -1 */
 	float rate;			       /* dropout */
+	uint32_t aug_flags;		       /* augment: VTPU_AUGMENT_* */
+	float scale, offset;		       /* rescale: x * scale + offset */
 	char name[32];			       /* Keras-style: dense_1 */
 };
 
@@ -94,7 +98,7 @@ struct vtpu_graph {
 	float input_scale;	/* pixel value -> input, 1/255 by default */
 	float input_shift;	/* ... plus this, 0 by default */
 	uint32_t seed;		/* dropout masks */
-	int ndropout;		/* dropout nodes */
+	int ndropout;		/* nodes drawing per step: dropout, augment */
 	int loss;		/* node, or -1 */
 	int layer_count[VG_LOSS + 1];
 };
