@@ -29,6 +29,7 @@ from ._util import check_choice, check_float, check_int, check_pair
 __all__ = [
     "Layer", "InputLayer", "Input", "Dense", "Conv2D", "Convolution2D",
     "MaxPooling2D", "MaxPool2D", "Flatten", "Dropout", "ReLU", "Activation",
+    "RandomCrop", "RandomFlip", "Rescaling",
     "Softmax", "Add", "add", "Embedding", "LSTM", "GRU",
     "Attention",
     "Concatenate", "concatenate",
@@ -783,6 +784,82 @@ class Dropout(Layer):
     def get_config(self):
         c = super().get_config()
         c.update(rate=self.rate)
+        return c
+
+
+def _no_seed(where, seed):
+    if seed is not None:
+        raise ValueError("%sseed=%r is not supported: libvtpu draws from the "
+                         "model's seed (compile(seed=...))" % (where, seed))
+
+
+class RandomCrop(Layer):
+    """While training, a height x width window of each image at offsets
+    drawn anew every step; the centre window in evaluate() and predict().
+    Only after the input (or other preprocessing layers): it has no
+    gradient."""
+
+    def __init__(self, height, width, seed=None, **kwargs):
+        where = "RandomCrop: "
+        for name, v in (("height", height), ("width", width)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError("%s%s=%r must be a positive int"
+                                 % (where, name, v))
+        _no_seed(where, seed)
+        super().__init__(**kwargs)
+        self.height, self.width = height, width
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_random_crop(
+            g, nodes[0], self.height, self.width), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(height=self.height, width=self.width)
+        return c
+
+
+class RandomFlip(Layer):
+    """While training, each image flipped left-right with probability 1/2,
+    drawn anew every step; the identity in evaluate() and predict(). Only
+    mode="horizontal"; only after the input or other preprocessing."""
+
+    def __init__(self, mode="horizontal", seed=None, **kwargs):
+        where = "RandomFlip: "
+        if mode != "horizontal":
+            raise ValueError("%smode=%r is not supported: libvtpu flips "
+                             "horizontally only (mode=\"horizontal\")"
+                             % (where, mode))
+        _no_seed(where, seed)
+        super().__init__(**kwargs)
+        self.mode = mode
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_random_flip(g, nodes[0]), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(mode=self.mode)
+        return c
+
+
+class Rescaling(Layer):
+    """y = x * scale + offset; right after the input it costs nothing (it
+    joins the conversion from bytes)."""
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        where = "Rescaling: "
+        self.scale = check_float(scale, "scale", where=where)
+        self.offset = check_float(offset, "offset", where=where)
+        super().__init__(**kwargs)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_rescaling(
+            g, nodes[0], self.scale, self.offset), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(scale=self.scale, offset=self.offset)
         return c
 
 
