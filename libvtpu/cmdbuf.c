@@ -648,6 +648,26 @@ int vtpu_cmdbuf_dropout(struct vtpu_cmdbuf *cb, uint64_t count, float rate,
 	return vtpu_cmdbuf_append(cb, &d);
 }
 
+int vtpu_cmdbuf_image_augment(struct vtpu_cmdbuf *cb,
+			      const struct vtpu_augment_desc *d)
+{
+	struct vtpu_cmd_image_augment c;
+
+	CMD_INIT(&c, VTPU_OP_IMAGE_AUGMENT);
+	c.n = d->n;
+	c.h = d->h;
+	c.w = d->w;
+	c.c = d->c;
+	c.oh = d->oh;
+	c.ow = d->ow;
+	c.seed = d->seed;
+	c.flags = d->flags;
+	c.x = opnd(d->x);
+	c.y = opnd(d->y);
+	c.step = opnd(d->step);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
 static int cmdbuf_embedding(struct vtpu_cmdbuf *cb, uint32_t opcode,
 			    uint32_t n, uint32_t vocab, uint32_t dim,
 			    uint32_t flags, struct vtpu_ref ids,

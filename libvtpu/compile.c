@@ -1107,17 +1107,42 @@ static void add_fwd(struct cx *cx, int i)
 	   cx->val[i]);
 }
 
+/*
+ * The rescaling that is the only reader of the input @i, folded into its
+ * cast from bytes, or -1.
+ */
+static int folded_rescale(const struct vtpu_graph *g, int i)
+{
+	int j, k, r = -1;
+
+	for (j = i + 1; j < g->nnodes; j++)
+		for (k = 0; k < VG_MAX_IN; k++) {
+			if (g->nodes[j].in[k] != i)
+				continue;
+			if (r >= 0 || g->nodes[j].op != VG_RESCALE)
+				return -1;
+			r = j;
+		}
+	return r;
+}
+
 static void input_fwd(struct cx *cx, int i)
 {
 	uint64_t count = cx->B * vg_node_size(&cx->g->nodes[i]);
+	float scale = cx->g->input_scale, shift = cx->g->input_shift;
+	int r = folded_rescale(cx->g, i);
 	struct vtpu_cmd_cast cmd = {
 		.hdr = { VTPU_OP_CAST, sizeof(cmd) },
 		.mode = VTPU_CAST_U8_TO_F32, .count = count,
-		.scale = f32_bits(cx->g->input_scale),
-		.shift = f32_bits(cx->g->input_shift),
 		.src = opnd(at(cx->images, 0)),
 	};
 
+	if (r >= 0) {	/* (b * s + t) * s' + t' = b * s s' + (t s' + t') */
+		shift = shift * cx->g->nodes[r].scale + cx->g->nodes[r].offset;
+		scale *= cx->g->nodes[r].scale;
+	}
+	cmd.scale = f32_bits(scale);
+	cmd.shift = f32_bits(shift);
 	cx->val[i] = work(cx, count * 4);
 	cmd.dst = opnd(cx->val[i]);
 	emit(cx, &cmd);
@@ -1150,6 +1175,81 @@ static void loss_fwd(struct cx *cx, int i)
 		cmd.probs = opnd(at(cx->metrics, VG_METRIC_PROBS));
 	}
 	emit(cx, &cmd);
+}
+
+/*
+ * Training: a random crop or flip drawn anew each step (the step counter
+ * dropout advances); otherwise the centre crop, no flip (Keras).
+ */
+static void augment_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *in = &cx->g->nodes[n->in[0]];
+	struct vtpu_cmd_image_augment cmd = {
+		.hdr = { VTPU_OP_IMAGE_AUGMENT, sizeof(cmd) },
+		.n = cx->B, .h = in->h, .w = in->w, .c = in->c,
+		.oh = n->h, .ow = n->w,
+		.seed = cx->g->seed * 0x9e3779b9u + (uint32_t)i,
+		.flags = cx->kind == VG_PROG_TRAIN ? n->aug_flags : 0,
+		.x = opnd(cx->val[n->in[0]]),
+		.step = opnd(at(cx->state, cx->sl.step)),
+	};
+
+	if (!cmd.flags && n->h == in->h && n->w == in->w) {
+		cx->val[i] = cx->val[n->in[0]];
+		return;
+	}
+	cx->val[i] = work(cx, cx->B * vg_node_size(n) * 4);
+	cmd.y = opnd(cx->val[i]);
+	emit(cx, &cmd);
+}
+
+/* y = x * scale + offset, unless the input's cast did it (input_fwd) */
+static void rescale_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t count = cx->B * vg_node_size(n);
+	struct vtpu_cmd_elementwise cmd = {
+		.hdr = { VTPU_OP_ELEMENTWISE, sizeof(cmd) },
+		.op = VTPU_EW_SCALE, .count = count,
+		.alpha = f32_bits(n->scale),
+		.x = opnd(cx->val[n->in[0]]),
+	};
+
+	if (cx->g->nodes[n->in[0]].op == VG_INPUT &&
+	    folded_rescale(cx->g, n->in[0]) == i) {
+		cx->val[i] = cx->val[n->in[0]];
+		return;
+	}
+	cx->val[i] = work(cx, count * 4);
+	cmd.z = opnd(cx->val[i]);
+	emit(cx, &cmd);
+	if (n->offset != 0.0f) {
+		cmd.op = VTPU_EW_ADD_SCALAR;
+		cmd.alpha = f32_bits(n->offset);
+		cmd.x = cmd.z;
+		emit(cx, &cmd);
+	}
+}
+
+static void rescale_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int x = n->in[0];
+	struct tref dx, tmp;
+	struct vtpu_cmd_elementwise cmd = {
+		.hdr = { VTPU_OP_ELEMENTWISE, sizeof(cmd) },
+		.op = VTPU_EW_SCALE, .count = cx->B * vg_node_size(n),
+		.alpha = f32_bits(n->scale),
+		.x = opnd(cx->grad[i]),
+	};
+
+	if (!cx->needs_grad[x])
+		return;
+	dx = grad_begin(cx, x, &tmp);
+	cmd.z = opnd(dx);
+	emit(cx, &cmd);
+	grad_end(cx, x, tmp);
 }
 
 /* Training: z = x * mask, a new mask each step; otherwise the identity. */
@@ -1974,6 +2074,8 @@ static const struct {
 	[VG_SEPCONV2D] = { sepconv_fwd, sepconv_bwd },
 	[VG_AVGPOOL] = { avgpool_fwd, avgpool_bwd },
 	[VG_GLOBAL_AVGPOOL] = { avgpool_fwd, avgpool_bwd },
+	[VG_AUGMENT] = { augment_fwd, NULL },
+	[VG_RESCALE] = { rescale_fwd, rescale_bwd },
 	[VG_LOSS] = { loss_fwd, NULL },
 };
 

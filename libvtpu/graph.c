@@ -4,6 +4,7 @@
  * and the parameters they own. Compiling a graph is compile.c's business.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ static const char *const layer_names[] = {
 	[VG_SEPCONV2D] = "separable_conv2d",
 	[VG_AVGPOOL] = "average_pooling2d",
 	[VG_GLOBAL_AVGPOOL] = "global_average_pooling2d",
+	[VG_AUGMENT] = "random_augment", [VG_RESCALE] = "rescaling",
 	[VG_LOSS] = "loss",
 };
 
@@ -594,6 +596,75 @@ int vtpu_graph_batchnorm(struct vtpu_graph *g, int x, float momentum,
 	nd->mvar = p[3];
 	nd->rate = momentum;
 	nd->eps = epsilon;
+	return n;
+}
+
+/*
+ * Is x the input or preprocessing of it alone (augments and rescalings
+ * down from the input)? Nothing before it needs a gradient.
+ */
+static bool preprocessing(const struct vtpu_graph *g, int x)
+{
+	while (g->nodes[x].op == VG_AUGMENT || g->nodes[x].op == VG_RESCALE)
+		x = g->nodes[x].in[0];
+	return g->nodes[x].op == VG_INPUT;
+}
+
+static int augment(struct vtpu_graph *g, int x, uint32_t h, uint32_t w,
+		   uint32_t flags)
+{
+	const struct vg_node *in;
+	int n;
+
+	if (!valid_image(g, x))
+		return -EINVAL;
+	in = &g->nodes[x];
+	if (!h || !w || h > in->h || w > in->w)
+		return -EINVAL;
+	/* IMAGE_AUGMENT has no gradient: it must not follow a layer */
+	if (!preprocessing(g, x)) {
+		fprintf(stderr, "libvtpu: a random crop or flip must follow "
+			"the input (or other preprocessing), not a %s layer\n",
+			layer_names[in->op]);
+		return -EINVAL;
+	}
+	n = add_node(g, VG_AUGMENT, x, -1, h, w, in->c);
+	if (n >= 0) {
+		g->nodes[n].aug_flags = flags;
+		g->ndropout++;
+	}
+	return n;
+}
+
+int vtpu_graph_random_crop(struct vtpu_graph *g, int x, uint32_t h,
+			   uint32_t w)
+{
+	return augment(g, x, h, w, VTPU_AUGMENT_RANDOM_CROP);
+}
+
+int vtpu_graph_random_flip(struct vtpu_graph *g, int x)
+{
+	if (!valid_image(g, x))
+		return -EINVAL;
+	return augment(g, x, g->nodes[x].h, g->nodes[x].w,
+		       VTPU_AUGMENT_FLIP_H);
+}
+
+int vtpu_graph_rescaling(struct vtpu_graph *g, int x, float scale,
+			 float offset)
+{
+	const struct vg_node *in;
+	int n;
+
+	if (!valid_node(g, x) || g->nodes[x].op == VG_TOKENS ||
+	    !isfinite(scale) || !isfinite(offset))
+		return -EINVAL;
+	in = &g->nodes[x];
+	n = add_node(g, VG_RESCALE, x, -1, in->h, in->w, in->c);
+	if (n >= 0) {
+		g->nodes[n].scale = scale;
+		g->nodes[n].offset = offset;
+	}
 	return n;
 }
 

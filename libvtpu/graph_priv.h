@@ -31,6 +31,8 @@ enum vg_op {
 	VG_SEPCONV2D,	/* separable: DWCONV, then a 1x1 GEMM */
 	VG_AVGPOOL,
 	VG_GLOBAL_AVGPOOL,
+	VG_AUGMENT,	/* random crop or flip: preprocessing, no gradient */
+	VG_RESCALE,
 	VG_LOSS,	/* last: layer_count[] */
 };
 
@@ -78,6 +80,8 @@ struct vg_node {
 	float rate;			       /* dropout; batchnorm: momentum */
 	float eps;			       /* batchnorm */
 	int mmean, mvar;		       /* batchnorm: moving stats */
+	uint32_t aug_flags;		       /* augment: VTPU_AUGMENT_* */
+	float scale, offset;		       /* rescale: x * scale + offset */
 	char name[32];			       /* Keras-style: dense_1 */
 };
 
@@ -108,10 +112,10 @@ struct vtpu_graph {
 	float input_scale;	/* pixel value -> input, 1/255 by default */
 	float input_shift;	/* ... plus this, 0 by default */
 	uint32_t seed;		/* dropout masks */
-	int ndropout;		/* dropout nodes */
 	bool bn_nofold;		/* no batch norm folded (vtpu_compile_opts) */
 	bool bn_batch_stats;	/* eval programs normalise with the batch's
 				 * statistics too (vtpu_gradcheck) */
+	int ndropout;		/* nodes drawing per step: dropout, augment */
 	int loss;		/* node, or -1 */
 	int layer_count[VG_LOSS + 1];
 };

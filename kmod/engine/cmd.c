@@ -392,6 +392,32 @@ static u64 count_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 	return count * 4;
 }
 
+/*
+ * IMAGE_AUGMENT: x [n][h][w][c], y [n][oh][ow][c] f32, step one f32; 0
+ * unless every dimension is valid and each product within the limit.
+ */
+static u64 augment_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_image_augment *a = (const void *)cmd;
+	u64 xs, ys;
+
+	if (!window_dim_ok(a->n) || !window_dim_ok(a->h) ||
+	    !window_dim_ok(a->w) || !window_dim_ok(a->c) ||
+	    !a->oh || a->oh > a->h || !a->ow || a->ow > a->w)
+		return 0;
+	/* each factor is below 2^25: n * h and n * oh cannot overflow */
+	if (!mul_elems((u64)a->n * a->h, a->w, &xs) ||
+	    !mul_elems(xs, a->c, &xs))
+		return 0;
+	/* oh <= h and ow <= w: y is no larger than x */
+	ys = (u64)a->n * a->oh * a->ow * a->c;
+	if (id == VTPU_OPERAND_X)
+		return xs * 4;
+	if (id == VTPU_OPERAND_Y)
+		return ys * 4;
+	return 4;	/* STEP */
+}
+
 static u64 reduce_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 {
 	const struct vtpu_cmd_reduce *rd = (const void *)cmd;
@@ -1294,6 +1320,26 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 			      IN(DY, vtpu_cmd_dwconv, y, 4),
 			      IN(BIAS, vtpu_cmd_dwconv, bias, 4) },
 		DWCONV_COMMON,
+	},
+	[VTPU_OP_IMAGE_AUGMENT] = {
+		.name = "IMAGE_AUGMENT",
+		.size = sizeof(struct vtpu_cmd_image_augment),
+		.flags = VTPU_AUGMENT_FLAGS,
+		.flags_at = FLAGS_AT(vtpu_cmd_image_augment),
+		.noperands = 3,
+		.operands = { IN(X, vtpu_cmd_image_augment, x, 4),
+			      OUT(Y, vtpu_cmd_image_augment, y, 4),
+			      IN(STEP, vtpu_cmd_image_augment, step, 4) },
+		.fields = { FIELD(vtpu_cmd_image_augment, n, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_image_augment, h, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_image_augment, w, 1, VTPU_MAX_DIM),
+			    FIELD(vtpu_cmd_image_augment, c, 1, VTPU_MAX_DIM) },
+		.rules = "1 <= oh <= h, 1 <= ow <= w, n*h*w*c within the limit",
+		.extent = augment_extent,
+		.check = vtpu_augment_check,
+		.prepare = vtpu_augment_prepare,
+		.run = vtpu_augment_run,
+		.describe = vtpu_augment_describe,
 	},
 };
 

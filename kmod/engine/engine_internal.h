@@ -245,6 +245,7 @@ VTPU_CHECK(vtpu_adam_step_check);
 VTPU_CHECK(vtpu_adam_check);
 VTPU_CHECK(vtpu_cast_check);
 VTPU_CHECK(vtpu_dropout_check);
+VTPU_CHECK(vtpu_augment_check);
 VTPU_CHECK(vtpu_conv_pool_check);
 VTPU_CHECK(vtpu_conv_check);
 VTPU_CHECK(vtpu_embedding_check);
@@ -283,6 +284,9 @@ VTPU_PREPARE(vtpu_cast_prepare);
 VTPU_RUN(vtpu_cast_run);
 VTPU_PREPARE(vtpu_dropout_prepare);
 VTPU_RUN(vtpu_dropout_run);
+VTPU_PREPARE(vtpu_augment_prepare);
+VTPU_RUN(vtpu_augment_run);
+VTPU_DESCRIBE(vtpu_augment_describe);
 VTPU_PREPARE(vtpu_reduce_prepare);		/* ops_reduce.c */
 VTPU_RUN(vtpu_reduce_run);
 VTPU_DESCRIBE(vtpu_reduce_describe);

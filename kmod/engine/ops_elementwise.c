@@ -264,3 +264,95 @@ int vtpu_ew_describe(const struct vtpu_engine_op *op, char *buf, size_t len)
 	return snprintf(buf, len, "op %u, %llu", op->ew.op,
 			(unsigned long long)op->ew.count);
 }
+
+/*
+ * IMAGE_AUGMENT: tiled by output elements as an element-wise op; a tile
+ * walks its elements in runs of one pixel's channels, decoding where it
+ * starts once and drawing an image's crop and flip when it enters it.
+ */
+void vtpu_augment_prepare(struct vtpu_engine_op *op,
+			  const struct vtpu_cmd_hdr *cmd,
+			  const struct vtpu_engine_buf *bufs)
+{
+	const struct vtpu_cmd_image_augment *c = (const void *)cmd;
+	struct vtpu_engine_augment *a = &op->augment;
+
+	a->n = c->n;
+	a->h = c->h;
+	a->w = c->w;
+	a->c = c->c;
+	a->oh = c->oh;
+	a->ow = c->ow;
+	a->seed = c->seed;
+	a->flags = c->flags;
+	a->count = (u64)a->n * a->oh * a->ow * a->c;
+	a->x = vtpu_operand_ptr(bufs, &c->x);
+	a->y = vtpu_operand_ptr(bufs, &c->y);
+	a->step = vtpu_operand_ptr(bufs, &c->step);
+	vtpu_ops_tile(op, a->count);
+	op->flops = a->count;
+}
+
+/* Image @i's first row and column in x and whether it is flipped. */
+static void augment_draw(const struct vtpu_engine_augment *a, u64 key, u32 i,
+			 u32 *r0, u32 *q0, bool *flip)
+{
+	u64 d = mix64(key + i);
+
+	if (a->flags & VTPU_AUGMENT_RANDOM_CROP) {
+		*r0 = (u32)(((d >> 32) * (a->h - a->oh + 1)) >> 32);
+		*q0 = (u32)(((d & 0xffffffffull) * (a->w - a->ow + 1)) >> 32);
+	} else {
+		*r0 = (a->h - a->oh) / 2;
+		*q0 = (a->w - a->ow) / 2;
+	}
+	*flip = (a->flags & VTPU_AUGMENT_FLIP_H) && (mix64(d) >> 63);
+}
+
+void vtpu_augment_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		      void *scratch)
+{
+	const struct vtpu_engine_augment *a = &op->augment;
+	u64 p = (u64)tile * op->chunk;
+	u64 end = p + vtpu_min_u64(op->chunk, a->count - p);
+	u64 pix = p / a->c, key, run, k;
+	u32 ch = (u32)(p % a->c), q = (u32)(pix % a->ow), r, i, r0, q0, col;
+	float s = *a->step;
+	const float *src;
+	bool flip;
+
+	/* the counter is user memory: anything but a step number reads as 0 */
+	key = s >= 0.0f && s < 16777216.0f ? (u64)s : 0;
+	key = mix64(((u64)a->seed << 32 | key) + 0x9e3779b97f4a7c15ull);
+	pix /= a->ow;
+	r = (u32)(pix % a->oh);
+	i = (u32)(pix / a->oh);
+	augment_draw(a, key, i, &r0, &q0, &flip);
+	while (p < end) {
+		col = q0 + (flip ? a->ow - 1 - q : q);
+		src = a->x + ((((u64)i * a->h + r0 + r) * a->w + col) * a->c +
+			      ch);
+		run = vtpu_min_u64(a->c - ch, end - p);
+		for (k = 0; k < run; k++)
+			a->y[p + k] = src[k];
+		p += run;
+		ch = 0;
+		if (++q < a->ow)
+			continue;
+		q = 0;
+		if (++r < a->oh)
+			continue;
+		r = 0;
+		if (++i < a->n)
+			augment_draw(a, key, i, &r0, &q0, &flip);
+	}
+}
+
+int vtpu_augment_describe(const struct vtpu_engine_op *op, char *buf,
+			  size_t len)
+{
+	const struct vtpu_engine_augment *a = &op->augment;
+
+	return snprintf(buf, len, "%ux%ux%ux%u to %ux%u, flags %#x", a->n,
+			a->h, a->w, a->c, a->oh, a->ow, a->flags);
+}

@@ -582,6 +582,37 @@ int vtpu_dropout_check(struct vtpu_engine_check *v,
 	return ret;
 }
 
+int vtpu_augment_check(struct vtpu_engine_check *v,
+		       const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_image_augment *a = (const void *)hdr;
+	static const u32 out = VTPU_OPERAND_Y;
+	static const u32 ins[2] = { VTPU_OPERAND_X, VTPU_OPERAND_STEP };
+	u64 elems;
+	int ret;
+
+	if (a->flags & ~VTPU_AUGMENT_FLAGS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (!dim_ok(a->n) || !dim_ok(a->h) || !dim_ok(a->w) ||
+	    !dim_ok(a->c))
+		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_SHAPE);
+	if (!a->oh || a->oh > a->h || !a->ow || a->ow > a->w)
+		return reject(v, VTPU_OPERAND_Y, VTPU_ERR_BAD_SHAPE);
+	/* n * h and the partial products below 2^49: no overflow */
+	elems = (u64)a->n * a->h;
+	if (elems > VTPU_MAX_ELEMS / a->w)
+		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_SHAPE);
+	elems *= a->w;
+	if (elems > VTPU_MAX_ELEMS / a->c)
+		return reject(v, VTPU_OPERAND_X, VTPU_ERR_BAD_SHAPE);
+	ret = check_operands(v, hdr, ins, 2);
+	if (!ret)
+		ret = check_operand(v, hdr, out);
+	if (!ret)
+		ret = check_outputs(v, hdr, &out, 1, ins, 2);
+	return ret;
+}
+
 /* 0 < max_norm < +Inf, as binary32 bits: positive, below the Inf pattern */
 #define F32_INF_BITS 0x7f800000u
 

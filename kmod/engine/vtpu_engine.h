@@ -179,6 +179,16 @@ struct vtpu_engine_dropout {
 	const float *step;
 };
 
+/* IMAGE_AUGMENT: tiled by output elements, as an element-wise op */
+struct vtpu_engine_augment {
+	u32 n, h, w, c, oh, ow;
+	u32 seed, flags;
+	u64 count;		/* output elements */
+	const float *x;
+	float *y;
+	const float *step;
+};
+
 struct vtpu_engine_reduce {
 	u32 op;			/* enum vtpu_reduce_op */
 	u32 m, n, ldx;
@@ -322,6 +332,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_clip clip;
 		struct vtpu_engine_cast cast;
 		struct vtpu_engine_dropout dropout;
+		struct vtpu_engine_augment augment;
 		struct vtpu_engine_embedding emb;
 		struct vtpu_engine_bn bn;
 		struct vtpu_engine_dwconv dw;

@@ -538,6 +538,35 @@ VTPU_API int vtpu_cmdbuf_cast(struct vtpu_cmdbuf *cb, uint32_t mode, uint64_t co
 		     float scale, float shift, struct vtpu_ref src,
 		     struct vtpu_ref dst);
 /**
+ * struct vtpu_augment_desc - an IMAGE_AUGMENT (struct
+ * vtpu_cmd_image_augment)
+ * @n: images
+ * @h: rows of each input image
+ * @w: columns of each input image
+ * @c: channels (innermost)
+ * @oh: rows of each output image, 1..h
+ * @ow: columns of each output image, 1..w
+ * @seed: the draws' seed (with the step number and the image's index)
+ * @flags: VTPU_AUGMENT_RANDOM_CROP (else the centre crop),
+ *         VTPU_AUGMENT_FLIP_H
+ * @x: f32 [n][h][w][c]
+ * @y: f32 [n][oh][ow][c]
+ * @step: f32[1], the step number (as DROPOUT's)
+ */
+struct vtpu_augment_desc {
+	uint32_t n, h, w, c, oh, ow;
+	uint32_t seed, flags;
+	struct vtpu_ref x, y, step;
+};
+/**
+ * vtpu_cmdbuf_image_augment() - y = an oh x ow crop of each image of x,
+ * at random offsets or the centre, flipped left-right or not, drawn per
+ * image from (seed, *step, image index): Keras' RandomCrop and
+ * RandomFlip("horizontal") (struct vtpu_cmd_image_augment).
+ */
+VTPU_API int vtpu_cmdbuf_image_augment(struct vtpu_cmdbuf *cb,
+			      const struct vtpu_augment_desc *d);
+/**
  * vtpu_cmdbuf_dropout() - z = x * mask with a fresh mask per step: element i
  * of step *step kept (scaled by 1/(1-rate)) or dropped (struct
  * vtpu_cmd_dropout); z may be x.

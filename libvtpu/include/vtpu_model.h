@@ -177,6 +177,29 @@ VTPU_API int vtpu_graph_dropout(struct vtpu_graph *g, int x, float rate);
  */
 VTPU_API int vtpu_graph_batchnorm(struct vtpu_graph *g, int x, float momentum,
 				  float epsilon);
+/**
+ * vtpu_graph_random_crop() - Keras' RandomCrop: while training, an h x w
+ * window of each image at offsets drawn anew every step (uniform over the
+ * positions); the centre window when evaluating or predicting. It has no
+ * gradient: x must be the input or preprocessing of it (random crops and
+ * flips, rescalings), else -EINVAL with a message on stderr.
+ */
+VTPU_API int vtpu_graph_random_crop(struct vtpu_graph *g, int x, uint32_t h,
+			   uint32_t w);
+/**
+ * vtpu_graph_random_flip() - Keras' RandomFlip("horizontal"): while
+ * training, each image flipped left-right with probability 1/2, drawn
+ * anew every step; the identity when evaluating or predicting. Where it
+ * may be: as vtpu_graph_random_crop().
+ */
+VTPU_API int vtpu_graph_random_flip(struct vtpu_graph *g, int x);
+/**
+ * vtpu_graph_rescaling() - Keras' Rescaling: y = x * scale + offset (both
+ * finite). Right after the input it is folded into the input's
+ * conversion from bytes; elsewhere an element-wise op with its gradient.
+ */
+VTPU_API int vtpu_graph_rescaling(struct vtpu_graph *g, int x, float scale,
+			 float offset);
 /** vtpu_graph_add() - x + y (same shape): residual connections. */
 VTPU_API int vtpu_graph_add(struct vtpu_graph *g, int x, int y);
 /**

@@ -1500,6 +1500,14 @@ TEST(calls_bounded)
 		{ 4, 16, 4096, 1 << 20, VTPU_GEMM_TRANS_A },
 		{ 64, 512, 512, 1 << 16, VTPU_GEMM_TRANS_B },
 	};
+	/* IMAGE_AUGMENT: n h w c oh ow */
+	static const uint32_t augs[][6] = {
+		{ 1, 1, 1, VTPU_MAX_DIM, 1, 1 },
+		{ VTPU_MAX_DIM, 64, 64, 1, 1, 1 },
+		{ 1, VTPU_MAX_DIM, 4096, 1, VTPU_MAX_DIM, 4096 },
+		{ 4096, 1, VTPU_MAX_DIM, 1, 1, 3 },
+		{ 1 << 12, 1 << 12, 1 << 12, 1, 1 << 11, 1 << 12 },
+	};
 	/* ARGMAX: m n ldx */
 	static const uint32_t argmaxes[][3] = {
 		{ 1, VTPU_MAX_DIM, 0 }, { VTPU_MAX_DIM, 1, 0 },
@@ -1702,6 +1710,21 @@ TEST(calls_bounded)
 		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_dgrad(&cb, &d));
 		ASSERT_EQ(0, vtpu_cmdbuf_dwconv_wgrad(&cb, &d));
 	}
+	/*
+	 * IMAGE_AUGMENT: one pixel of the most channels, the most images of
+	 * one element (a draw each), the largest image, the widest rows,
+	 * 2^36 elements to 2^35
+	 */
+	for (i = 0; i < sizeof(augs) / sizeof(augs[0]); i++) {
+		struct vtpu_augment_desc d = {
+			.n = augs[i][0], .h = augs[i][1], .w = augs[i][2],
+			.c = augs[i][3], .oh = augs[i][4], .ow = augs[i][5],
+			.flags = VTPU_AUGMENT_FLAGS, .x = VTPU_REF(0, 0),
+			.y = VTPU_REF(1, 0), .step = VTPU_REF(2, 0),
+		};
+
+		ASSERT_EQ(0, vtpu_cmdbuf_image_augment(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1733,6 +1756,9 @@ TEST(calls_bounded)
 			    cmd->opcode == VTPU_OP_BATCHNORM_GRAD)
 				per = (uint64_t)op.bn.width * op.bn.rblock >
 					      EMB_CALL_MAX ? ~0ull : 0;
+			/* IMAGE_AUGMENT copies (and draws for) chunk */
+			if (cmd->opcode == VTPU_OP_IMAGE_AUGMENT)
+				per = op.chunk > EMB_CALL_MAX ? ~0ull : 0;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
@@ -1748,7 +1774,8 @@ TEST(calls_bounded)
 		  sizeof(argmaxes) / sizeof(argmaxes[0]) +
 		  3 * sizeof(bns) / sizeof(bns[0]) +
 		  3 * sizeof(dwconvs) / sizeof(dwconvs[0]) +
-		  2 /* AVGPOOL(_GRAD) */, cmds);
+		  2 /* AVGPOOL(_GRAD) */ +
+		  sizeof(augs) / sizeof(augs[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

@@ -910,6 +910,140 @@ TEST(batchnorm_folding_agrees)
 	vtpu_dataset_free(&test);
 }
 
+/*
+ * Rescaling between layers: its backward pass against central differences;
+ * one right after the input is folded into the input's cast.
+ */
+TEST(gradcheck_rescaling)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 3, 4, 2);
+	double rel;
+
+	x = vtpu_graph_rescaling(g, x, 2.0f, -0.5f);
+	x = vtpu_graph_dense(g, x, 16, VTPU_ACT_RELU);
+	EXPECT_EQ(-EINVAL, vtpu_graph_rescaling(g, x, NAN, 0.0f));
+	x = vtpu_graph_rescaling(g, x, -1.5f, 0.25f);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	rel = gradcheck_graph(_metadata, g, 8, 24);
+	EXPECT_GT(2e-2, rel);
+	TH_LOG("rescaling: max relative error %.2e", rel);
+	vtpu_graph_destroy(g);
+}
+
+/* 6x6 images, class 0 bright on top, class 1 bright below: flip-invariant */
+static void halves_set(struct vtpu_dataset *ds, uint32_t n, uint64_t seed)
+{
+	struct vtpu_rng rng;
+	uint32_t i, p;
+
+	memset(ds, 0, sizeof(*ds));
+	ds->n = n;
+	ds->height = 6;
+	ds->width = 6;
+	ds->channels = 1;
+	ds->classes = 2;
+	ds->images = malloc(n * 36);
+	ds->labels = malloc(n);
+	vtpu_rng_seed(&rng, seed);
+	for (i = 0; i < n; i++) {
+		uint32_t q = (uint32_t)vtpu_rng_below(&rng, 2);
+
+		for (p = 0; p < 36; p++)
+			ds->images[i * 36 + p] = (uint8_t)((p / 18 == q) ?
+				120 + vtpu_rng_below(&rng, 136) :
+				vtpu_rng_below(&rng, 140));
+		ds->labels[i] = (uint8_t)q;
+	}
+}
+
+static struct vtpu_model *augment_model(int augment)
+{
+	struct vtpu_model *m = vtpu_model_create(6, 6, 1);
+	struct vtpu_graph *g = vtpu_model_graph(m);
+	int x = 0;	/* the model's input is the graph's first node */
+
+	x = vtpu_graph_rescaling(g, x, 2.0f, -1.0f);
+	if (augment) {
+		x = vtpu_graph_random_flip(g, x);
+		x = vtpu_graph_random_crop(g, x, 4, 4);
+	}
+	x = vtpu_graph_flatten(g, x);
+	x = vtpu_graph_dense(g, x, 32, VTPU_ACT_RELU);
+	x = vtpu_graph_dense(g, x, 2, VTPU_ACT_SOFTMAX);
+	if (vtpu_model_set_output(m, x)) {
+		vtpu_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * RandomFlip + RandomCrop: refused after a layer; training steps draw new
+ * crops (at a learning rate too small to move the weights, each epoch's
+ * loss differs, where without them it does not); the model learns; and
+ * evaluate (the centre crop, no flip) gives the same answer twice.
+ */
+TEST(augment_trains_and_evaluates_deterministically)
+{
+	struct vtpu_dataset train, test;
+	VTPU_COMPILE_OPTS(tiny, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 1e-30f);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
+			  .learning_rate = 3e-3f);
+	double losses[8], l1, a1, l2, a2;
+	VTPU_FIT_OPTS(fo2, .epochs = 2, .on_epoch = record_loss,
+		      .ctx = losses, .no_shuffle = true);
+	VTPU_FIT_OPTS(fo, .epochs = 8, .on_epoch = record_loss, .ctx = losses);
+	struct vtpu_graph *g = vtpu_graph_create();
+	struct vtpu_model *m;
+	int x = vtpu_graph_input(g, 6, 6, 1), d;
+
+	/* no gradient: after the input and preprocessing only */
+	d = vtpu_graph_dense(g, vtpu_graph_flatten(g, x), 8, VTPU_ACT_RELU);
+	EXPECT_EQ(-EINVAL, vtpu_graph_random_flip(g, d));
+	EXPECT_EQ(-EINVAL, vtpu_graph_random_crop(g, d, 2, 1));
+	EXPECT_EQ(-EINVAL, vtpu_graph_random_crop(g, x, 7, 6));
+	EXPECT_EQ(-EINVAL, vtpu_graph_random_crop(g, x, 6, 0));
+	EXPECT_LE(0, vtpu_graph_random_crop(g, vtpu_graph_rescaling(g, x, 1, 0),
+					    6, 6));
+	vtpu_graph_destroy(g);
+
+	halves_set(&train, 512, 1);
+	halves_set(&test, 200, 2);
+	/* without augmentation, a frozen model's epochs agree exactly */
+	m = augment_model(0);
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_compile(m, &tiny));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo2));
+	EXPECT_EQ(losses[0], losses[1]);
+	vtpu_model_destroy(m);
+	/* with it, each step its own crops and flips */
+	m = augment_model(1);
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_compile(m, &tiny));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo2));
+	EXPECT_NE(losses[0], losses[1]);
+	TH_LOG("frozen, augmented: epoch losses %.6f %.6f", losses[0],
+	       losses[1]);
+	vtpu_model_destroy(m);
+
+	m = augment_model(1);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	ASSERT_EQ(0, vtpu_model_fit(m, &train, &fo));
+	EXPECT_LT(losses[7], losses[0] / 2);
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l1, &a1));
+	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l2, &a2));
+	EXPECT_EQ(l1, l2);
+	EXPECT_LT(0.9, a1);
+	TH_LOG("flip + crop: loss %.4f -> %.4f, test acc %.3f twice the same",
+	       losses[0], losses[7], a1);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
 TEST(predict_matches_evaluate)
 {
 	struct vtpu_dataset train, test;

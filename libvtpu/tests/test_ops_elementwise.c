@@ -611,6 +611,215 @@ TEST(dropout)
 	execs_fini(&ex);
 }
 
+/* ---- IMAGE_AUGMENT ------------------------------------------------------- */
+
+/* The uAPI's draws, written out again from struct vtpu_cmd_image_augment. */
+static uint64_t aug_mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void aug_ref_draw(const struct vtpu_augment_desc *d, uint32_t step,
+			 uint32_t i, uint32_t *r0, uint32_t *q0, int *flip)
+{
+	uint64_t key = aug_mix(((uint64_t)d->seed << 32 | step) +
+			       0x9e3779b97f4a7c15ull);
+	uint64_t h = aug_mix(key + i);
+
+	if (d->flags & VTPU_AUGMENT_RANDOM_CROP) {
+		*r0 = (uint32_t)(((h >> 32) * (d->h - d->oh + 1)) >> 32);
+		*q0 = (uint32_t)(((h & 0xffffffffull) * (d->w - d->ow + 1)) >>
+				 32);
+	} else {
+		*r0 = (d->h - d->oh) / 2;
+		*q0 = (d->w - d->ow) / 2;
+	}
+	*flip = (d->flags & VTPU_AUGMENT_FLIP_H) && (aug_mix(h) >> 63);
+}
+
+static void aug_ref(const struct vtpu_augment_desc *d, uint32_t step,
+		    const float *x, float *y)
+{
+	uint32_t i, r, q, k, r0, q0, col;
+	int flip;
+
+	for (i = 0; i < d->n; i++) {
+		aug_ref_draw(d, step, i, &r0, &q0, &flip);
+		for (r = 0; r < d->oh; r++)
+			for (q = 0; q < d->ow; q++)
+				for (k = 0; k < d->c; k++) {
+					col = q0 + (flip ? d->ow - 1 - q : q);
+					*y++ = x[(((size_t)i * d->h + r0 + r) *
+						  d->w + col) * d->c + k];
+				}
+	}
+}
+
+/* One IMAGE_AUGMENT of @d on its own buffers; x, y, step refs are set. */
+static void aug_stream(struct vtpu_cmdbuf *cb, struct vtpu_augment_desc *d,
+		       struct vtpu_bo *xb, struct vtpu_bo *yb,
+		       struct vtpu_bo *sb)
+{
+	vtpu_cmdbuf_init(cb);
+	d->x = VTPU_REF(vtpu_cmdbuf_use(cb, xb), 0);
+	d->y = VTPU_REF(vtpu_cmdbuf_use(cb, yb), 0);
+	d->step = VTPU_REF(vtpu_cmdbuf_use(cb, sb), 0);
+	vtpu_cmdbuf_image_augment(cb, d);
+}
+
+/*
+ * Every output element against the reference's draws, on every executor
+ * with 1..4 threads (bitwise the same), at steps 0, 1 and 7 and a step
+ * counter that is no step number (read as 0).
+ */
+TEST(image_augment)
+{
+	/* n h w c oh ow flags */
+	static const uint32_t shapes[][7] = {
+		{ 1, 1, 1, 1, 1, 1, 3 }, { 4, 8, 8, 3, 8, 8, 2 },
+		{ 9, 10, 12, 3, 7, 9, 3 }, { 9, 10, 12, 3, 7, 9, 0 },
+		{ 5, 11, 13, 2, 4, 13, 1 }, { 64, 32, 32, 3, 28, 28, 3 },
+		{ 3, 40, 50, 1000, 39, 3, 3 }, { 70000, 3, 2, 1, 2, 1, 3 },
+	};
+	static const float steps[] = { 0, 1, 7, -3, 0.5f };
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		struct vtpu_augment_desc d = {
+			.n = shapes[s][0], .h = shapes[s][1],
+			.w = shapes[s][2], .c = shapes[s][3],
+			.oh = shapes[s][4], .ow = shapes[s][5],
+			.flags = shapes[s][6], .seed = 77 + (uint32_t)s,
+		};
+		size_t nx = (size_t)d.n * d.h * d.w * d.c;
+		size_t ny = (size_t)d.n * d.oh * d.ow * d.c;
+		struct vtpu_bo xb = bo_new(nx * 4), yb = bo_new(ny * 4);
+		struct vtpu_bo sb = bo_new(4);
+		float *want = malloc(ny * 4), *y = yb.map;
+		void *keep = malloc(ny * 4);
+		struct vtpu_cmdbuf cb;
+		long bad = 0, diff = 0;
+		size_t t, i;
+		int e;
+
+		rng_seed(900 + s);
+		fill_rand(xb.map, nx);
+		aug_stream(&cb, &d, &xb, &yb, &sb);
+		for (t = 0; t < sizeof(steps) / sizeof(steps[0]); t++) {
+			*(float *)sb.map = steps[t];
+			aug_ref(&d, steps[t] == 1 || steps[t] == 7 ?
+				(uint32_t)steps[t] : 0, xb.map, want);
+			for (e = 0; e < ex.n; e++) {
+				memset(y, e & 1 ? 0xff : 0, ny * 4);
+				ASSERT_EQ(0, run(ex.cpu[e], &cb));
+				diff += same_bits(y, keep, ny * 4, e);
+			}
+			for (i = 0; i < ny; i++)
+				if (memcmp(&y[i], &want[i], 4) && bad++ < 5)
+					TH_LOG("element %zu: %g, want %g", i,
+					       y[i], want[i]);
+		}
+		TH_LOG("augment %ux%ux%ux%u to %ux%u flags %u: %ld wrong, "
+		       "%ld executors differ", d.n, d.h, d.w, d.c, d.oh, d.ow,
+		       d.flags, bad, diff);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		vtpu_cmdbuf_fini(&cb);
+		vtpu_cpu_bo_destroy(&xb);
+		vtpu_cpu_bo_destroy(&yb);
+		vtpu_cpu_bo_destroy(&sb);
+		free(want);
+		free(keep);
+	}
+	execs_fini(&ex);
+}
+
+/*
+ * The draws' distribution, read from the outputs alone: x holds each
+ * pixel's index, so an output's first pixel names its offsets and its
+ * order its flip. Every row offset, column offset and flip about as often
+ * as the others (within 10% of the mean over 40000 images: about 8
+ * standard deviations), offsets of one image independent of the step's;
+ * without RANDOM_CROP the centre, without FLIP_H no flip.
+ */
+TEST(image_augment_distribution)
+{
+	enum { N = 40000, H = 6, W = 9, OH = 3, OW = 4 };
+	struct vtpu_augment_desc d = {
+		.n = N, .h = H, .w = W, .c = 1, .oh = OH, .ow = OW,
+		.flags = VTPU_AUGMENT_RANDOM_CROP | VTPU_AUGMENT_FLIP_H,
+		.seed = 5,
+	};
+	struct vtpu_cpu *cpu = vtpu_cpu_create(2, -1, VTPU_CPU_GEMM_ENGINE);
+	struct vtpu_bo xb = bo_new((size_t)N * H * W * 4);
+	struct vtpu_bo yb = bo_new((size_t)N * OH * OW * 4), sb = bo_new(4);
+	uint32_t rows[H - OH + 1] = { 0 }, cols[W - OW + 1] = { 0 };
+	uint32_t flips = 0, same = 0, i, r0, q0, *first = malloc(N * 4);
+	long bad;
+	float *x = xb.map, *y = yb.map;
+	struct vtpu_cmdbuf cb;
+	int flip, round;
+	size_t j;
+
+	ASSERT_NE(NULL, cpu);
+	for (j = 0; j < (size_t)N * H * W; j++)
+		x[j] = (float)(j % (H * W));
+	aug_stream(&cb, &d, &xb, &yb, &sb);
+	for (round = 0; round < 2; round++) {
+		*(float *)sb.map = (float)(round + 3);
+		ASSERT_EQ(0, run(cpu, &cb));
+		for (i = 0; i < N; i++) {
+			const float *p = y + (size_t)i * OH * OW;
+			uint32_t v = (uint32_t)p[0];
+
+			flip = p[1] < p[0];
+			r0 = v / W;
+			q0 = v % W - (flip ? OW - 1 : 0);
+			if (round) {
+				same += first[i] == v;
+				continue;
+			}
+			first[i] = v;
+			rows[r0]++;
+			cols[q0]++;
+			flips += flip;
+		}
+	}
+	for (i = 0, bad = 0; i <= H - OH; i++)
+		if (fabs(rows[i] * (H - OH + 1.0) / N - 1) > 0.1 && ++bad)
+			TH_LOG("row offset %u: %u of %u", i, rows[i], N);
+	for (i = 0; i <= W - OW; i++)
+		if (fabs(cols[i] * (W - OW + 1.0) / N - 1) > 0.1 && ++bad)
+			TH_LOG("column offset %u: %u of %u", i, cols[i], N);
+	EXPECT_EQ(0, bad);
+	EXPECT_GT(0.02, fabs((double)flips / N - 0.5));
+	/* another step, new draws: the same first pixel by chance only */
+	EXPECT_GT(0.05, (double)same / N);
+	TH_LOG("%u images: flipped %u, another step's first pixel the same "
+	       "for %u", N, flips, same);
+	vtpu_cmdbuf_fini(&cb);
+
+	/* the centre, unflipped: Keras' inference */
+	d.flags = 0;
+	aug_stream(&cb, &d, &xb, &yb, &sb);
+	ASSERT_EQ(0, run(cpu, &cb));
+	for (i = 0, same = 0; i < N; i++)
+		same += y[(size_t)i * OH * OW] == (H - OH) / 2 * W + (W - OW) / 2 &&
+			y[(size_t)i * OH * OW + 1] > y[(size_t)i * OH * OW];
+	EXPECT_EQ(N, same);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cpu_destroy(cpu);
+	vtpu_cpu_bo_destroy(&xb);
+	vtpu_cpu_bo_destroy(&yb);
+	vtpu_cpu_bo_destroy(&sb);
+	free(first);
+}
+
 /* ---- REDUCE ---------------------------------------------------------------- */
 
 TEST(reduce)

@@ -112,6 +112,13 @@ TEST(validator)
 		.m = 16, .n = 12, .ldx = 16,
 		.x = OPND(0, 0), .y = OPND(1, 0),
 	};
+	/* x: 2 images 6x5x3 (720 bytes) in b0; y: 2 of 4x3x3 (288) in b1 */
+	const struct vtpu_cmd_image_augment ia0 = {
+		.hdr = HDR(VTPU_OP_IMAGE_AUGMENT, vtpu_cmd_image_augment),
+		.n = 2, .h = 6, .w = 5, .c = 3, .oh = 4, .ow = 3,
+		.flags = VTPU_AUGMENT_FLAGS, .seed = 9,
+		.x = OPND(0, 0), .y = OPND(1, 0), .step = OPND(1, 1024),
+	};
 	const struct vtpu_cmd_cast ca0 = {
 		.hdr = HDR(VTPU_OP_CAST, vtpu_cmd_cast),
 		.mode = VTPU_CAST_F32_TO_BF16, .count = 1024,
@@ -200,6 +207,7 @@ TEST(validator)
 	struct vtpu_cmd_cast ca;
 	struct vtpu_cmd_clip_norm cn;
 	struct vtpu_cmd_argmax am;
+	struct vtpu_cmd_image_augment ia;
 
 	ASSERT_NE(NULL, r.cpu);
 #define CASE(var, base, what, mut, reason, operand)                           \
@@ -646,6 +654,61 @@ TEST(validator)
 	CASE(am, am0, "argmax y in x's row gap, two rows",
 	     (am.y.buf = 0, am.y.offset = 48, am.m = 2), VTPU_ERR_OVERLAP,
 	     VTPU_OPERAND_INDEX);
+
+	/* IMAGE_AUGMENT */
+	CASE(ia, ia0, "augment ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(ia, ia0, "augment centre, no flip ok", ia.flags = 0,
+	     VTPU_ERR_NONE, 0);
+	CASE(ia, ia0, "augment whole image ok", (ia.oh = 6, ia.ow = 5),
+	     VTPU_ERR_NONE, 0);
+	CASE(ia, ia0, "augment step in x's buffer ok",
+	     (ia.step.buf = 0, ia.step.offset = 720), VTPU_ERR_NONE, 0);
+	CASE(ia, ia0, "augment flags 4", ia.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(ia, ia0, "augment flags top bit", ia.flags = 0x80000000u,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(ia, ia0, "augment n 0", ia.n = 0, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment h 0", ia.h = 0, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment w 0", ia.w = 0, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment c 0", ia.c = 0, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment c > MAX_DIM", ia.c = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment oh 0", ia.oh = 0, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_Y);
+	CASE(ia, ia0, "augment ow 0", ia.ow = 0, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_Y);
+	CASE(ia, ia0, "augment oh > h", ia.oh = 7, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_Y);
+	CASE(ia, ia0, "augment ow > w", ia.ow = 6, VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_Y);
+	CASE(ia, ia0, "augment n*h*w*c > MAX_ELEMS",
+	     (ia.n = ia.h = ia.w = ia.c = VTPU_MAX_DIM), VTPU_ERR_BAD_SHAPE,
+	     VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment n*h*w > MAX_ELEMS, c 1",
+	     (ia.n = ia.h = VTPU_MAX_DIM, ia.w = 1u << 12, ia.c = 1),
+	     VTPU_ERR_BAD_SHAPE, VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment n*h*w*c == MAX_ELEMS, past its buffer",
+	     (ia.n = VTPU_MAX_DIM, ia.h = 1u << 10, ia.w = 4, ia.c = 1),
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	CASE(ia, ia0, "augment x too small for n", ia.n = 12,
+	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_X);
+	OPERAND_CASES(ia, ia0, "augment x", x, VTPU_OPERAND_X, 4096 - 716,
+		      2);
+	OPERAND_CASES(ia, ia0, "augment y", y, VTPU_OPERAND_Y, 4096 - 284,
+		      2);
+	OPERAND_CASES(ia, ia0, "augment step", step, VTPU_OPERAND_STEP,
+		      4096, 1025);
+	CASE(ia, ia0, "augment y over x's last element",
+	     (ia.y.buf = 0, ia.y.offset = 716), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_Y);
+	CASE(ia, ia0, "augment y over step",
+	     (ia.step.offset = 284), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
+	CASE(ia, ia0, "augment y just past x ok",
+	     (ia.y.buf = 0, ia.y.offset = 720, ia.step.buf = 0,
+	      ia.step.offset = 0), VTPU_ERR_NONE, 0);
 
 	/* CONV_POOL / CONV_POOL_WGRAD */
 	CASE(cp, cp0, "conv_pool ok", (void)0, VTPU_ERR_NONE, 0);

@@ -514,6 +514,26 @@ static inline int gen_shape_batchnorm(struct gen_ctx *g, uint32_t op,
 	return vtpu_cmdbuf_batchnorm(g->cb, &d);
 }
 
+/* IMAGE_AUGMENT: small images, any crop; its step is any bytes (read as 0) */
+static inline int gen_shape_augment(struct gen_ctx *g, uint32_t op,
+				    struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_augment_desc d = {
+		.x = VTPU_REF_NONE, .y = VTPU_REF_NONE, .step = VTPU_REF_NONE,
+	};
+
+	d.n = gen_range(r, 1, 4);
+	d.h = gen_range(r, 1, 12);
+	d.w = gen_range(r, 1, 12);
+	d.c = gen_range(r, 1, 4);
+	d.seed = gen_below(r, 1000);
+	d.flags = gen_below(r, 4);
+	d.oh = gen_range(r, 1, d.h);
+	d.ow = gen_range(r, 1, d.w);
+	return vtpu_cmdbuf_image_augment(g->cb, &d);
+}
+
 static inline int gen_shape_xent(struct gen_ctx *g, uint32_t op,
 				 struct gen_plan *p)
 {
@@ -882,6 +902,7 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_DWCONV_WGRAD] = { gen_shape_dwconv },
 	[VTPU_OP_AVGPOOL] = { gen_shape_avgpool },
 	[VTPU_OP_AVGPOOL_GRAD] = { gen_shape_avgpool },
+	[VTPU_OP_IMAGE_AUGMENT] = { gen_shape_augment },
 };
 
 static inline int gen_known(uint32_t op)

@@ -519,6 +519,7 @@ struct vtpu_wait {
  * @VTPU_OP_DWCONV_WGRAD: struct vtpu_cmd_dwconv
  * @VTPU_OP_AVGPOOL: struct vtpu_cmd_avgpool
  * @VTPU_OP_AVGPOOL_GRAD: struct vtpu_cmd_avgpool
+ * @VTPU_OP_IMAGE_AUGMENT: struct vtpu_cmd_image_augment
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -556,6 +557,7 @@ enum vtpu_opcode {
 	VTPU_OP_DWCONV_WGRAD = 33,
 	VTPU_OP_AVGPOOL = 34,
 	VTPU_OP_AVGPOOL_GRAD = 35,
+	VTPU_OP_IMAGE_AUGMENT = 36,
 	VTPU_OP_COUNT
 };
 
@@ -1531,6 +1533,57 @@ struct vtpu_cmd_dropout {
 	struct vtpu_operand x;
 	struct vtpu_operand z;
 	struct vtpu_operand mask;
+	struct vtpu_operand step;
+};
+
+/* struct vtpu_cmd_image_augment.flags */
+#define VTPU_AUGMENT_RANDOM_CROP (1u << 0) /* random offsets, else centre */
+#define VTPU_AUGMENT_FLIP_H (1u << 1)	/* flip left-right, probability 1/2 */
+#define VTPU_AUGMENT_FLAGS (VTPU_AUGMENT_RANDOM_CROP | VTPU_AUGMENT_FLIP_H)
+
+/**
+ * struct vtpu_cmd_image_augment - a crop of each image of a batch, maybe
+ * flipped: Keras' RandomCrop and RandomFlip("horizontal") on the device
+ * @hdr: opcode VTPU_OP_IMAGE_AUGMENT
+ * @n: images, 1..VTPU_MAX_DIM
+ * @h: input rows, 1..VTPU_MAX_DIM
+ * @w: input columns, 1..VTPU_MAX_DIM
+ * @c: channels, 1..VTPU_MAX_DIM; n * h * w * c at most VTPU_MAX_ELEMS
+ * @oh: output rows, 1..@h
+ * @ow: output columns, 1..@w
+ * @seed: image i of step s draws from a hash of (@seed, s, i): the same
+ *        on every executor and tiling
+ * @flags: VTPU_AUGMENT_*
+ * @x: f32 [n][h][w][c] (X), read
+ * @y: f32 [n][oh][ow][c] (Y), written; may not overlap x
+ * @step: f32[1] (STEP), read: the step number s (whole, 0..2^24; anything
+ *        else reads as 0), as DROPOUT's; a compiled training stream
+ *        advances it once per step, so each replay draws new crops
+ *
+ * y[i][r][q][k] = x[i][r0 + r][q0 + q'][k], where q' = ow - 1 - q when
+ * image i is flipped, else q. Image i's draws come from the 64-bit hash
+ * d = mix(key + i), key = mix(((u64)seed << 32 | s) + 0x9e3779b97f4a7c15)
+ * and mix() splitmix64's finaliser (DROPOUT's key and hash). With
+ * VTPU_AUGMENT_RANDOM_CROP, r0 = ((d >> 32) * (h - oh + 1)) >> 32 and
+ * q0 = ((d & 0xffffffff) * (w - ow + 1)) >> 32, near-uniform in 0..h-oh
+ * and 0..w-ow; without it the centre, r0 = (h - oh) / 2 and
+ * q0 = (w - ow) / 2 rounded down (Keras' CenterCrop, a RandomCrop's
+ * inference). With VTPU_AUGMENT_FLIP_H image i is flipped when the top
+ * bit of mix(d) is set. Each output element is a copy of one input
+ * element: the result does not depend on the tiling or the workers.
+ */
+struct vtpu_cmd_image_augment {
+	struct vtpu_cmd_hdr hdr;
+	__u32 n;
+	__u32 h;
+	__u32 w;
+	__u32 c;
+	__u32 oh;
+	__u32 ow;
+	__u32 seed;
+	__u32 flags;
+	struct vtpu_operand x;
+	struct vtpu_operand y;
 	struct vtpu_operand step;
 };
 

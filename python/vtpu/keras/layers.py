@@ -31,7 +31,7 @@ __all__ = [
     "DepthwiseConv2D", "SeparableConv2D", "SeparableConvolution2D",
     "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
     "GlobalAveragePooling2D", "GlobalAvgPool2D", "Flatten", "Dropout",
-    "ReLU", "Activation",
+    "ReLU", "Activation", "RandomCrop", "RandomFlip", "Rescaling",
     "Softmax", "Add", "add", "Embedding", "LSTM", "GRU",
     "Attention",
     "Concatenate", "concatenate", "BatchNormalization",
@@ -1148,6 +1148,79 @@ class BatchNormalization(Layer):
     def get_config(self):
         c = super().get_config()
         c.update(axis=-1, momentum=self.momentum, epsilon=self.epsilon)
+def _no_seed(where, seed):
+    if seed is not None:
+        raise ValueError("%sseed=%r is not supported: libvtpu draws from the "
+                         "model's seed (compile(seed=...))" % (where, seed))
+
+
+class RandomCrop(Layer):
+    """While training, a height x width window of each image at offsets
+    drawn anew every step; the centre window in evaluate() and predict().
+    Only after the input (or other preprocessing layers): it has no
+    gradient."""
+
+    def __init__(self, height, width, seed=None, **kwargs):
+        where = "RandomCrop: "
+        for name, v in (("height", height), ("width", width)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError("%s%s=%r must be a positive int"
+                                 % (where, name, v))
+        _no_seed(where, seed)
+        super().__init__(**kwargs)
+        self.height, self.width = height, width
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_random_crop(
+            g, nodes[0], self.height, self.width), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(height=self.height, width=self.width)
+        return c
+
+
+class RandomFlip(Layer):
+    """While training, each image flipped left-right with probability 1/2,
+    drawn anew every step; the identity in evaluate() and predict(). Only
+    mode="horizontal"; only after the input or other preprocessing."""
+
+    def __init__(self, mode="horizontal", seed=None, **kwargs):
+        where = "RandomFlip: "
+        if mode != "horizontal":
+            raise ValueError("%smode=%r is not supported: libvtpu flips "
+                             "horizontally only (mode=\"horizontal\")"
+                             % (where, mode))
+        _no_seed(where, seed)
+        super().__init__(**kwargs)
+        self.mode = mode
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_random_flip(g, nodes[0]), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(mode=self.mode)
+        return c
+
+
+class Rescaling(Layer):
+    """y = x * scale + offset; right after the input it costs nothing (it
+    joins the conversion from bytes)."""
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        where = "Rescaling: "
+        self.scale = check_float(scale, "scale", where=where)
+        self.offset = check_float(offset, "offset", where=where)
+        super().__init__(**kwargs)
+
+    def _c_build(self, lib, g, nodes, ctx):
+        return _graph_node(lib.vtpu_graph_rescaling(
+            g, nodes[0], self.scale, self.offset), self)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(scale=self.scale, offset=self.offset)
         return c
 
 
@@ -1754,7 +1827,8 @@ def concatenate(inputs, axis=-1, **kwargs):
 
 _SUPPORTED = ("Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
               "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
-              "Flatten, Dropout, BatchNormalization, ReLU, "
+              "Flatten, Dropout, BatchNormalization, ReLU, RandomCrop, RandomFlip, "
+              "Rescaling, "
               "Activation, Softmax, Add, Embedding, LSTM, GRU, Attention, "
               "Concatenate, Input/InputLayer")
 
