@@ -676,46 +676,71 @@ struct job {
 	char **why;			/* why example i was skipped */
 };
 
+/*
+ * Decode file @rel of @dir into @out, @h x @w x @c, as the loader does.
+ * Return: 0, or -errno with @why saying what was wrong with the file
+ * (-ENOMEM: out of memory).
+ */
+static int decode_path(struct scratch *sc, const char *dir, const char *rel,
+		       uint32_t h, uint32_t w, uint32_t c, uint64_t max_px,
+		       uint8_t *out, char *why, size_t whylen)
+{
+	static const uint8_t png_sig[8] = {
+		0x89, 'P', 'N', 'G', 13, 10, 26, 10
+	};
+	uint32_t iw = 0, ih = 0;
+	char *path;
+	ssize_t len;
+	int r;
+
+	path = path_join(dir, rel);
+	if (!path) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	len = read_file(sc, path, why, whylen);
+	free(path);
+	r = len < 0 ? (int)len : 0;
+	/* by content, not by name, as TF's decode_image */
+	if (!r && len >= 3 && sc->file[0] == 0xff && sc->file[1] == 0xd8 &&
+	    sc->file[2] == 0xff)
+		r = decode_jpeg(sc, len, c, w, h, max_px, &iw, &ih, why,
+				whylen);
+	else if (!r && len >= 8 && !memcmp(sc->file, png_sig, 8))
+		r = decode_png(sc, len, c, max_px, &iw, &ih, why, whylen);
+	else if (!r) {
+		r = -EINVAL;
+		snprintf(why, whylen, "neither a JPEG nor a PNG file");
+	}
+	if (!r && (!iw || !ih)) {
+		r = -EINVAL;
+		snprintf(why, whylen, "image of size %ux%u", iw, ih);
+	}
+	if (!r)
+		r = resize(sc, iw, ih, c, out, w, h);
+	return r;
+}
+
+static void scratch_free(struct scratch *sc)
+{
+	free(sc->file);
+	free(sc->pix);
+	free(sc->wx);
+	free(sc->wy);
+	memset(sc, 0, sizeof(*sc));
+}
+
 static void decode_one(struct job *jb, struct scratch *sc, uint32_t i)
 {
 	const struct file *f = &jb->files[jb->order[i]];
 	size_t isz = (size_t)jb->h * jb->w * jb->c;
 	uint8_t *out = i < jb->ntrain ? jb->train + (size_t)i * isz :
 		       jb->val + (size_t)(i - jb->ntrain) * isz;
-	static const uint8_t png_sig[8] = {
-		0x89, 'P', 'N', 'G', 13, 10, 26, 10
-	};
-	char why[JMSG_LENGTH_MAX + 64] = "", *path;
-	uint32_t w = 0, h = 0;
-	ssize_t len;
+	char why[JMSG_LENGTH_MAX + 64] = "";
 	int r;
 
-	path = path_join(jb->dir, f->rel);
-	if (!path) {
-		atomic_store(&jb->nomem, true);
-		return;
-	}
-	len = read_file(sc, path, why, sizeof(why));
-	free(path);
-	r = len < 0 ? (int)len : 0;
-	/* by content, not by name, as TF's decode_image */
-	if (!r && len >= 3 && sc->file[0] == 0xff && sc->file[1] == 0xd8 &&
-	    sc->file[2] == 0xff)
-		r = decode_jpeg(sc, len, jb->c, jb->w, jb->h, jb->max_px, &w,
-				&h, why, sizeof(why));
-	else if (!r && len >= 8 && !memcmp(sc->file, png_sig, 8))
-		r = decode_png(sc, len, jb->c, jb->max_px, &w, &h, why,
-			       sizeof(why));
-	else if (!r) {
-		r = -EINVAL;
-		snprintf(why, sizeof(why), "neither a JPEG nor a PNG file");
-	}
-	if (!r && (!w || !h)) {
-		r = -EINVAL;
-		snprintf(why, sizeof(why), "image of size %ux%u", w, h);
-	}
-	if (!r)
-		r = resize(sc, w, h, jb->c, out, jb->w, jb->h);
+	r = decode_path(sc, jb->dir, f->rel, jb->h, jb->w, jb->c, jb->max_px,
+			out, why, sizeof(why));
 	if (r == -ENOMEM)
 		atomic_store(&jb->nomem, true);
 	if (!r) {
@@ -734,10 +759,7 @@ static void *worker(void *arg)
 	while ((i = atomic_fetch_add(&jb->next, 1)) < jb->n &&
 	       !atomic_load(&jb->nomem))
 		decode_one(jb, &sc, i);
-	free(sc.file);
-	free(sc.pix);
-	free(sc.wx);
-	free(sc.wy);
+	scratch_free(&sc);
 	return NULL;
 }
 
@@ -853,6 +875,112 @@ static int collect(struct job *jb, uint32_t first, uint32_t end,
 	return 0;
 }
 
+/*
+ * A folder's listing: its classes, its image files in Keras' order and the
+ * shuffle by the seed that splits them (the last @nval of @order are the
+ * validation files). Shared by the loader and the streamed source, so
+ * both see the same files on the same side.
+ */
+struct listing {
+	struct scan s;
+	char **names;		/* class folder names */
+	size_t ncls;		/* of @names, to free */
+	uint32_t classes;
+	uint32_t *order;	/* example i is s.f[order[i]] */
+	uint32_t nval;
+};
+
+static void listing_free(struct listing *l)
+{
+	free(l->order);
+	while (l->s.n)
+		free(l->s.f[--l->s.n].rel);
+	free(l->s.f);
+	free_names(l->names, l->ncls);
+	memset(l, 0, sizeof(*l));
+}
+
+/* List @dir's classes and files and split them by @o's seed. */
+static int list_folder(const char *dir, const struct vtpu_image_folder_opts *o,
+		       struct listing *l, char *err, size_t errlen)
+{
+	struct scan *s = &l->s;
+	uint32_t classes = 0;
+	struct vtpu_rng rng;
+	size_t c, first;
+	struct stat st;
+	char *path;
+	int ret;
+
+	memset(l, 0, sizeof(*l));
+	*s = (struct scan){ .dir = dir, .err = err, .errlen = errlen };
+	/* the classes: the folders in @dir, sorted (files there are ignored) */
+	ret = list_dir(dir, &l->names, &l->ncls, &s->ignored, err, errlen);
+	if (ret)
+		return ret;
+	for (c = 0; c < l->ncls; c++) {
+		path = path_join(dir, l->names[c]);
+		if (!path) {
+			/* keep the names not yet looked at, to be freed */
+			while (c < l->ncls)
+				l->names[classes++] = l->names[c++];
+			l->ncls = classes;
+			goto nomem;
+		}
+		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+			s->ignored++;
+			free(l->names[c]);
+		} else {
+			l->names[classes++] = l->names[c];
+		}
+		free(path);
+	}
+	l->ncls = classes;
+	l->classes = classes;
+	if (!classes)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: no class folders in it (one folder of images per class)",
+				  dir);
+	if (classes > MAX_CLASSES)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: %u class folders, at most %u supported",
+				  dir, classes, MAX_CLASSES);
+	for (c = 0; c < classes; c++) {
+		first = s->n;
+		ret = walk(s, l->names[c], (uint8_t)c, 0);
+		if (ret)
+			return ret;
+		if (s->n > first)
+			qsort(s->f + first, s->n - first, sizeof(*s->f),
+			      cmp_file);
+	}
+	if (!s->n)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: no .jpg, .jpeg or .png files in its %u class folders",
+				  dir, classes);
+	/* jb->next, one past the last job per thread, must not wrap */
+	if (s->n > UINT32_MAX - MAX_THREADS - 1)
+		return vtpu__errf(err, errlen, -EINVAL, "%s: too many files",
+				  dir);
+
+	/* the split, by file, before decoding: Keras' shuffle then tail */
+	l->order = malloc(s->n * sizeof(*l->order));
+	if (!l->order)
+		goto nomem;
+	vtpu_rng_seed(&rng, o->seed);
+	vtpu_permutation(l->order, s->n, &rng);
+	if (o->validation_split > 0) {
+		l->nval = (uint32_t)floor((double)o->validation_split * s->n);
+		if (!l->nval)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "%s: validation_split %g of %zu files holds out none",
+					  dir, o->validation_split, s->n);
+	}
+	return 0;
+nomem:
+	return vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory", dir);
+}
+
 int vtpu_load_image_folder(const char *dir,
 			   const struct vtpu_image_folder_opts *o,
 			   struct vtpu_dataset *train, struct vtpu_dataset *val,
@@ -860,14 +988,11 @@ int vtpu_load_image_folder(const char *dir,
 			   size_t errlen)
 {
 	struct vtpu_image_folder_info inf = { 0 };
-	struct scan s = { .dir = dir, .err = err, .errlen = errlen };
+	struct listing l;
 	struct job *jb = NULL;
-	uint32_t *order = NULL, i, nval = 0, classes = 0;
-	char **names = NULL, *path;
-	size_t ncls = 0, c, first, isz;
+	uint32_t *order, i, nval, classes;
+	size_t isz;
 	uint8_t *timg = NULL, *vimg = NULL;
-	struct vtpu_rng rng;
-	struct stat st;
 	int ret;
 
 	memset(train, 0, sizeof(*train));
@@ -875,96 +1000,32 @@ int vtpu_load_image_folder(const char *dir,
 		memset(val, 0, sizeof(*val));
 	if (info)
 		memset(info, 0, sizeof(*info));
+	memset(&l, 0, sizeof(l));
 	ret = check_opts(o, val != NULL, err, errlen);
 	if (ret)
 		return ret;
-
-	/* the classes: the folders in @dir, sorted (files there are ignored) */
-	ret = list_dir(dir, &names, &ncls, &s.ignored, err, errlen);
+	ret = list_folder(dir, o, &l, err, errlen);
 	if (ret)
-		return ret;
-	for (c = 0; c < ncls; c++) {
-		path = path_join(dir, names[c]);
-		if (!path) {
-			/* keep the names not yet looked at, to be freed */
-			while (c < ncls)
-				names[classes++] = names[c++];
-			ncls = classes;
-			goto nomem;
-		}
-		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
-			s.ignored++;
-			free(names[c]);
-		} else {
-			names[classes++] = names[c];
-		}
-		free(path);
-	}
-	ncls = classes;
-	if (!classes) {
-		ret = vtpu__errf(err, errlen, -EINVAL,
-				 "%s: no class folders in it (one folder of images per class)",
-				 dir);
 		goto out;
-	}
-	if (classes > MAX_CLASSES) {
-		ret = vtpu__errf(err, errlen, -EINVAL,
-				 "%s: %u class folders, at most %u supported",
-				 dir, classes, MAX_CLASSES);
-		goto out;
-	}
-	for (c = 0; c < classes; c++) {
-		first = s.n;
-		ret = walk(&s, names[c], (uint8_t)c, 0);
-		if (ret)
-			goto out;
-		if (s.n > first)
-			qsort(s.f + first, s.n - first, sizeof(*s.f), cmp_file);
-	}
-	if (!s.n) {
-		ret = vtpu__errf(err, errlen, -EINVAL,
-				 "%s: no .jpg, .jpeg or .png files in its %u class folders",
-				 dir, classes);
-		goto out;
-	}
-	/* jb->next, one past the last job per thread, must not wrap */
-	if (s.n > UINT32_MAX - MAX_THREADS - 1) {
-		ret = vtpu__errf(err, errlen, -EINVAL, "%s: too many files",
-				 dir);
-		goto out;
-	}
-
-	/* the split, by file, before decoding: Keras' shuffle then tail */
-	order = malloc(s.n * sizeof(*order));
-	if (!order)
-		goto nomem;
-	vtpu_rng_seed(&rng, o->seed);
-	vtpu_permutation(order, s.n, &rng);
-	if (o->validation_split > 0) {
-		nval = (uint32_t)floor((double)o->validation_split * s.n);
-		if (!nval) {
-			ret = vtpu__errf(err, errlen, -EINVAL,
-					 "%s: validation_split %g of %zu files holds out none",
-					 dir, o->validation_split, s.n);
-			goto out;
-		}
-	}
+	order = l.order;
+	nval = l.nval;
+	classes = l.classes;
 	isz = (size_t)o->height * o->width * o->channels;
-	if (s.n > SIZE_MAX / isz)
+	if (l.s.n > SIZE_MAX / isz)
 		goto nomem;
-	timg = malloc((s.n - nval) * isz);
+	timg = malloc((l.s.n - nval) * isz);
 	vimg = nval ? malloc(nval * isz) : NULL;
 	jb = calloc(1, sizeof(*jb));
 	if (!timg || (nval && !vimg) || !jb)
 		goto nomem;
 	*jb = (struct job){
-		.dir = dir, .files = s.f, .order = order, .n = s.n,
-		.ntrain = s.n - nval, .train = timg, .val = vimg,
+		.dir = dir, .files = l.s.f, .order = order, .n = l.s.n,
+		.ntrain = l.s.n - nval, .train = timg, .val = vimg,
 		.h = o->height, .w = o->width, .c = o->channels,
 		.max_px = o->max_pixels ? o->max_pixels : DEFAULT_MAX_PIXELS,
 	};
-	jb->ok = calloc(s.n, 1);
-	jb->why = calloc(s.n, sizeof(*jb->why));
+	jb->ok = calloc(l.s.n, 1);
+	jb->why = calloc(l.s.n, sizeof(*jb->why));
 	if (!jb->ok || !jb->why)
 		goto nomem;
 	run_jobs(jb, o->threads);
@@ -972,12 +1033,12 @@ int vtpu_load_image_folder(const char *dir,
 		goto nomem;
 
 	inf.classes = classes;
-	inf.class_names = names;
-	inf.files = s.n;
-	inf.ignored = s.ignored;
-	names = NULL;
-	ncls = 0;
-	for (i = 0; i < s.n; i++) {
+	inf.class_names = l.names;
+	inf.files = l.s.n;
+	inf.ignored = l.s.ignored;
+	l.names = NULL;
+	l.ncls = 0;
+	for (i = 0; i < l.s.n; i++) {
 		if (jb->ok[i]) {
 			inf.decoded++;
 			continue;
@@ -985,14 +1046,14 @@ int vtpu_load_image_folder(const char *dir,
 		inf.skipped++;
 		if (o->warnings)
 			fprintf(o->warnings, "%s/%s: skipped: %s\n", dir,
-				s.f[order[i]].rel,
+				l.s.f[order[i]].rel,
 				jb->why[i] ? jb->why[i] : "out of memory");
 	}
 	ret = collect(jb, 0, jb->ntrain, timg, classes, train,
 		      &inf.train_files);
 	timg = NULL;
 	if (!ret && nval)
-		ret = collect(jb, jb->ntrain, s.n, vimg, classes, val,
+		ret = collect(jb, jb->ntrain, l.s.n, vimg, classes, val,
 			      &inf.val_files);
 	vimg = NULL;
 	if (ret)
@@ -1029,10 +1090,6 @@ out:
 	}
 	free(timg);
 	free(vimg);
-	free(order);
-	while (s.n)
-		free(s.f[--s.n].rel);
-	free(s.f);
-	free_names(names, ncls);
+	listing_free(&l);
 	return ret;
 }
