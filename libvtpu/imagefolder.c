@@ -1093,3 +1093,335 @@ out:
 	listing_free(&l);
 	return ret;
 }
+
+/* ---- streamed sources --------------------------------------------------- */
+
+/*
+ * A source of examples decoded on demand: a folder's files (listed and
+ * split as the loader does, decoded by a pool of threads started at the
+ * first request) or an in-memory dataset (copied). Requests are served
+ * oldest first, each example by whichever thread is free.
+ */
+struct vtpu_stream {
+	struct vtpu_stream_info info;
+	/* a folder */
+	char *dir;
+	struct listing l;
+	uint32_t first;		/* example i is l.s.f[l.order[first + i]] */
+	uint64_t max_px;
+	FILE *warnings;
+	uint8_t *spare;		/* the last good image, for a bad request */
+	uint32_t spare_label;
+	bool have_spare;
+	/* an in-memory dataset */
+	const struct vtpu_dataset *ds;
+	/* the pool */
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	pthread_t tid[MAX_THREADS];
+	uint32_t threads, started;
+	struct vtpu_stream_req *head;
+	bool quit;
+};
+
+static void stream_decode(struct vtpu_stream *s, struct scratch *sc,
+			  struct vtpu_stream_req *r, uint32_t i)
+{
+	const struct file *f = &s->l.s.f[s->l.order[s->first + r->idx[i]]];
+	size_t isz = (size_t)s->info.height * s->info.width *
+		     s->info.channels;
+	char why[JMSG_LENGTH_MAX + 64] = "";
+	int e;
+
+	e = decode_path(sc, s->dir, f->rel, s->info.height, s->info.width,
+			s->info.channels, s->max_px, r->images + i * isz, why,
+			sizeof(why));
+	r->labels[i] = f->label;
+	r->ok[i] = !e;
+	if (e) {
+		/* NULL: "out of memory" is printed */
+		r->why[i] = e == -ENOMEM ? NULL : strdup(why);
+	}
+}
+
+static void *stream_worker(void *arg)
+{
+	struct vtpu_stream *s = arg;
+	struct scratch sc = { 0 };
+	struct vtpu_stream_req *r;
+	uint32_t i;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->quit) {
+		for (r = s->head; r && r->next >= r->count; r = r->qnext)
+			;
+		if (!r) {
+			pthread_cond_wait(&s->work, &s->mu);
+			continue;
+		}
+		i = r->next++;
+		pthread_mutex_unlock(&s->mu);
+		stream_decode(s, &sc, r, i);
+		pthread_mutex_lock(&s->mu);
+		if (++r->done == r->count)
+			pthread_cond_broadcast(&s->done);
+	}
+	pthread_mutex_unlock(&s->mu);
+	scratch_free(&sc);
+	return NULL;
+}
+
+static struct vtpu_stream *stream_new(void)
+{
+	struct vtpu_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->work, NULL);
+	pthread_cond_init(&s->done, NULL);
+	return s;
+}
+
+struct vtpu_stream *vtpu_image_folder_open(const char *dir,
+					   const struct vtpu_image_folder_opts *o,
+					   bool validation, char *err,
+					   size_t errlen)
+{
+	struct vtpu_stream *s;
+	size_t isz;
+	long cpus;
+	int ret;
+
+	ret = check_opts(o, true, err, errlen);
+	if (!ret && validation && !(o->validation_split > 0))
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "the validation side of a folder without a validation_split");
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	s = stream_new();
+	if (!s || !(s->dir = strdup(dir))) {
+		vtpu_stream_close(s);
+		vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory", dir);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = list_folder(dir, o, &s->l, err, errlen);
+	isz = (size_t)o->height * o->width * o->channels;
+	if (!ret && s->l.nval == s->l.s.n)
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: validation_split %g holds out all %zu files",
+				 dir, o->validation_split, s->l.s.n);
+	if (!ret && !(s->spare = malloc(isz)))
+		ret = vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory",
+				 dir);
+	if (ret) {
+		vtpu_stream_close(s);
+		errno = -ret;
+		return NULL;
+	}
+	s->info = (struct vtpu_stream_info){
+		.n = validation ? s->l.nval : (uint32_t)s->l.s.n - s->l.nval,
+		.height = o->height, .width = o->width,
+		.channels = o->channels, .classes = s->l.classes,
+	};
+	s->first = validation ? (uint32_t)s->l.s.n - s->l.nval : 0;
+	s->max_px = o->max_pixels ? o->max_pixels : DEFAULT_MAX_PIXELS;
+	s->warnings = o->warnings;
+	s->threads = o->threads;
+	if (!s->threads) {
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		s->threads = cpus > 0 ? (uint32_t)cpus : 1;
+	}
+	if (s->threads > MAX_THREADS)
+		s->threads = MAX_THREADS;
+	return s;
+}
+
+struct vtpu_stream *vtpu_stream_from_dataset(const struct vtpu_dataset *ds)
+{
+	struct vtpu_stream *s;
+
+	if (!ds || !ds->n || !ds->images) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = stream_new();
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->ds = ds;
+	s->info = (struct vtpu_stream_info){
+		.n = ds->n, .height = ds->height, .width = ds->width,
+		.channels = ds->channels, .classes = ds->classes,
+	};
+	return s;
+}
+
+void vtpu_stream_close(struct vtpu_stream *s)
+{
+	uint32_t t;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	/* requests still queued are the caller's bug; do not decode them */
+	s->quit = true;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	for (t = 0; t < s->started; t++)
+		pthread_join(s->tid[t], NULL);
+	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->done);
+	pthread_mutex_destroy(&s->mu);
+	listing_free(&s->l);
+	free(s->spare);
+	free(s->dir);
+	free(s);
+}
+
+int vtpu_stream_get_info(const struct vtpu_stream *s,
+			 struct vtpu_stream_info *info)
+{
+	if (!s || !info)
+		return -EINVAL;
+	*info = s->info;
+	return 0;
+}
+
+int vtpu__stream_start(struct vtpu_stream *s, struct vtpu_stream_req *r,
+		       const uint32_t *idx, uint32_t count, uint8_t *images,
+		       uint32_t *labels)
+{
+	size_t isz = (size_t)s->info.height * s->info.width *
+		     s->info.channels;
+	struct vtpu_stream_req **pp;
+	uint32_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->idx = idx;
+	r->count = count;
+	r->images = images;
+	r->labels = labels;
+	for (i = 0; i < count; i++)
+		if (idx[i] >= s->info.n)
+			return -EINVAL;
+	if (s->ds) {
+		for (i = 0; i < count; i++) {
+			memcpy(images + i * isz,
+			       s->ds->images + (size_t)idx[i] * isz, isz);
+			labels[i] = s->ds->labels ? s->ds->labels[idx[i]] : 0;
+		}
+		r->next = r->done = count;
+		return 0;
+	}
+	r->ok = calloc(count ?: 1, 1);
+	r->why = calloc(count ?: 1, sizeof(*r->why));
+	if (!r->ok || !r->why) {
+		free(r->ok);
+		free(r->why);
+		r->ok = NULL;
+		r->why = NULL;
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&s->mu);
+	/* the pool starts with the first request; fewer if they cannot */
+	while (s->started < s->threads &&
+	       !pthread_create(&s->tid[s->started], NULL, stream_worker, s))
+		s->started++;
+	if (!s->started) {
+		pthread_mutex_unlock(&s->mu);
+		free(r->ok);
+		free(r->why);
+		r->ok = NULL;
+		r->why = NULL;
+		return -EAGAIN;
+	}
+	s->threads = s->started;
+	for (pp = &s->head; *pp; pp = &(*pp)->qnext)
+		;
+	*pp = r;
+	r->queued = true;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int vtpu__stream_finish(struct vtpu_stream *s, struct vtpu_stream_req *r,
+			uint32_t *skipped)
+{
+	size_t isz = (size_t)s->info.height * s->info.width *
+		     s->info.channels;
+	struct vtpu_stream_req **pp;
+	uint32_t i, j, bad = 0;
+	int ret = 0;
+
+	if (!r->queued)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	while (r->done < r->count)
+		pthread_cond_wait(&s->done, &s->mu);
+	for (pp = &s->head; *pp != r; pp = &(*pp)->qnext)
+		;
+	*pp = r->qnext;
+	r->queued = false;
+	pthread_mutex_unlock(&s->mu);
+
+	for (i = 0; i < r->count; i++) {
+		if (r->ok[i])
+			continue;
+		bad++;
+		if (s->warnings)
+			fprintf(s->warnings, "%s/%s: skipped: %s\n", s->dir,
+				s->l.s.f[s->l.order[s->first + r->idx[i]]].rel,
+				r->why[i] ? r->why[i] : "out of memory");
+		free(r->why[i]);
+	}
+	/* a bad example's slot: the next good one of the request, cyclically */
+	for (i = 0; bad && i < r->count; i++) {
+		if (r->ok[i])
+			continue;
+		for (j = (i + 1) % r->count; j != i && !r->ok[j];
+		     j = (j + 1) % r->count)
+			;
+		if (r->ok[j]) {
+			memcpy(r->images + i * isz, r->images + j * isz, isz);
+			r->labels[i] = r->labels[j];
+		} else if (s->have_spare) {
+			memcpy(r->images + i * isz, s->spare, isz);
+			r->labels[i] = s->spare_label;
+		} else {
+			ret = -EIO;
+		}
+	}
+	for (i = r->count; i-- > 0;)
+		if (r->ok[i]) {
+			memcpy(s->spare, r->images + i * isz, isz);
+			s->spare_label = r->labels[i];
+			s->have_spare = true;
+			break;
+		}
+	free(r->ok);
+	free(r->why);
+	r->ok = NULL;
+	r->why = NULL;
+	if (skipped)
+		*skipped += bad;
+	return ret;
+}
+
+int vtpu_stream_read(struct vtpu_stream *s, const uint32_t *idx,
+		     uint32_t count, uint8_t *images, uint32_t *labels,
+		     uint32_t *skipped)
+{
+	struct vtpu_stream_req r;
+	int ret;
+
+	if (!s || (count && (!idx || !images || !labels)))
+		return -EINVAL;
+	ret = vtpu__stream_start(s, &r, idx, count, images, labels);
+	return ret ?: vtpu__stream_finish(s, &r, skipped);
+}
