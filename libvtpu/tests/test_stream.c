@@ -417,7 +417,7 @@ TEST(mem_cap)
 /* Corrupt and truncated files: counted, warned, replaced, reported. */
 TEST_F(tmp, bad_files)
 {
-	char *wbuf = NULL, *pbuf = NULL, err[256];
+	char *wbuf = NULL, *pbuf = NULL, *w, err[256];
 	size_t wlen = 0, plen = 0;
 	FILE *warn = open_memstream(&wbuf, &wlen);
 	FILE *prog = open_memstream(&pbuf, &plen);
@@ -446,8 +446,8 @@ TEST_F(tmp, bad_files)
 	ASSERT_EQ(0, vtpu_stream_read(s, idx, n, img, lab, &skipped));
 	EXPECT_EQ(3, skipped);
 	fflush(warn);
-	for (i = 0; wbuf && (wbuf = strstr(wbuf, ": skipped: ")); i++)
-		wbuf++;
+	for (i = 0, w = wbuf; w && (w = strstr(w, ": skipped: ")); i++)
+		w++;
 	EXPECT_EQ(3, i);
 	/* every slot holds a real example: a class-1 bad file's copy */
 	for (i = 0; i < n; i++) {
@@ -477,6 +477,7 @@ TEST_F(tmp, bad_files)
 	free(img);
 	fclose(warn);
 	fclose(prog);
+	free(wbuf);
 	free(pbuf);
 }
 
