@@ -1804,7 +1804,8 @@ static void ring_free(struct vtpu_model *m, struct ring *rg)
 
 /*
  * The ring: @k slots of @chunk batches (0: about RING_CHUNK_BYTES of
- * images, fewer if a quarter of the free device memory cannot hold them).
+ * images, fewer if a quarter of the free device memory cannot hold them
+ * or if the epoch would not go round the ring twice).
  */
 static int ring_alloc(struct vtpu_model *m, struct feed *f, uint32_t k,
 		      uint32_t chunk)
@@ -1824,8 +1825,9 @@ static int ring_alloc(struct vtpu_model *m, struct feed *f, uint32_t k,
 		avail = vg_mem_free(&m->rt) / 4 / k;
 		chunk = (uint32_t)fmax(1, fmin(RING_CHUNK_BYTES, avail) /
 						  per_batch);
-		if (chunk > steps)
-			chunk = (uint32_t)(steps ?: 1);
+		/* at least two turns of the ring per epoch, to overlap */
+		if (chunk > steps / (2 * k))
+			chunk = (uint32_t)(steps / (2 * k) ?: 1);
 	}
 	rg = calloc(1, sizeof(*rg));
 	if (!rg || !(rg->tmp = malloc(f->isz))) {

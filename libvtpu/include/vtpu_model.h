@@ -327,7 +327,8 @@ struct vtpu_epoch_stats {
  *	device's memory; it is streamed anyway when it does not
  * @stream_ring: streamed fits: device buffers in the ring (0: 3; >= 3)
  * @stream_chunk: streamed fits: batches per ring buffer (0: as many as
- *	make about 4 MiB of images, fewer if the memory cap asks)
+ *	make about 4 MiB of images, fewer if the memory cap asks or the
+ *	epoch would not go round the ring twice)
  */
 struct vtpu_fit_opts {
 	size_t sz;
