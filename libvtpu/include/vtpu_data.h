@@ -287,9 +287,9 @@ struct vtpu_stream;
  * Return: the source (vtpu_stream_close()), or NULL with errno set as
  * vtpu_load_image_folder() returns it.
  */
-VTPU_API struct vtpu_stream *
-vtpu_image_folder_open(const char *dir, const struct vtpu_image_folder_opts *o,
-		       bool validation, char *err, size_t errlen);
+VTPU_API struct vtpu_stream *vtpu_image_folder_open(const char *dir,
+		const struct vtpu_image_folder_opts *o, bool validation,
+		char *err, size_t errlen);
 
 /**
  * vtpu_stream_from_dataset() - an in-memory dataset as a streamed source
@@ -297,8 +297,7 @@ vtpu_image_folder_open(const char *dir, const struct vtpu_image_folder_opts *o,
  * training can be compared on identical data.
  * Return: the source, or NULL with errno EINVAL (empty) or ENOMEM.
  */
-VTPU_API struct vtpu_stream *
-vtpu_stream_from_dataset(const struct vtpu_dataset *ds);
+VTPU_API struct vtpu_stream *vtpu_stream_from_dataset(const struct vtpu_dataset *ds);
 
 /** vtpu_stream_close() - stop the source's threads, free it (NULL-safe). */
 VTPU_API void vtpu_stream_close(struct vtpu_stream *s);
