@@ -1107,10 +1107,10 @@ struct vtpu_stream {
 	/* a folder */
 	char *dir;
 	struct listing l;
-	uint32_t first;		/* example i is l.s.f[l.order[first + i]] */
+	uint32_t first;		/* example i: l.s.f[l.order[first + i]] */
 	uint64_t max_px;
 	FILE *warnings;
-	uint8_t *spare;		/* the last good image, for a bad request */
+	uint8_t *spare;		/* the last good image, for bad reads */
 	uint32_t spare_label;
 	bool have_spare;
 	/* an in-memory dataset */
@@ -1183,10 +1183,9 @@ static struct vtpu_stream *stream_new(void)
 	return s;
 }
 
-struct vtpu_stream *vtpu_image_folder_open(const char *dir,
-					   const struct vtpu_image_folder_opts *o,
-					   bool validation, char *err,
-					   size_t errlen)
+struct vtpu_stream *
+vtpu_image_folder_open(const char *dir, const struct vtpu_image_folder_opts *o,
+		       bool validation, char *err, size_t errlen)
 {
 	struct vtpu_stream *s;
 	size_t isz;

@@ -1844,7 +1844,8 @@ static int ring_alloc(struct vtpu_model *m, struct feed *f, uint32_t k,
 		ret = vg_bo_create(&m->rt, (uint64_t)chunk * m->batch * f->isz,
 				   &sl->images);
 		if (!ret)
-			ret = vg_bo_create(&m->rt, (uint64_t)chunk * m->batch * 4,
+			ret = vg_bo_create(&m->rt,
+					   (uint64_t)chunk * m->batch * 4,
 					   &sl->labels);
 		if (!ret)
 			ret = vg_bo_create(&m->rt,

@@ -97,8 +97,8 @@ static int write_folder(const char *dir, uint32_t n)
 			uint32_t x = p / 3 % SRC, y = p / 3 / SRC;
 			bool in = x / 16 == k % 4 && y / 16 == k / 4;
 
-			px[p] = (uint8_t)((in ? 160 : 40) + 20 * (p % 3 == k % 3) +
-					  rand() % 64);
+			px[p] = (uint8_t)((in ? 160 : 40) +
+					  20 * (p % 3 == k % 3) + rand() % 64);
 		}
 		snprintf(path, sizeof(path), "%s/class%u/%05u.jpg", dir, k, i);
 		ret = write_jpeg(path, px);

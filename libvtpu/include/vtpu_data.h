@@ -251,7 +251,7 @@ VTPU_API int vtpu_load_image_folder(const char *dir,
 /** vtpu_image_folder_info_free() - free what @info holds, zero it (NULL-safe) */
 VTPU_API void vtpu_image_folder_info_free(struct vtpu_image_folder_info *info);
 
-/* ---- streamed sources ----------------------------------------------------- */
+/* ---- streamed sources --------------------------------------------------- */
 
 /**
  * struct vtpu_stream_info - what a streamed source holds
