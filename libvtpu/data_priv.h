@@ -6,6 +6,7 @@
 #ifndef LIBVTPU_DATA_PRIV_H
 #define LIBVTPU_DATA_PRIV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,5 +16,38 @@
  */
 int vtpu__errf(char *err, size_t errlen, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+struct vtpu_stream;
+
+/*
+ * struct vtpu_stream_req - one asynchronous read of a streamed source
+ * (vtpu_stream_read() in two halves, for the model's input ring): examples
+ * @idx[0..@count) into @images and @labels, decoded by the source's pool
+ * while the caller does other work. Every started request must be
+ * finished before its buffers are reused or the source closed.
+ */
+struct vtpu_stream_req {
+	const uint32_t *idx;
+	uint32_t count;
+	uint8_t *images;
+	uint32_t *labels;
+	/* the pool's, under the source's lock */
+	uint32_t next, done;
+	uint8_t *ok;
+	char **why;
+	struct vtpu_stream_req *qnext;
+	bool queued;
+};
+
+/* Start decoding; 0 or -errno (nothing started then). */
+int vtpu__stream_start(struct vtpu_stream *s, struct vtpu_stream_req *r,
+		       const uint32_t *idx, uint32_t count, uint8_t *images,
+		       uint32_t *labels);
+/*
+ * Wait for @r; bad examples are replaced as vtpu_stream_read() says and
+ * added to *@skipped. 0, or -EIO: a bad example had nothing to replace it.
+ */
+int vtpu__stream_finish(struct vtpu_stream *s, struct vtpu_stream_req *r,
+			uint32_t *skipped);
 
 #endif /* LIBVTPU_DATA_PRIV_H */

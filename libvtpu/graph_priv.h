@@ -240,6 +240,8 @@ struct vg_runtime {
 	bool panels;		/* its GEMMs take the panel layout fast */
 	uint32_t queue;
 	char name[64];
+	/* the cpu backend's buffer memory cap (0: none) and use, bytes */
+	uint64_t mem_cap, mem_used;
 };
 
 int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
@@ -247,6 +249,8 @@ int vg_runtime_open(struct vg_runtime *rt, const char *device, int cpu_gemm,
 void vg_runtime_close(struct vg_runtime *rt);
 int vg_bo_create(struct vg_runtime *rt, uint64_t size, struct vtpu_bo *bo);
 void vg_bo_destroy(struct vg_runtime *rt, struct vtpu_bo *bo);
+/* Buffer memory still free under the device's (or cpu cap's) cap, bytes. */
+uint64_t vg_mem_free(struct vg_runtime *rt);
 
 /**
  * vg_run() - start @repeat iterations of @prog from iteration @first

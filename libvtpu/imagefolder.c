@@ -676,46 +676,71 @@ struct job {
 	char **why;			/* why example i was skipped */
 };
 
+/*
+ * Decode file @rel of @dir into @out, @h x @w x @c, as the loader does.
+ * Return: 0, or -errno with @why saying what was wrong with the file
+ * (-ENOMEM: out of memory).
+ */
+static int decode_path(struct scratch *sc, const char *dir, const char *rel,
+		       uint32_t h, uint32_t w, uint32_t c, uint64_t max_px,
+		       uint8_t *out, char *why, size_t whylen)
+{
+	static const uint8_t png_sig[8] = {
+		0x89, 'P', 'N', 'G', 13, 10, 26, 10
+	};
+	uint32_t iw = 0, ih = 0;
+	char *path;
+	ssize_t len;
+	int r;
+
+	path = path_join(dir, rel);
+	if (!path) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	len = read_file(sc, path, why, whylen);
+	free(path);
+	r = len < 0 ? (int)len : 0;
+	/* by content, not by name, as TF's decode_image */
+	if (!r && len >= 3 && sc->file[0] == 0xff && sc->file[1] == 0xd8 &&
+	    sc->file[2] == 0xff)
+		r = decode_jpeg(sc, len, c, w, h, max_px, &iw, &ih, why,
+				whylen);
+	else if (!r && len >= 8 && !memcmp(sc->file, png_sig, 8))
+		r = decode_png(sc, len, c, max_px, &iw, &ih, why, whylen);
+	else if (!r) {
+		r = -EINVAL;
+		snprintf(why, whylen, "neither a JPEG nor a PNG file");
+	}
+	if (!r && (!iw || !ih)) {
+		r = -EINVAL;
+		snprintf(why, whylen, "image of size %ux%u", iw, ih);
+	}
+	if (!r)
+		r = resize(sc, iw, ih, c, out, w, h);
+	return r;
+}
+
+static void scratch_free(struct scratch *sc)
+{
+	free(sc->file);
+	free(sc->pix);
+	free(sc->wx);
+	free(sc->wy);
+	memset(sc, 0, sizeof(*sc));
+}
+
 static void decode_one(struct job *jb, struct scratch *sc, uint32_t i)
 {
 	const struct file *f = &jb->files[jb->order[i]];
 	size_t isz = (size_t)jb->h * jb->w * jb->c;
 	uint8_t *out = i < jb->ntrain ? jb->train + (size_t)i * isz :
 		       jb->val + (size_t)(i - jb->ntrain) * isz;
-	static const uint8_t png_sig[8] = {
-		0x89, 'P', 'N', 'G', 13, 10, 26, 10
-	};
-	char why[JMSG_LENGTH_MAX + 64] = "", *path;
-	uint32_t w = 0, h = 0;
-	ssize_t len;
+	char why[JMSG_LENGTH_MAX + 64] = "";
 	int r;
 
-	path = path_join(jb->dir, f->rel);
-	if (!path) {
-		atomic_store(&jb->nomem, true);
-		return;
-	}
-	len = read_file(sc, path, why, sizeof(why));
-	free(path);
-	r = len < 0 ? (int)len : 0;
-	/* by content, not by name, as TF's decode_image */
-	if (!r && len >= 3 && sc->file[0] == 0xff && sc->file[1] == 0xd8 &&
-	    sc->file[2] == 0xff)
-		r = decode_jpeg(sc, len, jb->c, jb->w, jb->h, jb->max_px, &w,
-				&h, why, sizeof(why));
-	else if (!r && len >= 8 && !memcmp(sc->file, png_sig, 8))
-		r = decode_png(sc, len, jb->c, jb->max_px, &w, &h, why,
-			       sizeof(why));
-	else if (!r) {
-		r = -EINVAL;
-		snprintf(why, sizeof(why), "neither a JPEG nor a PNG file");
-	}
-	if (!r && (!w || !h)) {
-		r = -EINVAL;
-		snprintf(why, sizeof(why), "image of size %ux%u", w, h);
-	}
-	if (!r)
-		r = resize(sc, w, h, jb->c, out, jb->w, jb->h);
+	r = decode_path(sc, jb->dir, f->rel, jb->h, jb->w, jb->c, jb->max_px,
+			out, why, sizeof(why));
 	if (r == -ENOMEM)
 		atomic_store(&jb->nomem, true);
 	if (!r) {
@@ -734,10 +759,7 @@ static void *worker(void *arg)
 	while ((i = atomic_fetch_add(&jb->next, 1)) < jb->n &&
 	       !atomic_load(&jb->nomem))
 		decode_one(jb, &sc, i);
-	free(sc.file);
-	free(sc.pix);
-	free(sc.wx);
-	free(sc.wy);
+	scratch_free(&sc);
 	return NULL;
 }
 
@@ -853,6 +875,112 @@ static int collect(struct job *jb, uint32_t first, uint32_t end,
 	return 0;
 }
 
+/*
+ * A folder's listing: its classes, its image files in Keras' order and the
+ * shuffle by the seed that splits them (the last @nval of @order are the
+ * validation files). Shared by the loader and the streamed source, so
+ * both see the same files on the same side.
+ */
+struct listing {
+	struct scan s;
+	char **names;		/* class folder names */
+	size_t ncls;		/* of @names, to free */
+	uint32_t classes;
+	uint32_t *order;	/* example i is s.f[order[i]] */
+	uint32_t nval;
+};
+
+static void listing_free(struct listing *l)
+{
+	free(l->order);
+	while (l->s.n)
+		free(l->s.f[--l->s.n].rel);
+	free(l->s.f);
+	free_names(l->names, l->ncls);
+	memset(l, 0, sizeof(*l));
+}
+
+/* List @dir's classes and files and split them by @o's seed. */
+static int list_folder(const char *dir, const struct vtpu_image_folder_opts *o,
+		       struct listing *l, char *err, size_t errlen)
+{
+	struct scan *s = &l->s;
+	uint32_t classes = 0;
+	struct vtpu_rng rng;
+	size_t c, first;
+	struct stat st;
+	char *path;
+	int ret;
+
+	memset(l, 0, sizeof(*l));
+	*s = (struct scan){ .dir = dir, .err = err, .errlen = errlen };
+	/* the classes: the folders in @dir, sorted (files there are ignored) */
+	ret = list_dir(dir, &l->names, &l->ncls, &s->ignored, err, errlen);
+	if (ret)
+		return ret;
+	for (c = 0; c < l->ncls; c++) {
+		path = path_join(dir, l->names[c]);
+		if (!path) {
+			/* keep the names not yet looked at, to be freed */
+			while (c < l->ncls)
+				l->names[classes++] = l->names[c++];
+			l->ncls = classes;
+			goto nomem;
+		}
+		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+			s->ignored++;
+			free(l->names[c]);
+		} else {
+			l->names[classes++] = l->names[c];
+		}
+		free(path);
+	}
+	l->ncls = classes;
+	l->classes = classes;
+	if (!classes)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: no class folders in it (one folder of images per class)",
+				  dir);
+	if (classes > MAX_CLASSES)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: %u class folders, at most %u supported",
+				  dir, classes, MAX_CLASSES);
+	for (c = 0; c < classes; c++) {
+		first = s->n;
+		ret = walk(s, l->names[c], (uint8_t)c, 0);
+		if (ret)
+			return ret;
+		if (s->n > first)
+			qsort(s->f + first, s->n - first, sizeof(*s->f),
+			      cmp_file);
+	}
+	if (!s->n)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: no .jpg, .jpeg or .png files in its %u class folders",
+				  dir, classes);
+	/* jb->next, one past the last job per thread, must not wrap */
+	if (s->n > UINT32_MAX - MAX_THREADS - 1)
+		return vtpu__errf(err, errlen, -EINVAL, "%s: too many files",
+				  dir);
+
+	/* the split, by file, before decoding: Keras' shuffle then tail */
+	l->order = malloc(s->n * sizeof(*l->order));
+	if (!l->order)
+		goto nomem;
+	vtpu_rng_seed(&rng, o->seed);
+	vtpu_permutation(l->order, s->n, &rng);
+	if (o->validation_split > 0) {
+		l->nval = (uint32_t)floor((double)o->validation_split * s->n);
+		if (!l->nval)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "%s: validation_split %g of %zu files holds out none",
+					  dir, o->validation_split, s->n);
+	}
+	return 0;
+nomem:
+	return vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory", dir);
+}
+
 int vtpu_load_image_folder(const char *dir,
 			   const struct vtpu_image_folder_opts *o,
 			   struct vtpu_dataset *train, struct vtpu_dataset *val,
@@ -860,14 +988,11 @@ int vtpu_load_image_folder(const char *dir,
 			   size_t errlen)
 {
 	struct vtpu_image_folder_info inf = { 0 };
-	struct scan s = { .dir = dir, .err = err, .errlen = errlen };
+	struct listing l;
 	struct job *jb = NULL;
-	uint32_t *order = NULL, i, nval = 0, classes = 0;
-	char **names = NULL, *path;
-	size_t ncls = 0, c, first, isz;
+	uint32_t *order, i, nval, classes;
+	size_t isz;
 	uint8_t *timg = NULL, *vimg = NULL;
-	struct vtpu_rng rng;
-	struct stat st;
 	int ret;
 
 	memset(train, 0, sizeof(*train));
@@ -875,96 +1000,32 @@ int vtpu_load_image_folder(const char *dir,
 		memset(val, 0, sizeof(*val));
 	if (info)
 		memset(info, 0, sizeof(*info));
+	memset(&l, 0, sizeof(l));
 	ret = check_opts(o, val != NULL, err, errlen);
 	if (ret)
 		return ret;
-
-	/* the classes: the folders in @dir, sorted (files there are ignored) */
-	ret = list_dir(dir, &names, &ncls, &s.ignored, err, errlen);
+	ret = list_folder(dir, o, &l, err, errlen);
 	if (ret)
-		return ret;
-	for (c = 0; c < ncls; c++) {
-		path = path_join(dir, names[c]);
-		if (!path) {
-			/* keep the names not yet looked at, to be freed */
-			while (c < ncls)
-				names[classes++] = names[c++];
-			ncls = classes;
-			goto nomem;
-		}
-		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
-			s.ignored++;
-			free(names[c]);
-		} else {
-			names[classes++] = names[c];
-		}
-		free(path);
-	}
-	ncls = classes;
-	if (!classes) {
-		ret = vtpu__errf(err, errlen, -EINVAL,
-				 "%s: no class folders in it (one folder of images per class)",
-				 dir);
 		goto out;
-	}
-	if (classes > MAX_CLASSES) {
-		ret = vtpu__errf(err, errlen, -EINVAL,
-				 "%s: %u class folders, at most %u supported",
-				 dir, classes, MAX_CLASSES);
-		goto out;
-	}
-	for (c = 0; c < classes; c++) {
-		first = s.n;
-		ret = walk(&s, names[c], (uint8_t)c, 0);
-		if (ret)
-			goto out;
-		if (s.n > first)
-			qsort(s.f + first, s.n - first, sizeof(*s.f), cmp_file);
-	}
-	if (!s.n) {
-		ret = vtpu__errf(err, errlen, -EINVAL,
-				 "%s: no .jpg, .jpeg or .png files in its %u class folders",
-				 dir, classes);
-		goto out;
-	}
-	/* jb->next, one past the last job per thread, must not wrap */
-	if (s.n > UINT32_MAX - MAX_THREADS - 1) {
-		ret = vtpu__errf(err, errlen, -EINVAL, "%s: too many files",
-				 dir);
-		goto out;
-	}
-
-	/* the split, by file, before decoding: Keras' shuffle then tail */
-	order = malloc(s.n * sizeof(*order));
-	if (!order)
-		goto nomem;
-	vtpu_rng_seed(&rng, o->seed);
-	vtpu_permutation(order, s.n, &rng);
-	if (o->validation_split > 0) {
-		nval = (uint32_t)floor((double)o->validation_split * s.n);
-		if (!nval) {
-			ret = vtpu__errf(err, errlen, -EINVAL,
-					 "%s: validation_split %g of %zu files holds out none",
-					 dir, o->validation_split, s.n);
-			goto out;
-		}
-	}
+	order = l.order;
+	nval = l.nval;
+	classes = l.classes;
 	isz = (size_t)o->height * o->width * o->channels;
-	if (s.n > SIZE_MAX / isz)
+	if (l.s.n > SIZE_MAX / isz)
 		goto nomem;
-	timg = malloc((s.n - nval) * isz);
+	timg = malloc((l.s.n - nval) * isz);
 	vimg = nval ? malloc(nval * isz) : NULL;
 	jb = calloc(1, sizeof(*jb));
 	if (!timg || (nval && !vimg) || !jb)
 		goto nomem;
 	*jb = (struct job){
-		.dir = dir, .files = s.f, .order = order, .n = s.n,
-		.ntrain = s.n - nval, .train = timg, .val = vimg,
+		.dir = dir, .files = l.s.f, .order = order, .n = l.s.n,
+		.ntrain = l.s.n - nval, .train = timg, .val = vimg,
 		.h = o->height, .w = o->width, .c = o->channels,
 		.max_px = o->max_pixels ? o->max_pixels : DEFAULT_MAX_PIXELS,
 	};
-	jb->ok = calloc(s.n, 1);
-	jb->why = calloc(s.n, sizeof(*jb->why));
+	jb->ok = calloc(l.s.n, 1);
+	jb->why = calloc(l.s.n, sizeof(*jb->why));
 	if (!jb->ok || !jb->why)
 		goto nomem;
 	run_jobs(jb, o->threads);
@@ -972,12 +1033,12 @@ int vtpu_load_image_folder(const char *dir,
 		goto nomem;
 
 	inf.classes = classes;
-	inf.class_names = names;
-	inf.files = s.n;
-	inf.ignored = s.ignored;
-	names = NULL;
-	ncls = 0;
-	for (i = 0; i < s.n; i++) {
+	inf.class_names = l.names;
+	inf.files = l.s.n;
+	inf.ignored = l.s.ignored;
+	l.names = NULL;
+	l.ncls = 0;
+	for (i = 0; i < l.s.n; i++) {
 		if (jb->ok[i]) {
 			inf.decoded++;
 			continue;
@@ -985,14 +1046,14 @@ int vtpu_load_image_folder(const char *dir,
 		inf.skipped++;
 		if (o->warnings)
 			fprintf(o->warnings, "%s/%s: skipped: %s\n", dir,
-				s.f[order[i]].rel,
+				l.s.f[order[i]].rel,
 				jb->why[i] ? jb->why[i] : "out of memory");
 	}
 	ret = collect(jb, 0, jb->ntrain, timg, classes, train,
 		      &inf.train_files);
 	timg = NULL;
 	if (!ret && nval)
-		ret = collect(jb, jb->ntrain, s.n, vimg, classes, val,
+		ret = collect(jb, jb->ntrain, l.s.n, vimg, classes, val,
 			      &inf.val_files);
 	vimg = NULL;
 	if (ret)
@@ -1029,10 +1090,337 @@ out:
 	}
 	free(timg);
 	free(vimg);
-	free(order);
-	while (s.n)
-		free(s.f[--s.n].rel);
-	free(s.f);
-	free_names(names, ncls);
+	listing_free(&l);
 	return ret;
+}
+
+/* ---- streamed sources --------------------------------------------------- */
+
+/*
+ * A source of examples decoded on demand: a folder's files (listed and
+ * split as the loader does, decoded by a pool of threads started at the
+ * first request) or an in-memory dataset (copied). Requests are served
+ * oldest first, each example by whichever thread is free.
+ */
+struct vtpu_stream {
+	struct vtpu_stream_info info;
+	/* a folder */
+	char *dir;
+	struct listing l;
+	uint32_t first;		/* example i: l.s.f[l.order[first + i]] */
+	uint64_t max_px;
+	FILE *warnings;
+	uint8_t *spare;		/* the last good image, for bad reads */
+	uint32_t spare_label;
+	bool have_spare;
+	/* an in-memory dataset */
+	const struct vtpu_dataset *ds;
+	/* the pool */
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	pthread_t tid[MAX_THREADS];
+	uint32_t threads, started;
+	struct vtpu_stream_req *head;
+	bool quit;
+};
+
+static void stream_decode(struct vtpu_stream *s, struct scratch *sc,
+			  struct vtpu_stream_req *r, uint32_t i)
+{
+	const struct file *f = &s->l.s.f[s->l.order[s->first + r->idx[i]]];
+	size_t isz = (size_t)s->info.height * s->info.width *
+		     s->info.channels;
+	char why[JMSG_LENGTH_MAX + 64] = "";
+	int e;
+
+	e = decode_path(sc, s->dir, f->rel, s->info.height, s->info.width,
+			s->info.channels, s->max_px, r->images + i * isz, why,
+			sizeof(why));
+	r->labels[i] = f->label;
+	r->ok[i] = !e;
+	if (e) {
+		/* NULL: "out of memory" is printed */
+		r->why[i] = e == -ENOMEM ? NULL : strdup(why);
+	}
+}
+
+static void *stream_worker(void *arg)
+{
+	struct vtpu_stream *s = arg;
+	struct scratch sc = { 0 };
+	struct vtpu_stream_req *r;
+	uint32_t i;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->quit) {
+		for (r = s->head; r && r->next >= r->count; r = r->qnext)
+			;
+		if (!r) {
+			pthread_cond_wait(&s->work, &s->mu);
+			continue;
+		}
+		i = r->next++;
+		pthread_mutex_unlock(&s->mu);
+		stream_decode(s, &sc, r, i);
+		pthread_mutex_lock(&s->mu);
+		if (++r->done == r->count)
+			pthread_cond_broadcast(&s->done);
+	}
+	pthread_mutex_unlock(&s->mu);
+	scratch_free(&sc);
+	return NULL;
+}
+
+static struct vtpu_stream *stream_new(void)
+{
+	struct vtpu_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->work, NULL);
+	pthread_cond_init(&s->done, NULL);
+	return s;
+}
+
+struct vtpu_stream *
+vtpu_image_folder_open(const char *dir, const struct vtpu_image_folder_opts *o,
+		       bool validation, char *err, size_t errlen)
+{
+	struct vtpu_stream *s;
+	size_t isz;
+	long cpus;
+	int ret;
+
+	ret = check_opts(o, true, err, errlen);
+	if (!ret && validation && !(o->validation_split > 0))
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "the validation side of a folder without a validation_split");
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	s = stream_new();
+	if (!s || !(s->dir = strdup(dir))) {
+		vtpu_stream_close(s);
+		vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory", dir);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = list_folder(dir, o, &s->l, err, errlen);
+	isz = (size_t)o->height * o->width * o->channels;
+	if (!ret && s->l.nval == s->l.s.n)
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: validation_split %g holds out all %zu files",
+				 dir, o->validation_split, s->l.s.n);
+	if (!ret && !(s->spare = malloc(isz)))
+		ret = vtpu__errf(err, errlen, -ENOMEM, "%s: out of memory",
+				 dir);
+	if (ret) {
+		vtpu_stream_close(s);
+		errno = -ret;
+		return NULL;
+	}
+	s->info = (struct vtpu_stream_info){
+		.n = validation ? s->l.nval : (uint32_t)s->l.s.n - s->l.nval,
+		.height = o->height, .width = o->width,
+		.channels = o->channels, .classes = s->l.classes,
+	};
+	s->first = validation ? (uint32_t)s->l.s.n - s->l.nval : 0;
+	s->max_px = o->max_pixels ? o->max_pixels : DEFAULT_MAX_PIXELS;
+	s->warnings = o->warnings;
+	s->threads = o->threads;
+	if (!s->threads) {
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		s->threads = cpus > 0 ? (uint32_t)cpus : 1;
+	}
+	if (s->threads > MAX_THREADS)
+		s->threads = MAX_THREADS;
+	return s;
+}
+
+struct vtpu_stream *vtpu_stream_from_dataset(const struct vtpu_dataset *ds)
+{
+	struct vtpu_stream *s;
+
+	if (!ds || !ds->n || !ds->images) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = stream_new();
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->ds = ds;
+	s->info = (struct vtpu_stream_info){
+		.n = ds->n, .height = ds->height, .width = ds->width,
+		.channels = ds->channels, .classes = ds->classes,
+	};
+	return s;
+}
+
+void vtpu_stream_close(struct vtpu_stream *s)
+{
+	uint32_t t;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	/* requests still queued are the caller's bug; do not decode them */
+	s->quit = true;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	for (t = 0; t < s->started; t++)
+		pthread_join(s->tid[t], NULL);
+	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->done);
+	pthread_mutex_destroy(&s->mu);
+	listing_free(&s->l);
+	free(s->spare);
+	free(s->dir);
+	free(s);
+}
+
+int vtpu_stream_get_info(const struct vtpu_stream *s,
+			 struct vtpu_stream_info *info)
+{
+	if (!s || !info)
+		return -EINVAL;
+	*info = s->info;
+	return 0;
+}
+
+int vtpu__stream_start(struct vtpu_stream *s, struct vtpu_stream_req *r,
+		       const uint32_t *idx, uint32_t count, uint8_t *images,
+		       uint32_t *labels)
+{
+	size_t isz = (size_t)s->info.height * s->info.width *
+		     s->info.channels;
+	struct vtpu_stream_req **pp;
+	uint32_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->idx = idx;
+	r->count = count;
+	r->images = images;
+	r->labels = labels;
+	for (i = 0; i < count; i++)
+		if (idx[i] >= s->info.n)
+			return -EINVAL;
+	if (s->ds) {
+		for (i = 0; i < count; i++) {
+			memcpy(images + i * isz,
+			       s->ds->images + (size_t)idx[i] * isz, isz);
+			labels[i] = s->ds->labels ? s->ds->labels[idx[i]] : 0;
+		}
+		r->next = r->done = count;
+		return 0;
+	}
+	r->ok = calloc(count ?: 1, 1);
+	r->why = calloc(count ?: 1, sizeof(*r->why));
+	if (!r->ok || !r->why) {
+		free(r->ok);
+		free(r->why);
+		r->ok = NULL;
+		r->why = NULL;
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&s->mu);
+	/* the pool starts with the first request; fewer if they cannot */
+	while (s->started < s->threads &&
+	       !pthread_create(&s->tid[s->started], NULL, stream_worker, s))
+		s->started++;
+	if (!s->started) {
+		pthread_mutex_unlock(&s->mu);
+		free(r->ok);
+		free(r->why);
+		r->ok = NULL;
+		r->why = NULL;
+		return -EAGAIN;
+	}
+	s->threads = s->started;
+	for (pp = &s->head; *pp; pp = &(*pp)->qnext)
+		;
+	*pp = r;
+	r->queued = true;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int vtpu__stream_finish(struct vtpu_stream *s, struct vtpu_stream_req *r,
+			uint32_t *skipped)
+{
+	size_t isz = (size_t)s->info.height * s->info.width *
+		     s->info.channels;
+	struct vtpu_stream_req **pp;
+	uint32_t i, j, bad = 0;
+	int ret = 0;
+
+	if (!r->queued)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	while (r->done < r->count)
+		pthread_cond_wait(&s->done, &s->mu);
+	for (pp = &s->head; *pp != r; pp = &(*pp)->qnext)
+		;
+	*pp = r->qnext;
+	r->queued = false;
+	pthread_mutex_unlock(&s->mu);
+
+	for (i = 0; i < r->count; i++) {
+		if (r->ok[i])
+			continue;
+		bad++;
+		if (s->warnings)
+			fprintf(s->warnings, "%s/%s: skipped: %s\n", s->dir,
+				s->l.s.f[s->l.order[s->first + r->idx[i]]].rel,
+				r->why[i] ? r->why[i] : "out of memory");
+		free(r->why[i]);
+	}
+	/* a bad example's slot: the next good one of the request, cyclically */
+	for (i = 0; bad && i < r->count; i++) {
+		if (r->ok[i])
+			continue;
+		for (j = (i + 1) % r->count; j != i && !r->ok[j];
+		     j = (j + 1) % r->count)
+			;
+		if (r->ok[j]) {
+			memcpy(r->images + i * isz, r->images + j * isz, isz);
+			r->labels[i] = r->labels[j];
+		} else if (s->have_spare) {
+			memcpy(r->images + i * isz, s->spare, isz);
+			r->labels[i] = s->spare_label;
+		} else {
+			ret = -EIO;
+		}
+	}
+	for (i = r->count; i-- > 0;)
+		if (r->ok[i]) {
+			memcpy(s->spare, r->images + i * isz, isz);
+			s->spare_label = r->labels[i];
+			s->have_spare = true;
+			break;
+		}
+	free(r->ok);
+	free(r->why);
+	r->ok = NULL;
+	r->why = NULL;
+	if (skipped)
+		*skipped += bad;
+	return ret;
+}
+
+int vtpu_stream_read(struct vtpu_stream *s, const uint32_t *idx,
+		     uint32_t count, uint8_t *images, uint32_t *labels,
+		     uint32_t *skipped)
+{
+	struct vtpu_stream_req r;
+	int ret;
+
+	if (!s || (count && (!idx || !images || !labels)))
+		return -EINVAL;
+	ret = vtpu__stream_start(s, &r, idx, count, images, labels);
+	return ret ?: vtpu__stream_finish(s, &r, skipped);
 }

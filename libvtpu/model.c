@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "data_priv.h"
 #include "graph_priv.h"
 #include "vtpu_text.h"
 
@@ -542,6 +543,9 @@ int vtpu_model_compile(struct vtpu_model *m,
 		return fail(m, ret, "cannot open %s: %s%s",
 			    opts->device ?: "/dev/vtpu0", strerror(-ret),
 			    vtpu_open_hint(ret));
+	if (m->rt.cpu && opts->sz >= offsetof(struct vtpu_compile_opts,
+					      cpu_mem_cap) + 8)
+		m->rt.mem_cap = opts->cpu_mem_cap;
 	m->compiled = true;
 
 	vg_set_layouts(m->g, m->rt.panels);
@@ -839,6 +843,7 @@ struct pass {
 	double loss_sum;	/* sum over examples */
 	uint64_t correct;
 	uint64_t seen;
+	uint32_t skipped;	/* streamed: bad examples replaced */
 	struct vtpu_progress *progress;
 };
 
@@ -853,21 +858,20 @@ static int ensure_metrics(struct vtpu_model *m, uint64_t bytes)
 	return ret ? fail(m, ret, "metrics buffer: %s", strerror(-ret)) : 0;
 }
 
-static void collect(struct vtpu_model *m, struct pass *p, uint32_t from,
+/* Steps [@from, @to)'s metrics, the first at @base, @stride apart. */
+static void collect(struct pass *p, const uint8_t *base, uint32_t from,
 		    uint32_t to, uint32_t stride, uint32_t batch)
 {
-	const uint8_t *base = m->metrics.map;
 	uint32_t i;
 
-	for (i = from; i < to; i++) {
+	for (i = from; i < to; i++, base += stride) {
 		float loss;
 		uint32_t correct;
 
-		memcpy(&loss, base + (size_t)i * stride + VG_METRIC_LOSS, 4);
-		memcpy(&correct, base + (size_t)i * stride + VG_METRIC_CORRECT,
-		       4);
+		memcpy(&loss, base + VG_METRIC_LOSS, 4);
+		memcpy(&correct, base + VG_METRIC_CORRECT, 4);
 		/* a token set's step counts its labels that are not padding */
-		uint32_t w = p->set->valid ? p->set->valid[i] : batch;
+		uint32_t w = p->set && p->set->valid ? p->set->valid[i] : batch;
 
 		p->loss_sum += (double)loss * w;
 		p->correct += correct;
@@ -884,9 +888,43 @@ static void collect(struct vtpu_model *m, struct pass *p, uint32_t from,
 	}
 }
 
+static const uint8_t *metrics_at(struct vtpu_model *m, uint32_t step,
+				 uint32_t stride)
+{
+	return (const uint8_t *)m->metrics.map + (size_t)step * stride;
+}
+
+/* A pass's programs: for its full batches and its remainder (or NULL). */
+static int pass_progs(struct vtpu_model *m, const struct pass *p,
+		      struct prog_entry **full, struct prog_entry **part)
+{
+	int ret = 0;
+
+	*full = *part = NULL;
+	if (p->steps) {
+		*full = get_prog(m, p->kind, m->batch, NULL, &ret);
+		if (!*full)
+			return ret;
+	}
+	if (p->rem) {
+		*part = get_prog(m, p->kind, p->rem, *full, &ret);
+		if (!*part)
+			return ret;
+	}
+	return 0;
+}
+
+static int pass_failed(struct vtpu_model *m, const struct pass *p, int ret,
+		       const char *why)
+{
+	return fail(m, ret, "%s failed: %s%s%s",
+		    p->kind == VG_PROG_TRAIN ? "training" : "running",
+		    strerror(-ret), why[0] ? ": " : "", why);
+}
+
 static int run_pass(struct vtpu_model *m, struct pass *p)
 {
-	struct prog_entry *full = NULL, *part = NULL;
+	struct prog_entry *full, *part;
 	struct vtpu_bo *bufs[VG_NBUFS];
 	uint64_t strides[VG_NBUFS] = { 0 };
 	uint32_t s, n = 1, stride, prev_from = 0, prev_to = 0;
@@ -894,16 +932,9 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 	int fence = -1, prev = -1, ret = 0;
 	char why[256] = "";
 
-	if (p->steps) {
-		full = get_prog(m, p->kind, m->batch, NULL, &ret);
-		if (!full)
-			return ret;
-	}
-	if (p->rem) {
-		part = get_prog(m, p->kind, p->rem, full, &ret);
-		if (!part)
-			return ret;
-	}
+	ret = pass_progs(m, p, &full, &part);
+	if (ret)
+		return ret;
 	stride = full ? full->prog.metrics_stride : 0;
 	ret = ensure_metrics(m, (uint64_t)p->steps * stride +
 				(part ? part->prog.metrics_stride : 0));
@@ -934,7 +965,8 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 		if (ret)
 			break;
 		if (fence < 0) {
-			collect(m, p, s, s + n, stride, m->batch);
+			collect(p, metrics_at(m, s, stride), s, s + n, stride,
+				m->batch);
 			continue;
 		}
 		if (prev >= 0) {
@@ -942,7 +974,8 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 			prev = -1;
 			if (ret)
 				break;
-			collect(m, p, prev_from, prev_to, stride, m->batch);
+			collect(p, metrics_at(m, prev_from, stride),
+				prev_from, prev_to, stride, m->batch);
 		}
 		prev = fence;
 		prev_from = s;
@@ -953,7 +986,8 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 
 		ret = ret ?: r;
 		if (!r)
-			collect(m, p, prev_from, prev_to, stride, m->batch);
+			collect(p, metrics_at(m, prev_from, stride),
+				prev_from, prev_to, stride, m->batch);
 	}
 	if (!ret && part) {
 		/* the remainder: one iteration numbered 1 whose strides
@@ -967,28 +1001,28 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 		if (!ret)
 			ret = vg_wait(&m->rt, fence);
 		if (!ret)
-			collect(m, p, p->steps, p->steps + 1, stride, p->rem);
+			collect(p, metrics_at(m, p->steps, stride), p->steps,
+				p->steps + 1, stride, p->rem);
 	}
 	if (ret)
-		return fail(m, ret, "%s failed: %s%s%s",
-			    p->kind == VG_PROG_TRAIN ? "training" : "running",
-			    strerror(-ret), why[0] ? ": " : "", why);
+		return pass_failed(m, p, ret, why);
 	return 0;
 }
 
 /* ---- fit, evaluate, predict --------------------------------------------- */
 
+/* A pass over @n examples of @isz bytes, from @set (NULL: streamed). */
 static void pass_init(struct vtpu_model *m, struct pass *p,
-		      enum vg_prog_kind kind, struct devset *set,
-		      const struct vtpu_dataset *ds, uint32_t max_steps)
+		      enum vg_prog_kind kind, struct devset *set, uint32_t n,
+		      size_t isz, uint32_t max_steps)
 {
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;
 	p->set = set;
-	p->in_stride = (uint64_t)m->batch * vtpu_dataset_image_size(ds);
+	p->in_stride = (uint64_t)m->batch * isz;
 	p->lab_stride = (uint64_t)m->batch * 4;
-	p->steps = set->n / m->batch;
-	p->rem = set->n % m->batch;
+	p->steps = n / m->batch;
+	p->rem = n % m->batch;
 	if (max_steps && p->steps + !!p->rem > max_steps) {
 		p->steps = max_steps;
 		p->rem = 0;
@@ -1010,7 +1044,8 @@ int vtpu_model_evaluate(struct vtpu_model *m, const struct vtpu_dataset *ds,
 	set = get_set(m, ds);
 	if (!set)
 		return -ENOMEM;
-	pass_init(m, &p, VG_PROG_EVAL, set, ds, 0);
+	pass_init(m, &p, VG_PROG_EVAL, set, set->n,
+		  vtpu_dataset_image_size(ds), 0);
 	ret = run_pass(m, &p);
 	if (ret)
 		return ret;
@@ -1064,7 +1099,8 @@ int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 	set = get_set(m, &view);
 	if (!set)
 		return -ENOMEM;
-	pass_init(m, &p, VG_PROG_PREDICT, set, &view, 0);
+	pass_init(m, &p, VG_PROG_PREDICT, set, set->n,
+		  vtpu_dataset_image_size(&view), 0);
 	ret = run_pass(m, &p);
 	/* a cached copy of caller memory could go stale: drop it */
 	devset_free(m, set);
@@ -1755,12 +1791,280 @@ struct feed {
 	const struct vtpu_dataset *train, *val;
 	const struct vtpu_token_dataset *ttrain, *tval;
 	const struct vtpu_augment *aug;
+	/* streamed (vtpu_model_fit_stream()): no resident copy */
+	struct vtpu_stream *stream;
+	struct ring *ring;
+	size_t isz;		/* bytes per image */
+	uint32_t classes;	/* labels must be below */
 };
+
+/* ---- streamed input ------------------------------------------------------ */
+
+/* One device buffer of the ring: a chunk of batches and its metrics. */
+struct ring_slot {
+	struct vtpu_bo images;	/* u8 [chunk * batch, h, w, c] */
+	struct vtpu_bo labels;	/* u32 [chunk * batch] */
+	struct vtpu_bo metrics;	/* the chunk's steps' loss and correct */
+	struct vtpu_stream_req req;
+	bool reading;		/* req started and not finished */
+	int fence;		/* the job reading the slot, or -1 */
+	uint32_t from, to;	/* its steps */
+	uint32_t batch;		/* examples per step */
+};
+
+#define RING_MAX 64
+#define RING_CHUNK_BYTES ((uint64_t)4 << 20)
+
+struct ring {
+	uint32_t k;		/* slots */
+	uint32_t chunk;		/* full batches per slot */
+	struct ring_slot slot[RING_MAX];
+	uint8_t *tmp;		/* an image, for augmenting in place */
+};
+
+static void ring_free(struct vtpu_model *m, struct ring *rg)
+{
+	uint32_t i;
+
+	if (!rg)
+		return;
+	for (i = 0; i < rg->k; i++) {
+		vg_bo_destroy(&m->rt, &rg->slot[i].images);
+		vg_bo_destroy(&m->rt, &rg->slot[i].labels);
+		vg_bo_destroy(&m->rt, &rg->slot[i].metrics);
+	}
+	free(rg->tmp);
+	free(rg);
+}
+
+/*
+ * The ring: @k slots of @chunk batches (0: about RING_CHUNK_BYTES of
+ * images, fewer if a quarter of the free device memory cannot hold them
+ * or if the epoch would not go round the ring twice).
+ */
+static int ring_alloc(struct vtpu_model *m, struct feed *f, uint32_t k,
+		      uint32_t chunk)
+{
+	uint64_t per_batch = (uint64_t)m->batch * (f->isz + 4), avail;
+	uint64_t mstride = 0, steps = f->n / m->batch;
+	struct prog_entry *e;
+	struct ring *rg;
+	uint32_t i;
+	int ret = 0;
+
+	e = get_prog(m, VG_PROG_TRAIN, m->batch, NULL, &ret);
+	if (!e)
+		return ret;
+	mstride = e->prog.metrics_stride;
+	if (!chunk) {
+		avail = vg_mem_free(&m->rt) / 4 / k;
+		chunk = (uint32_t)fmax(1, fmin(RING_CHUNK_BYTES, avail) /
+						  per_batch);
+		/* at least two turns of the ring per epoch, to overlap */
+		if (chunk > steps / (2 * k))
+			chunk = (uint32_t)(steps / (2 * k) ?: 1);
+	}
+	rg = calloc(1, sizeof(*rg));
+	if (!rg || !(rg->tmp = malloc(f->isz))) {
+		free(rg);
+		return fail(m, -ENOMEM, "out of memory");
+	}
+	rg->k = k;
+	rg->chunk = chunk;
+	for (i = 0; i < k; i++) {
+		struct ring_slot *sl = &rg->slot[i];
+
+		sl->fence = -1;
+		/* a slot also holds the remainder batch: fewer bytes */
+		ret = vg_bo_create(&m->rt, (uint64_t)chunk * m->batch * f->isz,
+				   &sl->images);
+		if (!ret)
+			ret = vg_bo_create(&m->rt,
+					   (uint64_t)chunk * m->batch * 4,
+					   &sl->labels);
+		if (!ret)
+			ret = vg_bo_create(&m->rt,
+					   fmax(chunk * mstride, 4096),
+					   &sl->metrics);
+		if (ret) {
+			ring_free(m, rg);
+			return fail(m, ret,
+				    "a ring of %u buffers of %u batches in device memory: %s",
+				    k, chunk, strerror(-ret));
+		}
+	}
+	f->ring = rg;
+	return 0;
+}
+
+/* Chunk @c's steps: [@c * chunk, this) of the pass's @steps. */
+static uint32_t chunk_end(const struct ring *rg, uint32_t c, uint32_t steps)
+{
+	uint64_t end = (uint64_t)(c + 1) * rg->chunk;
+
+	return end < steps ? (uint32_t)end : steps;
+}
+
+/* Start decoding the chunk of steps [@from, @to) (+ @rem) into @sl. */
+static int slot_start(struct vtpu_model *m, const struct feed *f,
+		      struct ring_slot *sl, const uint32_t *perm,
+		      uint32_t from, uint32_t to, uint32_t rem)
+{
+	uint32_t count = rem ? rem : (to - from) * m->batch;
+	int ret;
+
+	sl->from = from;
+	sl->to = to;
+	sl->batch = rem ? rem : m->batch;
+	ret = vtpu__stream_start(f->stream, &sl->req,
+				 perm + (size_t)from * m->batch, count,
+				 sl->images.map, sl->labels.map);
+	if (ret)
+		return fail(m, ret, "streamed input: %s", strerror(-ret));
+	sl->reading = true;
+	return 0;
+}
+
+/* Wait for @sl's examples; augment them; check their labels. */
+static int slot_finish(struct vtpu_model *m, const struct feed *f,
+		       struct ring_slot *sl, struct pass *p)
+{
+	const uint32_t *lab = sl->labels.map;
+	uint8_t *img = sl->images.map;
+	uint32_t i;
+	int ret;
+
+	sl->reading = false;
+	ret = vtpu__stream_finish(f->stream, &sl->req, &p->skipped);
+	if (ret)
+		return fail(m, ret,
+			    "streamed input: steps %u..%u: no example could be decoded",
+			    sl->from, sl->to);
+	for (i = 0; i < sl->req.count; i++) {
+		if (lab[i] >= f->classes)
+			return fail(m, -EINVAL,
+				    "label %u of a streamed example is not below %u classes",
+				    lab[i], f->classes);
+		if (!f->aug)
+			continue;
+		memcpy(f->ring->tmp, img + i * f->isz, f->isz);
+		vtpu_image_augment(img + i * f->isz, f->ring->tmp,
+				   m->g->nodes[m->g->input].h,
+				   m->g->nodes[m->g->input].w,
+				   m->g->nodes[m->g->input].c, f->aug, &m->rng);
+	}
+	return 0;
+}
+
+/* Wait for the job reading @sl and count its steps. */
+static int slot_wait(struct vtpu_model *m, struct ring_slot *sl,
+		     struct pass *p, uint32_t stride)
+{
+	int ret;
+
+	if (sl->fence < 0)
+		return 0;
+	ret = vg_wait(&m->rt, sl->fence);
+	sl->fence = -1;
+	if (!ret)
+		collect(p, sl->metrics.map, sl->from,
+			sl->to + (sl->batch != m->batch), stride, sl->batch);
+	return ret;
+}
+
+/*
+ * One streamed pass: run_pass() with the set in a ring. Chunk c is the
+ * steps [c * chunk, (c + 1) * chunk), the remainder batch a chunk of its
+ * own; chunk c goes to slot c % k. While the device runs chunk c, chunks
+ * c + 1 .. c + k - 1 are decoded into the other slots: after chunk c is
+ * submitted, the job of chunk c - 1 is waited for and its slot refilled
+ * with chunk c + k - 1. The cpu backend runs a job before vg_run() returns
+ * (no fence): the decoding threads overlap it all the same.
+ */
+static int run_stream_pass(struct vtpu_model *m, struct pass *p,
+			   const struct feed *f, const uint32_t *perm)
+{
+	struct ring *rg = f->ring;
+	struct prog_entry *full, *part, *e;
+	struct vtpu_bo *bufs[VG_NBUFS];
+	uint64_t strides[VG_NBUFS] = { 0 };
+	uint32_t c, nfull, nchunks, k = rg->k, stride, i;
+	char why[256] = "";
+	int ret, r;
+
+	ret = pass_progs(m, p, &full, &part);
+	if (ret)
+		return ret;
+	stride = full ? full->prog.metrics_stride : 0;
+	nfull = (p->steps + rg->chunk - 1) / rg->chunk;
+	nchunks = nfull + !!p->rem;
+	bufs[VG_BUF_STATE] = &m->state;
+
+	for (c = 0; c < nchunks && c < k - 1 && !ret; c++)
+		ret = c < nfull ?
+		      slot_start(m, f, &rg->slot[c], perm, c * rg->chunk,
+				 chunk_end(rg, c, p->steps), 0) :
+		      slot_start(m, f, &rg->slot[c], perm, p->steps, p->steps,
+				 p->rem);
+	for (c = 0; c < nchunks && !ret; c++) {
+		struct ring_slot *sl = &rg->slot[c % k], *nx;
+		uint32_t n = c < nfull ? sl->to - sl->from : 1;
+		uint32_t next = c + k - 1;
+
+		ret = slot_finish(m, f, sl, p);
+		if (ret)
+			break;
+		e = c < nfull ? full : part;
+		bufs[VG_BUF_IMAGES] = &sl->images;
+		bufs[VG_BUF_LABELS] = &sl->labels;
+		bufs[VG_BUF_METRICS] = &sl->metrics;
+		bufs[VG_BUF_WORK] = &e->work;
+		strides[VG_BUF_IMAGES] = p->in_stride;
+		strides[VG_BUF_LABELS] = p->lab_stride;
+		strides[VG_BUF_METRICS] = e->prog.metrics_stride;
+		ret = vg_run(&m->rt, &e->prog, bufs, strides, 0, n, &sl->fence,
+			     why, sizeof(why));
+		if (ret) {
+			ret = pass_failed(m, p, ret, why);
+			break;
+		}
+		if (sl->fence < 0)
+			collect(p, sl->metrics.map, sl->from, sl->from + n,
+				stride, sl->batch);
+		if (next >= nchunks)
+			continue;
+		/* the slot of chunk c - 1: free once its job has signalled */
+		nx = &rg->slot[next % k];
+		ret = slot_wait(m, nx, p, stride);
+		if (ret) {
+			ret = pass_failed(m, p, ret, "");
+			break;
+		}
+		ret = next < nfull ?
+		      slot_start(m, f, nx, perm, next * rg->chunk,
+				 chunk_end(rg, next, p->steps), 0) :
+		      slot_start(m, f, nx, perm, p->steps, p->steps, p->rem);
+	}
+	/* the jobs still running, in order; then what is still decoding */
+	for (c = nchunks > k ? nchunks - k : 0; c < nchunks; c++) {
+		r = slot_wait(m, &rg->slot[c % k], p, stride);
+		if (r && !ret)
+			ret = pass_failed(m, p, r, "");
+	}
+	for (i = 0; i < k; i++)
+		if (rg->slot[i].reading) {
+			rg->slot[i].reading = false;
+			vtpu__stream_finish(f->stream, &rg->slot[i].req, NULL);
+		}
+	return ret;
+}
 
 /* The training set's device copy, in the order @perm (NULL: as it is). */
 static int feed_fill(struct vtpu_model *m, const struct feed *f,
 		     const uint32_t *perm)
 {
+	if (f->stream)
+		return 0;	/* the pass decodes as it goes */
 	if (f->ttrain)
 		return tokset_fill(m, &m->train, f->ttrain, perm);
 	devset_fill(&m->train, f->train, perm, f->aug, &m->rng);
@@ -1773,7 +2077,8 @@ static void feed_pass(struct vtpu_model *m, const struct feed *f,
 	if (f->ttrain)
 		tokpass_init(m, p, VG_PROG_TRAIN, &m->train, max_steps);
 	else
-		pass_init(m, p, VG_PROG_TRAIN, &m->train, f->train, max_steps);
+		pass_init(m, p, VG_PROG_TRAIN, f->stream ? NULL : &m->train,
+			  f->n, f->isz, max_steps);
 }
 
 static int feed_validate(struct vtpu_model *m, const struct feed *f,
@@ -1799,7 +2104,7 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 	uint32_t val_freq = FIT_OPT(opts, validation_freq, 0) ?: 1;
 	struct vtpu_progress *progress = NULL;
 	struct vtpu_epoch_stats st;
-	uint32_t *perm, epochs, e;
+	uint32_t *perm, epochs, e, i;
 	bool validate;
 	struct pass p;
 	double t0;
@@ -1808,6 +2113,9 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 	perm = malloc((size_t)f->n * sizeof(*perm));
 	if (!perm)
 		return fail(m, -ENOMEM, "out of memory");
+	/* a streamed pass reads its order from perm: the identity at first */
+	for (i = 0; i < f->n; i++)
+		perm[i] = i;
 	epochs = opts->epochs ?: 1;
 	feed_pass(m, f, &p, opts->max_steps);
 	if (opts->progress) {
@@ -1837,10 +2145,13 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 		if (progress)
 			vtpu_progress_start(progress, e, epochs);
 		t0 = now_s();
-		ret = run_pass(m, &p);
+		ret = f->stream ? run_stream_pass(m, &p, f, perm) :
+				  run_pass(m, &p);
 		if (ret)
 			break;
 		memset(&st, 0, sizeof(st));
+		st.skipped = p.skipped;
+		st.streamed = f->stream != NULL;
 		st.epoch = e;
 		st.steps = p.done;
 		st.seconds = now_s() - t0;
@@ -1863,6 +2174,10 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 			};
 
 			vtpu_progress_end(progress, extra, validate ? 2 : 0);
+			if (p.skipped)
+				fprintf(opts->progress,
+					"%u example(s) skipped this epoch: corrupt or unreadable files, each replaced by a good example\n",
+					p.skipped);
 		}
 		if (opts->on_epoch)
 			opts->on_epoch(opts->ctx, &st);
@@ -1889,11 +2204,62 @@ static int fit_check(struct vtpu_model *m, const struct vtpu_fit_opts **opts)
 	return 0;
 }
 
+/* The options' augmentation, if any, checked against @h x @w images. */
+static int fit_augment(struct vtpu_model *m, const struct vtpu_fit_opts *opts,
+		       uint32_t h, uint32_t w, struct feed *f)
+{
+	const struct vtpu_augment *aug = NULL;
+
+	if (opts->sz >= offsetof(struct vtpu_fit_opts, augment) +
+				sizeof(opts->augment))
+		aug = &opts->augment;
+	if (aug && (aug->flip || aug->shift)) {
+		f->aug = aug;
+		if (aug->shift >= h || aug->shift >= w)
+			return fail(m, -EINVAL,
+				    "augment: a shift of %u pixels is not smaller than the %ux%u images",
+				    aug->shift, h, w);
+	}
+	return 0;
+}
+
+/* fit_epochs() on @f->stream through a ring of device buffers. */
+static int fit_streamed(struct vtpu_model *m, struct feed *f,
+			const struct vtpu_fit_opts *opts)
+{
+	uint32_t k = FIT_OPT(opts, stream_ring, 0) ?: 3;
+	int ret;
+
+	if (k < 3 || k > RING_MAX)
+		return fail(m, -EINVAL,
+			    "stream_ring %u: the ring needs 3..%u buffers", k,
+			    RING_MAX);
+	/* the resident copy of an earlier fit would only take memory */
+	devset_free(m, &m->train);
+	ret = ring_alloc(m, f, k, FIT_OPT(opts, stream_chunk, 0));
+	if (ret)
+		return ret;
+	ret = fit_epochs(m, f, opts);
+	ring_free(m, f->ring);
+	f->ring = NULL;
+	return ret;
+}
+
+/* Would @bytes more fit the device's memory, with @s freed first? */
+static bool fits(struct vtpu_model *m, uint64_t bytes, const struct devset *s)
+{
+	uint64_t avail = vg_mem_free(&m->rt);
+
+	if (avail == UINT64_MAX)
+		return true;
+	return bytes <= avail + s->images.size + s->labels.size;
+}
+
 int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		   const struct vtpu_fit_opts *opts)
 {
 	struct feed f = { .n = train->n, .train = train };
-	const struct vtpu_augment *aug = NULL;
+	uint64_t need;
 	int ret;
 
 	ret = fit_check(m, &opts) ?: check_set(m, train);
@@ -1902,30 +2268,66 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		ret = check_set(m, f.val);
 	if (ret)
 		return ret;
+	f.classes = m->g->nodes[m->g->loss].c;
 	for (uint32_t i = 0; i < train->n; i++)
-		if (train->labels[i] >= m->g->nodes[m->g->loss].c)
+		if (train->labels[i] >= f.classes)
 			return fail(m, -EINVAL,
 				    "label %u of example %u is not below %u classes",
-				    train->labels[i], i,
-				    m->g->nodes[m->g->loss].c);
-	if (opts->sz >= offsetof(struct vtpu_fit_opts, augment) +
-				sizeof(opts->augment))
-		aug = &opts->augment;
-	if (aug && (aug->flip || aug->shift)) {
-		f.aug = aug;
-		if (aug->shift >= train->height || aug->shift >= train->width)
-			return fail(m, -EINVAL,
-				    "augment: a shift of %u pixels is not smaller than the %ux%u images",
-				    aug->shift, train->height, train->width);
+				    train->labels[i], i, f.classes);
+	ret = fit_augment(m, opts, train->height, train->width, &f);
+	if (ret)
+		return ret;
+	f.isz = vtpu_dataset_image_size(train);
+	need = (uint64_t)train->n * (f.isz + 4);
+	if (FIT_OPT(opts, stream, false) ||
+	    (m->train.n != train->n && !fits(m, need, &m->train))) {
+		f.stream = vtpu_stream_from_dataset(train);
+		if (!f.stream)
+			return fail(m, -errno, "streamed input: %s",
+				    strerror(errno));
+		ret = fit_streamed(m, &f, opts);
+		vtpu_stream_close(f.stream);
+		return ret;
 	}
 	if (m->train.n != train->n) {
 		devset_free(m, &m->train);
-		ret = devset_alloc(m, &m->train, train->n,
-				   vtpu_dataset_image_size(train));
+		ret = devset_alloc(m, &m->train, train->n, f.isz);
 		if (ret)
 			return ret;
 	}
 	return fit_epochs(m, &f, opts);
+}
+
+int vtpu_model_fit_stream(struct vtpu_model *m, struct vtpu_stream *train,
+			  const struct vtpu_fit_opts *opts)
+{
+	struct feed f = { .stream = train };
+	struct vtpu_stream_info si;
+	struct vtpu_dataset view;
+	int ret;
+
+	if (vtpu_stream_get_info(train, &si))
+		return fail(m, -EINVAL, "no streamed source");
+	view = (struct vtpu_dataset){
+		.n = si.n, .height = si.height, .width = si.width,
+		.channels = si.channels,
+	};
+	ret = fit_check(m, &opts) ?: check_set(m, &view);
+	f.val = ret ? NULL : opts->validation;
+	if (!ret && f.val)
+		ret = check_set(m, f.val);
+	if (!ret)
+		ret = fit_augment(m, opts, si.height, si.width, &f);
+	if (ret)
+		return ret;
+	f.n = si.n;
+	f.isz = vtpu_dataset_image_size(&view);
+	f.classes = m->g->nodes[m->g->loss].c;
+	if (si.classes > f.classes)
+		return fail(m, -EINVAL,
+			    "the source has %u classes, the model %u",
+			    si.classes, f.classes);
+	return fit_streamed(m, &f, opts);
 }
 
 int vtpu_model_fit_tokens(struct vtpu_model *m,

@@ -65,20 +65,47 @@ void vg_runtime_close(struct vg_runtime *rt)
 
 int vg_bo_create(struct vg_runtime *rt, uint64_t size, struct vtpu_bo *bo)
 {
+	int ret;
+
 	if (!size)
 		size = 1;
-	return rt->dev ? vtpu_bo_create(rt->dev, size, bo) :
-			 vtpu_cpu_bo_create(size, bo);
+	if (rt->dev)
+		return vtpu_bo_create(rt->dev, size, bo);
+	/* the cpu backend's cap is counted as the module counts mem_cap */
+	if (rt->mem_cap && size > rt->mem_cap - rt->mem_used)
+		return -ENOSPC;
+	ret = vtpu_cpu_bo_create(size, bo);
+	if (!ret)
+		rt->mem_used += bo->size;
+	return ret;
+}
+
+uint64_t vg_mem_free(struct vg_runtime *rt)
+{
+	uint64_t cap = 0, used = 0;
+
+	if (rt->dev) {
+		if (vtpu_get_param(rt->dev, VTPU_PARAM_MEM_CAP, &cap) ||
+		    vtpu_get_param(rt->dev, VTPU_PARAM_MEM_USED, &used))
+			return UINT64_MAX;
+		return cap > used ? cap - used : 0;
+	}
+	if (!rt->mem_cap)
+		return UINT64_MAX;
+	return rt->mem_cap - rt->mem_used;
 }
 
 void vg_bo_destroy(struct vg_runtime *rt, struct vtpu_bo *bo)
 {
 	if (!bo->map)
 		return;
-	if (rt->dev)
+	if (rt->dev) {
 		vtpu_bo_destroy(rt->dev, bo);
-	else
+	} else {
+		rt->mem_used -= bo->size < rt->mem_used ? bo->size :
+							  rt->mem_used;
 		vtpu_cpu_bo_destroy(bo);
+	}
 	memset(bo, 0, sizeof(*bo));
 }
 

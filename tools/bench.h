@@ -23,7 +23,8 @@
 /* The dispatch table: X(name, one-line description), one line each. */
 #define BENCH_SUBCOMMANDS(X)                                                   \
 	X(gemm, "GEMM GFLOP/s: engine f32 and bf16, or a device, vs OpenBLAS") \
-	X(train, "training ms/step of the example models: engine, OpenBLAS, PyTorch")
+	X(train, "training ms/step of the example models: engine, OpenBLAS, PyTorch") \
+	X(stream, "one epoch resident vs streamed from a JPEG folder: the ratio")
 
 #define BENCH_DECLARE(name, help) int bench_##name(int argc, char **argv);
 BENCH_SUBCOMMANDS(BENCH_DECLARE)

@@ -251,6 +251,80 @@ VTPU_API int vtpu_load_image_folder(const char *dir,
 /** vtpu_image_folder_info_free() - free what @info holds, zero it (NULL-safe) */
 VTPU_API void vtpu_image_folder_info_free(struct vtpu_image_folder_info *info);
 
+/* ---- streamed sources --------------------------------------------------- */
+
+/**
+ * struct vtpu_stream_info - what a streamed source holds
+ * @n: examples
+ * @height, @width, @channels: of every image (u8 HWC)
+ * @classes: labels are below this (0 if the dataset did not say)
+ */
+struct vtpu_stream_info {
+	uint32_t n;
+	uint32_t height, width, channels;
+	uint32_t classes;
+};
+
+struct vtpu_stream;
+
+/**
+ * vtpu_image_folder_open() - a folder of class folders as a streamed
+ * source: listed and split as vtpu_load_image_folder() does (the same
+ * files, labels, order and side of the split for the same options), but
+ * nothing decoded until asked (vtpu_stream_read(), or the model's fit on
+ * it, vtpu_model_fit_stream())
+ * @dir, @o: as vtpu_load_image_folder()'s; @o->threads decoding threads
+ *	(0: one per online CPU) are started at the first read
+ * @validation: the held-out side of @o->validation_split (which must be
+ *	> 0) instead of the training side
+ * @err, @errlen: a message naming the folder
+ *
+ * Example i is the i-th file of that side in the loader's order (the
+ * loader's dataset leaves out the files that fail to decode, the source
+ * cannot know them before reading). A file that fails is skipped as the
+ * loader skips it, with a line in @o->warnings, see vtpu_stream_read().
+ *
+ * Return: the source (vtpu_stream_close()), or NULL with errno set as
+ * vtpu_load_image_folder() returns it.
+ */
+VTPU_API struct vtpu_stream *vtpu_image_folder_open(const char *dir,
+		const struct vtpu_image_folder_opts *o, bool validation,
+		char *err, size_t errlen);
+
+/**
+ * vtpu_stream_from_dataset() - an in-memory dataset as a streamed source
+ * (borrowed: @ds must outlive the source), so that streamed and resident
+ * training can be compared on identical data.
+ * Return: the source, or NULL with errno EINVAL (empty) or ENOMEM.
+ */
+VTPU_API struct vtpu_stream *vtpu_stream_from_dataset(const struct vtpu_dataset *ds);
+
+/** vtpu_stream_close() - stop the source's threads, free it (NULL-safe). */
+VTPU_API void vtpu_stream_close(struct vtpu_stream *s);
+
+/** vtpu_stream_get_info() - @s's size and shape. Return: 0 or -EINVAL. */
+VTPU_API int vtpu_stream_get_info(const struct vtpu_stream *s,
+				  struct vtpu_stream_info *info);
+
+/**
+ * vtpu_stream_read() - examples @idx[0..@count) (each < n) into @images
+ * (@count images, u8 HWC) and @labels, decoded by the source's threads
+ * @skipped: may be NULL; else the number of bad examples is added to it
+ *
+ * A file that cannot be read or decoded (corrupt, truncated, not an image,
+ * too large) is a warning line and a count, never an error: its slot gets
+ * a copy of the next good example of the same read (cyclically), or, if
+ * none in this read decoded, of the last good one of an earlier read, so
+ * the batch keeps its size and every slot a real, correctly labelled
+ * example.
+ *
+ * Return: 0, or -EINVAL (an index out of range), -ENOMEM, -EIO (no
+ * example of the read decoded and none ever did before).
+ */
+VTPU_API int vtpu_stream_read(struct vtpu_stream *s, const uint32_t *idx,
+			      uint32_t count, uint8_t *images,
+			      uint32_t *labels, uint32_t *skipped);
+
 /* ---- reproducible shuffling --------------------------------------------- */
 
 /**

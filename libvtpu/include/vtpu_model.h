@@ -370,6 +370,10 @@ enum vtpu_optimizer {
  *              and (b - moving_mean) * s + beta with s = gamma /
  *              sqrt(moving_variance + epsilon) per output channel,
  *              computed on the device at the start of each run)
+ * @cpu_mem_cap: "cpu" only: bytes of buffer memory the model may hold, as
+ *               the module parameter mem_cap_mb caps a device's (0: no
+ *               cap); a buffer past it fails with -ENOSPC as on a device,
+ *               and fit() streams a training set that does not fit
  */
 struct vtpu_compile_opts {
 	size_t sz;
@@ -385,6 +389,7 @@ struct vtpu_compile_opts {
 	float input_scale;
 	float input_shift;
 	uint32_t no_bn_fold;
+	uint64_t cpu_mem_cap;
 };
 
 #define VTPU_COMPILE_OPTS(name, ...)                                   \
@@ -398,6 +403,9 @@ struct vtpu_compile_opts {
  * @val_loss, @val_acc: on the validation set (NAN without one)
  * @seconds: wall time of the training steps (validation excluded)
  * @ms_per_step: @seconds / @steps, in ms
+ * @skipped: streamed epochs: examples whose file could not be decoded
+ *	(each replaced by a good one, see vtpu_stream_read()); else 0
+ * @streamed: the epoch was streamed (vtpu_model_fit_stream())
  */
 struct vtpu_epoch_stats {
 	uint32_t epoch;
@@ -405,6 +413,8 @@ struct vtpu_epoch_stats {
 	double loss, acc;
 	double val_loss, val_acc;
 	double seconds, ms_per_step;
+	uint32_t skipped;
+	bool streamed;
 };
 
 /**
@@ -428,6 +438,13 @@ struct vtpu_epoch_stats {
  *	epoch and after the last (Keras' validation_freq; 0: every epoch);
  *	the other epochs report NAN
  * @token_validation: vtpu_model_fit_tokens()'s @validation
+ * @stream: vtpu_model_fit(): stream the training set through a ring of
+ *	device buffers (vtpu_model_fit_stream()) even if it fits the
+ *	device's memory; it is streamed anyway when it does not
+ * @stream_ring: streamed fits: device buffers in the ring (0: 3; >= 3)
+ * @stream_chunk: streamed fits: batches per ring buffer (0: as many as
+ *	make about 4 MiB of images, fewer if the memory cap asks or the
+ *	epoch would not go round the ring twice)
  */
 struct vtpu_fit_opts {
 	size_t sz;
@@ -443,6 +460,9 @@ struct vtpu_fit_opts {
 			     float lr);
 	uint32_t validation_freq;
 	const struct vtpu_token_dataset *token_validation;
+	bool stream;
+	uint32_t stream_ring;
+	uint32_t stream_chunk;
 };
 
 #define VTPU_FIT_OPTS(name, ...)                                       \
@@ -505,6 +525,36 @@ VTPU_API int vtpu_model_compile(struct vtpu_model *m,
  */
 VTPU_API int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		   const struct vtpu_fit_opts *opts);
+
+/**
+ * vtpu_model_fit_stream() - train on a streamed source (a folder opened
+ * with vtpu_image_folder_open(), or an in-memory dataset) that need not
+ * fit the device's memory
+ * @m: a compiled model taking the source's image shape
+ * @train: labels must be below the model's classes (checked per chunk)
+ * @opts: as vtpu_model_fit()'s (@opts->validation is evaluated resident)
+ *
+ * Each epoch's order is drawn as vtpu_model_fit() draws it and cut into
+ * chunks of @opts->stream_chunk batches. The chunks go through a ring of
+ * @opts->stream_ring device buffers (u8 images and u32 labels, the layout
+ * the training program reads from a resident set): while the device
+ * trains on chunk k, the source's threads decode chunks k+1 .. k+ring-1
+ * into the other buffers; a buffer is refilled only after the job that
+ * read it has signalled its fence. The programs, the remainder batch, the
+ * progress bar and the per-epoch statistics are those of vtpu_model_fit(),
+ * so an in-memory dataset trains to the same weights, bit for bit, streamed
+ * or resident (without augmentation, or with it and no @opts->max_steps:
+ * the random draws are made in the same order). Bad files are skipped as
+ * vtpu_stream_read() says; their count is in struct vtpu_epoch_stats and
+ * printed by the progress output at the end of the epoch.
+ *
+ * Return: 0, or -errno (-EINVAL: a shape or label the model cannot take,
+ * a ring of fewer than 3; -EIO: nothing of a chunk could be decoded; a
+ * failed job; see vtpu_model_error()).
+ */
+VTPU_API int vtpu_model_fit_stream(struct vtpu_model *m,
+				   struct vtpu_stream *train,
+				   const struct vtpu_fit_opts *opts);
 
 /**
  * vtpu_model_set_learning_rate() - a compiled model's learning rate from
