@@ -965,6 +965,51 @@ TEST(buckets_match_full_length_gru)
 }
 
 /*
+ * More buckets than the cache holds (a width of 1, batches of one
+ * example): the least recently used programs go, and the loss is still
+ * the one at full length.
+ */
+TEST(buckets_outnumber_the_cache)
+{
+	enum { N = 80, TS = 12, TT = 16 };
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 1, .threads = 1);
+	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
+	struct vtpu_token_dataset ds = { .n = N };
+	struct vtpu_model *m;
+	uint32_t seed = 3, i, t;
+	double loss[2], acc[2];
+	int tgt_node, w;
+
+	short_rows(src, N, TS, 9, 1, 12, &seed);
+	short_rows(tgt, N, TT, 8, 1, 15, &seed);
+	for (i = 0; i < N; i++)
+		for (t = 0; t < TT; t++)
+			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
+						       VTPU_TOK_PAD;
+	ds.inputs[0] = src;
+	ds.inputs[1] = tgt;
+	ds.labels = lab;
+	m = vtpu_model_create_graph(build_bucketable(false, TS, TT,
+						     &tgt_node));
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	for (w = 0; w < 2; w++) {
+		ASSERT_EQ(0, vtpu_model_set_bucket_width(m, w));
+		ASSERT_EQ(0, vtpu_model_evaluate_tokens(m, &ds, &loss[w],
+							&acc[w]))
+			TH_LOG("%s", vtpu_model_error(m));
+	}
+	/* a program per distinct lengths: more than the 24 cached */
+	EXPECT_LT(24, vtpu_model_programs_compiled(m));
+	EXPECT_TRUE(fabs(loss[1] - loss[0]) / loss[0] < 1e-6);
+	EXPECT_EQ(acc[0], acc[1]);
+	TH_LOG("%llu programs compiled; loss %.9f (full) %.9f (width 1)",
+	       (unsigned long long)vtpu_model_programs_compiled(m), loss[0],
+	       loss[1]);
+	vtpu_model_destroy(m);
+}
+
+/*
  * Where padding steps do count (the encoder's last state starts the
  * decoder), the source keeps its full length: only the target runs in
  * buckets, and the results still agree.
