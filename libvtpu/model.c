@@ -56,7 +56,7 @@ struct devset {
 	struct vtpu_bo labels;	/* u32 [n], or packed per batch */
 	uint32_t *valid;	/* token sets: labels that count, per batch */
 	uint32_t batch;		/* token sets: the batch they are packed by */
-	struct tokbatch *tb;	/* token sets: the batches, in running order */
+	struct tokbatch *tb;	/* token sets: the batches, in order */
 	uint32_t nb;
 };
 
@@ -80,8 +80,8 @@ struct vtpu_model {
 	struct vtpu_bo metrics;
 	struct prog_entry progs[MAX_PROGS];
 	uint64_t use_clock;
-	uint64_t compiles;	/* programs compiled since vtpu_model_compile() */
-	uint32_t bucket_width;	/* token inputs: 0 pads to the full length */
+	uint64_t compiles;	/* programs compiled since compiling */
+	uint32_t bucket_width;	/* token inputs; 0: the full length */
 	struct devset sets[MAX_SETS];
 	struct devset train; /* rewritten in a new order every epoch */
 	struct devset tokset; /* token inputs to evaluate or predict */
@@ -1396,7 +1396,7 @@ static int tokset_fill(struct vtpu_model *m, struct devset *s,
 	}
 	for (first = 0, nb = 0; first < s->n; first += B, nb++) {
 		struct tokbatch *t = &s->tb[nb];
-		uint32_t cnt = s->n - first < B ? s->n - first : B;
+		uint32_t cnt = s->n - first < B ? s->n - first : B, y;
 		int64_t v;
 
 		/* the batch's lengths: its longest example's */
@@ -1426,9 +1426,9 @@ static int tokset_fill(struct vtpu_model *m, struct devset *s,
 			v = 0;
 			for (tt = 0; tt < L; tt++)
 				for (j = 0; j < cnt; j++) {
-					uint32_t y = ds->labels ?
-						ds->labels[(uint64_t)order[first + j] * ll + tt] :
-						VTPU_TOK_PAD;
+					e = (uint64_t)order[first + j] * ll;
+					y = ds->labels ? ds->labels[e + tt] :
+							 VTPU_TOK_PAD;
 
 					/* SOFTMAX_XENT ignores a row >= n */
 					if (y == VTPU_TOK_PAD)
