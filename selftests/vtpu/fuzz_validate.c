@@ -442,6 +442,60 @@ static void seeds_train(void)
 		vtpu_cmdbuf_dwconv_wgrad(&cb, &dw);
 		seed("dwconv_wgrad", &cb, sz, 6, 0, NULL);
 	}
+	vtpu_cmdbuf_reset(&cb);
+	{
+		/* batch norm over 40 rows of 8 channels: train, infer, grad */
+		struct vtpu_batchnorm_desc bn = {
+			.rows = 40, .channels = 8, .epsilon = 1e-3f,
+			.momentum = 0.99f, .flags = VTPU_BATCHNORM_TRAINING,
+			.x = R(0, 0), .y = R(1, 0), .gamma = R(2, 0),
+			.beta = R(2, 64), .stats = R(2, 128),
+			.moving_mean = R(2, 256), .moving_var = R(2, 512),
+			.dy = R(3, 0), .dx = R(4, 0), .dgamma = R(5, 0),
+			.dbeta = R(5, 64),
+		};
+
+		vtpu_cmdbuf_batchnorm(&cb, &bn);
+		seed("batchnorm", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		bn.flags = 0;
+		bn.stats = VTPU_REF_NONE;
+		vtpu_cmdbuf_batchnorm(&cb, &bn);
+		seed("batchnorm_infer", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		bn.stats = R(2, 128);
+		vtpu_cmdbuf_batchnorm_grad(&cb, &bn);
+		seed("batchnorm_grad", &cb, sz, 6, 0, NULL);
+	}
+	vtpu_cmdbuf_reset(&cb);
+	{
+		/* 'same' pools over 2x5x5x4 images: 3x3 windows, stride 2 */
+		struct vtpu_window pw = {
+			.n = 2, .h = 5, .w = 5, .c = 4, .kh = 3, .kw = 3,
+			.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1,
+		};
+		struct vtpu_augment_desc au = {
+			.n = 2, .h = 5, .w = 5, .c = 4, .oh = 3, .ow = 4,
+			.seed = 7, .flags = VTPU_AUGMENT_FLAGS, .x = R(0, 0),
+			.y = R(1, 0), .step = R(2, 0),
+		};
+
+		vtpu_cmdbuf_avgpool(&cb, &pw, 3, 3, R(0, 0), R(1, 0));
+		seed("avgpool", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		vtpu_cmdbuf_avgpool_grad(&cb, &pw, 3, 3, R(1, 0), R(0, 0));
+		seed("avgpool_grad", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		pw.pad_h = 0;
+		pw.pad_w = 0;
+		vtpu_cmdbuf_maxpool_padded(&cb, &pw, VTPU_POOL_PAD_END_H |
+					   VTPU_POOL_PAD_END_W, R(0, 0),
+					   R(1, 0), R(2, 0));
+		seed("maxpool_pad_end", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		vtpu_cmdbuf_image_augment(&cb, &au);
+		seed("image_augment", &cb, sz, 6, 0, NULL);
+	}
 	vtpu_cmdbuf_fini(&cb);
 }
 

@@ -53,8 +53,11 @@ extern "C" {
  *      SOFTMAX_GRAD, CLIP_NORM; VTPU_EW_SIGMOID, VTPU_EW_TANH and their
  *      gradients, VTPU_REDUCE_SUMSQ_ROWS, VTPU_XENT_MEAN_VALID
  *   6: ARGMAX; GEMM_BATCHED's Cs may interleave by rows
+ *   7: the image ops: BATCHNORM, BATCHNORM_GRAD, DWCONV, DWCONV_DGRAD,
+ *      DWCONV_WGRAD, AVGPOOL, AVGPOOL_GRAD, IMAGE_AUGMENT (opcodes 28-36;
+ *      30 is unassigned); MAXPOOL's VTPU_POOL_PAD_END_H/W flags
  */
-#define VTPU_API_VERSION 6
+#define VTPU_API_VERSION 7
 
 /*
  * VTPU_PARAM_DRIVER_VERSION's encoding of a release MAJOR.MINOR.PATCH
