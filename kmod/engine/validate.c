@@ -827,9 +827,14 @@ int vtpu_batchnorm_check(struct vtpu_engine_check *v,
 	const struct vtpu_cmd_batchnorm_grad *g = (const void *)hdr;
 	bool grad = hdr->opcode == VTPU_OP_BATCHNORM_GRAD;
 	/* forward: outputs first (the moving statistics last: in and out) */
-	u32 ids[7] = { VTPU_OPERAND_Y, VTPU_OPERAND_STATE, VTPU_OPERAND_MOM,
-		       VTPU_OPERAND_VEL, VTPU_OPERAND_X, VTPU_OPERAND_W,
-		       VTPU_OPERAND_BIAS };
+	static const u32 ids[7] = { VTPU_OPERAND_Y, VTPU_OPERAND_STATE,
+				    VTPU_OPERAND_MOM, VTPU_OPERAND_VEL,
+				    VTPU_OPERAND_X, VTPU_OPERAND_W,
+				    VTPU_OPERAND_BIAS };
+	/* inference: the moving statistics are inputs, STATE is unused */
+	static const u32 infer_ids[6] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
+					  VTPU_OPERAND_MOM, VTPU_OPERAND_VEL,
+					  VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
 	static const u32 gids[7] = { VTPU_OPERAND_DX, VTPU_OPERAND_DW,
 				     VTPU_OPERAND_DBIAS, VTPU_OPERAND_X,
 				     VTPU_OPERAND_DY, VTPU_OPERAND_W,
@@ -862,14 +867,11 @@ int vtpu_batchnorm_check(struct vtpu_engine_check *v,
 			ret = check_outputs(v, hdr, ids, 4, ids + 4, 3);
 		return ret;
 	}
-	/* inference: the moving statistics are inputs, STATE is unused */
 	ret = check_unused(v, hdr, VTPU_OPERAND_STATE);
-	ids[1] = VTPU_OPERAND_X;
-	ids[4] = VTPU_OPERAND_W;	/* ids: Y, X, MOM, VEL, W, BIAS */
 	if (!ret)
-		ret = check_operands(v, hdr, ids, 6);
+		ret = check_operands(v, hdr, infer_ids, 6);
 	if (!ret)
-		ret = check_outputs(v, hdr, ids, 1, ids + 1, 5);
+		ret = check_outputs(v, hdr, infer_ids, 1, infer_ids + 1, 5);
 	return ret;
 }
 

@@ -1321,6 +1321,19 @@ TEST(batchnorm_validator)
 	     VTPU_OPERAND_MOM);
 	CASE(bn, bn0, "batchnorm moving var over gamma",
 	     bn.moving_var = bn.gamma, VTPU_ERR_OVERLAP, VTPU_OPERAND_VEL);
+	/* inference checks every operand it reads (beta was once missed) */
+	CASE(bn, bn0, "batchnorm inference: beta past its buffer",
+	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 },
+	      bn.beta.offset = 4096 - 28), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_BIAS);
+	CASE(bn, bn0, "batchnorm inference: gamma past its buffer",
+	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 },
+	      bn.gamma.offset = 4096 - 28), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_W);
+	CASE(bn, bn0, "batchnorm inference: x past its buffer",
+	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 },
+	      bn.x.offset = 4096 - 508), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_X);
 	CASE(bn, bn0, "batchnorm inference: y over the moving mean",
 	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 },
 	      bn.moving_mean = bn.y), VTPU_ERR_OVERLAP, VTPU_OPERAND_Y);
