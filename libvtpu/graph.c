@@ -203,7 +203,13 @@ int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 	return n;
 }
 
-/* Output size and the padding on each side; SAME must be symmetric. */
+/*
+ * Output size and the padding on each side (the device pads both alike).
+ * SAME's size is TensorFlow's; an odd total padding, which TensorFlow
+ * splits with the odd row below (right), is rounded up on both sides when
+ * the stride is 2 or more, as PyTorch's padding=k/2: the same output size,
+ * the windows one pixel up (left) of TensorFlow's.
+ */
 static int window_out(uint32_t in, uint32_t k, uint32_t stride,
 		      enum vtpu_padding pad, uint32_t *out, uint32_t *before)
 {
@@ -221,7 +227,8 @@ static int window_out(uint32_t in, uint32_t k, uint32_t stride,
 	*out = (in + stride - 1) / stride;
 	total = (uint64_t)(*out - 1) * stride + k;
 	total = total > in ? total - in : 0;
-	/* the device pads both sides alike (as TF does when total is even) */
+	if (total % 2 && stride > 1)
+		total++;
 	if (total % 2 || total / 2 >= k)
 		return -EINVAL;
 	*before = total / 2;

@@ -22,4 +22,5 @@ LIBVTPU_SRCS += \
 	compile.c \
 	runtime.c \
 	model.c \
-	gradcheck.c
+	gradcheck.c \
+	applications.c

@@ -76,7 +76,14 @@ VTPU_API int vtpu_graph_input(struct vtpu_graph *g, uint32_t h, uint32_t w,
 /** vtpu_graph_dense() - act(x * W + b), x flattened; W glorot-uniform. */
 VTPU_API int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 		     enum vtpu_activation act);
-/** vtpu_graph_conv2d() - act(conv(x, W) + b), W [kh, kw, c, filters]. */
+/**
+ * vtpu_graph_conv2d() - act(conv(x, W) + b), W [kh, kw, c, filters].
+ * VTPU_PAD_SAME gives TensorFlow's output size, ceil(input / stride); an
+ * odd total padding at a stride of 2 or more (a 3x3 or 7x7 stride-2
+ * convolution of an even size) pads one more row and column on every
+ * side, as PyTorch's padding=k/2, where TensorFlow adds the odd one below
+ * and right only: the windows sit one pixel up and left of TensorFlow's.
+ */
 VTPU_API int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 		      uint32_t kh, uint32_t kw, uint32_t stride,
 		      enum vtpu_padding pad, enum vtpu_activation act);
@@ -844,6 +851,50 @@ VTPU_API int vtpu_model_decode_beam_opts(struct vtpu_model *m, int target,
  */
 VTPU_API int vtpu_gradcheck(struct vtpu_graph *g, uint32_t batch, const uint8_t *images,
 		   const uint32_t *labels, uint32_t probes, double *max_rel);
+
+/* ---- applications: ready-made networks ----------------------------------- */
+
+/**
+ * struct vtpu_app_opts - options of the ready-made networks
+ * (VTPU_APP_OPTS() fills @sz)
+ * @sz: sizeof(struct vtpu_app_opts)
+ * @width: the first stage's filters (0: 32); later stages are multiples
+ */
+struct vtpu_app_opts {
+	size_t sz;
+	uint32_t width;
+};
+
+#define VTPU_APP_OPTS(name, ...) VTPU_SIZED_OPTS_(vtpu_app_opts, name, __VA_ARGS__)
+
+/**
+ * vtpu_app_resnet() - a ResNet-18-shaped classifier on @x's images: a 7x7
+ * stride-2 convolution, batch norm, ReLU and a 3x3 stride-2 max pool;
+ * four stages of two basic blocks (two 3x3 convolutions with batch norm,
+ * the shortcut a strided 1x1 convolution with batch norm where the shape
+ * changes) of width, 2, 4 and 8 times width filters, each stage after the
+ * first halving the size; global average pooling; a dense layer of
+ * @classes logits. At width 32 (a quarter of ResNet-18's) on 64x64x3
+ * images: 2.8 M parameters.
+ * @o: NULL for the defaults
+ * Return: the logits' node (add vtpu_graph_loss()), or -errno.
+ */
+VTPU_API int vtpu_app_resnet(struct vtpu_graph *g, int x, uint32_t classes,
+			     const struct vtpu_app_opts *o);
+
+/**
+ * vtpu_app_xception() - the small Xception of Keras' "image classification
+ * from scratch" example: a 3x3 stride-2 convolution with batch norm and
+ * ReLU; three blocks of (ReLU, separable 3x3 convolution, batch norm)
+ * twice and a 3x3 stride-2 max pool, each added to a strided 1x1
+ * convolution of the block's input (2, 4 and 8 times width filters); a
+ * separable convolution of 12 times width filters, batch norm, ReLU;
+ * global average pooling; a dense layer of @classes logits. At width 32
+ * (a quarter of the example's): 0.29 M parameters.
+ * Return: the logits' node, or -errno.
+ */
+VTPU_API int vtpu_app_xception(struct vtpu_graph *g, int x, uint32_t classes,
+			       const struct vtpu_app_opts *o);
 
 #ifdef __cplusplus
 }

@@ -229,6 +229,58 @@ TEST(gradcheck_depthwise_separable)
 	vtpu_graph_destroy(g);
 }
 
+/*
+ * The ready-made networks (vtpu_app_resnet, vtpu_app_xception) at width 2:
+ * every kind of layer they use (strided and 1x1 convolutions, batch norm
+ * in training mode, residual adds, 'same' max pools, separable
+ * convolutions, global average pooling) in one gradient check each.
+ */
+TEST(gradcheck_applications)
+{
+	VTPU_APP_OPTS(o, .width = 2);
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct vtpu_graph *g = vtpu_graph_create();
+		int x = vtpu_graph_input(g, k ? 16 : 32, k ? 16 : 32, 3);
+		double rel;
+
+		x = k ? vtpu_app_xception(g, x, 5, &o) :
+			vtpu_app_resnet(g, x, 5, &o);
+		ASSERT_LE(0, x);
+		ASSERT_LE(0, vtpu_graph_loss(g, x));
+		rel = gradcheck_graph(_metadata, g, 4, 96);
+		EXPECT_GT(2e-2, rel);
+		TH_LOG("%s at width 2: max relative error %.2e",
+		       k ? "xception" : "resnet", rel);
+		vtpu_graph_destroy(g);
+	}
+}
+
+/* Their sizes, as tools/bench_train_pytorch.py's twins count them. */
+TEST(applications_shapes)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 64, 64, 3), bad;
+	VTPU_APP_OPTS(big, .width = 2048);
+
+	/* 1x1 at the end of the last stage: a vector of 8 * width */
+	x = vtpu_app_resnet(g, x, 5, NULL);
+	ASSERT_LE(0, x);
+	/*
+	 * PyTorch's resnet64 has 2800165 parameters; the engine's convolutions
+	 * add a bias each (20 of them, 2400 values: as many as the batch
+	 * norms' channels) and its batch norms count their moving statistics
+	 * (2 * 2400): 2800165 + 3 * 2400.
+	 */
+	EXPECT_EQ(2800165 + 3 * 2400, vtpu_graph_num_params(g));
+	bad = vtpu_app_resnet(g, vtpu_graph_input(g, 8, 8, 3), 5, &big);
+	EXPECT_EQ(-EINVAL, bad);
+	EXPECT_EQ(-EINVAL, vtpu_app_xception(NULL, 0, 5, NULL));
+	EXPECT_EQ(-EINVAL, vtpu_app_xception(g, 0, 0, NULL));
+	vtpu_graph_destroy(g);
+}
+
 TEST(gradcheck_conv_global_avgpool_dense)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
