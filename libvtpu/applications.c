@@ -7,8 +7,8 @@
  * the same layers in the same order), the tests and the Python package.
  *
  * Each builds on a graph from a given node (the input, or what augmenting
- * or rescaling layers made of it) to the logits, so that the caller adds
- * the loss and may put anything in front.
+ * or rescaling layers made of it) to a dense layer with softmax, the
+ * model's output, so that the caller may put anything in front.
  */
 #include <errno.h>
 
@@ -72,7 +72,7 @@ int vtpu_app_resnet(struct vtpu_graph *g, int x, uint32_t classes,
 	}
 	if (x >= 0)
 		x = vtpu_graph_global_avgpool(g, x);
-	return x < 0 ? x : vtpu_graph_dense(g, x, classes, VTPU_ACT_NONE);
+	return x < 0 ? x : vtpu_graph_dense(g, x, classes, VTPU_ACT_SOFTMAX);
 }
 
 /* separable conv and batch norm, after a ReLU if asked */
@@ -124,5 +124,5 @@ int vtpu_app_xception(struct vtpu_graph *g, int x, uint32_t classes,
 		x = vtpu_graph_relu(g, x);
 	if (x >= 0)
 		x = vtpu_graph_global_avgpool(g, x);
-	return x < 0 ? x : vtpu_graph_dense(g, x, classes, VTPU_ACT_NONE);
+	return x < 0 ? x : vtpu_graph_dense(g, x, classes, VTPU_ACT_SOFTMAX);
 }

@@ -877,7 +877,9 @@ struct vtpu_app_opts {
  * @classes logits. At width 32 (a quarter of ResNet-18's) on 64x64x3
  * images: 2.8 M parameters.
  * @o: NULL for the defaults
- * Return: the logits' node (add vtpu_graph_loss()), or -errno.
+ * The last dense layer has softmax (fused with the loss): the node is a
+ * model's output, vtpu_model_set_output() on vtpu_model_graph()'s input.
+ * Return: the output node, or -errno.
  */
 VTPU_API int vtpu_app_resnet(struct vtpu_graph *g, int x, uint32_t classes,
 			     const struct vtpu_app_opts *o);
@@ -891,7 +893,7 @@ VTPU_API int vtpu_app_resnet(struct vtpu_graph *g, int x, uint32_t classes,
  * separable convolution of 12 times width filters, batch norm, ReLU;
  * global average pooling; a dense layer of @classes logits. At width 32
  * (a quarter of the example's): 0.29 M parameters.
- * Return: the logits' node, or -errno.
+ * Return: the output node (as vtpu_app_resnet()'s), or -errno.
  */
 VTPU_API int vtpu_app_xception(struct vtpu_graph *g, int x, uint32_t classes,
 			       const struct vtpu_app_opts *o);
