@@ -181,6 +181,58 @@ static void build_vgg64(struct net *nt)
 }
 
 /*
+ * Issue 27's networks at 64x64x3, 5 classes: libvtpu's vtpu_app_resnet()
+ * and vtpu_app_xception() at their default width (32), built on the
+ * model's graph; the multiply-adds counted layer by layer as they build.
+ */
+#define APP_W 32
+
+static void app_output(struct net *nt, int out)
+{
+	if (out < 0 || vtpu_model_set_output(nt->m, out))
+		fprintf(stderr, "vtpu-bench: building the network: %s\n",
+			out < 0 ? strerror(-out) : vtpu_model_error(nt->m));
+}
+
+static void build_resnet64(struct net *nt)
+{
+	double s = nt->h / 4, cin = APP_W, mac;	/* after the stem and pool */
+	uint32_t i;
+
+	app_output(nt, vtpu_app_resnet(vtpu_model_graph(nt->m), 0, 5, NULL));
+	mac = (double)(nt->h / 2) * (nt->w / 2) * 49 * nt->c * APP_W;
+	for (i = 0; i < 4; i++) {
+		double cout = APP_W << i;
+
+		if (i)
+			s /= 2;
+		mac += s * s * (9 * cin * cout + 27 * cout * cout);
+		if (i)
+			mac += s * s * cin * cout;
+		cin = cout;
+	}
+	nt->macs = mac + cin * 5;
+}
+
+static void build_xception64(struct net *nt)
+{
+	double s = nt->h / 2, cin = APP_W, mac, size;
+	uint32_t i;
+
+	app_output(nt, vtpu_app_xception(vtpu_model_graph(nt->m), 0, 5, NULL));
+	mac = s * s * 9 * nt->c * APP_W;
+	for (i = 1; i <= 3; i++) {
+		size = APP_W << i;
+		mac += s * s * (9 * cin + cin * size + 9 * size + size * size);
+		s /= 2;
+		mac += s * s * cin * size;
+		cin = size;
+	}
+	size = 12 * APP_W;
+	nt->macs = mac + s * s * (9 * cin + cin * size) + size * 5;
+}
+
+/*
  * translate: examples/translate's encoder-decoder with Luong attention at
  * the sizes of tools/bench_train_pytorch.py's (TS, TT, VS, VT, E, H, A),
  * on synthetic sentences made as that script makes them.
@@ -238,6 +290,8 @@ static const struct model_def models[] = {
 	{ "lenet5", 28, 28, 1, 10, 60000, build_lenet5, false },
 	{ "mlp_wide", 28, 28, 1, 10, 60000, build_mlp_wide, false },
 	{ "vgg64", 64, 64, 3, 5, 3670, build_vgg64, false },
+	{ "resnet64", 64, 64, 3, 5, 3670, build_resnet64, false },
+	{ "xception64", 64, 64, 3, 5, 3670, build_xception64, false },
 	{ "translate", 0, 0, 0, TR_VT, 20000, NULL, false },
 	{ "translate-decode", 0, 0, 0, TR_VT, 20000, NULL, true },
 };
@@ -603,7 +657,8 @@ static void usage(int status)
 	fprintf(status ? stderr : stdout,
 		"usage: vtpu-bench train %s [--models LIST] [--batches LIST] [--no-pytorch]\n"
 		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10,\n"
-		"  lenet5,mlp_wide,vgg64,translate,translate-decode, default all;\n"
+		"  lenet5,mlp_wide,vgg64,resnet64,xception64,translate,\n"
+		"  translate-decode, default all;\n"
 		"  batches: default\n"
 		"  32,128,256,512,1024)\n"
 		"  PyTorch runs twice, as \"pytorch\" (its best configuration here,\n"
@@ -752,7 +807,8 @@ static void header(const struct bench_opts *o, const struct torch_runner *torch,
 int bench_train(int argc, char **argv)
 {
 	const char *model_list = "mnist,fashion_mnist,cifar10,lenet5,mlp_wide,"
-				 "vgg64,translate,translate-decode";
+				 "vgg64,resnet64,xception64,translate,"
+				 "translate-decode";
 	const char *batch_list = "32,128,256,512,1024";
 	struct vtpu_runner vr[MAX_BACKENDS];
 	struct bench_runner r[MAX_BACKENDS + TORCH_CONFIGS];
