@@ -67,6 +67,10 @@ static float decay(void *ctx, uint32_t epoch, uint32_t epochs, float lr)
 
 typedef struct vtpu_model *(*build_fn)(void);
 
+/* how train() trains: plain, or with these */
+#define EXTRAS 1u	/* a learning-rate schedule, flips and shifts */
+#define STREAMED 2u	/* the training set streamed through a ring */
+
 static struct vtpu_model *mlp(void)
 {
 	struct vtpu_model *m = vtpu_model_create(28, 28, 1);
@@ -106,11 +110,44 @@ static struct vtpu_model *convnet2(void)
 }
 
 /*
- * Train on @device; Return: 0 or -errno, losses per epoch in @loss. With
- * @extras, a learning-rate schedule and random flips and shifts of the
- * images too.
+ * Issue 27's networks at width 2 on the 28x28 digits: batch norm (its
+ * moving statistics too, through evaluate), strided and 1x1 convolutions,
+ * residual additions, 'same' max pools, separable convolutions, global
+ * average pooling.
  */
-static int train(const char *device, build_fn build, bool extras,
+static struct vtpu_model *app_model(bool xception)
+{
+	struct vtpu_model *m = vtpu_model_create(28, 28, 1);
+	VTPU_APP_OPTS(o, .width = 2);
+	int out;
+
+	if (!m)
+		return NULL;
+	out = xception ? vtpu_app_xception(vtpu_model_graph(m), 0, 10, &o) :
+			 vtpu_app_resnet(vtpu_model_graph(m), 0, 10, &o);
+	if (out < 0 || vtpu_model_set_output(m, out)) {
+		vtpu_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+static struct vtpu_model *resnet(void)
+{
+	return app_model(false);
+}
+
+static struct vtpu_model *xception(void)
+{
+	return app_model(true);
+}
+
+/*
+ * Train on @device; Return: 0 or -errno, losses per epoch in @loss.
+ * @how: EXTRAS, a learning-rate schedule and random flips and shifts of
+ * the images too; STREAMED, the training set through a ring of buffers.
+ */
+static int train(const char *device, build_fn build, unsigned int how,
 		 const struct vtpu_dataset *ds, double *loss, double *acc)
 {
 	struct vtpu_model *m = build();
@@ -119,10 +156,16 @@ static int train(const char *device, build_fn build, bool extras,
 	double l;
 	int ret;
 
-	if (extras) {
+	if (how & EXTRAS) {
 		fo.lr_schedule = decay;
 		fo.augment.flip = true;
 		fo.augment.shift = 2;
+	}
+	if (how & STREAMED) {
+		/* streamed: a ring of three buffers of one batch each */
+		fo.stream = true;
+		fo.stream_ring = 3;
+		fo.stream_chunk = 1;
 	}
 	ret = vtpu_model_compile(m, &co);
 	if (!ret)
@@ -136,7 +179,7 @@ static int train(const char *device, build_fn build, bool extras,
 }
 
 static void same_curve(struct __test_metadata *_metadata, build_fn build,
-		       bool extras, uint32_t n, const char *what)
+		       unsigned int how, uint32_t n, const char *what)
 {
 	struct vtpu_dataset ds;
 	double dev[EPOCHS], cpu[EPOCHS], dacc, cacc, worst = 0;
@@ -145,8 +188,8 @@ static void same_curve(struct __test_metadata *_metadata, build_fn build,
 	if (access("/dev/vtpu0", R_OK | W_OK))
 		SKIP(return, "no /dev/vtpu0 (is vtpu.ko loaded?)");
 	load_data(&ds, n);
-	ASSERT_EQ(0, train("/dev/vtpu0", build, extras, &ds, dev, &dacc));
-	ASSERT_EQ(0, train("cpu", build, extras, &ds, cpu, &cacc));
+	ASSERT_EQ(0, train("/dev/vtpu0", build, how, &ds, dev, &dacc));
+	ASSERT_EQ(0, train("cpu", build, how, &ds, cpu, &cacc));
 	for (e = 0; e < EPOCHS; e++)
 		worst = fmax(worst, fabs(dev[e] - cpu[e]) / cpu[e]);
 	EXPECT_GT(1e-4, worst);
@@ -284,25 +327,35 @@ FIXTURE_TEARDOWN(train) {}
 
 TEST_F_TIMEOUT(train, mlp_device_matches_cpu, TRAIN_TIMEOUT)
 {
-	same_curve(_metadata, mlp, false, 320, "MLP 784-64-10");
+	same_curve(_metadata, mlp, 0, 320, "MLP 784-64-10");
 }
 
 /* The rate rewritten in the submitted stream, and augmented images. */
 TEST_F_TIMEOUT(train, mlp_schedule_augment_device_matches_cpu, TRAIN_TIMEOUT)
 {
-	same_curve(_metadata, mlp, true, 320,
+	same_curve(_metadata, mlp, EXTRAS, 320,
 		   "MLP 784-64-10, lr / epoch, flips and shifts");
 }
 
 TEST_F_TIMEOUT(train, convnet_device_matches_cpu, TRAIN_TIMEOUT)
 {
-	same_curve(_metadata, convnet, false, 96, "conv(20)-pool-relu-dense");
+	same_curve(_metadata, convnet, 0, 96, "conv(20)-pool-relu-dense");
 }
 
 TEST_F_TIMEOUT(train, convnet2_device_matches_cpu, TRAIN_TIMEOUT)
 {
-	same_curve(_metadata, convnet2, false, 48,
-		   "conv(4)-conv(6)-pool-dense");
+	same_curve(_metadata, convnet2, STREAMED, 48,
+		   "conv(4)-conv(6)-pool-dense, streamed (a ring of 3)");
+}
+
+TEST_F_TIMEOUT(train, resnet_device_matches_cpu, TRAIN_TIMEOUT)
+{
+	same_curve(_metadata, resnet, 0, 64, "resnet (width 2)");
+}
+
+TEST_F_TIMEOUT(train, xception_device_matches_cpu, TRAIN_TIMEOUT)
+{
+	same_curve(_metadata, xception, 0, 64, "xception (width 2)");
 }
 
 TEST_F_TIMEOUT(train, seq2seq_device_matches_cpu, TRAIN_TIMEOUT)
