@@ -173,6 +173,14 @@ bool vtpu_avgpool_decode(const struct vtpu_cmd_avgpool *c,
 	if (w->pad_h >= w->kh || w->pad_w >= w->kw ||
 	    !window_dim_ok(c->oh) || !window_dim_ok(c->ow))
 		return false;
+	/*
+	 * A window spans at most the image and its padding, one row (column)
+	 * more below (right) for TensorFlow's odd split: the work a window
+	 * costs is bounded by its image, whatever kh and kw say.
+	 */
+	if ((u64)w->kh > (u64)w->h + 2 * (u64)w->pad_h + 1 ||
+	    (u64)w->kw > (u64)w->w + 2 * (u64)w->pad_w + 1)
+		return false;
 	/* the last window starts inside the image (terms below 2^52) */
 	if ((u64)(c->oh - 1) * w->stride_h >= (u64)w->h + w->pad_h ||
 	    (u64)(c->ow - 1) * w->stride_w >= (u64)w->w + w->pad_w)
@@ -737,7 +745,8 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	WINDOW_RULES " (top, left pads), (oh - 1) * stride < h + pad, kh*kw*mult " \
 	"<= 256, c*mult <= 2^24"
 #define SOFTMAX_RULES "m * n at most the element limit"
-#define AVGPOOL_RULES "pad < k, (o - 1) * stride < size + pad"
+#define AVGPOOL_RULES \
+	"pad < k <= size + 2 pad + 1, (o - 1) * stride < size + pad"
 
 /* What the two opcodes of one command struct share in the table. */
 #define DWCONV_COMMON                                                          \

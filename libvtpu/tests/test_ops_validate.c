@@ -331,6 +331,12 @@ TEST(validator)
 	CASE(ap, ap0, "avgpool last window past the image", ap.ow = 5,
 	     VTPU_ERR_BAD_SHAPE, 0);
 	CASE(ap, ap0, "avgpool c 0", ap.win.c = 0, VTPU_ERR_BAD_SHAPE, 0);
+	/* the fuzzer's: a 131075 x 131072 window over 5x5 images ran for ever */
+	CASE(ap, ap0, "avgpool window taller than the padded image",
+	     ap.win.kh = ap.win.h + 2 * ap.win.pad_h + 2, VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(ap, ap0, "avgpool window wider than the padded image",
+	     ap.win.kw = 131072, VTPU_ERR_BAD_SHAPE, 0);
 	CASE(ap, ap0, "avgpool huge", (ap.win.n = ap.win.h = ap.win.w =
 	     ap.win.c = 1u << 20), VTPU_ERR_BAD_SHAPE, 0);
 	CASE(ap, ap0, "avgpool y overlaps x", ap.y.buf = 0,
