@@ -204,14 +204,23 @@ int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 }
 
 /*
- * Output size and the padding on each side (the device pads both alike).
- * SAME's size is TensorFlow's; an odd total padding, which TensorFlow
- * splits with the odd row below (right), is rounded up on both sides when
- * the stride is 2 or more, as PyTorch's padding=k/2: the same output size,
- * the windows one pixel up (left) of TensorFlow's.
+ * How SAME splits an odd total padding.  WIN_SPLIT_END is TensorFlow's:
+ * the odd row below (column right), which the depthwise command (it pads
+ * top and left and takes the output size) and pooling (the pool_end flags)
+ * can do.  WIN_SPLIT_BOTH is for the convolution, whose device pads both
+ * sides alike: an odd total is rounded up on both sides when the stride is
+ * 2 or more, as PyTorch's padding=k/2 (the same output size, the windows
+ * one pixel up (left) of TensorFlow's), and refused at stride 1.
  */
+enum win_split {
+	WIN_SPLIT_END,
+	WIN_SPLIT_BOTH,
+};
+
+/* Output size and the padding above (left of) the image. */
 static int window_out(uint32_t in, uint32_t k, uint32_t stride,
-		      enum vtpu_padding pad, uint32_t *out, uint32_t *before)
+		      enum vtpu_padding pad, enum win_split split,
+		      uint32_t *out, uint32_t *before)
 {
 	uint64_t total;
 
@@ -226,12 +235,15 @@ static int window_out(uint32_t in, uint32_t k, uint32_t stride,
 	}
 	*out = (in + stride - 1) / stride;
 	total = (uint64_t)(*out - 1) * stride + k;
-	total = total > in ? total - in : 0;
-	if (total % 2 && stride > 1)
+	total = total > in ? total - in : 0;	/* < k */
+	if (split == WIN_SPLIT_BOTH && total % 2) {
+		if (stride == 1)
+			return -EINVAL;
 		total++;
-	if (total % 2 || total / 2 >= k)
+	}
+	if (total / 2 >= k)
 		return -EINVAL;
-	*before = total / 2;
+	*before = (uint32_t)(total / 2);
 	return 0;
 }
 
@@ -248,8 +260,8 @@ int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 	    act == VTPU_ACT_TANH || pad > VTPU_PAD_SAME)
 		return -EINVAL;
 	in = &g->nodes[x];
-	if (window_out(in->h, kh, stride, pad, &oh, &ph) ||
-	    window_out(in->w, kw, stride, pad, &ow, &pw))
+	if (window_out(in->h, kh, stride, pad, WIN_SPLIT_BOTH, &oh, &ph) ||
+	    window_out(in->w, kw, stride, pad, WIN_SPLIT_BOTH, &ow, &pw))
 		return -EINVAL;
 	n = add_node(g, VG_CONV2D, x, -1, oh, ow, filters);
 	if (n < 0)
@@ -279,34 +291,6 @@ int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 	return n;
 }
 
-/*
- * Output size and the padding above (left of) the image, as TensorFlow
- * pads: SAME puts the odd pixel of an odd total below (right), which the
- * depthwise command can do (struct vtpu_cmd_dwconv pads top and left and
- * takes the output size).
- */
-static int dw_window_out(uint32_t in, uint32_t k, uint32_t stride,
-			 enum vtpu_padding pad, uint32_t *out,
-			 uint32_t *before)
-{
-	uint64_t total;
-
-	if (!k || !stride)
-		return -EINVAL;
-	if (pad == VTPU_PAD_VALID) {
-		if (in < k)
-			return -EINVAL;
-		*out = (in - k) / stride + 1;
-		*before = 0;
-		return 0;
-	}
-	*out = (in + stride - 1) / stride;
-	total = (uint64_t)(*out - 1) * stride + k;
-	total = total > in ? total - in : 0;
-	*before = (uint32_t)(total / 2);	/* < k: total < k + stride - 1 */
-	return *before < k ? 0 : -EINVAL;
-}
-
 /* A depthwise or separable node over @x: its window and output. */
 static int dw_node(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
 		   uint32_t kw, uint32_t stride, enum vtpu_padding pad,
@@ -323,8 +307,8 @@ static int dw_node(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
 		return -EINVAL;
 	in = &g->nodes[x];
 	if ((uint64_t)in->c * mult > VTPU_MAX_DIM ||
-	    dw_window_out(in->h, kh, stride, pad, &oh, &ph) ||
-	    dw_window_out(in->w, kw, stride, pad, &ow, &pw))
+	    window_out(in->h, kh, stride, pad, WIN_SPLIT_END, &oh, &ph) ||
+	    window_out(in->w, kw, stride, pad, WIN_SPLIT_END, &ow, &pw))
 		return -EINVAL;
 	n = add_node(g, op, x, -1, oh, ow, c);
 	if (n < 0)
@@ -426,8 +410,10 @@ int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw)
 	if (!valid_image(g, x))
 		return -EINVAL;
 	in = &g->nodes[x];
-	if (window_out(in->h, kh, kh, VTPU_PAD_VALID, &oh, &ph) ||
-	    window_out(in->w, kw, kw, VTPU_PAD_VALID, &ow, &pw))
+	if (window_out(in->h, kh, kh, VTPU_PAD_VALID, WIN_SPLIT_END,
+		       &oh, &ph) ||
+	    window_out(in->w, kw, kw, VTPU_PAD_VALID, WIN_SPLIT_END,
+		       &ow, &pw))
 		return -EINVAL;
 	n = add_node(g, VG_MAXPOOL, x, -1, oh, ow, in->c);
 	if (n < 0)
@@ -457,9 +443,6 @@ static int add_pool(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
 	return n;
 }
 
-static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
-		   enum vtpu_padding pad, uint32_t *out, uint32_t *before);
-
 int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
 			 uint32_t kw, uint32_t stride, enum vtpu_padding pad)
 {
@@ -467,8 +450,10 @@ int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
 	int n;
 
 	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
-	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
-	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+	    window_out(g->nodes[x].h, kh, stride, pad, WIN_SPLIT_END,
+		       &oh, &ph) ||
+	    window_out(g->nodes[x].w, kw, stride, pad, WIN_SPLIT_END,
+		       &ow, &pw))
 		return -EINVAL;
 	h = g->nodes[x].h;
 	w = g->nodes[x].w;
@@ -483,31 +468,16 @@ int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
 	return n;
 }
 
-/* Keras' output size and top (left) pad: any split of 'same' padding. */
-static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
-		   enum vtpu_padding pad, uint32_t *out, uint32_t *before)
-{
-	uint64_t total;
-
-	if (!k || !stride)
-		return -EINVAL;
-	if (pad == VTPU_PAD_VALID)
-		return window_out(in, k, stride, pad, out, before);
-	*out = (in + stride - 1) / stride;
-	total = (uint64_t)(*out - 1) * stride + k;
-	total = total > in ? total - in : 0;
-	*before = total / 2;	/* < k: total < k */
-	return 0;
-}
-
 int vtpu_graph_avgpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw,
 		       uint32_t stride, enum vtpu_padding pad)
 {
 	uint32_t oh, ow, ph, pw;
 
 	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
-	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
-	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+	    window_out(g->nodes[x].h, kh, stride, pad, WIN_SPLIT_END,
+		       &oh, &ph) ||
+	    window_out(g->nodes[x].w, kw, stride, pad, WIN_SPLIT_END,
+		       &ow, &pw))
 		return -EINVAL;
 	return add_pool(g, VG_AVGPOOL, x, kh, kw, stride, oh, ow, ph, pw);
 }
