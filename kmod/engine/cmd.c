@@ -898,7 +898,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.extent = avgpool_extent,
 		.check = vtpu_avgpool_check,
 		.prepare = vtpu_avgpool_prepare,
-		.run = vtpu_avgpool_run,
+		.run = vtpu_pool_run,
 		.describe = vtpu_window_describe,
 	},
 	[VTPU_OP_AVGPOOL_GRAD] = {
@@ -915,7 +915,7 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.extent = avgpool_extent,
 		.check = vtpu_avgpool_check,
 		.prepare = vtpu_avgpool_prepare,
-		.run = vtpu_avgpool_run,
+		.run = vtpu_pool_run,
 		.describe = vtpu_window_describe,
 	},
 	[VTPU_OP_ELEMENTWISE] = {
