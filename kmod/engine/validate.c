@@ -235,14 +235,22 @@ static int check_in_out(struct vtpu_engine_check *v,
 }
 
 /* Reject unless the window geometry is valid and its counts fit. */
+static int check_stride(struct vtpu_engine_check *v, const struct vtpu_window *w)
+{
+	if (!w->stride_h || !w->stride_w || w->stride_h > VTPU_MAX_DIM ||
+	    w->stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	return 0;
+}
+
 static int check_window(struct vtpu_engine_check *v, const struct vtpu_window *w)
 {
 	struct vtpu_engine_window g;
 	u64 rows, cols;
+	int ret = check_stride(v, w);
 
-	if (!w->stride_h || !w->stride_w || w->stride_h > VTPU_MAX_DIM ||
-	    w->stride_w > VTPU_MAX_DIM)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (ret)
+		return ret;
 	if (!vtpu_window_decode(w, &g) ||
 	    !vtpu_window_counts(&g, &rows, &cols))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
@@ -669,10 +677,40 @@ int vtpu_conv_pool_check(struct vtpu_engine_check *v,
 	return ret;
 }
 
-int vtpu_conv_check(struct vtpu_engine_check *v,
-		    const struct vtpu_cmd_hdr *hdr)
+/* CONV and DWCONV: the forward command and its two gradients */
+enum conv_kind { CONV_FWD, CONV_DGRAD, CONV_WGRAD };
+
+static enum conv_kind conv_kind(u32 opcode)
 {
-	const struct vtpu_cmd_conv *c = (const void *)hdr;
+	switch (opcode) {
+	case VTPU_OP_CONV:
+	case VTPU_OP_DWCONV:
+		return CONV_FWD;
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_DWCONV_DGRAD:
+		return CONV_DGRAD;
+	default:
+		return CONV_WGRAD;
+	}
+}
+
+/* The flags a kind takes: the forward's bias and ReLU, else ACCUMULATE */
+static int check_conv_flags(struct vtpu_engine_check *v, enum conv_kind k,
+			    u32 flags)
+{
+	u32 ok = k == CONV_FWD ? VTPU_CONV_BIAS | VTPU_CONV_RELU :
+				 VTPU_CONV_ACCUMULATE;
+
+	if (flags & ~ok)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	return 0;
+}
+
+/* A kind's operands, the bias only with VTPU_CONV_BIAS in @flags */
+static int check_conv_operands(struct vtpu_engine_check *v,
+			       const struct vtpu_cmd_hdr *cmd,
+			       enum conv_kind k, u32 flags)
+{
 	/* outputs first */
 	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
 				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
@@ -680,28 +718,10 @@ int vtpu_conv_check(struct vtpu_engine_check *v,
 				     VTPU_OPERAND_W };
 	static const u32 wgrad[] = { VTPU_OPERAND_DW, VTPU_OPERAND_X,
 				     VTPU_OPERAND_DY };
-	const struct vtpu_cmd_hdr *cmd = &c->hdr;
-	const u32 *ids = cmd->opcode == VTPU_OP_CONV	     ? fwd :
-			 cmd->opcode == VTPU_OP_CONV_DGRAD ? dgrad :
-							     wgrad;
-	u32 flags = cmd->opcode == VTPU_OP_CONV ?
-			    VTPU_CONV_BIAS | VTPU_CONV_RELU :
-			    VTPU_CONV_ACCUMULATE;
-	bool bias = c->flags & VTPU_CONV_BIAS;
-	struct vtpu_engine_window g;
-	u64 rows;
-	int ret;
+	const u32 *ids = k == CONV_FWD ? fwd : k == CONV_DGRAD ? dgrad : wgrad;
+	bool bias = flags & VTPU_CONV_BIAS;
+	int ret = 0;
 
-	if (c->flags & ~flags)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
-	ret = check_window(v, &c->win);
-	if (ret)
-		return ret;
-	if (cmd->opcode == VTPU_OP_CONV_DGRAD &&
-	    (c->win.stride_h != 1 || c->win.stride_w != 1))
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
-	if (!vtpu_conv_decode(c, &g, &rows))
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	if (!bias)
 		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
 	if (!ret)
@@ -709,6 +729,27 @@ int vtpu_conv_check(struct vtpu_engine_check *v,
 	if (!ret)
 		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
 	return ret;
+}
+
+int vtpu_conv_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_conv *c = (const void *)hdr;
+	enum conv_kind k = conv_kind(hdr->opcode);
+	struct vtpu_engine_window g;
+	u64 rows;
+	int ret;
+
+	ret = check_conv_flags(v, k, c->flags);
+	if (!ret)
+		ret = check_window(v, &c->win);
+	if (ret)
+		return ret;
+	if (k == CONV_DGRAD && (c->win.stride_h != 1 || c->win.stride_w != 1))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (!vtpu_conv_decode(c, &g, &rows))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	return check_conv_operands(v, hdr, k, c->flags);
 }
 
 int vtpu_embedding_check(struct vtpu_engine_check *v,
@@ -879,38 +920,18 @@ int vtpu_dwconv_check(struct vtpu_engine_check *v,
 		      const struct vtpu_cmd_hdr *hdr)
 {
 	const struct vtpu_cmd_dwconv *c = (const void *)hdr;
-	/* outputs first */
-	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
-				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
-	static const u32 dgrad[] = { VTPU_OPERAND_DX, VTPU_OPERAND_DY,
-				     VTPU_OPERAND_W };
-	static const u32 wgrad[] = { VTPU_OPERAND_DW, VTPU_OPERAND_X,
-				     VTPU_OPERAND_DY };
-	const struct vtpu_cmd_hdr *cmd = &c->hdr;
-	const u32 *ids = cmd->opcode == VTPU_OP_DWCONV	       ? fwd :
-			 cmd->opcode == VTPU_OP_DWCONV_DGRAD ? dgrad :
-							       wgrad;
-	u32 flags = cmd->opcode == VTPU_OP_DWCONV ?
-			    VTPU_CONV_BIAS | VTPU_CONV_RELU :
-			    VTPU_CONV_ACCUMULATE;
-	bool bias = c->flags & VTPU_CONV_BIAS;
+	enum conv_kind k = conv_kind(hdr->opcode);
 	struct vtpu_engine_window g;
 	u64 rows;
-	int ret = 0;
+	int ret;
 
-	if (c->flags & ~flags)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
-	/* check_window()'s, but for the im2col size: DWCONV has none */
-	if (!c->win.stride_h || !c->win.stride_w ||
-	    c->win.stride_h > VTPU_MAX_DIM || c->win.stride_w > VTPU_MAX_DIM)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	ret = check_conv_flags(v, k, c->flags);
+	/* not check_window(): it sizes im2col's columns, DWCONV has none */
+	if (!ret)
+		ret = check_stride(v, &c->win);
+	if (ret)
+		return ret;
 	if (!vtpu_dwconv_decode(c, &g, &rows))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	if (!bias)
-		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
-	if (!ret)
-		ret = check_operands(v, cmd, ids, bias ? 4 : 3);
-	if (!ret)
-		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
-	return ret;
+	return check_conv_operands(v, hdr, k, c->flags);
 }
