@@ -220,6 +220,21 @@ static int check_outputs(struct vtpu_engine_check *v, const struct vtpu_cmd_hdr 
 	return 0;
 }
 
+/*
+ * Operands @ids, outputs first: @nout outputs, then @nin inputs, each
+ * valid, the outputs overlapping nothing (check_outputs()).
+ */
+static int check_ids(struct vtpu_engine_check *v,
+		     const struct vtpu_cmd_hdr *cmd, const u32 *ids, u32 nout,
+		     u32 nin)
+{
+	int ret = check_operands(v, cmd, ids, nout + nin);
+
+	if (!ret)
+		ret = check_outputs(v, cmd, ids, nout, ids + nout, nin);
+	return ret;
+}
+
 /* One input @in and one output @out: each valid, the output apart from it. */
 static int check_in_out(struct vtpu_engine_check *v,
 			const struct vtpu_cmd_hdr *cmd, u32 in, u32 out)
@@ -303,10 +318,7 @@ int vtpu_pool_check(struct vtpu_engine_check *v,
 	/* index holds a pixel number y * w + x */
 	if ((u64)p->win.h * p->win.w > 0xffffffffull)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operands(v, &p->hdr, ids, 3);
-	if (!ret)
-		ret = check_outputs(v, &p->hdr, ids, nout, ids + nout,
-				    3 - nout);
+	ret = check_ids(v, &p->hdr, ids, nout, 3 - nout);
 	return ret;
 }
 
@@ -484,9 +496,7 @@ int vtpu_softmax_check(struct vtpu_engine_check *v,
 	else if (!ret)
 		ret = check_unused(v, cmd, VTPU_OPERAND_LENGTHS);
 	if (!ret)
-		ret = check_operands(v, cmd, ids, n);
-	if (!ret)
-		ret = check_outputs(v, cmd, ids, 1, ids + 1, n - 1);
+		ret = check_ids(v, cmd, ids, 1, n - 1);
 	return ret;
 }
 
@@ -655,7 +665,6 @@ int vtpu_conv_pool_check(struct vtpu_engine_check *v,
 	bool wgrad = cmd->opcode == VTPU_OP_CONV_POOL_WGRAD;
 	const u32 *ids = wgrad ? bwd : fwd;
 	struct vtpu_engine_convpool cp;
-	u32 i;
 	int ret;
 
 	if (c->flags & ~(wgrad ? 0 : VTPU_CONV_FLAGS))
@@ -670,10 +679,8 @@ int vtpu_conv_pool_check(struct vtpu_engine_check *v,
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	/* the forward command has no dy, the gradient no y */
 	ret = check_unused(v, cmd, wgrad ? VTPU_OPERAND_Y : VTPU_OPERAND_DY);
-	for (i = 0; i < 5 && !ret; i++)
-		ret = check_operand(v, cmd, ids[i]);
 	if (!ret)
-		ret = check_outputs(v, cmd, ids, 2, ids + 2, 3);
+		ret = check_ids(v, cmd, ids, 2, 3);
 	return ret;
 }
 
@@ -725,9 +732,7 @@ static int check_conv_operands(struct vtpu_engine_check *v,
 	if (!bias)
 		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
 	if (!ret)
-		ret = check_operands(v, cmd, ids, bias ? 4 : 3);
-	if (!ret)
-		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
+		ret = check_ids(v, cmd, ids, 1, bias ? 3 : 2);
 	return ret;
 }
 
@@ -769,9 +774,7 @@ int vtpu_embedding_check(struct vtpu_engine_check *v,
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
 	if (!vtpu_embedding_ok(e))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operands(v, hdr, ids, 3);
-	if (!ret)
-		ret = check_outputs(v, hdr, ids, 1, ids + 1, 2);
+	ret = check_ids(v, hdr, ids, 1, 2);
 	return ret;
 }
 
@@ -893,26 +896,16 @@ int vtpu_batchnorm_check(struct vtpu_engine_check *v,
 	if (!dim_ok(f->rows) || !dim_ok(f->channels) ||
 	    (u64)f->rows * f->channels > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	if (grad) {
-		ret = check_operands(v, hdr, gids, 7);
-		if (!ret)
-			ret = check_outputs(v, hdr, gids, 3, gids + 3, 4);
-		return ret;
-	}
+	if (grad)
+		return check_ids(v, hdr, gids, 3, 4);
 	/* momentum 0..1 (+0 and 1.0f included), epsilon positive */
 	if (!bn_eps_ok(f->epsilon) || f->momentum > F32_ONE_BITS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	if (train) {
-		ret = check_operands(v, hdr, ids, 7);
-		if (!ret)
-			ret = check_outputs(v, hdr, ids, 4, ids + 4, 3);
-		return ret;
-	}
+	if (train)
+		return check_ids(v, hdr, ids, 4, 3);
 	ret = check_unused(v, hdr, VTPU_OPERAND_STATE);
 	if (!ret)
-		ret = check_operands(v, hdr, infer_ids, 6);
-	if (!ret)
-		ret = check_outputs(v, hdr, infer_ids, 1, infer_ids + 1, 5);
+		ret = check_ids(v, hdr, infer_ids, 1, 5);
 	return ret;
 }
 
