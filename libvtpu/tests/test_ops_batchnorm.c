@@ -201,12 +201,7 @@ TEST(batchnorm_reference)
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		bn_bufs_free(&b);
-		free(mm0);
-		free(mv0);
-		free(mean);
-		free(var);
-		free(k1);
-		free(k2);
+		FREE_ALL(mm0, mv0, mean, var, k1, k2);
 	}
 	execs_fini(&ex);
 }
