@@ -204,14 +204,23 @@ int vtpu_graph_dense(struct vtpu_graph *g, int x, uint32_t units,
 }
 
 /*
- * Output size and the padding on each side (the device pads both alike).
- * SAME's size is TensorFlow's; an odd total padding, which TensorFlow
- * splits with the odd row below (right), is rounded up on both sides when
- * the stride is 2 or more, as PyTorch's padding=k/2: the same output size,
- * the windows one pixel up (left) of TensorFlow's.
+ * How SAME splits an odd total padding.  WIN_SPLIT_END is TensorFlow's:
+ * the odd row below (column right), which the depthwise command (it pads
+ * top and left and takes the output size) and pooling (the pool_end flags)
+ * can do.  WIN_SPLIT_BOTH is for the convolution, whose device pads both
+ * sides alike: an odd total is rounded up on both sides when the stride is
+ * 2 or more, as PyTorch's padding=k/2 (the same output size, the windows
+ * one pixel up (left) of TensorFlow's), and refused at stride 1.
  */
+enum win_split {
+	WIN_SPLIT_END,
+	WIN_SPLIT_BOTH,
+};
+
+/* Output size and the padding above (left of) the image. */
 static int window_out(uint32_t in, uint32_t k, uint32_t stride,
-		      enum vtpu_padding pad, uint32_t *out, uint32_t *before)
+		      enum vtpu_padding pad, enum win_split split,
+		      uint32_t *out, uint32_t *before)
 {
 	uint64_t total;
 
@@ -226,13 +235,44 @@ static int window_out(uint32_t in, uint32_t k, uint32_t stride,
 	}
 	*out = (in + stride - 1) / stride;
 	total = (uint64_t)(*out - 1) * stride + k;
-	total = total > in ? total - in : 0;
-	if (total % 2 && stride > 1)
+	total = total > in ? total - in : 0;	/* < k */
+	if (split == WIN_SPLIT_BOTH && total % 2) {
+		if (stride == 1)
+			return -EINVAL;
 		total++;
-	if (total % 2 || total / 2 >= k)
+	}
+	if (total / 2 >= k)
 		return -EINVAL;
-	*before = total / 2;
+	*before = (uint32_t)(total / 2);
 	return 0;
+}
+
+/*
+ * A node of @c channels over the (kh, kw) windows of @x moving by
+ * (sh, sw), sized and padded by window_out(): the convolution, depthwise
+ * and pooling nodes.
+ */
+static int add_window_node(struct vtpu_graph *g, enum vg_op op, int x,
+			   uint32_t c, uint32_t kh, uint32_t kw, uint32_t sh,
+			   uint32_t sw, enum vtpu_padding pad,
+			   enum win_split split)
+{
+	uint32_t oh, ow, ph, pw;
+	int n;
+
+	if (window_out(g->nodes[x].h, kh, sh, pad, split, &oh, &ph) ||
+	    window_out(g->nodes[x].w, kw, sw, pad, split, &ow, &pw))
+		return -EINVAL;
+	n = add_node(g, op, x, -1, oh, ow, c);
+	if (n < 0)
+		return n;
+	g->nodes[n].kh = kh;
+	g->nodes[n].kw = kw;
+	g->nodes[n].stride_h = sh;
+	g->nodes[n].stride_w = sw;
+	g->nodes[n].pad_h = ph;
+	g->nodes[n].pad_w = pw;
+	return n;
 }
 
 int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
@@ -240,28 +280,18 @@ int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 		      enum vtpu_padding pad, enum vtpu_activation act)
 {
 	const struct vg_node *in;
-	uint32_t oh, ow, ph, pw;
 	uint64_t dims[4];
 	int n, ret;
 
 	if (!valid_image(g, x) || !filters || act == VTPU_ACT_SOFTMAX ||
 	    act == VTPU_ACT_TANH || pad > VTPU_PAD_SAME)
 		return -EINVAL;
-	in = &g->nodes[x];
-	if (window_out(in->h, kh, stride, pad, &oh, &ph) ||
-	    window_out(in->w, kw, stride, pad, &ow, &pw))
-		return -EINVAL;
-	n = add_node(g, VG_CONV2D, x, -1, oh, ow, filters);
+	n = add_window_node(g, VG_CONV2D, x, filters, kh, kw, stride, stride,
+			    pad, WIN_SPLIT_BOTH);
 	if (n < 0)
 		return n;
 	in = &g->nodes[x];
 	g->nodes[n].act = act;
-	g->nodes[n].kh = kh;
-	g->nodes[n].kw = kw;
-	g->nodes[n].stride_h = stride;
-	g->nodes[n].stride_w = stride;
-	g->nodes[n].pad_h = ph;
-	g->nodes[n].pad_w = pw;
 	/* stored [kh, kw, c, filters]: the GEMM's [kh*kw*c, filters] */
 	dims[0] = kh;
 	dims[1] = kw;
@@ -279,41 +309,11 @@ int vtpu_graph_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 	return n;
 }
 
-/*
- * Output size and the padding above (left of) the image, as TensorFlow
- * pads: SAME puts the odd pixel of an odd total below (right), which the
- * depthwise command can do (struct vtpu_cmd_dwconv pads top and left and
- * takes the output size).
- */
-static int dw_window_out(uint32_t in, uint32_t k, uint32_t stride,
-			 enum vtpu_padding pad, uint32_t *out,
-			 uint32_t *before)
-{
-	uint64_t total;
-
-	if (!k || !stride)
-		return -EINVAL;
-	if (pad == VTPU_PAD_VALID) {
-		if (in < k)
-			return -EINVAL;
-		*out = (in - k) / stride + 1;
-		*before = 0;
-		return 0;
-	}
-	*out = (in + stride - 1) / stride;
-	total = (uint64_t)(*out - 1) * stride + k;
-	total = total > in ? total - in : 0;
-	*before = (uint32_t)(total / 2);	/* < k: total < k + stride - 1 */
-	return *before < k ? 0 : -EINVAL;
-}
-
 /* A depthwise or separable node over @x: its window and output. */
 static int dw_node(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
 		   uint32_t kw, uint32_t stride, enum vtpu_padding pad,
 		   uint32_t mult, uint32_t c, enum vtpu_activation act)
 {
-	const struct vg_node *in;
-	uint32_t oh, ow, ph, pw;
 	int n;
 
 	if (!valid_image(g, x) || !c || !mult ||
@@ -321,21 +321,13 @@ static int dw_node(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
 	    pad > VTPU_PAD_SAME || !kh || !kw ||
 	    (uint64_t)kh * kw * mult > VTPU_DWCONV_MAX_WORK)
 		return -EINVAL;
-	in = &g->nodes[x];
-	if ((uint64_t)in->c * mult > VTPU_MAX_DIM ||
-	    dw_window_out(in->h, kh, stride, pad, &oh, &ph) ||
-	    dw_window_out(in->w, kw, stride, pad, &ow, &pw))
+	if ((uint64_t)g->nodes[x].c * mult > VTPU_MAX_DIM)
 		return -EINVAL;
-	n = add_node(g, op, x, -1, oh, ow, c);
+	n = add_window_node(g, op, x, c, kh, kw, stride, stride, pad,
+			    WIN_SPLIT_END);
 	if (n < 0)
 		return n;
 	g->nodes[n].act = act;
-	g->nodes[n].kh = kh;
-	g->nodes[n].kw = kw;
-	g->nodes[n].stride_h = stride;
-	g->nodes[n].stride_w = stride;
-	g->nodes[n].pad_h = ph;
-	g->nodes[n].pad_w = pw;
 	g->nodes[n].mult = mult;
 	return n;
 }
@@ -419,105 +411,53 @@ int vtpu_graph_separable_conv2d(struct vtpu_graph *g, int x, uint32_t filters,
 
 int vtpu_graph_maxpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw)
 {
-	const struct vg_node *in;
-	uint32_t oh, ow, ph, pw;
-	int n;
-
 	if (!valid_image(g, x))
 		return -EINVAL;
-	in = &g->nodes[x];
-	if (window_out(in->h, kh, kh, VTPU_PAD_VALID, &oh, &ph) ||
-	    window_out(in->w, kw, kw, VTPU_PAD_VALID, &ow, &pw))
-		return -EINVAL;
-	n = add_node(g, VG_MAXPOOL, x, -1, oh, ow, in->c);
-	if (n < 0)
-		return n;
-	g->nodes[n].kh = kh;
-	g->nodes[n].kw = kw;
-	g->nodes[n].stride_h = kh;
-	g->nodes[n].stride_w = kw;
-	return n;
+	return add_window_node(g, VG_MAXPOOL, x, g->nodes[x].c, kh, kw, kh, kw,
+			       VTPU_PAD_VALID, WIN_SPLIT_END);
 }
-
-/* A pooling node over x: the window, its stride and its top/left pads. */
-static int add_pool(struct vtpu_graph *g, enum vg_op op, int x, uint32_t kh,
-		    uint32_t kw, uint32_t stride, uint32_t oh, uint32_t ow,
-		    uint32_t ph, uint32_t pw)
-{
-	int n = add_node(g, op, x, -1, oh, ow, g->nodes[x].c);
-
-	if (n < 0)
-		return n;
-	g->nodes[n].kh = kh;
-	g->nodes[n].kw = kw;
-	g->nodes[n].stride_h = stride;
-	g->nodes[n].stride_w = stride;
-	g->nodes[n].pad_h = ph;
-	g->nodes[n].pad_w = pw;
-	return n;
-}
-
-static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
-		   enum vtpu_padding pad, uint32_t *out, uint32_t *before);
 
 int vtpu_graph_maxpool2d(struct vtpu_graph *g, int x, uint32_t kh,
 			 uint32_t kw, uint32_t stride, enum vtpu_padding pad)
 {
-	uint32_t oh, ow, ph, pw, h, w;
+	struct vg_node *nd;
+	uint64_t h, w;
 	int n;
 
-	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
-	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
-	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+	if (!valid_image(g, x) || pad > VTPU_PAD_SAME)
 		return -EINVAL;
 	h = g->nodes[x].h;
 	w = g->nodes[x].w;
-	n = add_pool(g, VG_MAXPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+	n = add_window_node(g, VG_MAXPOOL, x, g->nodes[x].c, kh, kw, stride,
+			    stride, pad, WIN_SPLIT_END);
 	if (n < 0)
 		return n;
+	nd = &g->nodes[n];
 	/* an odd total: the extra row (column) at the end, as Keras */
-	if ((uint64_t)(oh - 1) * stride + kh > (uint64_t)h + 2 * ph)
-		g->nodes[n].pool_end |= VTPU_POOL_PAD_END_H;
-	if ((uint64_t)(ow - 1) * stride + kw > (uint64_t)w + 2 * pw)
-		g->nodes[n].pool_end |= VTPU_POOL_PAD_END_W;
+	if ((uint64_t)(nd->h - 1) * stride + kh > h + 2 * nd->pad_h)
+		nd->pool_end |= VTPU_POOL_PAD_END_H;
+	if ((uint64_t)(nd->w - 1) * stride + kw > w + 2 * nd->pad_w)
+		nd->pool_end |= VTPU_POOL_PAD_END_W;
 	return n;
-}
-
-/* Keras' output size and top (left) pad: any split of 'same' padding. */
-static int avg_out(uint32_t in, uint32_t k, uint32_t stride,
-		   enum vtpu_padding pad, uint32_t *out, uint32_t *before)
-{
-	uint64_t total;
-
-	if (!k || !stride)
-		return -EINVAL;
-	if (pad == VTPU_PAD_VALID)
-		return window_out(in, k, stride, pad, out, before);
-	*out = (in + stride - 1) / stride;
-	total = (uint64_t)(*out - 1) * stride + k;
-	total = total > in ? total - in : 0;
-	*before = total / 2;	/* < k: total < k */
-	return 0;
 }
 
 int vtpu_graph_avgpool(struct vtpu_graph *g, int x, uint32_t kh, uint32_t kw,
 		       uint32_t stride, enum vtpu_padding pad)
 {
-	uint32_t oh, ow, ph, pw;
-
-	if (!valid_image(g, x) || pad > VTPU_PAD_SAME ||
-	    avg_out(g->nodes[x].h, kh, stride, pad, &oh, &ph) ||
-	    avg_out(g->nodes[x].w, kw, stride, pad, &ow, &pw))
+	if (!valid_image(g, x) || pad > VTPU_PAD_SAME)
 		return -EINVAL;
-	return add_pool(g, VG_AVGPOOL, x, kh, kw, stride, oh, ow, ph, pw);
+	return add_window_node(g, VG_AVGPOOL, x, g->nodes[x].c, kh, kw, stride,
+			       stride, pad, WIN_SPLIT_END);
 }
 
 int vtpu_graph_global_avgpool(struct vtpu_graph *g, int x)
 {
 	if (!valid_image(g, x))
 		return -EINVAL;
-	return add_pool(g, VG_GLOBAL_AVGPOOL, x, g->nodes[x].h, g->nodes[x].w,
-			1, 1, 1, 0, 0);
+	/* the whole image: one window, no padding */
+	return add_window_node(g, VG_GLOBAL_AVGPOOL, x, g->nodes[x].c,
+			       g->nodes[x].h, g->nodes[x].w, 1, 1,
+			       VTPU_PAD_VALID, WIN_SPLIT_END);
 }
 
 int vtpu_graph_relu(struct vtpu_graph *g, int x)

@@ -23,16 +23,14 @@
  * decoding, which a device's own cores would not have to share.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jpeglib.h>
-
 #include "bench.h"
+#include "../libvtpu/tests/image_files.h"
 #include "vtpu_data.h"
 #include "vtpu_model.h"
 
@@ -48,42 +46,12 @@ static void usage(int status)
 	exit(status);
 }
 
-static int write_jpeg(const char *path, const uint8_t *px)
-{
-	struct jpeg_compress_struct ci;
-	struct jpeg_error_mgr je;
-	FILE *f = fopen(path, "wb");
-	int y;
-
-	if (!f)
-		return -errno;
-	ci.err = jpeg_std_error(&je);
-	jpeg_create_compress(&ci);
-	jpeg_stdio_dest(&ci, f);
-	ci.image_width = SRC;
-	ci.image_height = SRC;
-	ci.input_components = 3;
-	ci.in_color_space = JCS_RGB;
-	jpeg_set_defaults(&ci);
-	jpeg_set_quality(&ci, 90, TRUE);
-	jpeg_start_compress(&ci, TRUE);
-	for (y = 0; y < SRC; y++) {
-		JSAMPROW row = (JSAMPROW)px + (size_t)y * SRC * 3;
-
-		jpeg_write_scanlines(&ci, &row, 1);
-	}
-	jpeg_finish_compress(&ci);
-	jpeg_destroy_compress(&ci);
-	return fclose(f) ? -errno : 0;
-}
-
 /* @n pictures: noise around a class-dependent colour and square. */
 static int write_folder(const char *dir, uint32_t n)
 {
 	uint8_t px[SRC * SRC * 3];
 	char path[512];
 	uint32_t i, k, p;
-	int ret;
 
 	srand(1);
 	for (k = 0; k < NCLS; k++) {
@@ -101,20 +69,10 @@ static int write_folder(const char *dir, uint32_t n)
 					  20 * (p % 3 == k % 3) + rand() % 64);
 		}
 		snprintf(path, sizeof(path), "%s/class%u/%05u.jpg", dir, k, i);
-		ret = write_jpeg(path, px);
-		if (ret)
-			return ret;
+		if (write_rgb_jpeg(path, px, SRC, SRC))
+			return -errno;
 	}
 	return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 struct epoch {
@@ -244,6 +202,6 @@ out:
 	vtpu_model_destroy(ep[1].m);
 	vtpu_stream_close(ep[1].s);
 	vtpu_dataset_free(&tr);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	rm_tree(dir);
 	return ret;
 }

@@ -773,6 +773,15 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	.rules = SOFTMAX_RULES, .extent = softmax_extent,                      \
 	.check = vtpu_softmax_check, .prepare = vtpu_softmax_prepare,          \
 	.run = vtpu_softmax_run, .describe = vtpu_softmax_describe
+#define AVGPOOL_COMMON                                                         \
+	.size = sizeof(struct vtpu_cmd_avgpool),                               \
+	.flags_at = FLAGS_AT(vtpu_cmd_avgpool), .window = true,                \
+	.noperands = 2,                                                        \
+	.fields = { FIELD(vtpu_cmd_avgpool, oh, 1, VTPU_MAX_DIM),              \
+		    FIELD(vtpu_cmd_avgpool, ow, 1, VTPU_MAX_DIM) },            \
+	.rules = AVGPOOL_RULES, .extent = avgpool_extent,                      \
+	.check = vtpu_avgpool_check, .prepare = vtpu_avgpool_prepare,          \
+	.run = vtpu_pool_run, .describe = vtpu_window_describe
 
 /*
  * Operands are listed in the order the validator checks them and names
@@ -895,37 +904,15 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 	},
 	[VTPU_OP_AVGPOOL] = {
 		.name = "AVGPOOL",
-		.size = sizeof(struct vtpu_cmd_avgpool),
-		.flags_at = FLAGS_AT(vtpu_cmd_avgpool),
-		.window = true,
-		.noperands = 2,
 		.operands = { OUT(Y, vtpu_cmd_avgpool, y, 4),
 			      IN(X, vtpu_cmd_avgpool, x, 4) },
-		.fields = { FIELD(vtpu_cmd_avgpool, oh, 1, VTPU_MAX_DIM),
-			    FIELD(vtpu_cmd_avgpool, ow, 1, VTPU_MAX_DIM) },
-		.rules = AVGPOOL_RULES,
-		.extent = avgpool_extent,
-		.check = vtpu_avgpool_check,
-		.prepare = vtpu_avgpool_prepare,
-		.run = vtpu_avgpool_run,
-		.describe = vtpu_window_describe,
+		AVGPOOL_COMMON,
 	},
 	[VTPU_OP_AVGPOOL_GRAD] = {
 		.name = "AVGPOOL_GRAD",
-		.size = sizeof(struct vtpu_cmd_avgpool),
-		.flags_at = FLAGS_AT(vtpu_cmd_avgpool),
-		.window = true,
-		.noperands = 2,
 		.operands = { OUT(DX, vtpu_cmd_avgpool, x, 4),
 			      IN(DY, vtpu_cmd_avgpool, y, 4) },
-		.fields = { FIELD(vtpu_cmd_avgpool, oh, 1, VTPU_MAX_DIM),
-			    FIELD(vtpu_cmd_avgpool, ow, 1, VTPU_MAX_DIM) },
-		.rules = AVGPOOL_RULES,
-		.extent = avgpool_extent,
-		.check = vtpu_avgpool_check,
-		.prepare = vtpu_avgpool_prepare,
-		.run = vtpu_avgpool_run,
-		.describe = vtpu_window_describe,
+		AVGPOOL_COMMON,
 	},
 	[VTPU_OP_ELEMENTWISE] = {
 		.name = "ELEMENTWISE",

@@ -209,6 +209,163 @@ static inline void vtpu_tap_range(const struct vtpu_engine_window *g,
 }
 
 /*
+ * The positions (ky, kx) of @r in window (oy, ox) that fall on the image,
+ * in (ky, kx) order (the forward pools): vtpu_window_start(), then each
+ * vtpu_window_next() that returns true gives the next one. The image
+ * pixel is (y0 + ky, x0 + kx).
+ */
+struct vtpu_window_walk {
+	const struct vtpu_tap_range *r;
+	s64 y0, x0;		/* the window's top left, in the image */
+	s64 ky0, ky1;		/* its rows on the image: [ky0, ky1) */
+	s64 kx0, kx1;		/* its columns on the image */
+	s64 ky, kx, kx_hi;	/* the position; the end of its row in @r */
+};
+
+static inline void vtpu_window_start(struct vtpu_window_walk *w,
+				     const struct vtpu_engine_window *g,
+				     const struct vtpu_tap_range *r,
+				     u64 oy, u64 ox)
+{
+	w->r = r;
+	w->y0 = (s64)(oy * g->sh) - g->ph;
+	w->x0 = (s64)(ox * g->sw) - g->pw;
+	w->ky0 = w->y0 < 0 ? -w->y0 : 0;
+	w->kx0 = w->x0 < 0 ? -w->x0 : 0;
+	w->ky1 = w->y0 + g->kh > g->h ? g->h - w->y0 : g->kh;
+	w->kx1 = w->x0 + g->kw > g->w ? g->w - w->x0 : g->kw;
+	w->ky = (w->ky0 > (s64)r->r0 ? w->ky0 : (s64)r->r0) - 1;
+	w->kx = 0;
+	w->kx_hi = 0;
+}
+
+static inline bool vtpu_window_next(struct vtpu_window_walk *w)
+{
+	const struct vtpu_tap_range *r = w->r;
+	s64 ky;
+
+	if (++w->kx < w->kx_hi)
+		return true;
+	while (++w->ky < w->ky1 && w->ky <= (s64)r->r1) {
+		ky = w->ky;
+		w->kx = ky == (s64)r->r0 && (s64)r->c0 > w->kx0 ?
+			(s64)r->c0 : w->kx0;
+		w->kx_hi = ky == (s64)r->r1 && (s64)r->c1 < w->kx1 ?
+			   (s64)r->c1 : w->kx1;
+		if (w->kx < w->kx_hi)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The taps of @r that cover image pixel (iy, ix), in (ty, tx) order (the
+ * gathers: MAXPOOL_GRAD, AVGPOOL_GRAD, COL2IM): vtpu_cover_start(), then
+ * each vtpu_cover_next() that returns true gives the next kernel offset
+ * (ky, kx), from vtpu_first_tap()'s by the strides, and its window
+ * (oy, ox).
+ */
+struct vtpu_cover_walk {
+	const struct vtpu_engine_window *g;
+	const struct vtpu_tap_range *r;
+	u64 iy, ix, kx0;
+	u64 ty, tx, ky, kx;
+	u64 oy, ox;
+	bool in_row;
+};
+
+static inline void vtpu_cover_start(struct vtpu_cover_walk *c,
+				    const struct vtpu_engine_window *g,
+				    const struct vtpu_tap_range *r,
+				    u64 iy, u64 ix)
+{
+	c->g = g;
+	c->r = r;
+	c->iy = iy;
+	c->ix = ix;
+	c->kx0 = vtpu_first_tap(ix, g->pw, g->sw, g->kw, g->ow);
+	c->ty = r->r0;
+	c->ky = vtpu_first_tap(iy, g->ph, g->sh, g->kh, g->oh) +
+		c->ty * g->sh;
+	c->tx = 0;
+	c->kx = 0;
+	c->in_row = false;
+}
+
+/* tap tx of row ty: inside the kernel, the window and @r */
+static inline bool vtpu_cover_x_ok(const struct vtpu_cover_walk *c)
+{
+	return c->kx < c->g->kw && c->kx <= c->ix + c->g->pw &&
+	       (c->ty != c->r->r1 || c->tx < c->r->c1);
+}
+
+static inline bool vtpu_cover_next(struct vtpu_cover_walk *c)
+{
+	const struct vtpu_engine_window *g = c->g;
+	const struct vtpu_tap_range *r = c->r;
+
+	if (c->in_row) {
+		c->tx++;
+		c->kx += g->sw;
+		c->in_row = vtpu_cover_x_ok(c);
+		if (!c->in_row) {
+			c->ty++;
+			c->ky += g->sh;
+		}
+	}
+	while (!c->in_row && c->ky < g->kh && c->ky <= c->iy + g->ph &&
+	       c->ty <= r->r1) {
+		c->tx = c->ty == r->r0 ? r->c0 : 0;
+		c->kx = c->kx0 + c->tx * g->sw;
+		c->in_row = vtpu_cover_x_ok(c);
+		if (!c->in_row) {
+			c->ty++;
+			c->ky += g->sh;
+		}
+	}
+	if (!c->in_row)
+		return false;
+	c->oy = (c->iy + g->ph - c->ky) / g->sh;
+	c->ox = (c->ix + g->pw - c->kx) / g->sw;
+	return true;
+}
+
+/*
+ * Elements [e, end) of a window op's tile at step @step, in order: @fn on
+ * each run of channels c0.. (len of them) of window or pixel (n, y, x)
+ * with the taps of @r that the step takes. @gather: the elements are the
+ * image's pixels, each gathering from the windows that cover it (the
+ * gathers); else the windows, each over its kh x kw positions. Always
+ * inline: @fn, a constant at each call, is called directly.
+ */
+static __always_inline void
+vtpu_window_range(const struct vtpu_engine_conv *cv, u32 step, u64 e,
+		  u64 end, bool gather,
+		  void (*fn)(const struct vtpu_engine_conv *cv,
+			     const struct vtpu_tap_range *r, u64 e, u64 n,
+			     u64 y, u64 x, u64 c0, u64 len))
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u64 ncols = gather ? vtpu_taps(g->kw, g->sw) : g->kw;
+	u64 rows = gather ? vtpu_taps(g->kh, g->sh) : g->kh;
+	u64 w = gather ? g->w : g->ow, h = gather ? g->h : g->oh;
+	u64 c0 = e % g->c, x, y, n;
+	struct vtpu_tap_range r;
+
+	vtpu_tap_range(g, step, rows * ncols, ncols, &r);
+	vtpu_xy_of(e / g->c, w, h, &x, &y, &n);
+
+	while (e < end) {
+		u64 len = vtpu_min_u64(g->c - c0, end - e);
+
+		fn(cv, &r, e, n, y, x, c0, len);
+		e += len;
+		c0 = 0;
+		vtpu_next_xy(&x, &y, &n, w, h);
+	}
+}
+
+/*
  * Tiles of an element-wise op (ELEMENTWISE, CAST, DROPOUT, SGD, ADAM) of
  * @count elements: sets op->chunk, elements per tile, and op->ntiles, for
  * op->workers (ops_elementwise.c).
@@ -273,7 +430,6 @@ VTPU_DESCRIBE(vtpu_window_describe);
 VTPU_PREPARE(vtpu_pool_prepare);		/* ops_pool.c */
 VTPU_RUN(vtpu_pool_run);
 VTPU_PREPARE(vtpu_avgpool_prepare);	/* ops_pool.c */
-VTPU_RUN(vtpu_avgpool_run);
 VTPU_PREPARE(vtpu_convpool_prepare);		/* ops_convpool.c */
 VTPU_RUN(vtpu_convpool_run);
 VTPU_DESCRIBE(vtpu_convpool_describe);

@@ -202,61 +202,29 @@ static void im2col_range(const struct vtpu_engine_conv *cv, u64 e, u64 end)
 }
 
 /*
- * dst[0..len) = sum over the windows covering pixel (n, iy, ix), channels
- * c0.., of the taps of @r: the first step starts the sums at 0, the later
- * ones add to them, in the order one pass would.
+ * image[e..e + len) = sum over the windows covering pixel (n, iy, ix),
+ * channels c0.., of the taps of @r: the first step starts the sums at 0,
+ * the later ones add to them, in the order one pass would.
  */
 static void col2im_pixel(const struct vtpu_engine_conv *cv,
-			 const struct vtpu_tap_range *r, float *dst,
+			 const struct vtpu_tap_range *r, u64 e,
 			 u64 n, u64 iy, u64 ix, u64 c0, u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	u32 ky0 = vtpu_first_tap(iy, g->ph, g->sh, g->kh, g->oh);
-	u32 kx0 = vtpu_first_tap(ix, g->pw, g->sw, g->kw, g->ow);
-	u64 ky, kx, ty, tx, tx_hi;
+	struct vtpu_cover_walk t;
+	float *dst = cv->image + e;
 	u64 i;
 
 	if (!r->r0 && !r->c0)
 		memset(dst, 0, len * 4);
-	for (ty = r->r0, ky = ky0 + ty * g->sh;
-	     ky < g->kh && ky <= iy + g->ph && ty <= r->r1;
-	     ty++, ky += g->sh) {
-		u64 oy = (iy + g->ph - ky) / g->sh;
+	vtpu_cover_start(&t, g, r, iy, ix);
+	while (vtpu_cover_next(&t)) {
+		const float *src = cv->cols +
+			((n * g->oh + t.oy) * g->ow + t.ox) * g->kdim +
+			(t.ky * g->kw + t.kx) * g->c + c0;
 
-		tx = ty == r->r0 ? r->c0 : 0;
-		tx_hi = ty == r->r1 ? r->c1 : ~0ull;
-		for (kx = kx0 + tx * g->sw;
-		     kx < g->kw && kx <= ix + g->pw && tx < tx_hi;
-		     tx++, kx += g->sw) {
-			u64 ox = (ix + g->pw - kx) / g->sw;
-			const float *src = cv->cols +
-				((n * g->oh + oy) * g->ow + ox) * g->kdim +
-				(ky * g->kw + kx) * g->c + c0;
-
-			for (i = 0; i < len; i++)
-				dst[i] += src[i];
-		}
-	}
-}
-
-static void col2im_range(const struct vtpu_engine_conv *cv, u32 step, u64 e,
-			 u64 end)
-{
-	const struct vtpu_engine_window *g = &cv->win;
-	u64 ntx = vtpu_taps(g->kw, g->sw);
-	u64 c0 = e % g->c, ix, iy, n;
-	struct vtpu_tap_range r;
-
-	vtpu_tap_range(g, step, vtpu_taps(g->kh, g->sh) * ntx, ntx, &r);
-	vtpu_xy_of(e / g->c, g->w, g->h, &ix, &iy, &n);
-
-	while (e < end) {
-		u64 len = vtpu_min_u64(g->c - c0, end - e);
-
-		col2im_pixel(cv, &r, cv->image + e, n, iy, ix, c0, len);
-		e += len;
-		c0 = 0;
-		vtpu_next_xy(&ix, &iy, &n, g->w, g->h);
+		for (i = 0; i < len; i++)
+			dst[i] += src[i];
 	}
 }
 
@@ -270,7 +238,8 @@ void vtpu_im2col_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	if (op->opcode == VTPU_OP_IM2COL)
 		im2col_range(&op->conv, e, end);
 	else
-		col2im_range(&op->conv, step, e, end);
+		vtpu_window_range(&op->conv, step, e, end, true,
+				  col2im_pixel);
 }
 
 int vtpu_window_describe(const struct vtpu_engine_op *op, char *buf,

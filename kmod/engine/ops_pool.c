@@ -37,11 +37,12 @@ void vtpu_window_tile(struct vtpu_engine_op *op, u64 work)
 	op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
 }
 
-static void pool_tile(struct vtpu_engine_op *op)
+/* MAXPOOL's and AVGPOOL's tiles: @forward over y, else over dx */
+static void pool_tile(struct vtpu_engine_op *op, bool forward)
 {
 	struct vtpu_engine_window *g = &op->conv.win;
 
-	if (op->opcode == VTPU_OP_MAXPOOL) {
+	if (forward) {
 		g->total = (u64)g->n * g->oh * g->ow * g->c;
 		vtpu_window_tile(op, (u64)g->kh * g->kw);
 	} else {
@@ -61,7 +62,7 @@ void vtpu_pool_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd
 	op->conv.x = vtpu_operand_ptr(bufs, &pl->x);
 	op->conv.y = vtpu_operand_ptr(bufs, &pl->y);
 	op->conv.index = vtpu_operand_ptr(bufs, &pl->index);
-	pool_tile(op);
+	pool_tile(op, op->opcode == VTPU_OP_MAXPOOL);
 }
 
 /*
@@ -74,63 +75,34 @@ static void maxpool_window(const struct vtpu_engine_conv *cv,
 			   u64 n, u64 oy, u64 ox, u64 c0, u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	s64 y0 = (s64)(oy * g->sh) - g->ph, x0 = (s64)(ox * g->sw) - g->pw;
-	s64 ky0 = y0 < 0 ? -y0 : 0, kx0 = x0 < 0 ? -x0 : 0;
-	s64 ky1 = y0 + g->kh > g->h ? g->h - y0 : g->kh;
-	s64 kx1 = x0 + g->kw > g->w ? g->w - x0 : g->kw;
+	struct vtpu_window_walk w;
 	float *y = cv->y + out;
 	u32 *idx = cv->index + out;
-	bool first = (u64)ky0 * g->kw + (u64)kx0 >=
-		     r->r0 * g->kw + r->c0;
-	s64 ky, kx, kx_lo, kx_hi;
+	bool first;
 	u64 i;
 
+	vtpu_window_start(&w, g, r, oy, ox);
+	first = (u64)w.ky0 * g->kw + (u64)w.kx0 >= r->r0 * g->kw + r->c0;
 	/* pad < k: the window always holds a pixel */
-	for (ky = ky0 > (s64)r->r0 ? ky0 : (s64)r->r0;
-	     ky < ky1 && ky <= (s64)r->r1; ky++) {
-		kx_lo = ky == (s64)r->r0 && (s64)r->c0 > kx0 ? (s64)r->c0 : kx0;
-		kx_hi = ky == (s64)r->r1 && (s64)r->c1 < kx1 ? (s64)r->c1 : kx1;
-		for (kx = kx_lo; kx < kx_hi; kx++) {
-			u64 pix = (u64)(y0 + ky) * g->w + (u64)(x0 + kx);
-			const float *src = cv->x +
-				(n * g->h * g->w + pix) * g->c + c0;
-			u32 p = (u32)pix;
+	while (vtpu_window_next(&w)) {
+		u64 pix = (u64)(w.y0 + w.ky) * g->w + (u64)(w.x0 + w.kx);
+		const float *src = cv->x + (n * g->h * g->w + pix) * g->c + c0;
+		u32 p = (u32)pix;
 
-			if (first) {
-				memcpy(y, src, len * 4);
-				for (i = 0; i < len; i++)
-					idx[i] = p;
-				first = false;
-				continue;
-			}
-			for (i = 0; i < len; i++) {
-				float v = src[i], b = y[i];
-				bool take = v > b || (v != v && b == b);
-
-				y[i] = take ? v : b;
-				idx[i] = take ? p : idx[i];
-			}
+		if (first) {
+			memcpy(y, src, len * 4);
+			for (i = 0; i < len; i++)
+				idx[i] = p;
+			first = false;
+			continue;
 		}
-	}
-}
+		for (i = 0; i < len; i++) {
+			float v = src[i], b = y[i];
+			bool take = v > b || (v != v && b == b);
 
-static void maxpool_range(const struct vtpu_engine_conv *cv, u32 step,
-			  u64 e, u64 end)
-{
-	const struct vtpu_engine_window *g = &cv->win;
-	u64 c0 = e % g->c, ox, oy, n;
-	struct vtpu_tap_range r;
-
-	vtpu_tap_range(g, step, (u64)g->kh * g->kw, g->kw, &r);
-	vtpu_xy_of(e / g->c, g->ow, g->oh, &ox, &oy, &n);
-
-	while (e < end) {
-		u64 len = vtpu_min_u64(g->c - c0, end - e);
-
-		maxpool_window(cv, &r, e, n, oy, ox, c0, len);
-		e += len;
-		c0 = 0;
-		vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
+			y[i] = take ? v : b;
+			idx[i] = take ? p : idx[i];
+		}
 	}
 }
 
@@ -140,72 +112,26 @@ static void maxpool_grad_pixel(const struct vtpu_engine_conv *cv,
 			       u64 n, u64 iy, u64 ix, u64 c0, u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	u32 ky0 = vtpu_first_tap(iy, g->ph, g->sh, g->kh, g->oh);
-	u32 kx0 = vtpu_first_tap(ix, g->pw, g->sw, g->kw, g->ow);
+	struct vtpu_cover_walk t;
 	u32 p = (u32)(iy * g->w + ix);
 	float *dx = cv->x + e;
-	u64 ky, kx, ty, tx, tx_hi;
 	u64 i;
 
 	if (!r->r0 && !r->c0)
 		memset(dx, 0, len * 4);
-	for (ty = r->r0, ky = ky0 + ty * g->sh;
-	     ky < g->kh && ky <= iy + g->ph && ty <= r->r1;
-	     ty++, ky += g->sh) {
-		u64 oy = (iy + g->ph - ky) / g->sh;
+	vtpu_cover_start(&t, g, r, iy, ix);
+	while (vtpu_cover_next(&t)) {
+		u64 o = ((n * g->oh + t.oy) * g->ow + t.ox) * g->c + c0;
+		const float *dy = cv->y + o;
+		const u32 *idx = cv->index + o;
 
-		tx = ty == r->r0 ? r->c0 : 0;
-		tx_hi = ty == r->r1 ? r->c1 : ~0ull;
-		for (kx = kx0 + tx * g->sw;
-		     kx < g->kw && kx <= ix + g->pw && tx < tx_hi;
-		     tx++, kx += g->sw) {
-			u64 ox = (ix + g->pw - kx) / g->sw;
-			u64 o = ((n * g->oh + oy) * g->ow + ox) * g->c + c0;
-			const float *dy = cv->y + o;
-			const u32 *idx = cv->index + o;
+		/* dy loaded unconditionally: the select vectorises */
+		for (i = 0; i < len; i++) {
+			float v = dy[i];
 
-			/* dy loaded unconditionally: the select vectorises */
-			for (i = 0; i < len; i++) {
-				float v = dy[i];
-
-				dx[i] += idx[i] == p ? v : 0.0f;
-			}
+			dx[i] += idx[i] == p ? v : 0.0f;
 		}
 	}
-}
-
-static void maxpool_grad_range(const struct vtpu_engine_conv *cv, u32 step,
-			       u64 e, u64 end)
-{
-	const struct vtpu_engine_window *g = &cv->win;
-	u64 ntx = vtpu_taps(g->kw, g->sw);
-	u64 c0 = e % g->c, ix, iy, n;
-	struct vtpu_tap_range r;
-
-	vtpu_tap_range(g, step, vtpu_taps(g->kh, g->sh) * ntx, ntx, &r);
-	vtpu_xy_of(e / g->c, g->w, g->h, &ix, &iy, &n);
-
-	while (e < end) {
-		u64 len = vtpu_min_u64(g->c - c0, end - e);
-
-		maxpool_grad_pixel(cv, &r, e, n, iy, ix, c0, len);
-		e += len;
-		c0 = 0;
-		vtpu_next_xy(&ix, &iy, &n, g->w, g->h);
-	}
-}
-
-void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
-		   void *scratch)
-{
-	const struct vtpu_engine_window *g = &op->conv.win;
-	u64 e = (u64)tile * g->chunk;
-	u64 end = vtpu_min_u64(e + g->chunk, g->total);
-
-	if (op->opcode == VTPU_OP_MAXPOOL)
-		maxpool_range(&op->conv, step, e, end);
-	else
-		maxpool_grad_range(&op->conv, step, e, end);
 }
 
 /*
@@ -225,15 +151,7 @@ void vtpu_avgpool_prepare(struct vtpu_engine_op *op,
 	vtpu_avgpool_decode(pl, g);
 	op->conv.x = vtpu_operand_ptr(bufs, &pl->x);
 	op->conv.y = vtpu_operand_ptr(bufs, &pl->y);
-	if (op->opcode == VTPU_OP_AVGPOOL) {
-		g->total = (u64)g->n * g->oh * g->ow * g->c;
-		vtpu_window_tile(op, (u64)g->kh * g->kw);
-	} else {
-		g->total = (u64)g->n * g->h * g->w * g->c;
-		vtpu_window_tile(op, vtpu_taps(g->kh, g->sh) *
-				     vtpu_taps(g->kw, g->sw));
-	}
-	op->flops = (u64)g->n * g->oh * g->ow * g->c * g->kh * g->kw;
+	pool_tile(op, op->opcode == VTPU_OP_AVGPOOL);
 }
 
 /* Pixels of the image in window o (start o * s - pad, length k, of n). */
@@ -253,29 +171,20 @@ static void avgpool_window(const struct vtpu_engine_conv *cv,
 			   u64 n, u64 oy, u64 ox, u64 c0, u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	s64 y0 = (s64)(oy * g->sh) - g->ph, x0 = (s64)(ox * g->sw) - g->pw;
-	s64 ky0 = y0 < 0 ? -y0 : 0, kx0 = x0 < 0 ? -x0 : 0;
-	s64 ky1 = y0 + g->kh > g->h ? g->h - y0 : g->kh;
-	s64 kx1 = x0 + g->kw > g->w ? g->w - x0 : g->kw;
+	struct vtpu_window_walk w;
 	float *y = cv->y + out;
-	s64 ky, kx, kx_lo, kx_hi;
 	float cnt;
 	u64 i;
 
+	vtpu_window_start(&w, g, r, oy, ox);
 	if (!r->r0 && !r->c0)
 		memset(y, 0, len * 4);
-	for (ky = ky0 > (s64)r->r0 ? ky0 : (s64)r->r0;
-	     ky < ky1 && ky <= (s64)r->r1; ky++) {
-		kx_lo = ky == (s64)r->r0 && (s64)r->c0 > kx0 ? (s64)r->c0 : kx0;
-		kx_hi = ky == (s64)r->r1 && (s64)r->c1 < kx1 ? (s64)r->c1 : kx1;
-		for (kx = kx_lo; kx < kx_hi; kx++) {
-			u64 pix = (u64)(y0 + ky) * g->w + (u64)(x0 + kx);
-			const float *src = cv->x +
-				(n * g->h * g->w + pix) * g->c + c0;
+	while (vtpu_window_next(&w)) {
+		u64 pix = (u64)(w.y0 + w.ky) * g->w + (u64)(w.x0 + w.kx);
+		const float *src = cv->x + (n * g->h * g->w + pix) * g->c + c0;
 
-			for (i = 0; i < len; i++)
-				y[i] += src[i];
-		}
+		for (i = 0; i < len; i++)
+			y[i] += src[i];
 	}
 	if (r->r1 + 1 == g->kh && r->c1 == g->kw) {
 		/* pad < k and the last window starts inside: cnt >= 1 */
@@ -286,94 +195,54 @@ static void avgpool_window(const struct vtpu_engine_conv *cv,
 	}
 }
 
-static void avgpool_range(const struct vtpu_engine_conv *cv, u32 step,
-			  u64 e, u64 end)
-{
-	const struct vtpu_engine_window *g = &cv->win;
-	u64 c0 = e % g->c, ox, oy, n;
-	struct vtpu_tap_range r;
-
-	vtpu_tap_range(g, step, (u64)g->kh * g->kw, g->kw, &r);
-	vtpu_xy_of(e / g->c, g->ow, g->oh, &ox, &oy, &n);
-
-	while (e < end) {
-		u64 len = vtpu_min_u64(g->c - c0, end - e);
-
-		avgpool_window(cv, &r, e, n, oy, ox, c0, len);
-		e += len;
-		c0 = 0;
-		vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh);
-	}
-}
-
 /* dx [0..len) of pixel (n, iy, ix), channels c0.., over the taps of @r */
 static void avgpool_grad_pixel(const struct vtpu_engine_conv *cv,
 			       const struct vtpu_tap_range *r, u64 e,
 			       u64 n, u64 iy, u64 ix, u64 c0, u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	u32 ky0 = vtpu_first_tap(iy, g->ph, g->sh, g->kh, g->oh);
-	u32 kx0 = vtpu_first_tap(ix, g->pw, g->sw, g->kw, g->ow);
+	struct vtpu_cover_walk t;
 	float *dx = cv->x + e;
-	u64 ky, kx, ty, tx, tx_hi;
 	float cnt;
 	u64 i;
 
 	if (!r->r0 && !r->c0)
 		memset(dx, 0, len * 4);
-	for (ty = r->r0, ky = ky0 + ty * g->sh;
-	     ky < g->kh && ky <= iy + g->ph && ty <= r->r1;
-	     ty++, ky += g->sh) {
-		u64 oy = (iy + g->ph - ky) / g->sh;
-		u64 rows = avg_extent(oy, g->sh, g->ph, g->kh, g->h);
+	vtpu_cover_start(&t, g, r, iy, ix);
+	while (vtpu_cover_next(&t)) {
+		u64 o = ((n * g->oh + t.oy) * g->ow + t.ox) * g->c + c0;
+		const float *dy = cv->y + o;
 
-		tx = ty == r->r0 ? r->c0 : 0;
-		tx_hi = ty == r->r1 ? r->c1 : ~0ull;
-		for (kx = kx0 + tx * g->sw;
-		     kx < g->kw && kx <= ix + g->pw && tx < tx_hi;
-		     tx++, kx += g->sw) {
-			u64 ox = (ix + g->pw - kx) / g->sw;
-			u64 o = ((n * g->oh + oy) * g->ow + ox) * g->c + c0;
-			const float *dy = cv->y + o;
-
-			cnt = (float)(rows * avg_extent(ox, g->sw, g->pw,
-							 g->kw, g->w));
-			for (i = 0; i < len; i++)
-				dx[i] += dy[i] / cnt;
-		}
+		cnt = (float)(avg_extent(t.oy, g->sh, g->ph, g->kh, g->h) *
+			      avg_extent(t.ox, g->sw, g->pw, g->kw, g->w));
+		for (i = 0; i < len; i++)
+			dx[i] += dy[i] / cnt;
 	}
 }
 
-static void avgpool_grad_range(const struct vtpu_engine_conv *cv, u32 step,
-			       u64 e, u64 end)
-{
-	const struct vtpu_engine_window *g = &cv->win;
-	u64 ntx = vtpu_taps(g->kw, g->sw);
-	u64 c0 = e % g->c, ix, iy, n;
-	struct vtpu_tap_range r;
-
-	vtpu_tap_range(g, step, vtpu_taps(g->kh, g->sh) * ntx, ntx, &r);
-	vtpu_xy_of(e / g->c, g->w, g->h, &ix, &iy, &n);
-
-	while (e < end) {
-		u64 len = vtpu_min_u64(g->c - c0, end - e);
-
-		avgpool_grad_pixel(cv, &r, e, n, iy, ix, c0, len);
-		e += len;
-		c0 = 0;
-		vtpu_next_xy(&ix, &iy, &n, g->w, g->h);
-	}
-}
-
-void vtpu_avgpool_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
-		      void *scratch)
+/* The pools' tiles: the forward ones over windows, the gathers over pixels */
+void vtpu_pool_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
+		   void *scratch)
 {
 	const struct vtpu_engine_window *g = &op->conv.win;
 	u64 e = (u64)tile * g->chunk;
 	u64 end = vtpu_min_u64(e + g->chunk, g->total);
 
-	if (op->opcode == VTPU_OP_AVGPOOL)
-		avgpool_range(&op->conv, step, e, end);
-	else
-		avgpool_grad_range(&op->conv, step, e, end);
+	switch (op->opcode) {
+	case VTPU_OP_MAXPOOL:
+		vtpu_window_range(&op->conv, step, e, end, false,
+				  maxpool_window);
+		break;
+	case VTPU_OP_MAXPOOL_GRAD:
+		vtpu_window_range(&op->conv, step, e, end, true,
+				  maxpool_grad_pixel);
+		break;
+	case VTPU_OP_AVGPOOL:
+		vtpu_window_range(&op->conv, step, e, end, false,
+				  avgpool_window);
+		break;
+	default:	/* VTPU_OP_AVGPOOL_GRAD */
+		vtpu_window_range(&op->conv, step, e, end, true,
+				  avgpool_grad_pixel);
+	}
 }

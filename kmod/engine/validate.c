@@ -220,6 +220,21 @@ static int check_outputs(struct vtpu_engine_check *v, const struct vtpu_cmd_hdr 
 	return 0;
 }
 
+/*
+ * Operands @ids, outputs first: @nout outputs, then @nin inputs, each
+ * valid, the outputs overlapping nothing (check_outputs()).
+ */
+static int check_ids(struct vtpu_engine_check *v,
+		     const struct vtpu_cmd_hdr *cmd, const u32 *ids, u32 nout,
+		     u32 nin)
+{
+	int ret = check_operands(v, cmd, ids, nout + nin);
+
+	if (!ret)
+		ret = check_outputs(v, cmd, ids, nout, ids + nout, nin);
+	return ret;
+}
+
 /* One input @in and one output @out: each valid, the output apart from it. */
 static int check_in_out(struct vtpu_engine_check *v,
 			const struct vtpu_cmd_hdr *cmd, u32 in, u32 out)
@@ -235,14 +250,22 @@ static int check_in_out(struct vtpu_engine_check *v,
 }
 
 /* Reject unless the window geometry is valid and its counts fit. */
+static int check_stride(struct vtpu_engine_check *v, const struct vtpu_window *w)
+{
+	if (!w->stride_h || !w->stride_w || w->stride_h > VTPU_MAX_DIM ||
+	    w->stride_w > VTPU_MAX_DIM)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	return 0;
+}
+
 static int check_window(struct vtpu_engine_check *v, const struct vtpu_window *w)
 {
 	struct vtpu_engine_window g;
 	u64 rows, cols;
+	int ret = check_stride(v, w);
 
-	if (!w->stride_h || !w->stride_w || w->stride_h > VTPU_MAX_DIM ||
-	    w->stride_w > VTPU_MAX_DIM)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	if (ret)
+		return ret;
 	if (!vtpu_window_decode(w, &g) ||
 	    !vtpu_window_counts(&g, &rows, &cols))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
@@ -295,10 +318,7 @@ int vtpu_pool_check(struct vtpu_engine_check *v,
 	/* index holds a pixel number y * w + x */
 	if ((u64)p->win.h * p->win.w > 0xffffffffull)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operands(v, &p->hdr, ids, 3);
-	if (!ret)
-		ret = check_outputs(v, &p->hdr, ids, nout, ids + nout,
-				    3 - nout);
+	ret = check_ids(v, &p->hdr, ids, nout, 3 - nout);
 	return ret;
 }
 
@@ -476,9 +496,7 @@ int vtpu_softmax_check(struct vtpu_engine_check *v,
 	else if (!ret)
 		ret = check_unused(v, cmd, VTPU_OPERAND_LENGTHS);
 	if (!ret)
-		ret = check_operands(v, cmd, ids, n);
-	if (!ret)
-		ret = check_outputs(v, cmd, ids, 1, ids + 1, n - 1);
+		ret = check_ids(v, cmd, ids, 1, n - 1);
 	return ret;
 }
 
@@ -647,7 +665,6 @@ int vtpu_conv_pool_check(struct vtpu_engine_check *v,
 	bool wgrad = cmd->opcode == VTPU_OP_CONV_POOL_WGRAD;
 	const u32 *ids = wgrad ? bwd : fwd;
 	struct vtpu_engine_convpool cp;
-	u32 i;
 	int ret;
 
 	if (c->flags & ~(wgrad ? 0 : VTPU_CONV_FLAGS))
@@ -662,17 +679,45 @@ int vtpu_conv_pool_check(struct vtpu_engine_check *v,
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
 	/* the forward command has no dy, the gradient no y */
 	ret = check_unused(v, cmd, wgrad ? VTPU_OPERAND_Y : VTPU_OPERAND_DY);
-	for (i = 0; i < 5 && !ret; i++)
-		ret = check_operand(v, cmd, ids[i]);
 	if (!ret)
-		ret = check_outputs(v, cmd, ids, 2, ids + 2, 3);
+		ret = check_ids(v, cmd, ids, 2, 3);
 	return ret;
 }
 
-int vtpu_conv_check(struct vtpu_engine_check *v,
-		    const struct vtpu_cmd_hdr *hdr)
+/* CONV and DWCONV: the forward command and its two gradients */
+enum conv_kind { CONV_FWD, CONV_DGRAD, CONV_WGRAD };
+
+static enum conv_kind conv_kind(u32 opcode)
 {
-	const struct vtpu_cmd_conv *c = (const void *)hdr;
+	switch (opcode) {
+	case VTPU_OP_CONV:
+	case VTPU_OP_DWCONV:
+		return CONV_FWD;
+	case VTPU_OP_CONV_DGRAD:
+	case VTPU_OP_DWCONV_DGRAD:
+		return CONV_DGRAD;
+	default:
+		return CONV_WGRAD;
+	}
+}
+
+/* The flags a kind takes: the forward's bias and ReLU, else ACCUMULATE */
+static int check_conv_flags(struct vtpu_engine_check *v, enum conv_kind k,
+			    u32 flags)
+{
+	u32 ok = k == CONV_FWD ? VTPU_CONV_BIAS | VTPU_CONV_RELU :
+				 VTPU_CONV_ACCUMULATE;
+
+	if (flags & ~ok)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	return 0;
+}
+
+/* A kind's operands, the bias only with VTPU_CONV_BIAS in @flags */
+static int check_conv_operands(struct vtpu_engine_check *v,
+			       const struct vtpu_cmd_hdr *cmd,
+			       enum conv_kind k, u32 flags)
+{
 	/* outputs first */
 	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
 				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
@@ -680,35 +725,36 @@ int vtpu_conv_check(struct vtpu_engine_check *v,
 				     VTPU_OPERAND_W };
 	static const u32 wgrad[] = { VTPU_OPERAND_DW, VTPU_OPERAND_X,
 				     VTPU_OPERAND_DY };
-	const struct vtpu_cmd_hdr *cmd = &c->hdr;
-	const u32 *ids = cmd->opcode == VTPU_OP_CONV	     ? fwd :
-			 cmd->opcode == VTPU_OP_CONV_DGRAD ? dgrad :
-							     wgrad;
-	u32 flags = cmd->opcode == VTPU_OP_CONV ?
-			    VTPU_CONV_BIAS | VTPU_CONV_RELU :
-			    VTPU_CONV_ACCUMULATE;
-	bool bias = c->flags & VTPU_CONV_BIAS;
+	const u32 *ids = k == CONV_FWD ? fwd : k == CONV_DGRAD ? dgrad : wgrad;
+	bool bias = flags & VTPU_CONV_BIAS;
+	int ret = 0;
+
+	if (!bias)
+		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
+	if (!ret)
+		ret = check_ids(v, cmd, ids, 1, bias ? 3 : 2);
+	return ret;
+}
+
+int vtpu_conv_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_conv *c = (const void *)hdr;
+	enum conv_kind k = conv_kind(hdr->opcode);
 	struct vtpu_engine_window g;
 	u64 rows;
 	int ret;
 
-	if (c->flags & ~flags)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
-	ret = check_window(v, &c->win);
+	ret = check_conv_flags(v, k, c->flags);
+	if (!ret)
+		ret = check_window(v, &c->win);
 	if (ret)
 		return ret;
-	if (cmd->opcode == VTPU_OP_CONV_DGRAD &&
-	    (c->win.stride_h != 1 || c->win.stride_w != 1))
+	if (k == CONV_DGRAD && (c->win.stride_h != 1 || c->win.stride_w != 1))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
 	if (!vtpu_conv_decode(c, &g, &rows))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	if (!bias)
-		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
-	if (!ret)
-		ret = check_operands(v, cmd, ids, bias ? 4 : 3);
-	if (!ret)
-		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
-	return ret;
+	return check_conv_operands(v, hdr, k, c->flags);
 }
 
 int vtpu_embedding_check(struct vtpu_engine_check *v,
@@ -728,9 +774,7 @@ int vtpu_embedding_check(struct vtpu_engine_check *v,
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
 	if (!vtpu_embedding_ok(e))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	ret = check_operands(v, hdr, ids, 3);
-	if (!ret)
-		ret = check_outputs(v, hdr, ids, 1, ids + 1, 2);
+	ret = check_ids(v, hdr, ids, 1, 2);
 	return ret;
 }
 
@@ -852,26 +896,16 @@ int vtpu_batchnorm_check(struct vtpu_engine_check *v,
 	if (!dim_ok(f->rows) || !dim_ok(f->channels) ||
 	    (u64)f->rows * f->channels > VTPU_MAX_ELEMS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	if (grad) {
-		ret = check_operands(v, hdr, gids, 7);
-		if (!ret)
-			ret = check_outputs(v, hdr, gids, 3, gids + 3, 4);
-		return ret;
-	}
+	if (grad)
+		return check_ids(v, hdr, gids, 3, 4);
 	/* momentum 0..1 (+0 and 1.0f included), epsilon positive */
 	if (!bn_eps_ok(f->epsilon) || f->momentum > F32_ONE_BITS)
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	if (train) {
-		ret = check_operands(v, hdr, ids, 7);
-		if (!ret)
-			ret = check_outputs(v, hdr, ids, 4, ids + 4, 3);
-		return ret;
-	}
+	if (train)
+		return check_ids(v, hdr, ids, 4, 3);
 	ret = check_unused(v, hdr, VTPU_OPERAND_STATE);
 	if (!ret)
-		ret = check_operands(v, hdr, infer_ids, 6);
-	if (!ret)
-		ret = check_outputs(v, hdr, infer_ids, 1, infer_ids + 1, 5);
+		ret = check_ids(v, hdr, infer_ids, 1, 5);
 	return ret;
 }
 
@@ -879,38 +913,18 @@ int vtpu_dwconv_check(struct vtpu_engine_check *v,
 		      const struct vtpu_cmd_hdr *hdr)
 {
 	const struct vtpu_cmd_dwconv *c = (const void *)hdr;
-	/* outputs first */
-	static const u32 fwd[] = { VTPU_OPERAND_Y, VTPU_OPERAND_X,
-				   VTPU_OPERAND_W, VTPU_OPERAND_BIAS };
-	static const u32 dgrad[] = { VTPU_OPERAND_DX, VTPU_OPERAND_DY,
-				     VTPU_OPERAND_W };
-	static const u32 wgrad[] = { VTPU_OPERAND_DW, VTPU_OPERAND_X,
-				     VTPU_OPERAND_DY };
-	const struct vtpu_cmd_hdr *cmd = &c->hdr;
-	const u32 *ids = cmd->opcode == VTPU_OP_DWCONV	       ? fwd :
-			 cmd->opcode == VTPU_OP_DWCONV_DGRAD ? dgrad :
-							       wgrad;
-	u32 flags = cmd->opcode == VTPU_OP_DWCONV ?
-			    VTPU_CONV_BIAS | VTPU_CONV_RELU :
-			    VTPU_CONV_ACCUMULATE;
-	bool bias = c->flags & VTPU_CONV_BIAS;
+	enum conv_kind k = conv_kind(hdr->opcode);
 	struct vtpu_engine_window g;
 	u64 rows;
-	int ret = 0;
+	int ret;
 
-	if (c->flags & ~flags)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
-	/* check_window()'s, but for the im2col size: DWCONV has none */
-	if (!c->win.stride_h || !c->win.stride_w ||
-	    c->win.stride_h > VTPU_MAX_DIM || c->win.stride_w > VTPU_MAX_DIM)
-		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_STRIDE);
+	ret = check_conv_flags(v, k, c->flags);
+	/* not check_window(): it sizes im2col's columns, DWCONV has none */
+	if (!ret)
+		ret = check_stride(v, &c->win);
+	if (ret)
+		return ret;
 	if (!vtpu_dwconv_decode(c, &g, &rows))
 		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
-	if (!bias)
-		ret = check_unused(v, cmd, VTPU_OPERAND_BIAS);
-	if (!ret)
-		ret = check_operands(v, cmd, ids, bias ? 4 : 3);
-	if (!ret)
-		ret = check_outputs(v, cmd, ids, 1, ids + 1, bias ? 3 : 2);
-	return ret;
+	return check_conv_operands(v, hdr, k, c->flags);
 }

@@ -13,7 +13,6 @@
  * trained with vtpu_model_fit() on a loaded folder.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,11 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jpeglib.h>
-#include <png.h>
 #include <zlib.h>
 
 #include "kselftest_harness.h"
+#include "image_files.h"
 #include "vtpu_data.h"
 #include "vtpu_model.h"
 
@@ -49,71 +47,6 @@ static const char *const fm_names[NCLS] = {
 
 /* ---- writing images ------------------------------------------------------ */
 
-static int write_jpeg(const char *path, const uint8_t *px, uint32_t w,
-		      uint32_t h, int comps, J_COLOR_SPACE cs, int quality)
-{
-	struct jpeg_compress_struct ci;
-	struct jpeg_error_mgr je;
-	FILE *f = fopen(path, "wb");
-	uint32_t y;
-
-	if (!f)
-		return -1;
-	ci.err = jpeg_std_error(&je);
-	jpeg_create_compress(&ci);
-	jpeg_stdio_dest(&ci, f);
-	ci.image_width = w;
-	ci.image_height = h;
-	ci.input_components = comps;
-	ci.in_color_space = cs;
-	jpeg_set_defaults(&ci);
-	jpeg_set_quality(&ci, quality, TRUE);
-	jpeg_start_compress(&ci, TRUE);
-	for (y = 0; y < h; y++) {
-		JSAMPROW row = (JSAMPROW)px + (size_t)y * w * comps;
-
-		jpeg_write_scanlines(&ci, &row, 1);
-	}
-	jpeg_finish_compress(&ci);
-	jpeg_destroy_compress(&ci);
-	return fclose(f);
-}
-
-/*
- * @px: rows of @w pixels of png_get_channels bytes (2 per sample at
- * @depth 16); @pal/@npal for a palette image; @interlace: Adam7
- */
-static int write_png(const char *path, const uint8_t *px, uint32_t w,
-		     uint32_t h, int color, int depth, const png_color *pal,
-		     int npal, bool interlace)
-{
-	png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL,
-						  NULL, NULL);
-	png_infop info = png_create_info_struct(png);
-	FILE *f = fopen(path, "wb");
-	size_t stride;
-	uint32_t y;
-	int pass, passes;
-
-	if (!f || setjmp(png_jmpbuf(png)))
-		return -1;
-	png_init_io(png, f);
-	png_set_IHDR(png, info, w, h, depth, color,
-		     interlace ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
-		     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-	if (pal)
-		png_set_PLTE(png, info, pal, npal);
-	png_write_info(png, info);
-	stride = png_get_rowbytes(png, info);
-	passes = png_set_interlace_handling(png);
-	for (pass = 0; pass < passes; pass++)
-		for (y = 0; y < h; y++)
-			png_write_row(png, px + y * stride);
-	png_write_end(png, NULL);
-	png_destroy_write_struct(&png, &info);
-	return fclose(f);
-}
-
 static void write_bytes(const char *path, const void *p, size_t n)
 {
 	FILE *f = fopen(path, "wb");
@@ -134,18 +67,6 @@ static long read_bytes(const char *path, uint8_t *buf, size_t cap)
 	n = fread(buf, 1, cap, f);
 	fclose(f);
 	return n;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	chmod(path, 0700);
-	return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void mkdirf(const char *fmt, const char *a, const char *b)

@@ -493,23 +493,33 @@ TEST(graph_rejects_bad_shapes)
 /* ---- the model API ------------------------------------------------------ */
 
 /*
+ * @n grey @side x @side images of @classes classes, their pixels and
+ * labels (u8, as the loaders give them) left to fill, and @rng seeded.
+ */
+static void grey_set(struct vtpu_dataset *ds, uint32_t n, uint32_t side,
+		     uint32_t classes, struct vtpu_rng *rng, uint64_t seed)
+{
+	memset(ds, 0, sizeof(*ds));
+	ds->n = n;
+	ds->height = side;
+	ds->width = side;
+	ds->channels = 1;
+	ds->classes = classes;
+	ds->images = malloc((size_t)n * side * side);
+	ds->labels = malloc(n);
+	vtpu_rng_seed(rng, seed);
+}
+
+/*
  * A dataset with a learnable rule: class = which quadrant of a 4x4 image
- * is brightest. Labels are u8 as the loaders give them.
+ * is brightest.
  */
 static void quadrant_set(struct vtpu_dataset *ds, uint32_t n, uint64_t seed)
 {
 	struct vtpu_rng rng;
 	uint32_t i, p;
 
-	memset(ds, 0, sizeof(*ds));
-	ds->n = n;
-	ds->height = 4;
-	ds->width = 4;
-	ds->channels = 1;
-	ds->classes = 4;
-	ds->images = malloc(n * 16);
-	ds->labels = malloc(n);
-	vtpu_rng_seed(&rng, seed);
+	grey_set(ds, n, 4, 4, &rng, seed);
 	for (i = 0; i < n; i++) {
 		uint32_t q = (uint32_t)vtpu_rng_below(&rng, 4);
 
@@ -996,15 +1006,7 @@ static void halves_set(struct vtpu_dataset *ds, uint32_t n, uint64_t seed)
 	struct vtpu_rng rng;
 	uint32_t i, p;
 
-	memset(ds, 0, sizeof(*ds));
-	ds->n = n;
-	ds->height = 6;
-	ds->width = 6;
-	ds->channels = 1;
-	ds->classes = 2;
-	ds->images = malloc(n * 36);
-	ds->labels = malloc(n);
-	vtpu_rng_seed(&rng, seed);
+	grey_set(ds, n, 6, 2, &rng, seed);
 	for (i = 0; i < n; i++) {
 		uint32_t q = (uint32_t)vtpu_rng_below(&rng, 2);
 

@@ -122,6 +122,28 @@ static inline struct vtpu_bo bo_new(size_t bytes)
 	return bo;
 }
 
+/* Destroy @n buffers made by bo_new(); free @n heap blocks. */
+static inline void bos_destroy(struct vtpu_bo *const *bo, size_t n)
+{
+	while (n--)
+		vtpu_cpu_bo_destroy(*bo++);
+}
+
+static inline void free_all(void *const *p, size_t n)
+{
+	while (n--)
+		free(*p++);
+}
+
+/* The same for a list: BOS_DESTROY(&xb, &yb), FREE_ALL(x, y) */
+#define BOS_DESTROY(...)						\
+	bos_destroy((struct vtpu_bo *const[]){ __VA_ARGS__ },		\
+		    sizeof((struct vtpu_bo *const[]){ __VA_ARGS__ }) /	\
+		    sizeof(struct vtpu_bo *))
+#define FREE_ALL(...)							\
+	free_all((void *const[]){ __VA_ARGS__ },			\
+		 sizeof((void *const[]){ __VA_ARGS__ }) / sizeof(void *))
+
 /*
  * The bitwise check: the first executor's output is kept in @keep, every
  * later one must equal it. Returns the number of executors that differed.

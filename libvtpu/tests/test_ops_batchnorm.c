@@ -201,12 +201,7 @@ TEST(batchnorm_reference)
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		bn_bufs_free(&b);
-		free(mm0);
-		free(mv0);
-		free(mean);
-		free(var);
-		free(k1);
-		free(k2);
+		FREE_ALL(mm0, mv0, mean, var, k1, k2);
 	}
 	execs_fini(&ex);
 }
@@ -235,6 +230,24 @@ static double ref_loss(const double *x, const double *g, const double *be,
 }
 
 /*
+ * ref_loss()'s derivative in @v (one of x, g, be) by a central
+ * difference of step @h; *v is left as it was.
+ */
+static double ref_loss_diff(double *v, double h, const double *x,
+			    const double *g, const double *be, const float *w,
+			    uint32_t rows, uint32_t c)
+{
+	double lp, lm;
+
+	*v += h;
+	lp = ref_loss(x, g, be, w, rows, c);
+	*v -= 2 * h;
+	lm = ref_loss(x, g, be, w, rows, c);
+	*v += h;
+	return (lp - lm) / (2 * h);
+}
+
+/*
  * BATCHNORM_GRAD against central differences of the double forward: the
  * gradient flows through the batch mean and variance.
  */
@@ -245,7 +258,7 @@ TEST(batchnorm_grad_numeric)
 	struct vtpu_cpu *cpu = vtpu_cpu_create(2, -1, VTPU_CPU_GEMM_ENGINE);
 	struct vtpu_cmdbuf cb, cbg;
 	struct bn_bufs b;
-	double xd[18], gd[3], bd[3], lp, lm;
+	double xd[18], gd[3], bd[3];
 	float *x, *dx, *dg, *db;
 	long bad = 0;
 	uint32_t i;
@@ -271,27 +284,14 @@ TEST(batchnorm_grad_numeric)
 		gd[i] = ((float *)b.gamma.map)[i];
 		bd[i] = ((float *)b.beta.map)[i];
 	}
-	for (i = 0; i < n; i++) {
-		xd[i] += h;
-		lp = ref_loss(xd, gd, bd, b.dy.map, rows, c);
-		xd[i] -= 2 * h;
-		lm = ref_loss(xd, gd, bd, b.dy.map, rows, c);
-		xd[i] += h;
-		near(dx[i], (lp - lm) / (2 * h), 1e-4, &bad);
-	}
+	for (i = 0; i < n; i++)
+		near(dx[i], ref_loss_diff(&xd[i], h, xd, gd, bd, b.dy.map,
+					  rows, c), 1e-4, &bad);
 	for (i = 0; i < c; i++) {
-		gd[i] += h;
-		lp = ref_loss(xd, gd, bd, b.dy.map, rows, c);
-		gd[i] -= 2 * h;
-		lm = ref_loss(xd, gd, bd, b.dy.map, rows, c);
-		gd[i] += h;
-		near(dg[i], (lp - lm) / (2 * h), 1e-4, &bad);
-		bd[i] += h;
-		lp = ref_loss(xd, gd, bd, b.dy.map, rows, c);
-		bd[i] -= 2 * h;
-		lm = ref_loss(xd, gd, bd, b.dy.map, rows, c);
-		bd[i] += h;
-		near(db[i], (lp - lm) / (2 * h), 1e-4, &bad);
+		near(dg[i], ref_loss_diff(&gd[i], h, xd, gd, bd, b.dy.map,
+					  rows, c), 1e-4, &bad);
+		near(db[i], ref_loss_diff(&bd[i], h, xd, gd, bd, b.dy.map,
+					  rows, c), 1e-4, &bad);
 	}
 	EXPECT_EQ(0, bad);
 	vtpu_cmdbuf_fini(&cb);

@@ -133,13 +133,8 @@ TEST(im2col_col2im)
 		EXPECT_EQ(0, diff);
 		EXPECT_LE(fabs(lhs - rhs), 1e-5 * (1 + fabs(lhs)) * sqrt((double)ncol));
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cpu_bo_destroy(&xb);
-		vtpu_cpu_bo_destroy(&cb_);
-		vtpu_cpu_bo_destroy(&yb);
-		vtpu_cpu_bo_destroy(&db);
-		free(keep1);
-		free(keep2);
-		free(ref);
+		BOS_DESTROY(&xb, &cb_, &yb, &db);
+		FREE_ALL(keep1, keep2, ref);
 	}
 	execs_fini(&ex);
 }
@@ -312,21 +307,8 @@ TEST(maxpool)
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cpu_bo_destroy(&xb);
-		vtpu_cpu_bo_destroy(&yb);
-		vtpu_cpu_bo_destroy(&ib);
-		vtpu_cpu_bo_destroy(&dyb);
-		vtpu_cpu_bo_destroy(&dxb);
-		vtpu_cpu_bo_destroy(&gib);
-		vtpu_cpu_bo_destroy(&gdxb);
-		free(ry);
-		free(ridx);
-		free(rdx);
-		free(rgdx);
-		free(k1);
-		free(k2);
-		free(k3);
-		free(k4);
+		BOS_DESTROY(&xb, &yb, &ib, &dyb, &dxb, &gib, &gdxb);
+		FREE_ALL(ry, ridx, rdx, rgdx, k1, k2, k3, k4);
 	}
 	execs_fini(&ex);
 }
@@ -490,15 +472,8 @@ TEST(avgpool)
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cpu_bo_destroy(&xb);
-		vtpu_cpu_bo_destroy(&yb);
-		vtpu_cpu_bo_destroy(&dyb);
-		vtpu_cpu_bo_destroy(&dxb);
-		free(xd);
-		free(yd);
-		free(yp);
-		free(k1);
-		free(k2);
+		BOS_DESTROY(&xb, &yb, &dyb, &dxb);
+		FREE_ALL(xd, yd, yp, k1, k2);
 	}
 	execs_fini(&ex);
 }
@@ -792,25 +767,11 @@ TEST(conv_pool)
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cpu_bo_destroy(&xb);
-		vtpu_cpu_bo_destroy(&wb);
-		vtpu_cpu_bo_destroy(&bb);
-		vtpu_cpu_bo_destroy(&yb);
-		vtpu_cpu_bo_destroy(&ib);
-		vtpu_cpu_bo_destroy(&dyb);
-		vtpu_cpu_bo_destroy(&dwb);
-		vtpu_cpu_bo_destroy(&dbb);
-		vtpu_cpu_bo_destroy(&gib);
-		vtpu_cpu_bo_destroy(&gwb);
-		vtpu_cpu_bo_destroy(&gbb);
+		BOS_DESTROY(&xb, &wb, &bb, &yb, &ib, &dyb, &dwb, &dbb, &gib,
+			    &gwb, &gbb);
 		for (k = 0; k < 5; k++)
 			free(keep[k]);
-		free(ry);
-		free(ridx);
-		free(rdw);
-		free(rdb);
-		free(rgw);
-		free(rgb);
+		FREE_ALL(ry, ridx, rdw, rdb, rgw, rgb);
 	}
 	execs_fini(&ex);
 }
@@ -880,15 +841,8 @@ TEST(conv_pool_wgrad_tap_tiles)
 		EXPECT_EQ(0, bad);
 		EXPECT_EQ(0, diff);
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cpu_bo_destroy(&xb);
-		vtpu_cpu_bo_destroy(&ib);
-		vtpu_cpu_bo_destroy(&dyb);
-		vtpu_cpu_bo_destroy(&dwb);
-		vtpu_cpu_bo_destroy(&dbb);
-		free(keep);
-		free(keepb);
-		free(rdw);
-		free(rdb);
+		BOS_DESTROY(&xb, &ib, &dyb, &dwb, &dbb);
+		FREE_ALL(keep, keepb, rdw, rdb);
 	}
 }
 
@@ -1152,21 +1106,10 @@ TEST(conv)
 		EXPECT_EQ(0, diff);
 		EXPECT_EQ(0, far);
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cpu_bo_destroy(&xb);
-		vtpu_cpu_bo_destroy(&wb);
-		vtpu_cpu_bo_destroy(&bb);
-		vtpu_cpu_bo_destroy(&yb);
-		vtpu_cpu_bo_destroy(&dyb);
-		vtpu_cpu_bo_destroy(&dwb);
-		vtpu_cpu_bo_destroy(&dxb);
+		BOS_DESTROY(&xb, &wb, &bb, &yb, &dyb, &dwb, &dxb);
 		for (k = 0; k < 3; k++)
 			free(keep[k]);
-		free(ry);
-		free(rdw);
-		free(rdx);
-		free(ymag);
-		free(dwmag);
-		free(dxmag);
+		FREE_ALL(ry, rdw, rdx, ymag, dwmag, dxmag);
 	}
 	execs_fini(&ex);
 }
@@ -1457,21 +1400,10 @@ TEST(dwconv)
 		EXPECT_EQ(0, far);
 		EXPECT_EQ(0, fdbad);
 		vtpu_cmdbuf_fini(&cb);
-		vtpu_cpu_bo_destroy(&xb);
-		vtpu_cpu_bo_destroy(&wb);
-		vtpu_cpu_bo_destroy(&bb);
-		vtpu_cpu_bo_destroy(&yb);
-		vtpu_cpu_bo_destroy(&dyb);
-		vtpu_cpu_bo_destroy(&dwb);
-		vtpu_cpu_bo_destroy(&dxb);
+		BOS_DESTROY(&xb, &wb, &bb, &yb, &dyb, &dwb, &dxb);
 		for (k = 0; k < 3; k++)
 			free(keep[k]);
-		free(ry);
-		free(rdw);
-		free(rdx);
-		free(ymag);
-		free(dwmag);
-		free(dxmag);
+		FREE_ALL(ry, rdw, rdx, ymag, dwmag, dxmag);
 	}
 	execs_fini(&ex);
 }

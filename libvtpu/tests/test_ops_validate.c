@@ -42,6 +42,36 @@ static void check_cmd(struct __test_metadata *_metadata, struct rej *r,
 	vtpu_cmdbuf_fini(&cb);
 }
 
+static void rej_fini(struct rej *r)
+{
+	vtpu_cpu_destroy(r->cpu);
+	vtpu_cpu_bo_destroy(&r->b0);
+	vtpu_cpu_bo_destroy(&r->b1);
+}
+
+/* In a TEST with a struct rej r: var = base, changed by @mut, checked. */
+#define CASE(var, base, what, mut, reason, operand)                           \
+	do {                                                                  \
+		var = base;                                                   \
+		mut;                                                          \
+		check_cmd(_metadata, &r, what, &var, reason, operand);        \
+	} while (0)
+/*
+ * Operand @opnd's (var.@fld's) four rejections: its offset @past past
+ * its buffer, its offset @odd misaligned, a bad buffer, its pad set.
+ */
+#define OPERAND_CASES(var, base, what, fld, opnd, past, odd)                 \
+	do {                                                                  \
+		CASE(var, base, what " past its buffer",                      \
+		     var.fld.offset = (past), VTPU_ERR_OUT_OF_BOUNDS, opnd);  \
+		CASE(var, base, what " misaligned", var.fld.offset = (odd),   \
+		     VTPU_ERR_MISALIGNED, opnd);                              \
+		CASE(var, base, what " bad buffer", var.fld.buf = 2,          \
+		     VTPU_ERR_BAD_BUFFER, opnd);                              \
+		CASE(var, base, what " operand pad", var.fld.pad = 1,         \
+		     VTPU_ERR_BAD_PAD, opnd);                                 \
+	} while (0)
+
 #define HDR(op, type) { .opcode = (op), .size = sizeof(struct type) }
 #define OPND(b, o) { .buf = (b), .offset = (o) }
 
@@ -210,27 +240,6 @@ TEST(validator)
 	struct vtpu_cmd_image_augment ia;
 
 	ASSERT_NE(NULL, r.cpu);
-#define CASE(var, base, what, mut, reason, operand)                           \
-	do {                                                                  \
-		var = base;                                                   \
-		mut;                                                          \
-		check_cmd(_metadata, &r, what, &var, reason, operand);        \
-	} while (0)
-/*
- * Operand @opnd's (var.@fld's) four rejections: its offset @past past
- * its buffer, its offset @odd misaligned, a bad buffer, its pad set.
- */
-#define OPERAND_CASES(var, base, what, fld, opnd, past, odd)                 \
-	do {                                                                  \
-		CASE(var, base, what " past its buffer",                      \
-		     var.fld.offset = (past), VTPU_ERR_OUT_OF_BOUNDS, opnd);  \
-		CASE(var, base, what " misaligned", var.fld.offset = (odd),   \
-		     VTPU_ERR_MISALIGNED, opnd);                              \
-		CASE(var, base, what " bad buffer", var.fld.buf = 2,          \
-		     VTPU_ERR_BAD_BUFFER, opnd);                              \
-		CASE(var, base, what " operand pad", var.fld.pad = 1,         \
-		     VTPU_ERR_BAD_PAD, opnd);                                 \
-	} while (0)
 
 	/* the baselines are valid */
 	CASE(ic, ic0, "im2col ok", (void)0, VTPU_ERR_NONE, 0);
@@ -833,11 +842,8 @@ TEST(validator)
 	     VTPU_OPERAND_DW);
 	CASE(cv, cw0, "conv_wgrad dy past its buffer", cv.y.offset = 3712,
 	     VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_DY);
-#undef CASE
 
-	vtpu_cpu_destroy(r.cpu);
-	vtpu_cpu_bo_destroy(&r.b0);
-	vtpu_cpu_bo_destroy(&r.b1);
+	rej_fini(&r);
 }
 
 /* DWCONV, DWCONV_DGRAD, DWCONV_WGRAD: every rejection path. */
@@ -871,12 +877,6 @@ TEST(dwconv_validator)
 	struct vtpu_cmd_dwconv dc;
 
 	ASSERT_NE(NULL, r.cpu);
-#define CASE(var, base, what, mut, reason, operand)                           \
-	do {                                                                  \
-		var = base;                                                   \
-		mut;                                                          \
-		check_cmd(_metadata, &r, what, &var, reason, operand);        \
-	} while (0)
 
 	CASE(dc, dc0, "dwconv ok", (void)0, VTPU_ERR_NONE, 0);
 	CASE(dc, dc0, "dwconv relu, no bias ok",
@@ -952,11 +952,8 @@ TEST(dwconv_validator)
 	     VTPU_OPERAND_DX);
 	CASE(dc, dw0, "dwconv_wgrad dw over dy", dc.w = dc.y, VTPU_ERR_OVERLAP,
 	     VTPU_OPERAND_DW);
-#undef CASE
 
-	vtpu_cpu_destroy(r.cpu);
-	vtpu_cpu_bo_destroy(&r.b0);
-	vtpu_cpu_bo_destroy(&r.b1);
+	rej_fini(&r);
 }
 
 /* What the library says of @cmd, run alone on b0, b1: in @msg. */
@@ -1003,12 +1000,6 @@ TEST(seq_ops_validator)
 	struct vtpu_cmd_gemm_batched bg;
 
 	ASSERT_NE(NULL, r.cpu);
-#define CASE(var, base, what, mut, reason, operand)                           \
-	do {                                                                  \
-		var = base;                                                   \
-		mut;                                                          \
-		check_cmd(_metadata, &r, what, &var, reason, operand);        \
-	} while (0)
 
 	/* EMBEDDING, EMBEDDING_GRAD */
 	CASE(em, em0, "embedding ok", (void)0, VTPU_ERR_NONE, 0);
@@ -1131,7 +1122,6 @@ TEST(seq_ops_validator)
 	CASE(bg, bg0, "gemm_batched C gap over an A",
 	     (bg.stride_c = 64, bg.a = (struct vtpu_operand)OPND(1, 100),
 	      bg.stride_a = 0), VTPU_ERR_OVERLAP, VTPU_OPERAND_C);
-#undef CASE
 
 	/* the batched GEMM's strides, said in words */
 	{
@@ -1154,9 +1144,7 @@ TEST(seq_ops_validator)
 			TH_LOG("%s", msg);
 	}
 
-	vtpu_cpu_destroy(r.cpu);
-	vtpu_cpu_bo_destroy(&r.b0);
-	vtpu_cpu_bo_destroy(&r.b1);
+	rej_fini(&r);
 }
 
 /* A GEMM in panels that breaks their rules: rejected, and said in words. */
@@ -1244,27 +1232,6 @@ TEST(batchnorm_validator)
 	struct vtpu_cmd_batchnorm_grad bg;
 
 	ASSERT_NE(NULL, r.cpu);
-#define CASE(var, base, what, mut, reason, operand)                           \
-	do {                                                                  \
-		var = base;                                                   \
-		mut;                                                          \
-		check_cmd(_metadata, &r, what, &var, reason, operand);        \
-	} while (0)
-/*
- * Operand @opnd's (var.@fld's) four rejections: its offset @past past
- * its buffer, its offset @odd misaligned, a bad buffer, its pad set.
- */
-#define OPERAND_CASES(var, base, what, fld, opnd, past, odd)                 \
-	do {                                                                  \
-		CASE(var, base, what " past its buffer",                      \
-		     var.fld.offset = (past), VTPU_ERR_OUT_OF_BOUNDS, opnd);  \
-		CASE(var, base, what " misaligned", var.fld.offset = (odd),   \
-		     VTPU_ERR_MISALIGNED, opnd);                              \
-		CASE(var, base, what " bad buffer", var.fld.buf = 2,          \
-		     VTPU_ERR_BAD_BUFFER, opnd);                              \
-		CASE(var, base, what " operand pad", var.fld.pad = 1,         \
-		     VTPU_ERR_BAD_PAD, opnd);                                 \
-	} while (0)
 	CASE(bn, bn0, "batchnorm ok", (void)0, VTPU_ERR_NONE, 0);
 	CASE(bn, bn0, "batchnorm inference ok",
 	     (bn.flags = 0, bn.stats = (struct vtpu_operand){ 0 }),
@@ -1370,12 +1337,8 @@ TEST(batchnorm_validator)
 	CASE(bg, bg0, "batchnorm_grad dbeta over stats",
 	     (bg.dbeta.buf = 0, bg.dbeta.offset = 1060), VTPU_ERR_OVERLAP,
 	     VTPU_OPERAND_DBIAS);
-#undef OPERAND_CASES
-#undef CASE
 
-	vtpu_cpu_destroy(r.cpu);
-	vtpu_cpu_bo_destroy(&r.b0);
-	vtpu_cpu_bo_destroy(&r.b1);
+	rej_fini(&r);
 }
 
 TEST_HARNESS_MAIN

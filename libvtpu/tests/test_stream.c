@@ -13,7 +13,6 @@
  * valgrind or ASAN to see).
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jpeglib.h>
-#include <png.h>
-
 #include "kselftest_harness.h"
+#include "image_files.h"
 #include "vtpu_data.h"
 #include "vtpu_model.h"
 
@@ -32,68 +29,6 @@
 #define PER 12			/* files per class */
 #define SRC 16			/* the files' size */
 #define DST 8			/* the size read */
-
-static int write_jpeg(const char *path, const uint8_t *px, uint32_t w,
-		      uint32_t h)
-{
-	struct jpeg_compress_struct ci;
-	struct jpeg_error_mgr je;
-	FILE *f = fopen(path, "wb");
-	uint32_t y;
-
-	if (!f)
-		return -1;
-	ci.err = jpeg_std_error(&je);
-	jpeg_create_compress(&ci);
-	jpeg_stdio_dest(&ci, f);
-	ci.image_width = w;
-	ci.image_height = h;
-	ci.input_components = 3;
-	ci.in_color_space = JCS_RGB;
-	jpeg_set_defaults(&ci);
-	jpeg_set_quality(&ci, 90, TRUE);
-	jpeg_start_compress(&ci, TRUE);
-	for (y = 0; y < h; y++) {
-		JSAMPROW row = (JSAMPROW)px + (size_t)y * w * 3;
-
-		jpeg_write_scanlines(&ci, &row, 1);
-	}
-	jpeg_finish_compress(&ci);
-	jpeg_destroy_compress(&ci);
-	return fclose(f);
-}
-
-static int write_png(const char *path, const uint8_t *px, uint32_t w,
-		     uint32_t h)
-{
-	png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL,
-						  NULL, NULL);
-	png_infop info = png_create_info_struct(png);
-	FILE *f = fopen(path, "wb");
-	uint32_t y;
-
-	if (!f || setjmp(png_jmpbuf(png)))
-		return -1;
-	png_init_io(png, f);
-	png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_RGB,
-		     PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-		     PNG_FILTER_TYPE_DEFAULT);
-	png_write_info(png, info);
-	for (y = 0; y < h; y++)
-		png_write_row(png, px + (size_t)y * w * 3);
-	png_write_end(png, NULL);
-	png_destroy_write_struct(&png, &info);
-	return fclose(f);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 /* A class's picture: a bright square in a class-dependent place. */
 static void picture(uint8_t *px, uint32_t k, uint32_t j)
@@ -128,8 +63,8 @@ static void make_folder(struct __test_metadata *_metadata, const char *dir,
 			picture(px, k, j);
 			snprintf(path, sizeof(path), "%s/c%u/%03u.%s", dir, k,
 				 j, j % 3 ? "jpg" : "png");
-			ASSERT_EQ(0, j % 3 ? write_jpeg(path, px, SRC, SRC) :
-					     write_png(path, px, SRC, SRC));
+			ASSERT_EQ(0, j % 3 ? write_rgb_jpeg(path, px, SRC, SRC) :
+					     write_rgb_png(path, px, SRC, SRC));
 		}
 	}
 	for (j = 0; j < (uint32_t)bad; j++) {
@@ -145,8 +80,8 @@ static void make_folder(struct __test_metadata *_metadata, const char *dir,
 			fclose(f);
 			continue;
 		}
-		ASSERT_EQ(0, j % 2 ? write_png(path, px, SRC, SRC) :
-				     write_jpeg(path, px, SRC, SRC));
+		ASSERT_EQ(0, j % 2 ? write_rgb_png(path, px, SRC, SRC) :
+				     write_rgb_jpeg(path, px, SRC, SRC));
 		/* truncated to a third: the header is there, the data not */
 		f = fopen(path, "rb");
 		ASSERT_NE(NULL, f);
@@ -169,7 +104,7 @@ FIXTURE_SETUP(tmp)
 
 FIXTURE_TEARDOWN(tmp)
 {
-	nftw(self->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	rm_tree(self->dir);
 }
 
 static struct vtpu_model *small_model(struct __test_metadata *_metadata,

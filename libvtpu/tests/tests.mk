@@ -33,3 +33,6 @@ $(BIN)/test_engine: $(SRCTOP)/selftests/vtpu/vtpu_gen.h
 $(BIN)/test_ops_elementwise: $(SRCTOP)/selftests/vtpu/vtpu_denormals.h
 $(TEST_OPS): $(SRCTOP)/libvtpu/tests/test_ops.h
 $(BIN)/test_seq_model $(BIN)/test_beam: $(SRCTOP)/libvtpu/tests/test_seq.h
+# image_files.h: JPEG and PNG writers, shared with tools/bench_stream.c
+$(BIN)/test_imagefolder $(BIN)/test_stream: \
+	$(SRCTOP)/libvtpu/tests/image_files.h

@@ -574,6 +574,11 @@ class Dense(Layer):
         return c
 
 
+def _c_padding(lib, padding):
+    """A layer's padding as libvtpu's enum vtpu_padding."""
+    return lib.VTPU_PAD_SAME if padding == "same" else lib.VTPU_PAD_VALID
+
+
 def _window_out(size, k, s, padding):
     if padding == "valid":
         return (size - k) // s + 1 if size >= k else 0
@@ -666,8 +671,7 @@ class Conv2D(Layer):
     def _c_build(self, lib, g, nodes, ctx):
         act = lib.VTPU_ACT_RELU if self.activation == "relu" else \
             lib.VTPU_ACT_NONE
-        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
-            lib.VTPU_PAD_VALID
+        pad = _c_padding(lib, self.padding)
         return _graph_node(lib.vtpu_graph_conv2d(
             g, nodes[0], self.filters, self.kernel_size[0],
             self.kernel_size[1], self.strides[0], pad, act), self)
@@ -762,8 +766,7 @@ class _DepthwiseBase(Layer):
     def _c_args(self, lib):
         act = lib.VTPU_ACT_RELU if self.activation == "relu" else \
             lib.VTPU_ACT_NONE
-        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
-            lib.VTPU_PAD_VALID
+        pad = _c_padding(lib, self.padding)
         return pad, act
 
     def get_config(self):
@@ -892,9 +895,6 @@ class SeparableConv2D(_DepthwiseBase):
 SeparableConvolution2D = SeparableConv2D
 
 
-class MaxPooling2D(Layer):
-    """Max over pool_size windows, stride = the window (libvtpu's pooling
-    does not overlap), padding 'valid'."""
 def _pool_args(self, pool_size, strides, padding, data_format, name):
     """pool_size, strides (None: the window), padding of a 2-D pooling."""
     where = name + ": "
@@ -914,7 +914,7 @@ def _pool_args(self, pool_size, strides, padding, data_format, name):
             "padding='valid')" % (where, strides, self.pool_size))
 
 
-def _pool_out(self, shapes, name, even_split):
+def _pool_out(self, shapes, name):
     s = _image_input(shapes, self._where, name)
     out = []
     for size, k, axis in ((s[0], self.pool_size[0], "height"),
@@ -925,83 +925,64 @@ def _pool_out(self, shapes, name, even_split):
             raise ValueError("%spool_size=%r is larger than the input's "
                              "%dx%d" % (self._where, self.pool_size, s[0],
                                         s[1]))
-        if self.padding == "same" and even_split:
-            total = max((o - 1) * stride + k - size, 0)
-            if total % 2:
-                raise ValueError(
-                    "%spadding='same' with pool_size=%r, strides=%r on a "
-                    "%s of %d pads %d pixels: libvtpu's max pooling pads "
-                    "both sides alike and cannot put the odd one on one "
-                    "side as TensorFlow does; use an odd input size, other "
-                    "strides or padding='valid'"
-                    % (self._where, self.pool_size, self.strides, axis,
-                       size, total))
         out.append(o)
     return (out[0], out[1], s[2])
 
 
-class MaxPooling2D(Layer):
-    """Max over pool_size windows moving by strides (None: the window),
-    padding 'valid' or 'same' (TensorFlow's split); padding never wins,
-    ties give the gradient to the first maximum in window order."""
+class _Pooling2D(Layer):
+    """What MaxPooling2D and AveragePooling2D share: their arguments,
+    output shape and config."""
 
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
                  data_format=None, **kwargs):
         _pool_args(self, pool_size, strides, padding, data_format,
-                   "MaxPooling2D")
+                   type(self).__name__)
+        self._check_pool_args()
         super().__init__(**kwargs)
 
+    def _check_pool_args(self):
+        """A subclass's own limits on the arguments, before Layer's."""
+
     def _output_shape(self, shapes):
-        return _pool_out(self, shapes, "MaxPooling2D", False)
+        return _pool_out(self, shapes, type(self).__name__)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(pool_size=self.pool_size, strides=self.strides,
+                 padding=self.padding)
+        return c
+
+
+class MaxPooling2D(_Pooling2D):
+    """Max over pool_size windows moving by strides (None: the window),
+    padding 'valid' or 'same' (TensorFlow's split); padding never wins,
+    ties give the gradient to the first maximum in window order."""
 
     def _c_build(self, lib, g, nodes, ctx):
         if self._plain:
             return _graph_node(lib.vtpu_graph_maxpool(
                 g, nodes[0], self.pool_size[0], self.pool_size[1]), self)
-        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
-            lib.VTPU_PAD_VALID
         return _graph_node(lib.vtpu_graph_maxpool2d(
             g, nodes[0], self.pool_size[0], self.pool_size[1],
-            self.strides[0], pad), self)
-
-    def get_config(self):
-        c = super().get_config()
-        c.update(pool_size=self.pool_size, strides=self.strides,
-                 padding=self.padding)
-        return c
+            self.strides[0], _c_padding(lib, self.padding)), self)
 
 
-class AveragePooling2D(Layer):
+class AveragePooling2D(_Pooling2D):
     """The mean of pool_size windows moving by strides (None: the window;
     one stride for both axes), padding 'valid' or 'same' (TensorFlow's
     split; padding is not counted in a window's mean)."""
 
-    def __init__(self, pool_size=(2, 2), strides=None, padding="valid",
-                 data_format=None, **kwargs):
-        _pool_args(self, pool_size, strides, padding, data_format,
-                   "AveragePooling2D")
+    def _check_pool_args(self):
         if self.strides[0] != self.strides[1]:
             raise ValueError(
                 "AveragePooling2D: strides=%r is not supported: libvtpu's "
                 "average pooling takes one stride for both axes"
                 % (self.strides,))
-        super().__init__(**kwargs)
-
-    def _output_shape(self, shapes):
-        return _pool_out(self, shapes, "AveragePooling2D", False)
 
     def _c_build(self, lib, g, nodes, ctx):
-        pad = lib.VTPU_PAD_SAME if self.padding == "same" else \
-            lib.VTPU_PAD_VALID
         return _graph_node(lib.vtpu_graph_avgpool(
             g, nodes[0], self.pool_size[0], self.pool_size[1],
-            self.strides[0], pad), self)
-
-    def get_config(self):
-        c = super().get_config()
-        c.update(pool_size=self.pool_size, strides=self.strides,
-                 padding=self.padding)
-        return c
+            self.strides[0], _c_padding(lib, self.padding)), self)
 
 
 class GlobalAveragePooling2D(Layer):
