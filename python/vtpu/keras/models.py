@@ -125,6 +125,7 @@ class _Compiled:
         self.threads = threads
         self.gemm = gemm
         self.ignore_class = None
+        self.fold_batch_norm = True
 
 
 def _token_inputs(inputs):
@@ -450,6 +451,7 @@ class Model:
         co.seed = seed
         co.input_scale = float(transform[0])
         co.input_shift = float(transform[1])
+        co.no_bn_fold = 0 if getattr(cfg, "fold_batch_norm", True) else 1
         cm.compile(co)
 
         # the names libvtpu gave the weights are the ones counted above
@@ -507,7 +509,8 @@ class Model:
     def compile(self, optimizer="rmsprop", loss=None, metrics=None,
                 loss_weights=None, weighted_metrics=None, run_eagerly=None,
                 steps_per_execution=None, jit_compile=None, device=None,
-                seed=None, threads=None, gemm=None, **kwargs):
+                seed=None, threads=None, gemm=None, fold_batch_norm=True,
+                **kwargs):
         """Keras' compile, plus where and how libvtpu trains:
 
         device: "/dev/vtpuN" or "cpu" (libvtpu's engine in user space);
@@ -517,6 +520,10 @@ class Model:
         threads: cpu backend threads (default: one per CPU)
         gemm: cpu backend matrix products, "engine" (default) or
             "openblas"
+        fold_batch_norm: evaluate and predict fold a BatchNormalization
+            right after a Conv2D or Dense without activation into its
+            weights (True, the default); False runs every batch norm as
+            one (vtpu_compile_opts.no_bn_fold)
         """
         for k in kwargs:
             raise TypeError("compile: Keyword argument not understood: %r"
@@ -579,8 +586,12 @@ class Model:
                 raise ValueError("compile: gemm=%r must be 'engine' or "
                                  "'openblas'" % (gemm,))
             gemm = g
+        if fold_batch_norm not in (True, False):
+            raise TypeError("compile: fold_batch_norm=%r must be True or "
+                            "False" % (fold_batch_norm,))
         cfg = _Compiled(opt, lossinfo, names, device, seed, threads, gemm)
         cfg.ignore_class = getattr(loss, "ignore_class", None)
+        cfg.fold_batch_norm = bool(fold_batch_norm)
         if self._fitting:
             raise RuntimeError("compile: the model is being trained (called "
                                "from a callback?)")
