@@ -20,13 +20,14 @@ import errno
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
 from .. import _ffi
 from . import backend, callbacks as cbmod, losses, metrics as mmod, \
     optimizers
-from . import _data
+from . import _data, _imagefolder
 from ._cmodel import CModel, StdoutFile, c_error, dataset, progress_line
 from ._util import check_float, check_int
 from .layers import Dense, InputLayer, KerasTensor, Layer, c_shape, \
@@ -646,7 +647,10 @@ class Model:
             validation_batch_size=None, validation_freq=1,
             max_queue_size=10, workers=1, use_multiprocessing=False):
         """Train for @epochs on numpy arrays (see vtpu.keras._data for the
-        input rules); returns a History."""
+        input rules), or on an ImageDataset (image_dataset_from_directory:
+        streamed by libvtpu, vtpu_model_fit_stream(); its batch size and
+        shuffle are the dataset's, and files that cannot be decoded are
+        RuntimeWarnings); returns a History."""
         self._need_compiled("fit")
         if self._fitting:
             raise RuntimeError("fit: the model is being trained already "
@@ -689,11 +693,29 @@ class Model:
         split = check_float(validation_split, "validation_split", 0.0, 1.0,
                             max_open=True, where="fit: ")
         cbs = cbmod.check(callbacks)
-        if x is None or y is None:
+        stream = None
+        if _imagefolder.is_dataset(x):
+            stream = x
+            if y is not None:
+                raise ValueError("fit: y is not supported when x is a "
+                                 "dataset (its batches hold the labels)")
+            if batch_size is not None:
+                raise ValueError("fit: batch_size is not supported when x "
+                                 "is a dataset (batches of the dataset's "
+                                 "batch_size)")
+            if split:
+                raise ValueError(
+                    "fit: validation_split is not supported when x is a "
+                    "dataset: pass validation_data, e.g. the validation "
+                    "side of image_dataset_from_directory(subset=...)")
+            batch = x.batch_size
+            shuffle = x.shuffle
+        elif x is None or y is None:
             raise ValueError("fit: x and y are required (numpy arrays)")
 
         # data first: nothing changes if it is refused
-        if validation_data is not None:
+        if validation_data is not None and \
+                not _imagefolder.is_dataset(validation_data):
             if not isinstance(validation_data, (list, tuple)) or \
                     len(validation_data) not in (2, 3):
                 raise ValueError("fit: validation_data must be a tuple "
@@ -701,8 +723,12 @@ class Model:
             if len(validation_data) == 3 and validation_data[2] is not None:
                 raise ValueError("fit: validation_data's sample weights are "
                                  "not supported")
-        n, t, train_ds, val_ds, keep = self._fit_data(x, y, validation_data,
-                                                      split)
+        if stream is not None:
+            n, t, train_ds, val_ds, keep = self._fit_stream_data(
+                stream, validation_data)
+        else:
+            n, t, train_ds, val_ds, keep = self._fit_data(
+                x, y, validation_data, split)
         # a batch larger than the data set is one batch of all of it (as
         # Keras); compiled for that, not for the larger size
         batch = min(batch, n)
@@ -748,12 +774,23 @@ class Model:
             run.own_lines = verbose > 0
         self._fitting = True
         try:
-            ret = self._c_fit(cm, train_ds, fo)
+            if stream is not None:
+                ret = lib.vtpu_model_fit_stream(cm.p, train_ds, fo)
+            else:
+                ret = self._c_fit(cm, train_ds, fo)
         finally:
             self._fitting = False
             if out is not None:
                 out.close()
             sys.stdout.flush()
+            if stream is not None:
+                stream._src.warn()
+        if run.skipped:
+            warnings.warn("fit: %d examples of %d epochs came from files that"
+                          " could not be decoded (each replaced by another "
+                          "good example of its read)" % (run.skipped,
+                                                         run.epochs_done),
+                          RuntimeWarning, stacklevel=2)
         # the arrays train_ds and val_ds point into lived until here
         del keep
         if run.error is not None:
@@ -772,6 +809,11 @@ class Model:
         n = images[0].shape[0]
         labels = self._labels(y, n, "y")
         val = None
+        if _imagefolder.is_dataset(validation_data):
+            self._check_dataset(validation_data, "fit: validation_data",
+                                True)
+            validation_data = self._dataset_arrays(validation_data,
+                                                   "validation_data")
         if validation_data is not None:
             saved, self._transform = self._transform, t
             try:
@@ -797,6 +839,71 @@ class Model:
     def _fit_validation(self, fo, val_ds):
         fo.validation = val_ds
 
+    # ---- image folders (vtpu.keras._imagefolder) -------------------------
+
+    def _check_dataset(self, ds, what, need_labels):
+        """@ds against the model: its image shape, its labels for the
+        loss; a Sequential without an input shape is built for it."""
+        if self._input is None and getattr(self, "_pending_layers", None):
+            self.build(ds.element_shape)
+            if self._compiled is not None:
+                self._plan(self._compiled.from_logits)
+        self._need_built(what)
+        want = c_shape(self._input._feature_shape)
+        if tuple(want) != tuple(ds._src.shape):
+            raise ValueError("%s: the dataset's images are %s, the model "
+                             "takes %s" % (what, "x".join(
+                                 map(str, ds._src.shape)), _shape_str(
+                                     self._input.shape)))
+        if not need_labels:
+            return
+        if ds.label_mode is None:
+            raise ValueError("%s: the dataset has no labels (label_mode="
+                             "None)" % what)
+        if (ds.label_mode == "categorical") == self._compiled.sparse:
+            raise ValueError(
+                "%s: the dataset's label_mode=%r does not fit the loss %r "
+                "('categorical' goes with categorical_crossentropy, 'int' "
+                "and 'binary' with sparse_categorical_crossentropy)"
+                % (what, ds.label_mode, self._compiled.loss_name))
+        if len(ds.class_names) > self._classes():
+            raise ValueError("%s: the dataset has %d classes, the model's "
+                             "last layer %d units" % (
+                                 what, len(ds.class_names), self._classes()))
+
+    def _dataset_arrays(self, ds, what):
+        """All of @ds, in its order, as (uint8 images, uint8 labels)."""
+        xs, ys = [], []
+        for images, labels in ds._chunks(np.arange(ds.num_examples,
+                                                   dtype=np.uint32)):
+            xs.append(images)
+            ys.append(labels.astype(np.uint8))
+        return np.concatenate(xs), np.concatenate(ys)
+
+    def _fit_stream_data(self, stream, validation_data):
+        """fit's data for an ImageDataset: _fit_data's, the training set
+        the struct vtpu_stream."""
+        self._check_dataset(stream, "fit", True)
+        t = _data.RAW       # the pixels as Keras' datasets yield them
+        val = None
+        if validation_data is not None:
+            if _imagefolder.is_dataset(validation_data):
+                self._check_dataset(validation_data, "fit: validation_data",
+                                    True)
+                vx, vy = self._dataset_arrays(validation_data,
+                                              "validation_data")
+            else:
+                vx, vy = validation_data[0], validation_data[1]
+            saved, self._transform = self._transform, t
+            try:
+                vi, _ = self._images(vx, "validation_data[0]", fixed=True)
+            finally:
+                self._transform = saved
+            vy = self._labels(vy, vi[0].shape[0], "validation_data[1]")
+            val = (vi, vy)
+        val_ds = dataset(val[0], val[1], self._classes()) if val else None
+        return stream.num_examples, t, stream._src.s, val_ds, val
+
     def _c_fit(self, cm, train_ds, fo):
         return cm.fit(train_ds, fo)
 
@@ -818,23 +925,59 @@ class Model:
                            "libvtpu's loss weighs every example alike"),
             steps=(steps, None, "evaluate covers the whole set"),
             callbacks=(callbacks, None, "evaluate runs inside libvtpu"))
-        if x is None or y is None:
-            raise ValueError("evaluate: x and y are required (numpy arrays)")
-        images, t = self._images(x, "x", fixed=True)
-        labels = self._labels(y, images[0].shape[0], "y")
-        cm = self._ensure_c(None if self._c is not None else
-                            (batch_size or 32), t, "evaluate")
-        ds = dataset(images, labels, self._classes())
-        t0 = time.monotonic()
-        loss, acc = cm.evaluate(ds)
-        elapsed = time.monotonic() - t0
+        if _imagefolder.is_dataset(x):
+            n, loss, acc, elapsed = self._evaluate_dataset(x, y, batch_size)
+        else:
+            if x is None or y is None:
+                raise ValueError("evaluate: x and y are required (numpy "
+                                 "arrays)")
+            images, t = self._images(x, "x", fixed=True)
+            labels = self._labels(y, images[0].shape[0], "y")
+            cm = self._ensure_c(None if self._c is not None else
+                                (batch_size or 32), t, "evaluate")
+            ds = dataset(images, labels, self._classes())
+            t0 = time.monotonic()
+            loss, acc = cm.evaluate(ds)
+            elapsed = time.monotonic() - t0
+            n = images[0].shape[0]
         names = self._compiled.metric_names
         logs = [("loss", loss)] + [(k, acc) for k in names]
         if verbose:
-            self._print_pass(images[0].shape[0], elapsed, logs)
+            self._print_pass(n, elapsed, logs)
         if return_dict:
             return dict(logs)
         return loss if not names else [v for _, v in logs]
+
+    def _dataset_chunks(self, ds, batch_size, what):
+        """(libvtpu model, uint8 images as _images gives them, uint8
+        labels) per chunk of the ImageDataset @ds, in its order."""
+        if batch_size is not None:
+            raise ValueError("%s: batch_size is not supported when x is a "
+                             "dataset (batches of the dataset's "
+                             "batch_size)" % what)
+        for images, labels in ds._chunks():
+            images, t = self._images(images, "x", fixed=True)
+            cm = self._ensure_c(None if self._c is not None else
+                                ds.batch_size, t, what)
+            yield cm, images, labels.astype(np.uint8)
+        ds._src.warn(4)
+
+    def _evaluate_dataset(self, ds, y, batch_size):
+        """evaluate() on an ImageDataset, read in chunks: (examples, loss,
+        accuracy, seconds); the means weigh every example alike."""
+        if y is not None:
+            raise ValueError("evaluate: y is not supported when x is a "
+                             "dataset (its batches hold the labels)")
+        self._check_dataset(ds, "evaluate", True)
+        n, loss, acc, elapsed = 0, 0.0, 0.0, 0.0
+        for cm, images, labels in self._dataset_chunks(ds, batch_size,
+                                                       "evaluate"):
+            k = len(labels)
+            t0 = time.monotonic()
+            lo, ac = cm.evaluate(dataset(images, labels, self._classes()))
+            elapsed += time.monotonic() - t0
+            n, loss, acc = n + k, loss + lo * k, acc + ac * k
+        return n, loss / n, acc / n, elapsed
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None,
                 callbacks=None, max_queue_size=10, workers=1,
@@ -849,13 +992,25 @@ class Model:
             (max_queue_size, workers, use_multiprocessing),
             steps=(steps, None, "predict covers the whole array"),
             callbacks=(callbacks, None, "predict runs inside libvtpu"))
-        images, t = self._images(x, "x", fixed=True)
-        cm = self._ensure_c(None if self._c is not None else
-                            (batch_size or 32), t, "predict")
-        t0 = time.monotonic()
-        probs = cm.predict(images[0], self._classes())
+        if _imagefolder.is_dataset(x):
+            # in the dataset's order: as Keras, one iteration of it
+            self._check_dataset(x, "predict", False)
+            out, elapsed = [], 0.0
+            for cm, images, _ in self._dataset_chunks(x, batch_size,
+                                                      "predict"):
+                t0 = time.monotonic()
+                out.append(cm.predict(images[0], self._classes()))
+                elapsed += time.monotonic() - t0
+            probs = np.concatenate(out)
+        else:
+            images, t = self._images(x, "x", fixed=True)
+            cm = self._ensure_c(None if self._c is not None else
+                                (batch_size or 32), t, "predict")
+            t0 = time.monotonic()
+            probs = cm.predict(images[0], self._classes())
+            elapsed = time.monotonic() - t0
         if verbose:
-            self._print_pass(images[0].shape[0], time.monotonic() - t0, [])
+            self._print_pass(probs.shape[0], elapsed, [])
         if self._from_logits():
             np.maximum(probs, np.finfo(np.float32).tiny, out=probs)
             np.log(probs, out=probs)
@@ -1122,6 +1277,8 @@ class _Run:
         self.model, self.cm, self.cbs = model, cm, cbs
         self.verbose, self.epochs, self.total = verbose, epochs, total
         self.freq, self.has_val = freq, has_val
+        self.skipped = 0            # streamed: undecodable examples
+        self.epochs_done = 0
         self.error = None
         self.out = None
         self.own_lines = False
@@ -1152,6 +1309,8 @@ class _Run:
     def _on_epoch(self, ctx, st):
         if self.error is not None:
             return
+        self.skipped += st.skipped
+        self.epochs_done = st.epoch
         try:
             if self.out is not None:
                 self.out.flush()

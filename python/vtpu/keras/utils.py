@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 """vtpu.keras.utils: set_random_seed, to_categorical,
-image_dataset_from_directory (vtpu.datasets')."""
+image_dataset_from_directory (a streamed dataset, vtpu.keras._imagefolder;
+vtpu.datasets has the numpy-array loader of the same name)."""
 import numpy as np
 
 from . import backend
 from ._util import check_int
-from ..datasets import image_dataset_from_directory  # noqa: F401
+from ._imagefolder import ImageDataset, \
+    image_dataset_from_directory  # noqa: F401
 
 
 def set_random_seed(seed):
