@@ -126,8 +126,28 @@ def test_mnist_mlp_example_runs(tmp_path):
     assert acc > 0.8, out
 
 
+def test_flowers_example_runs(tmp_path):
+    # a folder of generated PNGs, three classes told apart by a bright half
+    from test_keras_images import picture
+    from test_imagefolder import write_png
+    data = tmp_path / "flowers"
+    for k, name in enumerate(["daisy", "roses", "tulips"]):
+        (data / name).mkdir(parents=True)
+        for j in range(20):
+            write_png(data / name / ("%02d.png" % j), picture(k, j))
+    out = run("flowers.py", ["--device", "cpu", "--data", str(data),
+                             "--image-size", "16", "--epochs", "4"],
+              tmp_path)
+    assert "Found 60 files belonging to 3 classes." in out
+    assert "Using 48 files for training." in out
+    assert "['daisy', 'roses', 'tulips']" in out
+    assert re.search(r"Epoch 4/4\n2/2 \[=+\].*val_loss", out), out
+    acc = float(re.search(r"Validation accuracy: (\S+)\n$", out).group(1))
+    assert acc > 0.6, out
+
+
 def test_examples_say_what_they_take():
-    for script in ("fashion_mnist.py", "mnist_mlp.py"):
+    for script in ("fashion_mnist.py", "mnist_mlp.py", "flowers.py"):
         out = subprocess.run([sys.executable, os.path.join(EXAMPLES, script),
                               "--help"], stdout=subprocess.PIPE, check=True,
                              universal_newlines=True).stdout
