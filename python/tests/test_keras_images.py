@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """vtpu.keras.utils.image_dataset_from_directory (libvtpu's streamed image
-folder) and Model.fit / evaluate / predict on it, on folders of PNG files
-written here (RGB and grayscale; no imaging module needed): the batches
+folder) and Model.fit / evaluate / predict on it, on folders of PNG (RGB,
+grayscale) and baseline JPEG files written here (no imaging module
+needed: zlib for PNG, a small encoder below for JPEG): the batches
 are the library's decoded pixels, a small net learns a separable task,
 a streamed fit trains to the very weights of an in-memory one, bad files
 are warnings, bad arguments errors naming them. Then
 keras.applications (parameter counts against libvtpu's own) and
 compile(fold_batch_norm=False) (predictions within 1e-5 of the folded
 ones)."""
+import os
 import struct
 import zlib
 
@@ -41,6 +43,90 @@ def write_gray_png(path, img):
                 + chunk(b"IEND", b""))
 
 
+ZIGZAG = [8 * r + c for r, c in sorted(
+    ((r, c) for r in range(8) for c in range(8)),
+    key=lambda p: (p[0] + p[1], p[0] if (p[0] + p[1]) % 2 else p[1]))]
+# the DCT-II of an 8x8 block as a matrix: F = T f T'
+_T = np.array([[(np.sqrt(0.125) if u == 0 else 0.5) *
+                np.cos((2 * x + 1) * u * np.pi / 16) for x in range(8)]
+               for u in range(8)])
+
+
+def _huffman(symbols, length):
+    """A canonical code giving every one of @symbols @length bits: (the
+    DHT segment's 16 counts and values, {symbol: (code, length)})."""
+    counts = [0] * 16
+    counts[length - 1] = len(symbols)
+    return (bytes(counts) + bytes(symbols),
+            {s: (i, length) for i, s in enumerate(symbols)})
+
+
+def write_gray_jpeg(path, img):
+    """@img uint8 (h, w) as a baseline grayscale JPEG: quantisation 1
+    everywhere (nearly lossless), flat Huffman codes of our own (valid:
+    every code is given in the file's DHT segments)."""
+    h, w = img.shape
+    ph, pw = -(-h // 8) * 8, -(-w // 8) * 8
+    a = np.pad(img.astype(np.float64) - 128, ((0, ph - h), (0, pw - w)),
+               mode="edge")
+    dc_seg, dc = _huffman(list(range(12)), 4)
+    ac_syms = [0x00, 0xF0] + [(r << 4) | s for r in range(16)
+                              for s in range(1, 11)]
+    ac_seg, ac = _huffman(ac_syms, 8)
+    bits = []
+
+    def put(code, n):
+        bits.extend((code >> (n - 1 - i)) & 1 for i in range(n))
+
+    def value(v):
+        size = int(abs(v)).bit_length()
+        return size, (v if v >= 0 else v + (1 << size) - 1)
+
+    prev = 0
+    for by in range(0, ph, 8):
+        for bx in range(0, pw, 8):
+            f = np.rint(_T @ a[by:by + 8, bx:bx + 8] @ _T.T).astype(int)
+            z = f.reshape(64)[ZIGZAG]
+            size, v = value(z[0] - prev)
+            prev = z[0]
+            put(*dc[size])
+            put(v, size)
+            run = 0
+            for c in z[1:]:
+                if c == 0:
+                    run += 1
+                    continue
+                while run > 15:
+                    put(*ac[0xF0])
+                    run -= 16
+                size, v = value(c)
+                put(*ac[(run << 4) | size])
+                put(v, size)
+                run = 0
+            if run:
+                put(*ac[0x00])
+    bits.extend([1] * (-len(bits) % 8))
+    data = bytearray()
+    for i in range(0, len(bits), 8):
+        byte = int("".join(map(str, bits[i:i + 8])), 2)
+        data.append(byte)
+        if byte == 0xFF:
+            data.append(0)
+
+    def seg(marker, body):
+        return struct.pack(">BBH", 0xFF, marker, len(body) + 2) + body
+
+    with open(path, "wb") as out:
+        out.write(b"\xff\xd8"
+                  + seg(0xDB, b"\0" + bytes([1] * 64))
+                  + seg(0xC0, struct.pack(">BHHBBBB", 8, h, w, 1, 1, 0x11,
+                                          0))
+                  + seg(0xC4, b"\x00" + dc_seg)
+                  + seg(0xC4, b"\x10" + ac_seg)
+                  + seg(0xDA, b"\x01\x01\x00\x00\x3f\x00")
+                  + bytes(data) + b"\xff\xd9")
+
+
 def picture(k, j):
     """Noise with a bright half: left, right or top by class @k."""
     rng = np.random.default_rng(1000 * k + j)
@@ -62,8 +148,10 @@ def folder(tmp_path):
         for j in range(PER_CLASS):
             img = picture(k, j)
             path = tmp_path / name / ("%02d.png" % j)
-            if j % 4 == 3:      # every fourth a grayscale file
+            if j % 4 == 3:      # every fourth a grayscale PNG
                 write_gray_png(path, img[..., 0])
+            elif j % 4 == 1:    # and one a grayscale JPEG
+                write_gray_jpeg(path.with_suffix(".jpg"), img[..., 0])
             else:
                 write_png(path, img)
     return tmp_path
@@ -90,7 +178,7 @@ def small_net(bn=True):
     return m
 
 
-# ---- the dataset -----------------------------------------------------------
+# ---- the dataset ----------------------------------------------------------
 
 def test_batches_are_the_loaders_pixels(folder, capsys):
     ds = keras.utils.image_dataset_from_directory(
@@ -117,6 +205,27 @@ def test_batches_are_the_loaders_pixels(folder, capsys):
     key = sorted(e.tobytes() for e in x)
     assert sorted(e.tobytes() for e in o1) == key
     assert sorted(e.tobytes() for e in o2) == key
+
+
+def test_every_kind_of_file_decoded(folder):
+    """Each example is its file's image: RGB PNGs exactly, grayscale PNGs
+    copied to the three channels, the JPEGs (quantisation 1) within the
+    IDCT's rounding."""
+    ds = load(folder, seed=8, shuffle=False, batch_size=16)
+    x = np.concatenate([b[0] for b in ds])
+    paths = datasets.image_dataset_from_directory(
+        folder, image_size=(SIZE, SIZE), seed=8).train_file_paths
+    kinds = set()
+    for img, path in zip(x, paths):
+        cls, name = path.split(os.sep)[-2:]
+        j = int(name[:2])
+        want = picture(CLASSES.index(cls), j)
+        if j % 4 in (1, 3):
+            want = np.repeat(want[..., :1], 3, axis=2)
+        err = np.abs(img - want).max()
+        assert err <= (2 if name.endswith(".jpg") else 0), path
+        kinds.add((name[-3:], j % 4 in (1, 3)))
+    assert kinds == {("png", False), ("png", True), ("jpg", True)}
 
 
 def test_label_modes_and_gray(folder):
@@ -152,7 +261,7 @@ def test_split_by_seed(folder, capsys):
     assert {e.tobytes() for b in other for e in b[0]} != v
 
 
-# ---- models on it ------------------------------------------------------------
+# ---- models on it -----------------------------------------------------------
 
 def test_fit_learns(folder):
     tr, va = load(folder, validation_split=0.25, subset="both", seed=5,
@@ -281,7 +390,7 @@ def test_model_rejects(folder):
         c.evaluate(ds)
 
 
-# ---- applications ------------------------------------------------------------
+# ---- applications -----------------------------------------------------------
 
 def c_params(fn, shape, classes, width):
     g = lib.vtpu_graph_create()
@@ -370,7 +479,7 @@ def test_applications_errors():
                                        width=2).output_shape == (None, 3)
 
 
-# ---- batch norm folding ------------------------------------------------------
+# ---- batch norm folding -----------------------------------------------------
 
 def bn_net(fold):
     # momentum 0.5: the moving statistics follow the batches' within the
