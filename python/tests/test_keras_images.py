@@ -390,6 +390,18 @@ def test_model_rejects(folder):
         c.evaluate(ds)
 
 
+def test_token_models_refuse_datasets(folder):
+    ds = load(folder, seed=1)
+    inp = keras.Input(shape=(5,), dtype="int32")
+    x = keras.layers.LSTM(4)(keras.layers.Embedding(10, 4)(inp))
+    m = keras.Model(inp, keras.layers.Dense(3, activation="softmax")(x))
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+              device="cpu")
+    for call in (m.fit, m.evaluate, m.predict):
+        with pytest.raises(TypeError, match="token inputs"):
+            call(ds)
+
+
 # ---- applications -----------------------------------------------------------
 
 def c_params(fn, shape, classes, width):

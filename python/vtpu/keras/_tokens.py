@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from .. import _ffi
-from . import _data
+from . import _data, _imagefolder
 from ._cmodel import CModel
 from .layers import _Recurrent, Dense, Embedding, InputLayer, KerasTensor, \
     _graph_node
@@ -328,6 +328,11 @@ class TokenModel(Model):
 
     # ---- fit's hooks -----------------------------------------------------
 
+    def _check_dataset(self, ds, what, need_labels):
+        raise TypeError("%s: an image folder dataset is not input for a "
+                        "model of token inputs: pass token id arrays"
+                        % what)
+
     def _fit_data(self, x, y, validation_data, split):
         xs, n = self._token_arrays(x, "x")
         labels = self._token_labels(y, n, "y")
@@ -361,6 +366,8 @@ class TokenModel(Model):
         """[loss, accuracy] (or the loss alone without metrics) on (x, y):
         means over the labels that are not padding (label 0) for a
         sequence output."""
+        if _imagefolder.is_dataset(x):
+            self._check_dataset(x, "evaluate", True)
         self._need_compiled("evaluate")
         batch_size, verbose = _pass_args(
             "evaluate", batch_size, verbose,
@@ -396,6 +403,8 @@ class TokenModel(Model):
         (teacher forcing: each step sees the given ids of every input), or
         (n, classes); log-probabilities for a model compiled with
         from_logits=True, as Model.predict."""
+        if _imagefolder.is_dataset(x):
+            self._check_dataset(x, "predict", False)
         batch_size, verbose = _pass_args(
             "predict", batch_size, verbose,
             (max_queue_size, workers, use_multiprocessing),
