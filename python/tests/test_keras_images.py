@@ -305,9 +305,43 @@ def test_streamed_fit_equals_in_memory(folder, shuffle):
     a, b = small_net(), small_net()
     ha = a.fit(ds, epochs=2, verbose=0)
     hb = b.fit(x, y, batch_size=8, epochs=2, shuffle=shuffle, verbose=0)
+    assert ha.streamed and not hb.streamed
     assert ha.history == hb.history
     for wa, wb in zip(a.get_weights(), b.get_weights()):
         assert np.array_equal(wa, wb)
+
+
+def test_arrays_over_the_memory_cap_are_streamed():
+    """compile(cpu_mem_cap=): a training set that does not fit is streamed
+    by vtpu_model_fit() itself, to the same weights."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (3000, SIZE, SIZE, 3), dtype=np.uint8)
+    y = rng.integers(0, 3, 3000)
+
+    def net(cap):
+        m = keras.Sequential([
+            keras.layers.Conv2D(4, 3, input_shape=(SIZE, SIZE, 3)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(3, activation="softmax")])
+        m.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  device="cpu", seed=2, cpu_mem_cap=cap)
+        return m
+
+    a, b = net(None), net(1 << 20)      # the set is 1.3 MB
+    ha = a.fit(x, y, batch_size=32, epochs=2, verbose=0)
+    hb = b.fit(x, y, batch_size=32, epochs=2, verbose=0)
+    assert hb.streamed and not ha.streamed
+    assert ha.history == hb.history
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        assert np.array_equal(wa, wb)
+    with pytest.raises(OSError, match="No space left"):
+        net(4096).get_weights()
+    with pytest.raises(ValueError, match="cpu_mem_cap"):
+        net(0)
+    m = keras.Sequential([keras.layers.Dense(2, input_shape=(4,))])
+    with pytest.raises(ValueError, match="cpu_mem_cap is for device='cpu'"):
+        m.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  device="/dev/vtpu0", cpu_mem_cap=1 << 20)
 
 
 def test_corrupt_file_is_a_warning(folder):

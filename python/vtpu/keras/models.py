@@ -127,6 +127,7 @@ class _Compiled:
         self.gemm = gemm
         self.ignore_class = None
         self.fold_batch_norm = True
+        self.cpu_mem_cap = 0
 
 
 def _token_inputs(inputs):
@@ -453,6 +454,7 @@ class Model:
         co.input_scale = float(transform[0])
         co.input_shift = float(transform[1])
         co.no_bn_fold = 0 if getattr(cfg, "fold_batch_norm", True) else 1
+        co.cpu_mem_cap = getattr(cfg, "cpu_mem_cap", 0)
         cm.compile(co)
 
         # the names libvtpu gave the weights are the ones counted above
@@ -511,7 +513,7 @@ class Model:
                 loss_weights=None, weighted_metrics=None, run_eagerly=None,
                 steps_per_execution=None, jit_compile=None, device=None,
                 seed=None, threads=None, gemm=None, fold_batch_norm=True,
-                **kwargs):
+                cpu_mem_cap=None, **kwargs):
         """Keras' compile, plus where and how libvtpu trains:
 
         device: "/dev/vtpuN" or "cpu" (libvtpu's engine in user space);
@@ -525,6 +527,9 @@ class Model:
             right after a Conv2D or Dense without activation into its
             weights (True, the default); False runs every batch norm as
             one (vtpu_compile_opts.no_bn_fold)
+        cpu_mem_cap: device "cpu": the bytes of buffer memory the model may
+            hold, as a device's mem_cap_mb (None: no cap); fit streams a
+            training set that does not fit (vtpu_compile_opts.cpu_mem_cap)
         """
         for k in kwargs:
             raise TypeError("compile: Keyword argument not understood: %r"
@@ -593,6 +598,13 @@ class Model:
         cfg = _Compiled(opt, lossinfo, names, device, seed, threads, gemm)
         cfg.ignore_class = getattr(loss, "ignore_class", None)
         cfg.fold_batch_norm = bool(fold_batch_norm)
+        if cpu_mem_cap is not None:
+            cfg.cpu_mem_cap = check_int(cpu_mem_cap, "cpu_mem_cap", 1,
+                                        2**64 - 1, where="compile: ")
+            if device != "cpu":
+                raise ValueError("compile: cpu_mem_cap is for device='cpu' "
+                                 "(a device's cap is its module parameter "
+                                 "mem_cap_mb), not %r" % (device,))
         if self._fitting:
             raise RuntimeError("compile: the model is being trained (called "
                                "from a callback?)")
@@ -785,6 +797,10 @@ class Model:
             sys.stdout.flush()
             if stream is not None:
                 stream._src.warn()
+        # vtpu's: whether libvtpu streamed the training set (an image
+        # folder, or arrays over compile(cpu_mem_cap=)'s or the device's
+        # memory) through a ring of device buffers
+        history.streamed = run.streamed
         if run.skipped:
             warnings.warn("fit: %d examples of %d epochs came from files that"
                           " could not be decoded (each replaced by another "
@@ -1278,6 +1294,7 @@ class _Run:
         self.verbose, self.epochs, self.total = verbose, epochs, total
         self.freq, self.has_val = freq, has_val
         self.skipped = 0            # streamed: undecodable examples
+        self.streamed = False       # an epoch was streamed
         self.epochs_done = 0
         self.error = None
         self.out = None
@@ -1310,6 +1327,7 @@ class _Run:
         if self.error is not None:
             return
         self.skipped += st.skipped
+        self.streamed = self.streamed or bool(st.streamed)
         self.epochs_done = st.epoch
         try:
             if self.out is not None:
