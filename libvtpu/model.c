@@ -1329,7 +1329,11 @@ static uint32_t used_len(const uint32_t *x, uint32_t T)
  * The padded lengths example @e needs, per token input: its ids (and for
  * the input a sequence loss runs along, its labels) rounded up to the
  * bucket width, or the declared length for an input not in @slots (a bit
- * per input) or without buckets.
+ * per input) or without buckets. All VG_MAX_TOKEN_INPUTS entries are
+ * written, those past the graph's inputs 0: the bucket keys are compared
+ * whole (key_cmp(), memcmp()), and an entry left as malloc() found it
+ * sorted the examples by stale heap bytes, so that a second model in the
+ * same process trained on other batches than the first.
  */
 static void example_lens(const struct vtpu_model *m,
 			 const struct vtpu_token_dataset *ds, uint64_t e,
@@ -1338,6 +1342,7 @@ static void example_lens(const struct vtpu_model *m,
 	uint32_t W = m->bucket_width, T, L;
 	int k, ls = vg_loss_slot(m->g);
 
+	memset(lens, 0, VG_MAX_TOKEN_INPUTS * sizeof(*lens));
 	for (k = 0; k < m->g->ntokens; k++) {
 		T = m->g->nodes[m->g->tokens[k]].h;
 		lens[k] = T;

@@ -965,6 +965,83 @@ TEST(buckets_match_full_length_gru)
 }
 
 /*
+ * Leave the heap's free memory full of garbage that differs from block to
+ * block and from @seed to @seed: what malloc() hands out next is what a
+ * second model in a long-lived process gets (vtpu_train trains on
+ * /dev/vtpu0, then on the cpu backend, in one process). Blocks of many
+ * sizes below the mmap threshold, freed in an order that leaves both
+ * binned chunks and a dirty top.
+ */
+static void poison_heap(uint32_t seed)
+{
+	enum { NBLK = 96 };
+	static void *blk[NBLK];
+	size_t size;
+	uint32_t i, j;
+
+	for (i = 0; i < NBLK; i++) {
+		size = 16 + (size_t)(i % 24) * (i % 24) * 48;
+		blk[i] = malloc(size);
+		if (!blk[i])
+			continue;
+		for (j = 0; j < size / 4; j++) {
+			seed = seed * 1103515245u + 12345u;
+			((uint32_t *)blk[i])[j] = seed >> 8;
+		}
+	}
+	for (i = 0; i < NBLK; i += 2)
+		free(blk[i]);
+	for (i = 1; i < NBLK; i += 2)
+		free(blk[i]);
+}
+
+/*
+ * A shuffled epoch in buckets is a function of the seed and the data:
+ * two models of the same seed train to the same bits whatever the heap
+ * held before. The bucket keys once had entries past the graph's token
+ * inputs left as malloc() found them, and the examples were ordered by
+ * those: the device and the cpu backend trained on different batches.
+ */
+TEST(buckets_shuffle_ignores_stale_memory)
+{
+	enum { N = 37, TS = 12, TT = 16 };
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 8, .threads = 1,
+			  .optimizer = VTPU_OPT_ADAM, .seed = 9);
+	struct vtpu_fit_opts fo = { .sz = sizeof(fo), .epochs = 2 };
+	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
+	struct vtpu_token_dataset ds = { .n = N };
+	struct vtpu_model *m[2];
+	uint32_t seed = 4, i, t;
+	double d;
+	int tgt_node, w;
+
+	short_rows(src, N, TS, 9, 1, 11, &seed);
+	short_rows(tgt, N, TT, 8, 1, 15, &seed);
+	for (i = 0; i < N; i++)
+		for (t = 0; t < TT; t++)
+			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
+						       VTPU_TOK_PAD;
+	ds.inputs[0] = src;
+	ds.inputs[1] = tgt;
+	ds.labels = lab;
+	for (w = 0; w < 2; w++) {
+		poison_heap(w ? 0x5eed : 0xbad);
+		m[w] = vtpu_model_create_graph(build_bucketable(false, TS, TT,
+								&tgt_node));
+		ASSERT_NE(NULL, m[w]);
+		ASSERT_EQ(0, vtpu_model_compile(m[w], &co));
+		ASSERT_EQ(0, vtpu_model_set_bucket_width(m[w], 4));
+		ASSERT_EQ(0, vtpu_model_fit_tokens(m[w], &ds, &fo))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+	}
+	d = weights_diff(m[0], m[1]);
+	EXPECT_EQ(0, d)
+		TH_LOG("weights differ by %.3g relative", d);
+	vtpu_model_destroy(m[0]);
+	vtpu_model_destroy(m[1]);
+}
+
+/*
  * More buckets than the cache holds (a width of 1, batches of one
  * example): the least recently used programs go, and the loss is still
  * the one at full length.
