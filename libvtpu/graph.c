@@ -963,3 +963,105 @@ void vg_param_convert(const struct vg_param *p, const float *src, float *dst,
 			dst[s] = src[i];
 	}
 }
+
+/*
+ * The token input whose time axis node @i runs along, per node: a token
+ * input's own slot, a sequence node's first input's, -1 for the others.
+ */
+static void time_origins(const struct vtpu_graph *g, int *origin)
+{
+	int i;
+
+	for (i = 0; i < g->nnodes; i++) {
+		const struct vg_node *n = &g->nodes[i];
+
+		if (n->op == VG_TOKENS)
+			origin[i] = n->slot;
+		else if (n->seq && n->in[0] >= 0)
+			origin[i] = origin[n->in[0]];
+		else
+			origin[i] = -1;
+	}
+}
+
+/* Does any node read node @x? */
+static bool consumed(const struct vtpu_graph *g, int x)
+{
+	int i, j;
+
+	for (i = 0; i < g->nnodes; i++)
+		for (j = 0; j < VG_MAX_IN; j++)
+			if (g->nodes[i].in[j] == x)
+				return true;
+	return false;
+}
+
+uint32_t vg_bucket_slots(const struct vtpu_graph *g)
+{
+	uint32_t ok = (1u << g->ntokens) - 1;
+	int *origin, i, j, o;
+
+	origin = malloc((g->nnodes ?: 1) * sizeof(*origin));
+	if (!origin)
+		return 0;
+	time_origins(g, origin);
+	for (i = 0; i < g->nnodes; i++) {
+		const struct vg_node *n = &g->nodes[i];
+
+		/* a recurrent layer's last state saw every padding step */
+		if ((n->op == VG_LSTM_STATE || n->op == VG_GRU_STATE) &&
+		    consumed(g, i) && origin[n->in[0]] >= 0)
+			ok &= ~(1u << origin[n->in[0]]);
+		/* keys past the lengths count only where masked */
+		if (n->op == VG_ATTENTION) {
+			o = origin[n->in[1]];
+			if (o >= 0 && (n->mask < 0 ||
+				       g->nodes[n->mask].slot != o))
+				ok &= ~(1u << o);
+		}
+		/* anything else that leaves the time axis: all of it */
+		if (!n->seq && n->op != VG_LSTM_STATE &&
+		    n->op != VG_GRU_STATE)
+			for (j = 0; j < VG_MAX_IN; j++)
+				if (n->in[j] >= 0 && g->nodes[n->in[j]].seq &&
+				    (o = origin[n->in[j]]) >= 0)
+					ok &= ~(1u << o);
+	}
+	free(origin);
+	return ok;
+}
+
+int vg_graph_at_lengths(const struct vtpu_graph *g, const uint32_t *lens,
+			struct vtpu_graph *out)
+{
+	int *origin, i;
+
+	*out = *g;
+	out->nodes_cap = g->nnodes;
+	out->nodes = malloc((g->nnodes ?: 1) * sizeof(*out->nodes));
+	origin = malloc((g->nnodes ?: 1) * sizeof(*origin));
+	if (!out->nodes || !origin) {
+		free(out->nodes);
+		free(origin);
+		out->nodes = NULL;
+		return -ENOMEM;
+	}
+	memcpy(out->nodes, g->nodes, g->nnodes * sizeof(*out->nodes));
+	time_origins(g, origin);
+	for (i = 0; i < g->nnodes; i++)
+		if (origin[i] >= 0 && out->nodes[i].seq)
+			out->nodes[i].h = lens[origin[i]];
+	free(origin);
+	return 0;
+}
+
+int vg_loss_slot(const struct vtpu_graph *g)
+{
+	int i = g->loss;
+
+	if (i < 0 || !g->nodes[i].seq)
+		return -1;
+	while (g->nodes[i].op != VG_TOKENS)
+		i = g->nodes[i].in[0];
+	return g->nodes[i].slot;
+}

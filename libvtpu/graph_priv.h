@@ -150,6 +150,23 @@ struct vg_state_layout {
 	uint64_t bytes;
 };
 
+/*
+ * Length buckets: the token inputs whose padded length a program may be
+ * compiled shorter for with the same results on the steps kept (a bit per
+ * slot): not those whose time axis a recurrent layer's last state, an
+ * unmasked attention's keys or another layer that leaves the time axis
+ * reads, since those see every padding step.
+ */
+uint32_t vg_bucket_slots(const struct vtpu_graph *g);
+/*
+ * @out: @g with token input k lens[k] steps long, and every node along its
+ * time axis too; it shares @g's parameters (free(out->nodes) when done).
+ */
+int vg_graph_at_lengths(const struct vtpu_graph *g, const uint32_t *lens,
+			struct vtpu_graph *out);
+/* The token input a sequence loss runs along, or -1. */
+int vg_loss_slot(const struct vtpu_graph *g);
+
 void vg_state_layout(const struct vtpu_graph *g, enum vtpu_optimizer opt,
 		     struct vg_state_layout *l);
 

@@ -27,7 +27,12 @@
 #include "graph_priv.h"
 #include "vtpu_text.h"
 
-#define MAX_PROGS 8
+/*
+ * Programs per (kind, batch, padded lengths): a few batch sizes times the
+ * length buckets (the default width of 8 makes 4 of a 32-step input).
+ */
+#define MAX_PROGS 24
+#define BUCKET_WIDTH 8
 #define MAX_SETS 3
 /*
  * A submission runs about this long: long enough that per-job costs vanish,
@@ -38,6 +43,8 @@
 struct prog_entry {
 	struct vg_program prog;
 	struct vtpu_bo work;
+	uint32_t lens[VG_MAX_TOKEN_INPUTS]; /* token inputs: padded lengths */
+	struct vtpu_graph lg;	/* the graph at them (nodes NULL: m->g) */
 	bool used;
 	uint64_t last_use;	/* the model's use_clock when last asked for */
 };
@@ -50,6 +57,15 @@ struct devset {
 	struct vtpu_bo labels;	/* u32 [n], or packed per batch */
 	uint32_t *valid;	/* token sets: labels that count, per batch */
 	uint32_t batch;		/* token sets: the batch they are packed by */
+	struct tokbatch *tb;	/* token sets: the batches, in order */
+	uint32_t nb;
+};
+
+/* One batch of a token set: its examples' padded lengths and place. */
+struct tokbatch {
+	uint32_t lens[VG_MAX_TOKEN_INPUTS];
+	uint32_t first, count;	/* examples, in the set's order */
+	uint64_t in_off, lab_off; /* bytes into images, labels */
 };
 
 struct vtpu_model {
@@ -65,6 +81,8 @@ struct vtpu_model {
 	struct vtpu_bo metrics;
 	struct prog_entry progs[MAX_PROGS];
 	uint64_t use_clock;
+	uint64_t compiles;	/* programs compiled since compiling */
+	uint32_t bucket_width;	/* token inputs; 0: the full length */
 	struct devset sets[MAX_SETS];
 	struct devset train; /* rewritten in a new order every epoch */
 	struct devset tokset; /* token inputs to evaluate or predict */
@@ -311,6 +329,7 @@ static void devset_free(struct vtpu_model *m, struct devset *s)
 	vg_bo_destroy(&m->rt, &s->images);
 	vg_bo_destroy(&m->rt, &s->labels);
 	free(s->valid);
+	free(s->tb);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -329,6 +348,8 @@ static void prog_free(struct vtpu_model *m, struct prog_entry *e)
 {
 	vg_program_fini(&e->prog);
 	vg_bo_destroy(&m->rt, &e->work);
+	free(e->lg.nodes);
+	e->lg.nodes = NULL;
 	e->used = false;
 }
 
@@ -367,22 +388,45 @@ void vtpu_model_destroy(struct vtpu_model *m)
 	free(m);
 }
 
-/*
- * Return: the program for (kind, batch), compiling it the first time. With
- * every slot taken, the least recently used program goes, but never @keep
- * (the caller holds it: a pass's full-batch program while it gets its
- * remainder's) nor the training step for the model's batch.
- */
-static struct prog_entry *get_prog(struct vtpu_model *m,
-				   enum vg_prog_kind kind, uint32_t batch,
-				   const struct prog_entry *keep, int *ret)
+/* The token inputs' declared lengths: the longest a program takes. */
+static void full_lens(const struct vtpu_model *m, uint32_t *lens)
 {
+	int k;
+
+	memset(lens, 0, VG_MAX_TOKEN_INPUTS * sizeof(*lens));
+	for (k = 0; k < m->g->ntokens; k++)
+		lens[k] = m->g->nodes[m->g->tokens[k]].h;
+}
+
+/* The graph program @e was compiled from. */
+static const struct vtpu_graph *graph_of(const struct vtpu_model *m,
+					 const struct prog_entry *e)
+{
+	return e->lg.nodes ? &e->lg : m->g;
+}
+
+/*
+ * Return: the program for (kind, batch, the token inputs' padded lengths
+ * @lens; NULL: as declared), compiling it the first time. With every slot
+ * taken, the least recently used program goes, but never @keep (the
+ * caller holds it: a pass's full-batch program while it gets its
+ * remainder's) nor the training step for the model's batch at full length.
+ */
+static struct prog_entry *get_prog_at(struct vtpu_model *m,
+				      enum vg_prog_kind kind, uint32_t batch,
+				      const uint32_t *lens,
+				      const struct prog_entry *keep, int *ret)
+{
+	uint32_t full[VG_MAX_TOKEN_INPUTS], key[VG_MAX_TOKEN_INPUTS];
 	struct prog_entry *e, *slot = NULL;
 	int i;
 
+	full_lens(m, full);
+	memcpy(key, lens ?: full, sizeof(key));
 	for (i = 0; i < MAX_PROGS; i++) {
 		e = &m->progs[i];
-		if (e->used && e->prog.kind == kind && e->prog.batch == batch) {
+		if (e->used && e->prog.kind == kind && e->prog.batch == batch &&
+		    !memcmp(e->lens, key, sizeof(key))) {
 			e->last_use = ++m->use_clock;
 			return e;
 		}
@@ -393,15 +437,26 @@ static struct prog_entry *get_prog(struct vtpu_model *m,
 		for (i = 0; i < MAX_PROGS; i++) {
 			e = &m->progs[i];
 			if (e == keep || (e->prog.kind == VG_PROG_TRAIN &&
-					  e->prog.batch == m->batch))
+					  e->prog.batch == m->batch &&
+					  !memcmp(e->lens, full, sizeof(full))))
 				continue;
 			if (!slot || e->last_use < slot->last_use)
 				slot = e;
 		}
 		prog_free(m, slot);
 	}
-	*ret = vg_compile(m->g, kind, batch, &m->opt, &slot->prog);
+	memcpy(slot->lens, key, sizeof(key));
+	if (memcmp(key, full, sizeof(full))) {
+		*ret = vg_graph_at_lengths(m->g, key, &slot->lg);
+		if (*ret)
+			return NULL;
+	}
+	*ret = vg_compile(graph_of(m, slot), kind, batch, &m->opt,
+			  &slot->prog);
+	m->compiles++;
 	if (*ret) {
+		free(slot->lg.nodes);
+		slot->lg.nodes = NULL;
 		fail(m, *ret, "compiling for batch %u failed: %s", batch,
 		     strerror(-*ret));
 		return NULL;
@@ -412,11 +467,20 @@ static struct prog_entry *get_prog(struct vtpu_model *m,
 		     (unsigned long long)slot->prog.work_bytes,
 		     strerror(-*ret));
 		vg_program_fini(&slot->prog);
+		free(slot->lg.nodes);
+		slot->lg.nodes = NULL;
 		return NULL;
 	}
 	slot->used = true;
 	slot->last_use = ++m->use_clock;
 	return slot;
+}
+
+static struct prog_entry *get_prog(struct vtpu_model *m,
+				   enum vg_prog_kind kind, uint32_t batch,
+				   const struct prog_entry *keep, int *ret)
+{
+	return get_prog_at(m, kind, batch, NULL, keep, ret);
 }
 
 static float uniform(struct vtpu_rng *rng, float limit)
@@ -508,6 +572,7 @@ int vtpu_model_compile(struct vtpu_model *m,
 	release(m);
 
 	m->batch = opts->batch ?: 32;
+	m->compiles = 0;
 	m->g->seed = (uint32_t)(opts->seed ^ (opts->seed >> 32));
 	m->g->input_scale = scale;
 	m->g->input_shift = shift;
@@ -1121,6 +1186,17 @@ int vtpu_model_predict(struct vtpu_model *m, const uint8_t *images,
 
 /* ---- models of token inputs ------------------------------------------- */
 
+int vtpu_model_set_bucket_width(struct vtpu_model *m, uint32_t width)
+{
+	m->bucket_width = width;
+	return 0;
+}
+
+uint64_t vtpu_model_programs_compiled(const struct vtpu_model *m)
+{
+	return m->compiles;
+}
+
 struct vtpu_model *vtpu_model_create_graph(struct vtpu_graph *g)
 {
 	struct vtpu_model *m;
@@ -1134,7 +1210,13 @@ struct vtpu_model *vtpu_model_create_graph(struct vtpu_graph *g)
 		return NULL;
 	m->g = g;
 	m->last = g->loss >= 0 ? g->nodes[g->loss].in[0] : g->nnodes - 1;
+	m->bucket_width = BUCKET_WIDTH;
 	return m;
+}
+
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
 }
 
 /* Labels per example: the sequence loss's steps, or one class. */
@@ -1224,7 +1306,8 @@ static int tokset_alloc(struct vtpu_model *m, struct devset *s, uint32_t n)
 		ret = vg_bo_create(&m->rt, (uint64_t)n * label_len(m) * 4,
 				   &s->labels);
 	s->valid = calloc(steps + 1, sizeof(*s->valid));
-	if (ret || !s->valid) {
+	s->tb = calloc(steps + 1, sizeof(*s->tb));
+	if (ret || !s->valid || !s->tb) {
 		devset_free(m, s);
 		return fail(m, ret ?: -ENOMEM, "%u examples in device memory: %s",
 			    n, strerror(-(ret ?: -ENOMEM)));
@@ -1234,100 +1317,343 @@ static int tokset_alloc(struct vtpu_model *m, struct devset *s, uint32_t n)
 	return 0;
 }
 
+/* Steps of a row of @T ids up to its last one that is not padding. */
+static uint32_t used_len(const uint32_t *x, uint32_t T)
+{
+	while (T && x[T - 1] == VTPU_TOK_PAD)
+		T--;
+	return T;
+}
+
+/*
+ * The padded lengths example @e needs, per token input: its ids (and for
+ * the input a sequence loss runs along, its labels) rounded up to the
+ * bucket width, or the declared length for an input not in @slots (a bit
+ * per input) or without buckets. All VG_MAX_TOKEN_INPUTS entries are
+ * written, those past the graph's inputs 0: the bucket keys are compared
+ * whole (key_cmp(), memcmp()), and an entry left as malloc() found it
+ * sorted the examples by stale heap bytes, so that a second model in the
+ * same process trained on other batches than the first.
+ */
+static void example_lens(const struct vtpu_model *m,
+			 const struct vtpu_token_dataset *ds, uint64_t e,
+			 uint32_t slots, uint32_t *lens)
+{
+	uint32_t W = m->bucket_width, T, L;
+	int k, ls = vg_loss_slot(m->g);
+
+	memset(lens, 0, VG_MAX_TOKEN_INPUTS * sizeof(*lens));
+	for (k = 0; k < m->g->ntokens; k++) {
+		T = m->g->nodes[m->g->tokens[k]].h;
+		lens[k] = T;
+		if (!W || !(slots >> k & 1))
+			continue;
+		L = used_len(ds->inputs[k] + e * T, T);
+		if (k == ls && ds->labels)
+			L = max_u32(L, used_len(ds->labels + e * T, T));
+		/* at least one step; a multiple of W, at most T */
+		L = (L ?: 1) + W - 1;
+		L -= L % W;
+		lens[k] = L < T ? L : T;
+	}
+}
+
+/*
+ * The slots a pass of @kind may run shorter: for a prediction or
+ * decoding, never the one its output runs along (the caller asked for
+ * all its steps).
+ */
+static uint32_t pass_slots(const struct vtpu_model *m, enum vg_prog_kind kind)
+{
+	uint32_t slots = vg_bucket_slots(m->g);
+	int ls = vg_loss_slot(m->g);
+
+	if ((kind == VG_PROG_PREDICT || kind == VG_PROG_DECODE) && ls >= 0)
+		slots &= ~(1u << ls);
+	return slots;
+}
+
+/* Padded lengths in lexicographic order: <0, 0, >0. */
+static int key_cmp(const uint32_t *a, const uint32_t *b)
+{
+	int k;
+
+	for (k = 0; k < VG_MAX_TOKEN_INPUTS; k++)
+		if (a[k] != b[k])
+			return a[k] < b[k] ? -1 : 1;
+	return 0;
+}
+
+/* Ids of @cnt rows of [T] ids, time-major for @len steps; then lengths. */
+static uint32_t *pack_input(uint32_t *o, const uint32_t *const *rows,
+			    uint32_t cnt, uint32_t T, uint32_t len)
+{
+	uint32_t b, t, l;
+
+	for (t = 0; t < len; t++)
+		for (b = 0; b < cnt; b++)
+			*o++ = rows[b][t];
+	for (b = 0; b < cnt; b++) {
+		for (l = 0; l < T && rows[b][l] != VTPU_TOK_PAD; l++)
+			;
+		*o++ = l < len ? l : len;
+	}
+	return o;
+}
+
 /*
  * Pack examples idx[0..n) (or all, in order) batch by batch as the
- * programs read them: a full batch's inputs at step * inputs_bytes(B),
- * a last partial one's laid out for its own size, after them.
+ * programs read them: each batch, full or the last partial one, at the
+ * padded lengths of its longest example's bucket (see example_lens()),
+ * one after the other. With @sort (training), the examples are first
+ * ordered by bucket (stably: the shuffled order stays within a bucket)
+ * and the batches then run in an order drawn from the model's generator.
  */
 static int tokset_fill(struct vtpu_model *m, struct devset *s,
-		       const struct vtpu_token_dataset *ds, const uint32_t *idx)
+		       const struct vtpu_token_dataset *ds, const uint32_t *idx,
+		       enum vg_prog_kind kind, bool sort)
 {
-	uint32_t B = m->batch, ll = label_len(m), first, cnt, j, step = 0;
-	uint32_t *rows[VG_MAX_TOKEN_INPUTS] = { NULL }, *lab;
+	uint32_t B = m->batch, ll = label_len(m), slots = pass_slots(m, kind);
+	uint32_t *order = NULL, *lens = NULL, *key, first, j, b, nb;
+	const uint32_t **rows = NULL;
 	uint8_t *in = s->images.map;
-	uint32_t *out = s->labels.map;
-	int k, ret = 0;
+	uint32_t *out = s->labels.map, *o;
+	int k, ls = vg_loss_slot(m->g), ret = 0;
+	uint64_t e;
 
-	lab = malloc((uint64_t)B * ll * 4);
-	for (k = 0; k < m->g->ntokens; k++)
-		rows[k] = malloc((uint64_t)B * m->g->nodes[m->g->tokens[k]].h *
-				 4);
-	for (k = 0; k < m->g->ntokens; k++)
-		if (!rows[k])
-			lab = (free(lab), NULL);
-	if (!lab) {
+	order = malloc((size_t)s->n * sizeof(*order));
+	lens = malloc((size_t)s->n * VG_MAX_TOKEN_INPUTS * sizeof(*lens));
+	rows = malloc((size_t)B * sizeof(*rows));
+	if (!order || !lens || !rows) {
 		ret = fail(m, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (first = 0; first < s->n; first += cnt, step++) {
-		cnt = s->n - first < B ? s->n - first : B;
-		for (j = 0; j < cnt; j++) {
-			uint64_t e = idx ? idx[first + j] : first + j;
+	for (j = 0; j < s->n; j++) {
+		order[j] = idx ? idx[j] : j;
+		example_lens(m, ds, order[j], slots,
+			     lens + (size_t)order[j] * VG_MAX_TOKEN_INPUTS);
+	}
+	if (sort && slots && m->bucket_width) {
+		/* insertion by bucket key: stable, and the buckets are few */
+		uint32_t *tmp = malloc((size_t)s->n * sizeof(*tmp)), c = 0;
+		uint32_t *seen = malloc((size_t)s->n * sizeof(*seen)), ns = 0;
 
-			for (k = 0; k < m->g->ntokens; k++) {
-				uint32_t T = m->g->nodes[m->g->tokens[k]].h;
-
-				memcpy(rows[k] + (uint64_t)j * T,
-				       ds->inputs[k] + e * T, T * 4);
-			}
-			if (ds->labels)
-				memcpy(lab + (uint64_t)j * ll,
-				       ds->labels + e * ll, ll * 4);
-			else	/* predicting: every label padding */
-				memset(lab + (uint64_t)j * ll, 0, ll * 4);
+		if (!tmp || !seen) {
+			free(tmp);
+			free(seen);
+			ret = fail(m, -ENOMEM, "out of memory");
+			goto out;
 		}
-		vtpu_graph_pack_tokens(m->g, cnt, (const uint32_t **)rows, in);
-		in += vg_inputs_bytes(m->g, cnt);
+		/* the distinct keys, in ascending (lexicographic) order */
+		for (j = 0; j < s->n; j++) {
+			key = lens + (size_t)order[j] * VG_MAX_TOKEN_INPUTS;
+			for (b = 0; b < ns; b++)
+				if (key_cmp(key, lens + (size_t)seen[b] *
+						 VG_MAX_TOKEN_INPUTS) <= 0)
+					break;
+			if (b < ns && !key_cmp(key, lens + (size_t)seen[b] *
+						       VG_MAX_TOKEN_INPUTS))
+				continue;
+			memmove(seen + b + 1, seen + b,
+				(ns++ - b) * sizeof(*seen));
+			seen[b] = order[j];
+		}
+		for (b = 0; b < ns; b++)
+			for (j = 0; j < s->n; j++)
+				if (!memcmp(lens + (size_t)order[j] *
+						   VG_MAX_TOKEN_INPUTS,
+					    lens + (size_t)seen[b] *
+						   VG_MAX_TOKEN_INPUTS,
+					    VG_MAX_TOKEN_INPUTS * 4))
+					tmp[c++] = order[j];
+		memcpy(order, tmp, (size_t)s->n * sizeof(*order));
+		free(tmp);
+		free(seen);
+	}
+	for (first = 0, nb = 0; first < s->n; first += B, nb++) {
+		struct tokbatch *t = &s->tb[nb];
+		uint32_t cnt = s->n - first < B ? s->n - first : B, y;
+		int64_t v;
+
+		/* the batch's lengths: its longest example's */
+		memset(t->lens, 0, sizeof(t->lens));
+		for (j = 0; j < cnt; j++)
+			for (k = 0; k < m->g->ntokens; k++)
+				t->lens[k] = max_u32(t->lens[k],
+					lens[(size_t)order[first + j] *
+					     VG_MAX_TOKEN_INPUTS + k]);
+		t->first = first;
+		t->count = cnt;
+		t->in_off = in - (uint8_t *)s->images.map;
+		t->lab_off = (uint8_t *)out - (uint8_t *)s->labels.map;
+		o = (uint32_t *)in;
+		for (k = 0; k < m->g->ntokens; k++) {
+			uint32_t T = m->g->nodes[m->g->tokens[k]].h;
+
+			for (j = 0; j < cnt; j++)
+				rows[j] = ds->inputs[k] +
+					  (uint64_t)order[first + j] * T;
+			o = pack_input(o, rows, cnt, T, t->lens[k]);
+		}
+		in = (uint8_t *)o;
 		if (m->g->nodes[m->g->loss].seq) {
-			int64_t v = vtpu_graph_pack_labels(m->g, cnt, lab, out);
+			uint32_t L = t->lens[ls], tt;
 
-			s->valid[step] = v > 0 ? (uint32_t)v : 0;
+			v = 0;
+			for (tt = 0; tt < L; tt++)
+				for (j = 0; j < cnt; j++) {
+					e = (uint64_t)order[first + j] * ll;
+					y = ds->labels ? ds->labels[e + tt] :
+							 VTPU_TOK_PAD;
+
+					/* SOFTMAX_XENT ignores a row >= n */
+					if (y == VTPU_TOK_PAD)
+						y = UINT32_MAX;
+					else
+						v++;
+					*out++ = y;
+				}
+			s->valid[nb] = (uint32_t)v;
 		} else {
-			memcpy(out, lab, cnt * 4ull);
-			s->valid[step] = cnt;
+			for (j = 0; j < cnt; j++) {
+				e = order[first + j];
+				*out++ = ds->labels ? ds->labels[e] : 0;
+			}
+			s->valid[nb] = cnt;
 		}
-		out += (uint64_t)cnt * ll;
+	}
+	s->nb = nb;
+	if (sort) { /* the batches' order: a Fisher-Yates shuffle */
+		for (b = nb; b > 1; b--) {
+			struct tokbatch t;
+			uint32_t r = (uint32_t)(vtpu_rng_next(&m->rng) % b), v;
+
+			t = s->tb[b - 1];
+			s->tb[b - 1] = s->tb[r];
+			s->tb[r] = t;
+			v = s->valid[b - 1];
+			s->valid[b - 1] = s->valid[r];
+			s->valid[r] = v;
+		}
 	}
 out:
-	for (k = 0; k < m->g->ntokens; k++)
-		free(rows[k]);
-	free(lab);
+	free(order);
+	free(lens);
+	free(rows);
 	return ret;
 }
 
-static void tokpass_init(struct vtpu_model *m, struct pass *p,
+/* What a token pass hands each batch's outputs to, or NULL. */
+typedef void (*tok_out_fn)(struct vtpu_model *m, const struct tokbatch *t,
+			   const void *outputs, void *ctx);
+
+struct tokpass {
+	enum vg_prog_kind kind;
+	struct devset *set;
+	uint32_t max_steps;	/* 0: all */
+	tok_out_fn out;
+	void *ctx;
+	/* filled as batches complete */
+	uint32_t done;
+	double loss_sum;
+	uint64_t correct;
+	uint64_t seen;
+	struct vtpu_progress *progress;
+};
+
+/*
+ * Run a token set's batches, in its order, each by the program of its
+ * padded lengths: one submission per batch.
+ */
+static int run_tokpass(struct vtpu_model *m, struct tokpass *p)
+{
+	struct vtpu_bo *bufs[VG_NBUFS];
+	uint64_t strides[VG_NBUFS] = { 0 };
+	struct prog_entry *e;
+	uint32_t b, nb = p->set->nb;
+	int fence = -1, ret = 0;
+	char why[256] = "";
+
+	if (p->max_steps && nb > p->max_steps)
+		nb = p->max_steps;
+	bufs[VG_BUF_STATE] = &m->state;
+	bufs[VG_BUF_IMAGES] = &p->set->images;
+	bufs[VG_BUF_LABELS] = &p->set->labels;
+	bufs[VG_BUF_METRICS] = &m->metrics;
+	for (b = 0; b < nb && !ret; b++) {
+		const struct tokbatch *t = &p->set->tb[b];
+		const uint8_t *mt;
+		float loss;
+		uint32_t correct, w = p->set->valid[b];
+
+		e = get_prog_at(m, p->kind, t->count, t->lens, NULL, &ret);
+		if (!e)
+			return ret;
+		ret = ensure_metrics(m, e->prog.metrics_stride);
+		if (ret)
+			return ret;
+		bufs[VG_BUF_WORK] = &e->work;
+		/* iteration 1 of strides that point at the batch */
+		strides[VG_BUF_IMAGES] = t->in_off;
+		strides[VG_BUF_LABELS] = t->lab_off;
+		ret = vg_run(&m->rt, &e->prog, bufs, strides, 1, 1, &fence, why,
+			     sizeof(why));
+		if (!ret && fence >= 0)
+			ret = vg_wait(&m->rt, fence);
+		if (ret)
+			break;
+		mt = m->metrics.map;
+		memcpy(&loss, mt + VG_METRIC_LOSS, 4);
+		memcpy(&correct, mt + VG_METRIC_CORRECT, 4);
+		p->loss_sum += (double)loss * w;
+		p->correct += correct;
+		p->seen += w;
+		p->done = b + 1;
+		if (p->out)
+			p->out(m, t, mt + VG_METRIC_PROBS, p->ctx);
+		if (p->progress) {
+			struct vtpu_metric mm[2] = {
+				{ "loss", p->loss_sum / (p->seen ?: 1) },
+				{ "acc", (double)p->correct / (p->seen ?: 1) },
+			};
+
+			vtpu_progress_update(p->progress, p->done, mm, 2);
+		}
+	}
+	if (ret)
+		return fail(m, ret, "%s failed: %s%s%s",
+			    p->kind == VG_PROG_TRAIN ? "training" : "running",
+			    strerror(-ret), why[0] ? ": " : "", why);
+	return 0;
+}
+
+static void tokpass_init(struct vtpu_model *m, struct tokpass *p,
 			 enum vg_prog_kind kind, struct devset *set,
 			 uint32_t max_steps)
 {
+	(void)m;
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;
 	p->set = set;
-	p->in_stride = vg_inputs_bytes(m->g, m->batch);
-	p->lab_stride = (uint64_t)m->batch * label_len(m) * 4;
-	p->steps = set->n / m->batch;
-	p->rem = set->n % m->batch;
-	if (max_steps && p->steps + !!p->rem > max_steps) {
-		p->steps = max_steps;
-		p->rem = 0;
-	}
+	p->max_steps = max_steps;
 }
 
 int vtpu_model_evaluate_tokens(struct vtpu_model *m,
 			       const struct vtpu_token_dataset *ds,
 			       double *loss, double *acc)
 {
-	struct pass p;
+	struct tokpass p;
 	int ret;
 
 	ret = check_tokens(m, ds, true);
 	if (!ret)
 		ret = tokset_alloc(m, &m->tokset, ds->n);
 	if (!ret)
-		ret = tokset_fill(m, &m->tokset, ds, NULL);
+		ret = tokset_fill(m, &m->tokset, ds, NULL, VG_PROG_EVAL, false);
 	if (ret)
 		return ret;
 	tokpass_init(m, &p, VG_PROG_EVAL, &m->tokset, 0);
-	ret = run_pass(m, &p);
+	ret = run_tokpass(m, &p);
 	if (ret)
 		return ret;
 	*loss = p.seen ? p.loss_sum / p.seen : 0;
@@ -1335,13 +1661,28 @@ int vtpu_model_evaluate_tokens(struct vtpu_model *m,
 	return 0;
 }
 
+/* A batch's probabilities, time-major by its rows, to probs[n][ll][c]. */
+static void probs_out(struct vtpu_model *m, const struct tokbatch *t,
+		      const void *outputs, void *ctx)
+{
+	uint32_t classes = m->g->nodes[m->g->loss].c, ll = label_len(m), b, s;
+	float *probs = ctx;
+
+	for (b = 0; b < t->count; b++)
+		for (s = 0; s < ll; s++)
+			memcpy(probs + (((size_t)t->first + b) * ll + s) *
+					       classes,
+			       (const uint8_t *)outputs +
+				       ((size_t)s * t->count + b) * classes * 4,
+			       classes * 4);
+}
+
 int vtpu_model_predict_tokens(struct vtpu_model *m,
 			      const uint32_t *const *inputs, uint32_t n,
 			      float *probs)
 {
 	struct vtpu_token_dataset ds = { .n = n };
-	uint32_t classes, ll, B = m->batch, i, t;
-	struct pass p;
+	struct tokpass p;
 	int ret, k;
 
 	if (m->g->ntokens > VTPU_MAX_TOKEN_INPUTS)
@@ -1352,29 +1693,14 @@ int vtpu_model_predict_tokens(struct vtpu_model *m,
 	if (!ret)
 		ret = tokset_alloc(m, &m->tokset, n);
 	if (!ret)
-		ret = tokset_fill(m, &m->tokset, &ds, NULL);
+		ret = tokset_fill(m, &m->tokset, &ds, NULL, VG_PROG_PREDICT,
+				  false);
 	if (ret)
 		return ret;
 	tokpass_init(m, &p, VG_PROG_PREDICT, &m->tokset, 0);
-	ret = run_pass(m, &p);
-	if (ret)
-		return ret;
-	classes = m->g->nodes[m->g->loss].c;
-	ll = label_len(m);
-	/* step s's probabilities follow its metrics, time-major by rows */
-	for (i = 0; i < n; i++) {
-		size_t stride = (size_t)B * ll * classes * 4 + VG_METRIC_PROBS;
-		uint32_t s = i / B, b = i % B;
-		uint32_t rows = s < n / B ? B : n % B;
-		const uint8_t *base = (const uint8_t *)m->metrics.map +
-				      s * stride + VG_METRIC_PROBS;
-
-		for (t = 0; t < ll; t++)
-			memcpy(probs + ((size_t)i * ll + t) * classes,
-			       base + ((size_t)t * rows + b) * classes * 4,
-			       classes * 4);
-	}
-	return 0;
+	p.out = probs_out;
+	p.ctx = probs;
+	return run_tokpass(m, &p);
 }
 
 /*
@@ -1399,14 +1725,27 @@ static int decode_slot(struct vtpu_model *m, int target)
 	return slot;
 }
 
+/* A batch's ids, [T][its rows], to out[n][T] (T the target's length). */
+static void ids_out(struct vtpu_model *m, const struct tokbatch *t,
+		    const void *outputs, void *ctx)
+{
+	uint32_t T = m->g->nodes[m->g->tokens[m->g->decode_slot]].h, b, s;
+	const uint32_t *ids = outputs;
+	uint32_t *out = ctx;
+
+	for (b = 0; b < t->count; b++)
+		for (s = 0; s < T; s++)
+			out[((size_t)t->first + b) * T + s] =
+				ids[(size_t)s * t->count + b];
+}
+
 int vtpu_model_decode(struct vtpu_model *m, int target,
 		      const uint32_t *const *inputs, uint32_t n, uint32_t *out)
 {
 	struct vtpu_token_dataset ds = { .n = n };
-	uint32_t *start = NULL, B = m->batch, T, i, t;
+	uint32_t *start = NULL, T, i;
+	struct tokpass p;
 	int ret, k, slot;
-	size_t stride;
-	struct pass p;
 
 	slot = decode_slot(m, target);
 	if (slot < 0)
@@ -1428,10 +1767,13 @@ int vtpu_model_decode(struct vtpu_model *m, int target,
 	if (!ret)
 		ret = tokset_alloc(m, &m->tokset, n);
 	if (!ret)
-		ret = tokset_fill(m, &m->tokset, &ds, NULL);
+		ret = tokset_fill(m, &m->tokset, &ds, NULL, VG_PROG_DECODE,
+				  false);
 	if (!ret) {
 		tokpass_init(m, &p, VG_PROG_DECODE, &m->tokset, 0);
-		ret = run_pass(m, &p);
+		p.out = ids_out;
+		p.ctx = out;
+		ret = run_tokpass(m, &p);
 	}
 	free(start);
 	if (ret)
@@ -1440,17 +1782,6 @@ int vtpu_model_decode(struct vtpu_model *m, int target,
 				    "the layers after input %d cannot run step by step (decoding takes embeddings, LSTMs, GRUs, attention, concatenations and dense layers)",
 				    target) :
 			       ret;
-	/* step s's ids follow its metrics, [T][its batch] */
-	stride = (size_t)B * T * 4 + VG_METRIC_PROBS;
-	for (i = 0; i < n; i++) {
-		uint32_t s = i / B, b = i % B;
-		uint32_t rows = s < n / B ? B : n % B;
-		const uint32_t *ids = (const uint32_t *)((const uint8_t *)
-			m->metrics.map + s * stride + VG_METRIC_PROBS);
-
-		for (t = 0; t < T; t++)
-			out[(size_t)i * T + t] = ids[(size_t)t * rows + b];
-	}
 	return 0;
 }
 
@@ -2066,7 +2397,8 @@ static int feed_fill(struct vtpu_model *m, const struct feed *f,
 	if (f->stream)
 		return 0;	/* the pass decodes as it goes */
 	if (f->ttrain)
-		return tokset_fill(m, &m->train, f->ttrain, perm);
+		return tokset_fill(m, &m->train, f->ttrain, perm,
+				   VG_PROG_TRAIN, !!perm);
 	devset_fill(&m->train, f->train, perm, f->aug, &m->rng);
 	return 0;
 }
@@ -2074,11 +2406,41 @@ static int feed_fill(struct vtpu_model *m, const struct feed *f,
 static void feed_pass(struct vtpu_model *m, const struct feed *f,
 		      struct pass *p, uint32_t max_steps)
 {
-	if (f->ttrain)
-		tokpass_init(m, p, VG_PROG_TRAIN, &m->train, max_steps);
-	else
+	if (f->ttrain) {	/* for the progress bar's count */
+		memset(p, 0, sizeof(*p));
+		p->steps = f->n / m->batch;
+		p->rem = f->n % m->batch;
+		if (max_steps && p->steps + !!p->rem > max_steps) {
+			p->steps = max_steps;
+			p->rem = 0;
+		}
+	} else {
 		pass_init(m, p, VG_PROG_TRAIN, f->stream ? NULL : &m->train,
 			  f->n, f->isz, max_steps);
+	}
+}
+
+/*
+ * One epoch's steps: resident or streamed images, or token sets batch by
+ * batch, in their buckets.
+ */
+static int feed_run(struct vtpu_model *m, const struct feed *f,
+		    struct pass *p, uint32_t max_steps, const uint32_t *perm)
+{
+	struct tokpass tp;
+	int ret;
+
+	if (!f->ttrain)
+		return f->stream ? run_stream_pass(m, p, f, perm) :
+				   run_pass(m, p);
+	tokpass_init(m, &tp, VG_PROG_TRAIN, &m->train, max_steps);
+	tp.progress = p->progress;
+	ret = run_tokpass(m, &tp);
+	p->done = tp.done;
+	p->loss_sum = tp.loss_sum;
+	p->correct = tp.correct;
+	p->seen = tp.seen;
+	return ret;
 }
 
 static int feed_validate(struct vtpu_model *m, const struct feed *f,
@@ -2145,8 +2507,7 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 		if (progress)
 			vtpu_progress_start(progress, e, epochs);
 		t0 = now_s();
-		ret = f->stream ? run_stream_pass(m, &p, f, perm) :
-				  run_pass(m, &p);
+		ret = feed_run(m, f, &p, opts->max_steps, perm);
 		if (ret)
 			break;
 		memset(&st, 0, sizeof(st));

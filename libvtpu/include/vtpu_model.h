@@ -740,6 +740,34 @@ VTPU_API int vtpu_model_predict_tokens(struct vtpu_model *m,
 				       uint32_t n, float *probs);
 
 /**
+ * vtpu_model_set_bucket_width() - padded lengths in buckets of @width steps
+ * @m: a model of token inputs (compiled or not)
+ * @width: an example whose ids (and, for the input a sequence loss runs
+ *	along, labels) end at step L runs padded to roundup(L, @width),
+ *	at most the declared length; a batch runs at its longest example's,
+ *	by a program compiled once for those lengths and cached. 0: every
+ *	batch at the declared lengths. The default is 8.
+ *
+ * Only inputs whose padding steps count for nothing run shorter: not one
+ * read by a recurrent layer's last state, an unmasked attention's keys or
+ * a layer that leaves the time axis; nor, in a prediction or decoding, the
+ * input its output runs along (all its steps are asked for). fit_tokens()
+ * orders each epoch's examples by bucket (shuffled within each) and then
+ * shuffles the order of the batches; results equal those at full length.
+ *
+ * Return: 0.
+ */
+VTPU_API int vtpu_model_set_bucket_width(struct vtpu_model *m, uint32_t width);
+
+/**
+ * vtpu_model_programs_compiled() - programs compiled since
+ *	vtpu_model_compile(), each (kind, batch, padded lengths) once while
+ *	it stays cached: a second epoch over the same data compiles none
+ * @m: the model
+ */
+VTPU_API uint64_t vtpu_model_programs_compiled(const struct vtpu_model *m);
+
+/**
  * vtpu_model_decode() - greedy decoding, in one submission per batch:
  * the graph's sequence output generated step by step, each step's most
  * probable id fed back as the next step's id of token input @target (the

@@ -762,6 +762,346 @@ TEST(token_sets_follow_the_batch)
 	vtpu_model_destroy(m);
 }
 
+/* ---- length buckets ------------------------------------------------------ */
+
+/*
+ * An encoder-decoder whose padding steps count for nothing in either
+ * input: the decoder starts from zeros (not the encoder's last state, which
+ * saw every padding step) and the attention masks the source's padding.
+ */
+static struct vtpu_graph *build_bucketable(bool gru, uint32_t ts, uint32_t tt,
+					   int *tgt)
+{
+	struct vtpu_graph *g = vtpu_graph_create();
+	int src, enc, dec, x;
+
+	src = vtpu_graph_tokens(g, ts);
+	*tgt = vtpu_graph_tokens(g, tt);
+	x = vtpu_graph_embedding(g, src, 9, 4);
+	enc = gru ? vtpu_graph_gru(g, x, 6, -1, NULL) :
+		    vtpu_graph_lstm(g, x, 6, -1, -1, NULL);
+	x = vtpu_graph_embedding(g, *tgt, 8, 4);
+	dec = gru ? vtpu_graph_gru(g, x, 6, -1, NULL) :
+		    vtpu_graph_lstm(g, x, 6, -1, -1, NULL);
+	x = vtpu_graph_attention(g, dec, enc, src);
+	x = vtpu_graph_concat(g, x, dec);
+	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_TANH);
+	x = vtpu_graph_dense(g, x, 8, VTPU_ACT_NONE);
+	if (vtpu_graph_loss(g, x) < 0) {
+		vtpu_graph_destroy(g);
+		return NULL;
+	}
+	return g;
+}
+
+/*
+ * Rows of ids in [2, vocab), @min..@max long, longer with the row (so that
+ * batches in order fall in different buckets), the rest VTPU_TOK_PAD.
+ */
+static void short_rows(uint32_t *ids, uint32_t n, uint32_t T, uint32_t vocab,
+		       uint32_t min, uint32_t max, uint32_t *seed)
+{
+	uint32_t i, t, len;
+
+	for (i = 0; i < n; i++) {
+		len = min + i * (max - min + 1) / n;
+		for (t = 0; t < T; t++) {
+			*seed = *seed * 1103515245u + 12345u;
+			ids[i * T + t] = t < len ? 2 + (*seed >> 16) %
+						   (vocab - 2) :
+						   VTPU_TOK_PAD;
+		}
+	}
+}
+
+/* The largest relative difference of two models' weights; bitwise: 0. */
+static double weights_diff(struct vtpu_model *a, struct vtpu_model *b)
+{
+	struct vtpu_weight_info wi;
+	double worst = 0, big;
+	float *x, *y;
+	uint64_t j;
+	int k;
+
+	for (k = 0; k < vtpu_model_num_weights(a); k++) {
+		vtpu_model_weight_info(a, k, &wi);
+		x = malloc(wi.count * 4);
+		y = malloc(wi.count * 4);
+		vtpu_model_get_weights(a, k, x, wi.count);
+		vtpu_model_get_weights(b, k, y, wi.count);
+		for (j = 0, big = 1e-30; j < wi.count; j++)
+			big = fmax(big, fabs(x[j]));
+		for (j = 0; j < wi.count; j++)
+			worst = fmax(worst, fabs(x[j] - y[j]) / big);
+		free(x);
+		free(y);
+	}
+	return worst;
+}
+
+/* @dst's weights := @src's. */
+static int copy_weights(struct vtpu_model *dst, struct vtpu_model *src)
+{
+	struct vtpu_weight_info wi;
+	int k, ret = 0;
+	float *x;
+
+	for (k = 0; k < vtpu_model_num_weights(src) && !ret; k++) {
+		vtpu_model_weight_info(src, k, &wi);
+		x = malloc(wi.count * 4);
+		ret = x ? vtpu_model_get_weights(src, k, x, wi.count) : -ENOMEM;
+		if (!ret)
+			ret = vtpu_model_set_weights(dst, k, x, wi.count);
+		free(x);
+	}
+	return ret;
+}
+
+/*
+ * A batch run through its bucket's program gives what it gives padded to
+ * the full length: the loss, the weights after training (Adam, two
+ * epochs), the predictions and the decoded ids; and the programs are
+ * compiled once per bucket: a second pass over the same batches compiles
+ * nothing.
+ */
+static void check_buckets(struct __test_metadata *_metadata, bool gru)
+{
+	enum { N = 37, TS = 12, TT = 16 };
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 8, .threads = 1,
+			  .optimizer = VTPU_OPT_ADAM, .seed = 5);
+	struct vtpu_fit_opts fo = { .sz = sizeof(fo), .epochs = 2,
+				    .no_shuffle = true };
+	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
+	static uint32_t out[2][N * TT];
+	static float probs[2][N * TT * 8];
+	struct vtpu_token_dataset ds = { .n = N };
+	const uint32_t *in[2] = { src, tgt };
+	struct vtpu_model *m[2];
+	struct vtpu_graph *g;
+	double loss[2], acc[2], d;
+	uint64_t compiled;
+	uint32_t seed = 7, i, t;
+	int tgt_node, w;
+
+	short_rows(src, N, TS, 9, 1, 11, &seed);
+	short_rows(tgt, N, TT, 8, 1, 9, &seed);
+	for (i = 0; i < N; i++)	/* the next token; padding past the end */
+		for (t = 0; t < TT; t++)
+			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
+						       VTPU_TOK_PAD;
+	ds.inputs[0] = src;
+	ds.inputs[1] = tgt;
+	ds.labels = lab;
+	for (w = 0; w < 2; w++) {
+		g = build_bucketable(gru, TS, TT, &tgt_node);
+		ASSERT_NE(NULL, g);
+		/* both inputs may run shorter in this graph */
+		ASSERT_EQ(3u, vg_bucket_slots(g));
+		m[w] = vtpu_model_create_graph(g);
+		ASSERT_NE(NULL, m[w]);
+		ASSERT_EQ(0, vtpu_model_compile(m[w], &co));
+		/* model 0 pads every batch to full length, 1 to buckets of 4 */
+		ASSERT_EQ(0, vtpu_model_set_bucket_width(m[w], w ? 4 : 0));
+		ASSERT_EQ(0, vtpu_model_evaluate_tokens(m[w], &ds, &loss[w],
+							&acc[w]))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+	}
+	EXPECT_TRUE(fabs(loss[1] - loss[0]) / loss[0] < 1e-6);
+	EXPECT_EQ(acc[0], acc[1]);
+	/* the full-length programs: train and eval; then 2 lengths x 2 sizes */
+	EXPECT_LT(vtpu_model_programs_compiled(m[0]),
+		  vtpu_model_programs_compiled(m[1]));
+	for (w = 0; w < 2; w++) {
+		ASSERT_EQ(0, vtpu_model_fit_tokens(m[w], &ds, &fo))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+	}
+	d = weights_diff(m[0], m[1]);
+	EXPECT_TRUE(d < 1e-6);
+	TH_LOG("%s: loss %.9f (full) %.9f (buckets); weights after 2 epochs differ by %.3g relative",
+	       gru ? "gru" : "lstm", loss[0], loss[1], d);
+	/* the same batches again: nothing new to compile */
+	compiled = vtpu_model_programs_compiled(m[1]);
+	fo.epochs = 1;
+	ASSERT_EQ(0, vtpu_model_fit_tokens(m[1], &ds, &fo));
+	ASSERT_EQ(0, vtpu_model_fit_tokens(m[0], &ds, &fo));
+	EXPECT_EQ(compiled, vtpu_model_programs_compiled(m[1]));
+	/*
+	 * Shuffled, the examples go into batches by bucket: other batches
+	 * than at full length. Then the same weights in both models give the
+	 * same evaluation, predictions and decoded ids.
+	 */
+	fo.no_shuffle = false;
+	ASSERT_EQ(0, vtpu_model_fit_tokens(m[1], &ds, &fo));
+	ASSERT_EQ(0, copy_weights(m[0], m[1]));
+	for (w = 0; w < 2; w++) {
+		ASSERT_EQ(0, vtpu_model_evaluate_tokens(m[w], &ds, &loss[w],
+							&acc[w]));
+		ASSERT_EQ(0, vtpu_model_predict_tokens(m[w], in, N, probs[w]));
+		ASSERT_EQ(0, vtpu_model_decode(m[w], tgt_node, in, N, out[w]))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+	}
+	EXPECT_TRUE(fabs(loss[1] - loss[0]) / loss[0] < 1e-6);
+	for (i = 0; i < N * TT * 8; i++) {
+		ASSERT_TRUE(fabs(probs[0][i] - probs[1][i]) < 1e-6);
+	}
+	EXPECT_EQ(0, memcmp(out[0], out[1], sizeof(out[0])));
+	TH_LOG("%llu programs with buckets, %llu without",
+	       (unsigned long long)vtpu_model_programs_compiled(m[1]),
+	       (unsigned long long)vtpu_model_programs_compiled(m[0]));
+	/* a few buckets x (full batch, remainder) x kinds: few programs */
+	EXPECT_GE(4 * 2 * 4 + 2, vtpu_model_programs_compiled(m[1]));
+	vtpu_model_destroy(m[0]);
+	vtpu_model_destroy(m[1]);
+}
+
+TEST(buckets_match_full_length_lstm)
+{
+	check_buckets(_metadata, false);
+}
+
+TEST(buckets_match_full_length_gru)
+{
+	check_buckets(_metadata, true);
+}
+
+/*
+ * Leave the heap's free memory full of garbage that differs from block to
+ * block and from @seed to @seed: what malloc() hands out next is what a
+ * second model in a long-lived process gets (vtpu_train trains on
+ * /dev/vtpu0, then on the cpu backend, in one process). Blocks of many
+ * sizes below the mmap threshold, freed in an order that leaves both
+ * binned chunks and a dirty top.
+ */
+static void poison_heap(uint32_t seed)
+{
+	enum { NBLK = 96 };
+	static void *blk[NBLK];
+	size_t size;
+	uint32_t i, j;
+
+	for (i = 0; i < NBLK; i++) {
+		size = 16 + (size_t)(i % 24) * (i % 24) * 48;
+		blk[i] = malloc(size);
+		if (!blk[i])
+			continue;
+		for (j = 0; j < size / 4; j++) {
+			seed = seed * 1103515245u + 12345u;
+			((uint32_t *)blk[i])[j] = seed >> 8;
+		}
+	}
+	for (i = 0; i < NBLK; i += 2)
+		free(blk[i]);
+	for (i = 1; i < NBLK; i += 2)
+		free(blk[i]);
+}
+
+/*
+ * A shuffled epoch in buckets is a function of the seed and the data:
+ * two models of the same seed train to the same bits whatever the heap
+ * held before. The bucket keys once had entries past the graph's token
+ * inputs left as malloc() found them, and the examples were ordered by
+ * those: the device and the cpu backend trained on different batches.
+ */
+TEST(buckets_shuffle_ignores_stale_memory)
+{
+	enum { N = 37, TS = 12, TT = 16 };
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 8, .threads = 1,
+			  .optimizer = VTPU_OPT_ADAM, .seed = 9);
+	struct vtpu_fit_opts fo = { .sz = sizeof(fo), .epochs = 2 };
+	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
+	struct vtpu_token_dataset ds = { .n = N };
+	struct vtpu_model *m[2];
+	uint32_t seed = 4, i, t;
+	double d;
+	int tgt_node, w;
+
+	short_rows(src, N, TS, 9, 1, 11, &seed);
+	short_rows(tgt, N, TT, 8, 1, 15, &seed);
+	for (i = 0; i < N; i++)
+		for (t = 0; t < TT; t++)
+			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
+						       VTPU_TOK_PAD;
+	ds.inputs[0] = src;
+	ds.inputs[1] = tgt;
+	ds.labels = lab;
+	for (w = 0; w < 2; w++) {
+		poison_heap(w ? 0x5eed : 0xbad);
+		m[w] = vtpu_model_create_graph(build_bucketable(false, TS, TT,
+								&tgt_node));
+		ASSERT_NE(NULL, m[w]);
+		ASSERT_EQ(0, vtpu_model_compile(m[w], &co));
+		ASSERT_EQ(0, vtpu_model_set_bucket_width(m[w], 4));
+		ASSERT_EQ(0, vtpu_model_fit_tokens(m[w], &ds, &fo))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+	}
+	d = weights_diff(m[0], m[1]);
+	EXPECT_EQ(0, d)
+		TH_LOG("weights differ by %.3g relative", d);
+	vtpu_model_destroy(m[0]);
+	vtpu_model_destroy(m[1]);
+}
+
+/*
+ * More buckets than the cache holds (a width of 1, batches of one
+ * example): the least recently used programs go, and the loss is still
+ * the one at full length.
+ */
+TEST(buckets_outnumber_the_cache)
+{
+	enum { N = 80, TS = 12, TT = 16 };
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 1, .threads = 1);
+	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
+	struct vtpu_token_dataset ds = { .n = N };
+	struct vtpu_model *m;
+	uint32_t seed = 3, i, t;
+	double loss[2], acc[2];
+	int tgt_node, w;
+
+	short_rows(src, N, TS, 9, 1, 12, &seed);
+	short_rows(tgt, N, TT, 8, 1, 15, &seed);
+	for (i = 0; i < N; i++)
+		for (t = 0; t < TT; t++)
+			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
+						       VTPU_TOK_PAD;
+	ds.inputs[0] = src;
+	ds.inputs[1] = tgt;
+	ds.labels = lab;
+	m = vtpu_model_create_graph(build_bucketable(false, TS, TT,
+						     &tgt_node));
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, vtpu_model_compile(m, &co));
+	for (w = 0; w < 2; w++) {
+		ASSERT_EQ(0, vtpu_model_set_bucket_width(m, w));
+		ASSERT_EQ(0, vtpu_model_evaluate_tokens(m, &ds, &loss[w],
+							&acc[w]))
+			TH_LOG("%s", vtpu_model_error(m));
+	}
+	/* a program per distinct lengths: more than the 24 cached */
+	EXPECT_LT(24, vtpu_model_programs_compiled(m));
+	EXPECT_TRUE(fabs(loss[1] - loss[0]) / loss[0] < 1e-6);
+	EXPECT_EQ(acc[0], acc[1]);
+	TH_LOG("%llu programs compiled; loss %.9f (full) %.9f (width 1)",
+	       (unsigned long long)vtpu_model_programs_compiled(m), loss[0],
+	       loss[1]);
+	vtpu_model_destroy(m);
+}
+
+/*
+ * Where padding steps do count (the encoder's last state starts the
+ * decoder), the source keeps its full length: only the target runs in
+ * buckets, and the results still agree.
+ */
+TEST(buckets_keep_what_padding_changes)
+{
+	struct s2s s = { .ts = 6, .tt = 5, .vs = 9, .vt = 8, .e = 4, .h = 6,
+			 .a = 5 };
+	struct vtpu_graph *g = build_s2s(&s, true);
+
+	ASSERT_NE(NULL, g);
+	EXPECT_EQ(2u, vg_bucket_slots(g));
+	vtpu_graph_destroy(g);
+}
+
 /*
  * Token data the model cannot take is refused before anything runs, with
  * the example and step named: an id past its embedding's vocabulary, a
