@@ -1123,7 +1123,8 @@ out:
  * A source of examples decoded on demand: a folder's files (listed and
  * split as the loader does, decoded by a pool of threads started at the
  * first request) or an in-memory dataset (copied). Requests are served
- * oldest first, each example by whichever thread is free.
+ * oldest first, each example by whichever thread is free, the thread that
+ * waits for a request among them.
  */
 struct vtpu_stream {
 	struct vtpu_stream_info info;
@@ -1154,6 +1155,9 @@ struct vtpu_stream {
 	uint32_t threads, started;
 	struct vtpu_stream_req *head;
 	bool quit;
+	/* a caller waiting for its request decodes too, with this */
+	struct scratch help_sc;
+	bool helping;
 };
 
 /* This thread's CPU time: what a decode costs, preemption left out. */
@@ -1393,6 +1397,7 @@ void vtpu_stream_close(struct vtpu_stream *s)
 	pthread_cond_destroy(&s->done);
 	pthread_mutex_destroy(&s->mu);
 	listing_free(&s->l);
+	scratch_free(&s->help_sc);
 	free(s->cache);
 	free(s->have);
 	free(s->spare);
@@ -1494,8 +1499,24 @@ int vtpu__stream_finish(struct vtpu_stream *s, struct vtpu_stream_req *r,
 	if (!r->queued)
 		return 0;
 	pthread_mutex_lock(&s->mu);
-	while (r->done < r->count)
+	while (r->done < r->count) {
+		/*
+		 * Rather than wait for the pool (below the caller's priority,
+		 * perhaps starved), the caller decodes what nobody took yet.
+		 */
+		if (r->next < r->count && !s->helping) {
+			i = r->next++;
+			s->helping = true;
+			pthread_mutex_unlock(&s->mu);
+			stream_decode(s, &s->help_sc, r, i);
+			pthread_mutex_lock(&s->mu);
+			s->helping = false;
+			if (++r->done == r->count)
+				pthread_cond_broadcast(&s->done);
+			continue;
+		}
 		pthread_cond_wait(&s->done, &s->mu);
+	}
 	for (pp = &s->head; *pp != r; pp = &(*pp)->qnext)
 		;
 	*pp = r->qnext;
