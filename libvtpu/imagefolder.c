@@ -1445,8 +1445,11 @@ int vtpu__stream_start(struct vtpu_stream *s, struct vtpu_stream_req *r,
 	if (s->cache && count && i == count) {
 		/* all cached: copied here, the pool is not woken */
 		for (i = 0; i < count; i++) {
+			const struct file *f =
+				&s->l.s.f[s->l.order[s->first + idx[i]]];
+
 			memcpy(images + i * isz, s->cache + idx[i] * isz, isz);
-			labels[i] = s->l.s.f[s->l.order[s->first + idx[i]]].label;
+			labels[i] = f->label;
 		}
 		memcpy(s->spare, images + (count - 1) * isz, isz);
 		s->spare_label = labels[count - 1];
