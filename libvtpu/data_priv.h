@@ -50,4 +50,18 @@ int vtpu__stream_start(struct vtpu_stream *s, struct vtpu_stream_req *r,
 int vtpu__stream_finish(struct vtpu_stream *s, struct vtpu_stream_req *r,
 			uint32_t *skipped);
 
+/*
+ * struct vtpu__stream_counters - what a source did since it was opened:
+ * @decoded: examples decoded from their files (good or not)
+ * @cached: examples copied from the decoded-image cache instead
+ * @decode_ns: the decoding threads' CPU time in decoding, summed
+ * @cache_bytes: the cache's size (0: no cache)
+ */
+struct vtpu__stream_counters {
+	uint64_t decoded, cached, decode_ns, cache_bytes;
+};
+
+void vtpu__stream_counters(struct vtpu_stream *s,
+			   struct vtpu__stream_counters *c);
+
 #endif /* LIBVTPU_DATA_PRIV_H */

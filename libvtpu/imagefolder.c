@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jpeglib.h>
@@ -41,6 +43,15 @@
 #define MAX_THREADS 256
 #define MAX_FILE_BYTES ((size_t)256 << 20)
 #define DEFAULT_MAX_PIXELS ((uint64_t)1 << 26)
+#define DEFAULT_CACHE_MAX ((uint64_t)4 << 30)	/* and a quarter of RAM */
+#define DEFAULT_DECODE_NICE 10
+
+/* The options' fields a caller built with an older, smaller struct lacks. */
+#define FOLDER_OPT(o, field, def)                                             \
+	((o)->sz >= offsetof(struct vtpu_image_folder_opts, field) +          \
+			    sizeof((o)->field) ?                              \
+		 (o)->field :                                                 \
+		 (def))
 
 /* ---- listing the folder ------------------------------------------------ */
 
@@ -322,15 +333,23 @@ static void cmyk_to(uint8_t *p, size_t npix, uint32_t c, bool inverted)
 	}
 }
 
+/*
+ * Decode @sc->file into @sc->pix, at the smallest DCT scale that covers
+ * @tw x @th; if that scale is exactly @tw x @th with @c channels, straight
+ * into @out instead (*@direct set: resize() would only copy it, its
+ * weights being 1 and 0 then).
+ */
 static int decode_jpeg(struct scratch *sc, size_t len, uint32_t c,
 		       uint32_t tw, uint32_t th, uint64_t max_px,
-		       uint32_t *w, uint32_t *h, char *why, size_t whylen)
+		       uint32_t *w, uint32_t *h, uint8_t *out, bool *direct,
+		       char *why, size_t whylen)
 {
 	struct jpeg_decompress_struct ci;
 	struct jerr je;
 	unsigned int d;
 	bool cmyk;
 	size_t stride;
+	uint8_t *dst;
 
 	ci.err = jpeg_std_error(&je.pub);
 	je.pub.error_exit = jerr_exit;
@@ -364,14 +383,17 @@ static int decode_jpeg(struct scratch *sc, size_t len, uint32_t c,
 	ci.scale_denom = d;
 	jpeg_start_decompress(&ci);
 	stride = (size_t)ci.output_width * ci.output_components;
-	if (grow((void **)&sc->pix, &sc->pix_cap,
-		 stride * ci.output_height)) {
+	*direct = !cmyk && ci.output_width == tw && ci.output_height == th &&
+		  ci.output_components == (int)c;
+	if (!*direct && grow((void **)&sc->pix, &sc->pix_cap,
+			     stride * ci.output_height)) {
 		jpeg_destroy_decompress(&ci);
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
+	dst = *direct ? out : sc->pix;
 	while (ci.output_scanline < ci.output_height) {
-		JSAMPROW row = sc->pix + ci.output_scanline * stride;
+		JSAMPROW row = dst + ci.output_scanline * stride;
 
 		jpeg_read_scanlines(&ci, &row, 1);
 	}
@@ -689,6 +711,7 @@ static int decode_path(struct scratch *sc, const char *dir, const char *rel,
 		0x89, 'P', 'N', 'G', 13, 10, 26, 10
 	};
 	uint32_t iw = 0, ih = 0;
+	bool direct = false;
 	char *path;
 	ssize_t len;
 	int r;
@@ -704,8 +727,8 @@ static int decode_path(struct scratch *sc, const char *dir, const char *rel,
 	/* by content, not by name, as TF's decode_image */
 	if (!r && len >= 3 && sc->file[0] == 0xff && sc->file[1] == 0xd8 &&
 	    sc->file[2] == 0xff)
-		r = decode_jpeg(sc, len, c, w, h, max_px, &iw, &ih, why,
-				whylen);
+		r = decode_jpeg(sc, len, c, w, h, max_px, &iw, &ih, out,
+				&direct, why, whylen);
 	else if (!r && len >= 8 && !memcmp(sc->file, png_sig, 8))
 		r = decode_png(sc, len, c, max_px, &iw, &ih, why, whylen);
 	else if (!r) {
@@ -716,7 +739,7 @@ static int decode_path(struct scratch *sc, const char *dir, const char *rel,
 		r = -EINVAL;
 		snprintf(why, whylen, "image of size %ux%u", iw, ih);
 	}
-	if (!r)
+	if (!r && !direct)
 		r = resize(sc, iw, ih, c, out, w, h);
 	return r;
 }
@@ -1100,7 +1123,8 @@ out:
  * A source of examples decoded on demand: a folder's files (listed and
  * split as the loader does, decoded by a pool of threads started at the
  * first request) or an in-memory dataset (copied). Requests are served
- * oldest first, each example by whichever thread is free.
+ * oldest first, each example by whichever thread is free, the thread that
+ * waits for a request among them.
  */
 struct vtpu_stream {
 	struct vtpu_stream_info info;
@@ -1113,6 +1137,15 @@ struct vtpu_stream {
 	uint8_t *spare;		/* the last good image, for bad reads */
 	uint32_t spare_label;
 	bool have_spare;
+	/*
+	 * The decoded-image cache: example i at cache + i * isz once have[i]
+	 * (set with release after the copy); NULL: none.
+	 */
+	uint8_t *cache, *have;
+	uint64_t cache_bytes;
+	int nice;		/* the pool's, added to the caller's */
+	/* counters (struct vtpu__stream_counters), atomic */
+	uint64_t decoded, cached, decode_ns;
 	/* an in-memory dataset */
 	const struct vtpu_dataset *ds;
 	/* the pool */
@@ -1122,22 +1155,72 @@ struct vtpu_stream {
 	uint32_t threads, started;
 	struct vtpu_stream_req *head;
 	bool quit;
+	/* a caller waiting for its request decodes too, with this */
+	struct scratch help_sc;
+	bool helping;
 };
+
+/* This thread's CPU time: what a decode costs, preemption left out. */
+static uint64_t thread_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* have[i]: 0 not cached, CACHE_FILLING being copied in, CACHE_READY */
+#define CACHE_FILLING 1
+#define CACHE_READY 2
+
+static bool is_cached(const struct vtpu_stream *s, uint32_t idx)
+{
+	return s->cache &&
+	       __atomic_load_n(&s->have[idx], __ATOMIC_ACQUIRE) == CACHE_READY;
+}
+
+/* Keep @img as example @idx's decoded image (the first thread to ask). */
+static void cache_put(struct vtpu_stream *s, uint32_t idx, const uint8_t *img,
+		      size_t isz)
+{
+	uint8_t none = 0;
+
+	if (!s->cache ||
+	    !__atomic_compare_exchange_n(&s->have[idx], &none, CACHE_FILLING,
+					 false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return;
+	memcpy(s->cache + idx * isz, img, isz);
+	__atomic_store_n(&s->have[idx], CACHE_READY, __ATOMIC_RELEASE);
+}
 
 static void stream_decode(struct vtpu_stream *s, struct scratch *sc,
 			  struct vtpu_stream_req *r, uint32_t i)
 {
-	const struct file *f = &s->l.s.f[s->l.order[s->first + r->idx[i]]];
+	uint32_t idx = r->idx[i];
+	const struct file *f = &s->l.s.f[s->l.order[s->first + idx]];
 	size_t isz = (size_t)s->info.height * s->info.width *
 		     s->info.channels;
+	uint8_t *out = r->images + i * isz;
 	char why[JMSG_LENGTH_MAX + 64] = "";
+	uint64_t t0;
 	int e;
 
-	e = decode_path(sc, s->dir, f->rel, s->info.height, s->info.width,
-			s->info.channels, s->max_px, r->images + i * isz, why,
-			sizeof(why));
 	r->labels[i] = f->label;
+	if (is_cached(s, idx)) {
+		memcpy(out, s->cache + idx * isz, isz);
+		r->ok[i] = 1;
+		__atomic_fetch_add(&s->cached, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	t0 = thread_ns();
+	e = decode_path(sc, s->dir, f->rel, s->info.height, s->info.width,
+			s->info.channels, s->max_px, out, why, sizeof(why));
+	__atomic_fetch_add(&s->decode_ns, thread_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->decoded, 1, __ATOMIC_RELAXED);
 	r->ok[i] = !e;
+	if (!e)
+		cache_put(s, idx, out, isz);
 	if (e) {
 		/* NULL: "out of memory" is printed */
 		r->why[i] = e == -ENOMEM ? NULL : strdup(why);
@@ -1151,6 +1234,10 @@ static void *stream_worker(void *arg)
 	struct vtpu_stream_req *r;
 	uint32_t i;
 
+	/* below the training threads, which wait for nothing else */
+	if (s->nice)
+		setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) +
+					      s->nice);
 	pthread_mutex_lock(&s->mu);
 	while (!s->quit) {
 		for (r = s->head; r && r->next >= r->count; r = r->qnext)
@@ -1181,6 +1268,36 @@ static struct vtpu_stream *stream_new(void)
 	pthread_cond_init(&s->work, NULL);
 	pthread_cond_init(&s->done, NULL);
 	return s;
+}
+
+/*
+ * The decoded-image cache, if the source's images fit @budget bytes (0: a
+ * quarter of the physical memory, at most DEFAULT_CACHE_MAX; < 0: none).
+ * Without the memory it is only left out: every epoch decodes then.
+ */
+static void stream_cache_alloc(struct vtpu_stream *s, int64_t budget,
+			       size_t isz)
+{
+	uint64_t need = (uint64_t)s->info.n * isz, cap;
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	if (budget < 0 || !s->info.n)
+		return;
+	cap = (uint64_t)budget;
+	if (!budget) {
+		cap = pages > 0 && psz > 0 ? (uint64_t)pages * psz / 4 : 0;
+		if (cap > DEFAULT_CACHE_MAX)
+			cap = DEFAULT_CACHE_MAX;
+	}
+	if (need > cap || need > SIZE_MAX)
+		return;
+	s->have = calloc(s->info.n, 1);
+	s->cache = s->have ? malloc(need) : NULL;
+	if (!s->cache) {
+		free(s->have);
+		s->have = NULL;
+	}
+	s->cache_bytes = s->cache ? need : 0;
 }
 
 struct vtpu_stream *
@@ -1236,6 +1353,9 @@ vtpu_image_folder_open(const char *dir, const struct vtpu_image_folder_opts *o,
 	}
 	if (s->threads > MAX_THREADS)
 		s->threads = MAX_THREADS;
+	s->nice = FOLDER_OPT(o, decode_nice, 0);
+	s->nice = s->nice < 0 ? 0 : s->nice ?: DEFAULT_DECODE_NICE;
+	stream_cache_alloc(s, FOLDER_OPT(o, cache_bytes, 0), isz);
 	return s;
 }
 
@@ -1277,6 +1397,9 @@ void vtpu_stream_close(struct vtpu_stream *s)
 	pthread_cond_destroy(&s->done);
 	pthread_mutex_destroy(&s->mu);
 	listing_free(&s->l);
+	scratch_free(&s->help_sc);
+	free(s->cache);
+	free(s->have);
 	free(s->spare);
 	free(s->dir);
 	free(s);
@@ -1314,6 +1437,24 @@ int vtpu__stream_start(struct vtpu_stream *s, struct vtpu_stream_req *r,
 			       s->ds->images + (size_t)idx[i] * isz, isz);
 			labels[i] = s->ds->labels ? s->ds->labels[idx[i]] : 0;
 		}
+		r->next = r->done = count;
+		return 0;
+	}
+	for (i = 0; s->cache && i < count && is_cached(s, idx[i]); i++)
+		;
+	if (s->cache && count && i == count) {
+		/* all cached: copied here, the pool is not woken */
+		for (i = 0; i < count; i++) {
+			const struct file *f =
+				&s->l.s.f[s->l.order[s->first + idx[i]]];
+
+			memcpy(images + i * isz, s->cache + idx[i] * isz, isz);
+			labels[i] = f->label;
+		}
+		memcpy(s->spare, images + (count - 1) * isz, isz);
+		s->spare_label = labels[count - 1];
+		s->have_spare = true;
+		__atomic_fetch_add(&s->cached, count, __ATOMIC_RELAXED);
 		r->next = r->done = count;
 		return 0;
 	}
@@ -1361,8 +1502,24 @@ int vtpu__stream_finish(struct vtpu_stream *s, struct vtpu_stream_req *r,
 	if (!r->queued)
 		return 0;
 	pthread_mutex_lock(&s->mu);
-	while (r->done < r->count)
+	while (r->done < r->count) {
+		/*
+		 * Rather than wait for the pool (below the caller's priority,
+		 * perhaps starved), the caller decodes what nobody took yet.
+		 */
+		if (r->next < r->count && !s->helping) {
+			i = r->next++;
+			s->helping = true;
+			pthread_mutex_unlock(&s->mu);
+			stream_decode(s, &s->help_sc, r, i);
+			pthread_mutex_lock(&s->mu);
+			s->helping = false;
+			if (++r->done == r->count)
+				pthread_cond_broadcast(&s->done);
+			continue;
+		}
 		pthread_cond_wait(&s->done, &s->mu);
+	}
 	for (pp = &s->head; *pp != r; pp = &(*pp)->qnext)
 		;
 	*pp = r->qnext;
@@ -1410,6 +1567,15 @@ int vtpu__stream_finish(struct vtpu_stream *s, struct vtpu_stream_req *r,
 	if (skipped)
 		*skipped += bad;
 	return ret;
+}
+
+void vtpu__stream_counters(struct vtpu_stream *s,
+			   struct vtpu__stream_counters *c)
+{
+	c->decoded = __atomic_load_n(&s->decoded, __ATOMIC_RELAXED);
+	c->cached = __atomic_load_n(&s->cached, __ATOMIC_RELAXED);
+	c->decode_ns = __atomic_load_n(&s->decode_ns, __ATOMIC_RELAXED);
+	c->cache_bytes = s->cache_bytes;
 }
 
 int vtpu_stream_read(struct vtpu_stream *s, const uint32_t *idx,

@@ -909,6 +909,8 @@ struct pass {
 	uint64_t correct;
 	uint64_t seen;
 	uint32_t skipped;	/* streamed: bad examples replaced */
+	/* streamed: the training thread's waits (vtpu_epoch_stats) */
+	double input_wait_s, fence_wait_s, fill_s;
 	struct vtpu_progress *progress;
 };
 
@@ -2239,17 +2241,20 @@ static uint32_t chunk_end(const struct ring *rg, uint32_t c, uint32_t steps)
 /* Start decoding the chunk of steps [@from, @to) (+ @rem) into @sl. */
 static int slot_start(struct vtpu_model *m, const struct feed *f,
 		      struct ring_slot *sl, const uint32_t *perm,
-		      uint32_t from, uint32_t to, uint32_t rem)
+		      uint32_t from, uint32_t to, uint32_t rem, struct pass *p)
 {
 	uint32_t count = rem ? rem : (to - from) * m->batch;
+	double t0 = now_s();
 	int ret;
 
 	sl->from = from;
 	sl->to = to;
 	sl->batch = rem ? rem : m->batch;
+	/* a source with its cache full copies the examples right here */
 	ret = vtpu__stream_start(f->stream, &sl->req,
 				 perm + (size_t)from * m->batch, count,
 				 sl->images.map, sl->labels.map);
+	p->fill_s += now_s() - t0;
 	if (ret)
 		return fail(m, ret, "streamed input: %s", strerror(-ret));
 	sl->reading = true;
@@ -2262,11 +2267,14 @@ static int slot_finish(struct vtpu_model *m, const struct feed *f,
 {
 	const uint32_t *lab = sl->labels.map;
 	uint8_t *img = sl->images.map;
+	double t0 = now_s(), t1;
 	uint32_t i;
 	int ret;
 
 	sl->reading = false;
 	ret = vtpu__stream_finish(f->stream, &sl->req, &p->skipped);
+	t1 = now_s();
+	p->input_wait_s += t1 - t0;
 	if (ret)
 		return fail(m, ret,
 			    "streamed input: steps %u..%u: no example could be decoded",
@@ -2284,6 +2292,7 @@ static int slot_finish(struct vtpu_model *m, const struct feed *f,
 				   m->g->nodes[m->g->input].w,
 				   m->g->nodes[m->g->input].c, f->aug, &m->rng);
 	}
+	p->fill_s += now_s() - t1;
 	return 0;
 }
 
@@ -2291,11 +2300,14 @@ static int slot_finish(struct vtpu_model *m, const struct feed *f,
 static int slot_wait(struct vtpu_model *m, struct ring_slot *sl,
 		     struct pass *p, uint32_t stride)
 {
+	double t0;
 	int ret;
 
 	if (sl->fence < 0)
 		return 0;
+	t0 = now_s();
 	ret = vg_wait(&m->rt, sl->fence);
+	p->fence_wait_s += now_s() - t0;
 	sl->fence = -1;
 	if (!ret)
 		collect(p, sl->metrics.map, sl->from,
@@ -2334,9 +2346,9 @@ static int run_stream_pass(struct vtpu_model *m, struct pass *p,
 	for (c = 0; c < nchunks && c < k - 1 && !ret; c++)
 		ret = c < nfull ?
 		      slot_start(m, f, &rg->slot[c], perm, c * rg->chunk,
-				 chunk_end(rg, c, p->steps), 0) :
+				 chunk_end(rg, c, p->steps), 0, p) :
 		      slot_start(m, f, &rg->slot[c], perm, p->steps, p->steps,
-				 p->rem);
+				 p->rem, p);
 	for (c = 0; c < nchunks && !ret; c++) {
 		struct ring_slot *sl = &rg->slot[c % k], *nx;
 		uint32_t n = c < nfull ? sl->to - sl->from : 1;
@@ -2373,8 +2385,9 @@ static int run_stream_pass(struct vtpu_model *m, struct pass *p,
 		}
 		ret = next < nfull ?
 		      slot_start(m, f, nx, perm, next * rg->chunk,
-				 chunk_end(rg, next, p->steps), 0) :
-		      slot_start(m, f, nx, perm, p->steps, p->steps, p->rem);
+				 chunk_end(rg, next, p->steps), 0, p) :
+		      slot_start(m, f, nx, perm, p->steps, p->steps, p->rem,
+				 p);
 	}
 	/* the jobs still running, in order; then what is still decoding */
 	for (c = nchunks > k ? nchunks - k : 0; c < nchunks; c++) {
@@ -2465,6 +2478,7 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 		FIT_OPT(opts, lr_schedule, NULL);
 	uint32_t val_freq = FIT_OPT(opts, validation_freq, 0) ?: 1;
 	struct vtpu_progress *progress = NULL;
+	struct vtpu__stream_counters c0, c1;
 	struct vtpu_epoch_stats st;
 	uint32_t *perm, epochs, e, i;
 	bool validate;
@@ -2506,6 +2520,8 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 		p.progress = progress;
 		if (progress)
 			vtpu_progress_start(progress, e, epochs);
+		if (f->stream)
+			vtpu__stream_counters(f->stream, &c0);
 		t0 = now_s();
 		ret = feed_run(m, f, &p, opts->max_steps, perm);
 		if (ret)
@@ -2513,6 +2529,15 @@ static int fit_epochs(struct vtpu_model *m, const struct feed *f,
 		memset(&st, 0, sizeof(st));
 		st.skipped = p.skipped;
 		st.streamed = f->stream != NULL;
+		if (f->stream) {
+			vtpu__stream_counters(f->stream, &c1);
+			st.input_wait_s = p.input_wait_s;
+			st.fence_wait_s = p.fence_wait_s;
+			st.fill_s = p.fill_s;
+			st.decode_s = (c1.decode_ns - c0.decode_ns) * 1e-9;
+			st.decoded = (uint32_t)(c1.decoded - c0.decoded);
+			st.cached = (uint32_t)(c1.cached - c0.cached);
+		}
 		st.epoch = e;
 		st.steps = p.done;
 		st.seconds = now_s() - t0;

@@ -6,23 +6,32 @@
  * ring of device buffers), and their ratio.
  *
  *   vtpu-bench stream [--threads N] [--json] [--reps R] [--device PATH]
- *                     [--images N] [--decoders N] [--batch B]
+ *                     [--images N] [--decoders N] [--batch B] [--nice N]
+ *                     [--ring K]
  *
  * A folder of --images (default 2048) 64x64 RGB JPEG pictures in ten
  * class folders is written to a temporary folder, loaded whole at 32x32
  * for the resident epoch (vtpu_load_image_folder(), not timed) and opened
- * for the streamed one (vtpu_image_folder_open(): every epoch decodes
- * every file again, on --decoders threads, default one per CPU). The model
+ * twice for the streamed ones (vtpu_image_folder_open(), on --decoders
+ * threads, default one per CPU, at nice +--nice, default 10): "cold" has
+ * no cache (cache_bytes < 0: every epoch decodes every file, as the first
+ * epoch does), "warm" the default cache of decoded images (filled by its
+ * warm-up epoch, so every timed epoch copies from it). The model
  * is a small CNN (two 3x3 convolutions of 16 and 32 filters with 2x2
  * pooling, a dense layer of 64, ten classes), batch --batch (default 32),
- * on the cpu backend (--device: that device). The two epochs take turns
- * (bench_compare), the median of --reps is shown; the ratio is streamed
- * time / resident time, with the range of the reps' paired ratios. On the
+ * on the cpu backend (--device: that device), a ring of --ring buffers
+ * (default 3). The three epochs take turns (bench_compare), the median of
+ * --reps is shown; each streamed ratio is its time / the resident time,
+ * the median of the reps' paired ratios and their range. A streamed row's
+ * breakdown (struct vtpu_epoch_stats, means over the timed epochs): the
+ * training thread's waits for decoded examples and for fences, its own
+ * copying (the cache's) and checking, and the decoding threads' time. On the
  * cpu backend the decoding threads compete with the training threads for
  * the same cores: the ratio there says what the overlap hides of the
  * decoding, which a device's own cores would not have to share.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,12 +88,32 @@ struct epoch {
 	struct vtpu_model *m;
 	const struct vtpu_dataset *ds;	/* resident, or */
 	struct vtpu_stream *s;		/* streamed */
+	uint32_t ring;
+	/* the streamed epochs' sums, the warm-up's left out */
+	int calls;
+	double wait, fence, fill, decode;
+	uint64_t decoded, cached;
 };
+
+static void on_epoch(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	struct epoch *e = ctx;
+
+	if (!e->calls++)
+		return;	/* bench_compare()'s warm-up */
+	e->wait += st->input_wait_s;
+	e->fence += st->fence_wait_s;
+	e->fill += st->fill_s;
+	e->decode += st->decode_s;
+	e->decoded += st->decoded;
+	e->cached += st->cached;
+}
 
 static int run_epoch(void *ctx)
 {
 	struct epoch *e = ctx;
-	VTPU_FIT_OPTS(fo, .epochs = 1);
+	VTPU_FIT_OPTS(fo, .epochs = 1, .on_epoch = on_epoch, .ctx = e,
+		      .stream_ring = e->ring);
 	int ret;
 
 	ret = e->ds ? vtpu_model_fit(e->m, e->ds, &fo) :
@@ -116,15 +145,61 @@ static struct vtpu_model *cnn(const struct bench_opts *o, uint32_t batch)
 	return m;
 }
 
+/* Runner @i's paired ratios to runner 0: median, lowest, highest. */
+static void ratios(const double *rates, int reps, int i, double *med,
+		   double *lo, double *hi)
+{
+	double q[64];
+	int k, n = reps < 64 ? reps : 64;
+
+	*lo = 1e300;
+	*hi = 0;
+	for (k = 0; k < n; k++) {
+		q[k] = rates[k] / rates[i * reps + k];
+		*lo = q[k] < *lo ? q[k] : *lo;
+		*hi = q[k] > *hi ? q[k] : *hi;
+	}
+	*med = bench_median(q, n);
+}
+
+static const char *const row_name[3] = { "resident", "cold", "warm" };
+
+static void print_row(const struct bench_opts *o, int i,
+		      const struct bench_runner *r, const struct epoch *e,
+		      const double *rates)
+{
+	int n = e->calls > 1 ? e->calls - 1 : 1;
+	double med = 1, lo = 1, hi = 1, per_img;
+
+	if (i)
+		ratios(rates, o->reps, i, &med, &lo, &hi);
+	per_img = e->decoded ? e->decode / e->decoded * 1e6 : 0;
+	if (o->json)
+		printf("{\"bench\":\"stream\",\"epoch\":\"%s\",\"s\":%.4f,\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f,\"input_wait_ms\":%.2f,\"fence_wait_ms\":%.2f,\"fill_ms\":%.2f,\"decode_ms\":%.2f,\"us_per_image\":%.1f,\"decoded\":%llu,\"cached\":%llu}\n",
+		       row_name[i], 1 / r->rate, med, lo, hi,
+		       e->wait / n * 1e3, e->fence / n * 1e3,
+		       e->fill / n * 1e3, e->decode / n * 1e3, per_img,
+		       (unsigned long long)(e->decoded / n),
+		       (unsigned long long)(e->cached / n));
+	else
+		printf("%-8s %7.3f %6.3f %6.3f %6.3f %8.1f %8.1f %8.1f %9.1f %8.1f %7llu %7llu\n",
+		       row_name[i], 1 / r->rate, med, lo, hi,
+		       e->wait / n * 1e3, e->fence / n * 1e3,
+		       e->fill / n * 1e3, e->decode / n * 1e3, per_img,
+		       (unsigned long long)(e->decoded / n),
+		       (unsigned long long)(e->cached / n));
+}
+
 int bench_stream(int argc, char **argv)
 {
 	char dir[] = "/tmp/vtpu-bench-stream.XXXXXX", err[256];
-	uint32_t images = 2048, decoders = 0, batch = 32;
-	struct epoch ep[2] = { 0 };
-	struct bench_runner r[2];
+	uint32_t images = 2048, decoders = 0, batch = 32, ring = 3;
+	int nice = 10;
+	struct epoch ep[3] = { 0 };
+	struct bench_runner r[3];
 	struct vtpu_dataset tr = { 0 };
 	struct bench_opts o;
-	double *rates = NULL, lo = 1e300, hi = 0, q;
+	double *rates = NULL, cache_mib;
 	int i, ret = 1;
 
 	bench_opts_init(&o);
@@ -141,14 +216,25 @@ int bench_stream(int argc, char **argv)
 			decoders = (uint32_t)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
 			batch = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--nice") && i + 1 < argc)
+			nice = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--ring") && i + 1 < argc)
+			ring = (uint32_t)atoi(argv[++i]);
 		else
 			usage(strcmp(argv[i], "--help") ? 2 : 0);
 	}
 	bench_opts_done(&o);
-	if (images < NCLS || !batch)
+	if (images < NCLS || !batch || ring < 3 || nice < 0)
 		usage(2);
+	if (!decoders) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		decoders = cpus > 0 ? (uint32_t)cpus : 1;
+	}
+	/* --nice 0: none, which the option spells < 0 */
 	VTPU_IMAGE_FOLDER_OPTS(io, .height = DST, .width = DST, .channels = 3,
-			       .seed = 1, .threads = decoders);
+			       .seed = 1, .threads = decoders,
+			       .decode_nice = nice ? nice : -1);
 
 	if (!mkdtemp(dir)) {
 		perror("vtpu-bench: mkdtemp");
@@ -164,43 +250,49 @@ int bench_stream(int argc, char **argv)
 		goto out;
 	}
 	ep[0].ds = &tr;
+	io.cache_bytes = -1;
 	ep[1].s = vtpu_image_folder_open(dir, &io, false, err, sizeof(err));
-	if (!ep[1].s) {
+	io.cache_bytes = 0;
+	ep[2].s = ep[1].s ? vtpu_image_folder_open(dir, &io, false, err,
+						   sizeof(err)) : NULL;
+	if (!ep[2].s) {
 		fprintf(stderr, "vtpu-bench: %s\n", err);
 		goto out;
 	}
-	ep[0].m = cnn(&o, batch);
-	ep[1].m = cnn(&o, batch);
-	rates = calloc(2 * (size_t)o.reps, sizeof(*rates));
-	if (!ep[0].m || !ep[1].m || !rates)
+	rates = calloc(3 * (size_t)o.reps, sizeof(*rates));
+	if (!rates)
 		goto out;
-	r[0] = (struct bench_runner){ .name = "resident", .run = run_epoch,
-				      .ctx = &ep[0], .work = 1 };
-	r[1] = (struct bench_runner){ .name = "streamed", .run = run_epoch,
-				      .ctx = &ep[1], .work = 1 };
-	/* one epoch per rep: a target below an epoch's time */
-	if (bench_compare(r, 2, o.reps, 0.01, rates))
-		goto out;
-	for (i = 0; i < o.reps; i++) {
-		q = rates[i] / rates[o.reps + i];
-		lo = q < lo ? q : lo;
-		hi = q > hi ? q : hi;
+	for (i = 0; i < 3; i++) {
+		ep[i].ring = ring;
+		ep[i].m = cnn(&o, batch);
+		if (!ep[i].m)
+			goto out;
+		r[i] = (struct bench_runner){ .name = row_name[i],
+					      .run = run_epoch,
+					      .ctx = &ep[i], .work = 1 };
 	}
+	/* one epoch per rep: a target below an epoch's time */
+	if (bench_compare(r, 3, o.reps, 0.01, rates))
+		goto out;
+	cache_mib = (double)tr.n * DST * DST * 3 / (1 << 20);
 	if (o.json)
-		printf("{\"bench\":\"stream\",\"images\":%u,\"batch\":%u,\"threads\":%d,\"reps\":%d,\"resident_s\":%.4f,\"streamed_s\":%.4f,\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f}\n",
-		       tr.n, batch, o.threads, o.reps, 1 / r[0].rate,
-		       1 / r[1].rate, r[0].rate / r[1].rate, lo, hi);
+		printf("{\"bench\":\"stream\",\"header\":true,\"images\":%u,\"size\":%u,\"source_size\":%u,\"batch\":%u,\"threads\":%d,\"decoders\":%u,\"decode_nice\":%d,\"ring\":%u,\"cache_mib\":%.1f,\"reps\":%d}\n",
+		       tr.n, DST, SRC, batch, o.threads, decoders, nice, ring,
+		       cache_mib, o.reps);
 	else
-		printf("epoch of %u %ux%u JPEGs, batch %u, %d threads, %d reps: resident %.3f s, streamed %.3f s, ratio %.3f (reps %.3f..%.3f)\n",
-		       tr.n, DST, DST, batch, o.threads, o.reps,
-		       1 / r[0].rate, 1 / r[1].rate, r[0].rate / r[1].rate,
-		       lo, hi);
+		printf("# vtpu-bench stream: %u %ux%u JPEGs (from %ux%u), batch %u, %d threads, %u decoders at nice +%d, ring %u, warm cache %.1f MiB, median of %d\n"
+		       "epoch          s  ratio    min    max  wait_ms fence_ms  fill_ms decode_ms us/image decoded  cached\n",
+		       tr.n, DST, DST, SRC, SRC, batch, o.threads, decoders,
+		       nice, ring, cache_mib, o.reps);
+	for (i = 0; i < 3; i++)
+		print_row(&o, i, &r[i], &ep[i], rates);
 	ret = 0;
 out:
 	free(rates);
-	vtpu_model_destroy(ep[0].m);
-	vtpu_model_destroy(ep[1].m);
-	vtpu_stream_close(ep[1].s);
+	for (i = 0; i < 3; i++) {
+		vtpu_model_destroy(ep[i].m);
+		vtpu_stream_close(ep[i].s);
+	}
 	vtpu_dataset_free(&tr);
 	rm_tree(dir);
 	return ret;

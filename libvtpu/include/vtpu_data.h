@@ -171,6 +171,16 @@ VTPU_API int vtpu_load_cifar10(const char *dir, bool train, struct vtpu_dataset 
  *	skipped before anything is allocated for it (0: 1 << 26, 64 Mpixel)
  * @warnings: where each skipped file gets a line "NAME: skipped: WHY"
  *	(NULL: nowhere; the counts are in struct vtpu_image_folder_info)
+ * @cache_bytes: vtpu_image_folder_open() only: the source keeps every
+ *	image it decoded in host memory, and later epochs copy it from there
+ *	instead of decoding the file again (tf.data's cache()), if all of
+ *	the source's decoded images fit this many bytes (0: a quarter of the
+ *	physical memory, at most 4 GiB; < 0: no cache, every epoch decodes).
+ *	The device still gets every epoch through the ring (the device
+ *	memory cap is unchanged); a file that failed is tried again
+ * @decode_nice: vtpu_image_folder_open() only: added to the decoding
+ *	threads' nice value, so that on shared cores the training threads,
+ *	which wait for nothing else, run first (0: 10; < 0: none)
  */
 struct vtpu_image_folder_opts {
 	size_t sz;
@@ -180,6 +190,8 @@ struct vtpu_image_folder_opts {
 	uint32_t threads;
 	uint64_t max_pixels;
 	FILE *warnings;
+	int64_t cache_bytes;
+	int32_t decode_nice;
 };
 
 #define VTPU_IMAGE_FOLDER_OPTS(name, ...)                              \

@@ -413,6 +413,19 @@ struct vtpu_compile_opts {
  * @skipped: streamed epochs: examples whose file could not be decoded
  *	(each replaced by a good one, see vtpu_stream_read()); else 0
  * @streamed: the epoch was streamed (vtpu_model_fit_stream())
+ * @input_wait_s: streamed epochs: of @seconds, the time the training
+ *	thread waited for a ring buffer's examples to be decoded (0: the
+ *	decoding was all hidden behind the training)
+ * @fence_wait_s: streamed epochs: of @seconds, the time it waited for a
+ *	job's fence before refilling the job's ring buffer
+ * @fill_s: streamed epochs: of @seconds, the time it spent on the decoded
+ *	examples itself (copies from the source's cache, the labels' check,
+ *	augmentation)
+ * @decode_s: streamed epochs: the source's decoding threads' CPU time in
+ *	decoding files, summed over the threads (overlaps @seconds)
+ * @decoded: streamed epochs: examples decoded from their files
+ * @cached: streamed epochs: examples copied from the source's cache of
+ *	decoded images instead (see vtpu_image_folder_opts' cache_bytes)
  */
 struct vtpu_epoch_stats {
 	uint32_t epoch;
@@ -422,6 +435,8 @@ struct vtpu_epoch_stats {
 	double seconds, ms_per_step;
 	uint32_t skipped;
 	bool streamed;
+	double input_wait_s, fence_wait_s, fill_s, decode_s;
+	uint32_t decoded, cached;
 };
 
 /**

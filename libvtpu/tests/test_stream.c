@@ -10,7 +10,8 @@
  * those weights too; corrupt and truncated files are counted, warned
  * about, replaced by good examples and reported by the progress output;
  * rejections; a fit failing mid-epoch leaves nothing behind (run under
- * valgrind or ASAN to see).
+ * valgrind or ASAN to see); the cache of decoded images (later epochs
+ * copy, the same weights) and decoding straight into the example.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -349,6 +350,139 @@ TEST(mem_cap)
 	vtpu_dataset_free(&ds);
 }
 
+/* Every epoch's stats, epoch e at [e - 1] (up to 4). */
+static void record_all(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	struct vtpu_epoch_stats *all = ctx;
+
+	if (st->epoch >= 1 && st->epoch <= 4)
+		all[st->epoch - 1] = *st;
+}
+
+/*
+ * The cache of decoded images: the first epoch decodes every file, later
+ * ones copy from the cache, and the weights are the bits the resident set
+ * and an uncached stream give; a budget one byte short means no cache.
+ */
+TEST_F(tmp, cache)
+{
+	VTPU_IMAGE_FOLDER_OPTS(io, .height = DST, .width = DST, .channels = 3,
+			       .seed = 3, .threads = 2);
+	struct vtpu_epoch_stats sr[4], sc[4], sn[4], ss[4];
+	VTPU_FIT_OPTS(fr, .epochs = 3, .on_epoch = record_all, .ctx = sr);
+	VTPU_FIT_OPTS(fc, .epochs = 3, .on_epoch = record_all, .ctx = sc,
+		      .stream_chunk = 2);
+	VTPU_FIT_OPTS(fn, .epochs = 3, .on_epoch = record_all, .ctx = sn,
+		      .stream_chunk = 2);
+	VTPU_FIT_OPTS(fs, .epochs = 2, .on_epoch = record_all, .ctx = ss,
+		      .stream_chunk = 2);
+	const uint32_t n = NCLS * PER;
+	struct vtpu_stream *c, *none, *shy;
+	struct vtpu_model *r, *a, *b, *d;
+	struct vtpu_dataset tr;
+	char err[256];
+	int e;
+
+	make_folder(_metadata, self->dir, 0);
+	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &io, &tr, NULL, NULL,
+					    err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(n, tr.n);
+	c = vtpu_image_folder_open(self->dir, &io, false, err, sizeof(err));
+	io.cache_bytes = -1;
+	none = vtpu_image_folder_open(self->dir, &io, false, err,
+				      sizeof(err));
+	io.cache_bytes = (int64_t)n * DST * DST * 3 - 1;
+	shy = vtpu_image_folder_open(self->dir, &io, false, err, sizeof(err));
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, none);
+	ASSERT_NE(NULL, shy);
+	/* 36 examples, batch 4: 9 batches, chunks of 2 in a ring of 3 */
+	r = small_model(_metadata, DST, 3, 4, 0);
+	a = small_model(_metadata, DST, 3, 4, 0);
+	b = small_model(_metadata, DST, 3, 4, 0);
+	d = small_model(_metadata, DST, 3, 4, 0);
+	ASSERT_NE(NULL, r);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, d);
+	ASSERT_EQ(0, vtpu_model_fit(r, &tr, &fr));
+	ASSERT_EQ(0, vtpu_model_fit_stream(a, c, &fc)) TH_LOG("%s",
+							      vtpu_model_error(a));
+	ASSERT_EQ(0, vtpu_model_fit_stream(b, none, &fn));
+	ASSERT_EQ(0, vtpu_model_fit_stream(d, shy, &fs));
+	EXPECT_TRUE(same_weights(r, a));
+	EXPECT_TRUE(same_weights(r, b));
+	for (e = 0; e < 3; e++) {
+		EXPECT_EQ(e ? 0 : n, sc[e].decoded) TH_LOG("epoch %d", e + 1);
+		EXPECT_EQ(e ? n : 0, sc[e].cached) TH_LOG("epoch %d", e + 1);
+		EXPECT_EQ(n, sn[e].decoded);
+		EXPECT_EQ(0, sn[e].cached);
+		EXPECT_EQ(sr[e].loss, sc[e].loss);
+		EXPECT_LE(sc[e].input_wait_s + sc[e].fence_wait_s +
+			  sc[e].fill_s, sc[e].seconds);
+		EXPECT_FALSE(sr[e].decoded || sr[e].cached ||
+			     sr[e].decode_s > 0 || sr[e].input_wait_s > 0);
+	}
+	EXPECT_LT(0, sc[0].decode_s);
+	EXPECT_EQ(0, sc[1].decode_s);
+	EXPECT_EQ(n, ss[1].decoded);
+	EXPECT_EQ(0, ss[1].cached);
+	/* and the weights check can fail: the short fit differs */
+	EXPECT_FALSE(same_weights(r, d));
+	vtpu_model_destroy(r);
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
+	vtpu_model_destroy(d);
+	vtpu_stream_close(c);
+	vtpu_stream_close(none);
+	vtpu_stream_close(shy);
+	vtpu_dataset_free(&tr);
+}
+
+/*
+ * A JPEG whose DCT scale gives the size asked exactly is decoded straight
+ * into the example: the bytes libjpeg itself gives at that scale.
+ */
+TEST_F(tmp, decode_in_place)
+{
+	VTPU_IMAGE_FOLDER_OPTS(io, .height = DST, .width = DST, .channels = 3);
+	struct jpeg_decompress_struct ci;
+	struct jpeg_error_mgr jerr;
+	uint8_t px[SRC * SRC * 3], want[DST * DST * 3];
+	struct vtpu_dataset ds;
+	char path[256], err[256];
+	JSAMPROW row;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/c0", self->dir);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	snprintf(path, sizeof(path), "%s/c0/x.jpg", self->dir);
+	picture(px, 2, 5);
+	ASSERT_EQ(0, write_rgb_jpeg(path, px, SRC, SRC));
+	f = fopen(path, "rb");
+	ASSERT_NE(NULL, f);
+	ci.err = jpeg_std_error(&jerr);
+	jpeg_create_decompress(&ci);
+	jpeg_stdio_src(&ci, f);
+	jpeg_read_header(&ci, TRUE);
+	ci.out_color_space = JCS_RGB;
+	ci.scale_num = 1;
+	ci.scale_denom = SRC / DST;
+	jpeg_start_decompress(&ci);
+	ASSERT_EQ(DST, ci.output_width);
+	while (ci.output_scanline < ci.output_height) {
+		row = want + ci.output_scanline * DST * 3;
+		jpeg_read_scanlines(&ci, &row, 1);
+	}
+	jpeg_finish_decompress(&ci);
+	jpeg_destroy_decompress(&ci);
+	fclose(f);
+	ASSERT_EQ(0, vtpu_load_image_folder(self->dir, &io, &ds, NULL, NULL,
+					    err, sizeof(err))) TH_LOG("%s", err);
+	EXPECT_EQ(0, memcmp(ds.images, want, sizeof(want)));
+	vtpu_dataset_free(&ds);
+}
+
 /* Corrupt and truncated files: counted, warned, replaced, reported. */
 TEST_F(tmp, bad_files)
 {
@@ -404,6 +538,12 @@ TEST_F(tmp, bad_files)
 							      vtpu_model_error(m));
 	EXPECT_EQ(3, st[0].skipped);
 	EXPECT_EQ(3, st[1].skipped);
+	/* the good ones come from the cache the read filled; the bad ones
+	 * are tried again every epoch */
+	EXPECT_EQ(3, st[0].decoded);
+	EXPECT_EQ(n - 3, st[0].cached);
+	EXPECT_EQ(3, st[1].decoded);
+	EXPECT_EQ(n - 3, st[1].cached);
 	fflush(prog);
 	EXPECT_NE(NULL, strstr(pbuf, "3 example(s) skipped this epoch"))
 		TH_LOG("%s", pbuf);
