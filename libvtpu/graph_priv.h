@@ -197,6 +197,12 @@ enum vg_buf {
 struct vg_optim {
 	enum vtpu_optimizer kind;
 	float lr, momentum, beta1, beta2, eps;
+	/*
+	 * A replica's program (0 or 1: none): the loss is the mean over
+	 * batch * replicas examples, so the replicas' gradients sum to the
+	 * global batch's.
+	 */
+	uint32_t replicas;
 };
 
 /**
@@ -218,6 +224,7 @@ struct vg_program {
 	uint32_t metrics_stride;
 	uint64_t grads_offset; /* training: the parameter gradients in work */
 	uint32_t lr_at; /* training: where the stream holds the learning rate */
+	uint32_t opt_at; /* training: where the optimizer's commands start */
 	double compile_ms;
 	struct vtpu_bo slots[VG_NBUFS]; /* what cb names until vg_run() */
 };
@@ -226,6 +233,13 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	       uint32_t batch, const struct vg_optim *opt,
 	       struct vg_program *prog);
 void vg_program_fini(struct vg_program *prog);
+/*
+ * Split a training program at the optimizer: @train keeps the forward and
+ * backward passes (the gradients at grads_offset of its arena), @update
+ * gets the optimizer's commands, run on the same arena afterwards (a data
+ * parallel step all-reduces the gradients in between).
+ */
+int vg_program_split(struct vg_program *train, struct vg_program *update);
 /* A training program's learning rate, from its next run on (none: no-op). */
 void vg_program_set_lr(struct vg_program *prog, float lr);
 
