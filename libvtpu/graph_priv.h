@@ -277,6 +277,20 @@ int vg_run(struct vg_runtime *rt, struct vg_program *prog,
 	   struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
 	   uint32_t first, uint32_t repeat, int *fence, char *err,
 	   size_t errlen);
+/* vg_run() that starts only when @in_fence (a sync_file, or -1) signals. */
+int vg_run_after(struct vg_runtime *rt, struct vg_program *prog,
+		 struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
+		 uint32_t first, uint32_t repeat, int in_fence, int *fence,
+		 char *err, size_t errlen);
+/* Submit @cb as it is (its own buffers), after @in_fence (or -1). */
+int vg_submit(struct vg_runtime *rt, struct vtpu_cmdbuf *cb,
+	      const uint64_t *strides, uint32_t first, uint32_t repeat,
+	      int in_fence, int *fence, char *err, size_t errlen);
+/*
+ * One sync_file that signals when all of @fences (-1: none) have: a new
+ * fd the caller closes, -1 for none, or -errno. @fences stay open.
+ */
+int vg_fence_merge(const int *fences, uint32_t n);
 int vg_wait(struct vg_runtime *rt, int fence);
 
 #endif /* LIBVTPU_GRAPH_PRIV_H */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "data_priv.h"
 #include "graph_priv.h"
@@ -70,6 +71,18 @@ struct replica {
 	struct vg_program grad;	/* forward, loss, backward */
 	struct vg_program update; /* the optimizer */
 	struct devset train;	/* [steps][batch / replicas] examples */
+	/*
+	 * The all-reduce's part of replica k: slice k of the gradients
+	 * summed into @acc in replica order, then copied into every
+	 * replica's gradients, by the stream @ar on @ar_rt: this replica's
+	 * backend (every replica a device: the others' arenas imported as
+	 * dma-bufs, @peer; all cpu backends: their memory as it is), or,
+	 * with devices and cpu backends mixed, a cpu backend's.
+	 */
+	struct vg_runtime *ar_rt;
+	struct vtpu_cmdbuf ar;
+	struct vtpu_bo acc;
+	struct vtpu_bo *peer;
 };
 
 struct vtpu_model {
@@ -384,6 +397,12 @@ static void replicas_free(struct vtpu_model *m)
 		if (!rp->rt)
 			continue;
 		devset_free_rt(rp->rt, &rp->train);
+		vtpu_cmdbuf_fini(&rp->ar);
+		for (uint32_t j = 0; rp->peer && j < m->nrep; j++)
+			vg_bo_destroy(rp->ar_rt, &rp->peer[j]);
+		free(rp->peer);
+		if (rp->ar_rt)
+			vg_bo_destroy(rp->ar_rt, &rp->acc);
 		vg_program_fini(&rp->grad);
 		vg_program_fini(&rp->update);
 		vg_bo_destroy(rp->rt, &rp->work);
@@ -1123,6 +1142,132 @@ static int replica_compile(struct vtpu_model *m, uint32_t r)
 	return 0;
 }
 
+/* Where slice @k of @count gradients starts: whole 16-float blocks. */
+static uint64_t slice_at(uint64_t count, uint32_t k, uint32_t n)
+{
+	return k >= n ? count : count * k / n / 16 * 16;
+}
+
+/* Replica @r's arena as buffer of replica @k's all-reduce stream. */
+static int ar_buffer(struct vtpu_model *m, uint32_t k, uint32_t r,
+		     const struct vtpu_bo **bo)
+{
+	struct replica *rk = &m->rep[k];
+	int fd, ret;
+
+	if (!rk->ar_rt->dev || r == k) {
+		/* the cpu backend reads every replica's memory directly */
+		*bo = &m->rep[r].work;
+		return 0;
+	}
+	ret = vtpu_bo_export(m->rep[r].rt->dev, &m->rep[r].work, &fd);
+	if (ret)
+		return fail(m, ret, "replica %u: exporting its gradients: %s",
+			    r, strerror(-ret));
+	ret = vtpu_bo_import(rk->ar_rt->dev, fd, &rk->peer[r]);
+	close(fd);
+	if (ret)
+		return fail(m, ret,
+			    "replica %u: importing replica %u's gradients: %s",
+			    k, r, strerror(-ret));
+	*bo = &rk->peer[r];
+	return 0;
+}
+
+static void ar_emit(struct vtpu_cmdbuf *cb, uint32_t op, uint64_t count,
+		    uint32_t x, uint64_t xo, uint32_t y, uint64_t yo, uint32_t z,
+		    uint64_t zo)
+{
+	struct vtpu_cmd_elementwise e = {
+		.hdr = { VTPU_OP_ELEMENTWISE, sizeof(e) },
+		.op = op, .count = count,
+		.x = { .buf = x, .offset = xo },
+		.z = { .buf = z, .offset = zo },
+	};
+
+	if (op == VTPU_EW_SCALE) {
+		float one = 1.0f;
+
+		memcpy(&e.alpha, &one, 4);
+	} else {
+		e.y.buf = y;
+		e.y.offset = yo;
+	}
+	vtpu_cmdbuf_append(cb, &e);
+}
+
+/*
+ * The all-reduce's streams: a reduce-scatter (replica k sums slice k of
+ * every replica's gradients, replica 0's + replica 1's + ..., into its
+ * @acc) then an all-gather (it copies the sum into slice k of every
+ * replica's gradients), each replica's stream one submission per step.
+ * The order of the sums depends on the replica count only, and the same
+ * engine commands run on devices and on the cpu backend: the same bits.
+ */
+static int replicas_plan(struct vtpu_model *m)
+{
+	uint64_t count = m->g->nparam_floats;
+	uint64_t off = m->rep[0].grad.grads_offset;
+	struct vg_runtime *cpu_rt = NULL;
+	bool all_dev = true;
+	uint32_t k, r, n = m->nrep;
+	int ret;
+
+	if (n == 1)
+		return 0;
+	for (r = 0; r < n; r++) {
+		if (m->rep[r].grad.grads_offset != off)
+			return fail(m, -EINVAL,
+				    "replica %u: its gradients lie elsewhere",
+				    r);
+		if (m->rep[r].rt->cpu) {
+			all_dev = false;
+			cpu_rt = cpu_rt ?: m->rep[r].rt;
+		}
+	}
+	for (k = 0; k < n; k++) {
+		struct replica *rk = &m->rep[k];
+		uint64_t lo = slice_at(count, k, n);
+		uint64_t len = slice_at(count, k + 1, n) - lo;
+		uint64_t go = off + lo * 4;
+		const struct vtpu_bo *g[MAX_REPLICAS];
+		uint32_t ib[MAX_REPLICAS], acc;
+
+		if (!len)
+			continue;
+		rk->ar_rt = all_dev || rk->rt->cpu ? rk->rt : cpu_rt;
+		rk->peer = calloc(n, sizeof(*rk->peer));
+		if (!rk->peer)
+			return fail(m, -ENOMEM, "out of memory");
+		ret = vg_bo_create(rk->ar_rt, len * 4, &rk->acc);
+		if (ret)
+			return fail(m, ret, "replica %u: all-reduce buffer: %s",
+				    k, strerror(-ret));
+		for (r = 0; r < n; r++) {
+			ret = ar_buffer(m, k, r, &g[r]);
+			if (ret)
+				return ret;
+		}
+		vtpu_cmdbuf_init(&rk->ar);
+		acc = vtpu_cmdbuf_use(&rk->ar, &rk->acc);
+		for (r = 0; r < n; r++)
+			ib[r] = vtpu_cmdbuf_use(&rk->ar, g[r]);
+		ar_emit(&rk->ar, VTPU_EW_ADD, len, ib[0], go, ib[1], go, acc,
+			0);
+		for (r = 2; r < n; r++)
+			ar_emit(&rk->ar, VTPU_EW_ADD, len, acc, 0, ib[r], go,
+				acc, 0);
+		for (r = 0; r < n; r++)
+			ar_emit(&rk->ar, VTPU_EW_SCALE, len, acc, 0, 0, 0,
+				ib[r], go);
+		if (rk->ar.error)
+			return fail(m, rk->ar.error,
+				    "replica %u: all-reduce stream: %s", k,
+				    strerror(-rk->ar.error));
+	}
+	return 0;
+}
+
 int vtpu_model_compile_replicated(struct vtpu_model *m,
 				  const char *const *devices, uint32_t n,
 				  const struct vtpu_compile_opts *opts)
@@ -1154,6 +1299,8 @@ int vtpu_model_compile_replicated(struct vtpu_model *m,
 	for (r = 0; r < n && !ret; r++)
 		ret = replica_open(m, r, devices[r], &o) ?:
 		      replica_compile(m, r);
+	if (!ret)
+		ret = replicas_plan(m);
 	if (ret) {
 		release(m);
 		return ret;
@@ -1245,44 +1392,45 @@ static int replicas_deal(struct vtpu_model *m, const struct pass *p,
 	return 0;
 }
 
-/*
- * The all-reduce, first stage: on the host, through the buffers' maps.
- * Element i of the sum is g_0[i] + g_1[i] + ... + g_{R-1}[i], in replica
- * order, whatever the backends and their timing: the order a device
- * reduce-scatter would use (slice k summed on device k in index order),
- * so the two give the same bits. Every replica then holds the sum.
- */
-static void replicas_allreduce(struct vtpu_model *m)
+static void close_fences(int *fences, uint32_t n)
 {
-	uint64_t i, count = m->g->nparam_floats;
-	uint64_t off = m->rep[0].grad.grads_offset;
-	float *g0 = (float *)((char *)m->rep[0].work.map + off);
 	uint32_t r;
 
-	for (r = 1; r < m->nrep; r++) {
-		const float *gr = (const float *)((char *)m->rep[r].work.map +
-						  off);
-
-		for (i = 0; i < count; i++)
-			g0[i] += gr[i];
-	}
-	for (r = 1; r < m->nrep; r++)
-		memcpy((char *)m->rep[r].work.map + off, g0,
-		       count * sizeof(float));
+	for (r = 0; r < n; r++)
+		if (fences[r] >= 0) {
+			close(fences[r]);
+			fences[r] = -1;
+		}
 }
 
-/* Run @update (or the gradient) program of every replica for step @s. */
+/* Wait for and close @fences; the first failure. */
+static int wait_fences(struct vtpu_model *m, int *fences)
+{
+	uint32_t r;
+	int ret = 0, w;
+
+	for (r = 0; r < m->nrep; r++) {
+		w = vg_wait(m->rep[r].rt, fences[r]);
+		fences[r] = -1;
+		ret = ret ?: w;
+	}
+	return ret;
+}
+
+/*
+ * Run @update (or the gradient) program of every replica for step @s,
+ * each after @in_fence (-1: now), their fences into @fences.
+ */
 static int replicas_run(struct vtpu_model *m, uint32_t s, bool update,
-			size_t isz, char *why, size_t whylen)
+			size_t isz, int in_fence, int *fences, char *why,
+			size_t whylen)
 {
 	uint32_t b = m->batch / m->nrep, r;
 	uint64_t strides[VG_NBUFS] = { 0 };
-	int fences[MAX_REPLICAS], ret = 0, w;
+	int ret = 0;
 
 	strides[VG_BUF_IMAGES] = (uint64_t)b * isz;
 	strides[VG_BUF_LABELS] = (uint64_t)b * 4;
-	for (r = 0; r < m->nrep; r++)
-		fences[r] = -1;
 	/* all submitted before any is waited for: the devices run together */
 	for (r = 0; r < m->nrep && !ret; r++) {
 		struct replica *rp = &m->rep[r];
@@ -1294,15 +1442,70 @@ static int replicas_run(struct vtpu_model *m, uint32_t s, bool update,
 			[VG_BUF_METRICS] = &rp->metrics,
 		};
 
-		ret = vg_run(rp->rt, update ? &rp->update : &rp->grad, bufs,
-			     strides, s, 1, &fences[r], why, whylen);
+		ret = vg_run_after(rp->rt, update ? &rp->update : &rp->grad,
+				   bufs, strides, s, 1,
+				   rp->rt->dev ? in_fence : -1, &fences[r],
+				   why, whylen);
 		if (ret && why[0] == '\0')
 			snprintf(why, whylen, "replica %u", r);
 	}
+	return ret;
+}
+
+/*
+ * One step on every replica: the gradients, the all-reduce, the update.
+ * With devices only, the three are submitted at once, each after the
+ * merged fences of the one before, and the host waits only for the end;
+ * a cpu backend runs as it is submitted, so the host waits for the
+ * devices' gradients before a cpu backend sums them.
+ */
+static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
+			 char *why, size_t whylen)
+{
+	int g[MAX_REPLICAS], a[MAX_REPLICAS], u[MAX_REPLICAS];
+	bool any_cpu = false;
+	int in = -1, ret, w;
+	uint32_t r;
+
 	for (r = 0; r < m->nrep; r++) {
-		w = vg_wait(m->rep[r].rt, fences[r]);
-		ret = ret ?: w;
+		g[r] = a[r] = u[r] = -1;
+		any_cpu |= m->rep[r].rt->cpu != NULL;
 	}
+	ret = replicas_run(m, s, false, isz, -1, g, why, whylen);
+	if (!ret && any_cpu)
+		ret = wait_fences(m, g);
+	if (!ret) {
+		in = vg_fence_merge(g, m->nrep);
+		ret = in < -1 ? in : 0;
+	}
+	for (r = 0; !ret && r < m->nrep; r++) {
+		struct replica *rk = &m->rep[r];
+
+		if (!rk->ar_rt)
+			continue;
+		ret = vg_submit(rk->ar_rt, &rk->ar, NULL, 0, 1,
+				rk->ar_rt->dev ? in : -1, &a[r], why, whylen);
+		if (ret && why[0] == '\0')
+			snprintf(why, whylen, "replica %u's all-reduce", r);
+	}
+	if (in >= 0)
+		close(in);
+	in = -1;
+	if (!ret) {
+		in = vg_fence_merge(a, m->nrep);
+		ret = in < -1 ? in : 0;
+	}
+	if (!ret)
+		ret = replicas_run(m, s, true, isz, in, u, why, whylen);
+	if (in >= 0)
+		close(in);
+	w = wait_fences(m, u);
+	ret = ret ?: w;
+	w = wait_fences(m, a);
+	ret = ret ?: w;
+	w = wait_fences(m, g);
+	ret = ret ?: w;
+	close_fences(u, m->nrep);
 	return ret;
 }
 
@@ -1323,11 +1526,7 @@ static int run_replicated(struct vtpu_model *m, struct pass *p, size_t isz)
 	if (ret)
 		return ret;
 	for (s = 0; s < p->steps; s++) {
-		ret = replicas_run(m, s, false, isz, why, sizeof(why));
-		if (ret)
-			break;
-		replicas_allreduce(m);
-		ret = replicas_run(m, s, true, isz, why, sizeof(why));
+		ret = replicas_step(m, s, isz, why, sizeof(why));
 		if (ret)
 			break;
 		/* each replica's loss is its part of the global batch's mean */

@@ -587,9 +587,13 @@ VTPU_API int vtpu_model_fit_stream(struct vtpu_model *m,
  * (each replica its own seed) and batch norm statistics (each replica's
  * share of the batch; the moving ones of replica 0 are the model's).
  *
- * This stage's all-reduce runs on the host through the buffers' maps,
- * between two submissions per replica and step (docs/architecture.md,
- * "Data parallelism"). A last partial global batch is left out of each
+ * The all-reduce runs on the backends, as engine commands: replica k sums
+ * slice k of every replica's gradients (devices read each other's as
+ * dma-bufs; cpu backends, in one process, each other's memory) and copies
+ * the sum into every replica's; between devices the three submissions of
+ * a step are ordered by fences, the host waits once per step
+ * (docs/architecture.md, "Data parallelism"). A last partial global
+ * batch is left out of each
  * epoch; streamed input and models of token inputs are refused.
  * evaluate(), predict(), get_weights(), save() and load() use replica 0
  * (the model's own state, on @devices[0]) with the whole batch; weights

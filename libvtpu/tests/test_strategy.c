@@ -153,8 +153,8 @@ TEST(one_replica_is_the_plain_model_bitwise)
 }
 
 /*
- * Two replicas with global batch 32 (16 each) against one backend with
- * batch 32: the same examples in each step, the gradient summed in
+ * Two replicas with global batch 32 (16 each), and four (8 each), against
+ * one backend with batch 32: the same examples in each step, the gradient summed in
  * another order (two halves of 16 rows, then their sum, instead of the
  * one-device GEMM's order over 32 rows), so the two differ by rounding
  * only: a few ulps per step, carried through 72 Adam or SGD steps
@@ -167,35 +167,40 @@ TEST(one_replica_is_the_plain_model_bitwise)
 TEST(two_replicas_match_one_backend)
 {
 	static struct run one, two;
-	double worst_w = 0;
+	static const uint32_t counts[] = { 2, 4 };
+	double worst_w;
 	uint64_t i;
-	int k, e;
+	int k, e, c;
 
 	for (k = 0; k < 2; k++) {
 		enum vtpu_optimizer opt = k ? VTPU_OPT_SGD : VTPU_OPT_ADAM;
 
 		ASSERT_EQ(0, train(&one, 0, opt));
-		ASSERT_EQ(0, train(&two, 2, opt));
-		ASSERT_EQ(2, two.replicas);
-		ASSERT_EQ(one.nw, two.nw);
-		for (e = 0; e < EPOCHS; e++) {
-			EXPECT_GE(1e-6 * fabs(one.loss[e]),
-				  fabs(one.loss[e] - two.loss[e]));
-			TH_LOG("%s epoch %d: loss %.9f (1 backend) %.9f (2 replicas)",
-			       k ? "sgd" : "adam", e + 1, one.loss[e],
-			       two.loss[e]);
-		}
-		EXPECT_LT(two.loss[EPOCHS - 1], two.loss[0]);
-		for (i = 0; i < one.nw; i++) {
-			double d = fabs((double)one.w[i] - two.w[i]);
+		for (c = 0; c < 2; c++) {
+			ASSERT_EQ(0, train(&two, counts[c], opt));
+			ASSERT_EQ(counts[c], two.replicas);
+			ASSERT_EQ(one.nw, two.nw);
+			for (e = 0; e < EPOCHS; e++) {
+				EXPECT_GE(1e-6 * fabs(one.loss[e]),
+					  fabs(one.loss[e] - two.loss[e]));
+				TH_LOG("%s epoch %d: loss %.9f (1 backend) %.9f (%u replicas)",
+				       k ? "sgd" : "adam", e + 1, one.loss[e],
+				       two.loss[e], counts[c]);
+			}
+			EXPECT_LT(two.loss[EPOCHS - 1], two.loss[0]);
+			worst_w = 0;
+			for (i = 0; i < one.nw; i++) {
+				double d = fabs((double)one.w[i] - two.w[i]);
 
-			worst_w = d > worst_w ? d : worst_w;
+				worst_w = d > worst_w ? d : worst_w;
+			}
+			EXPECT_LT(worst_w, 1e-5);
+			TH_LOG("%s, %u replicas: largest weight difference %.3g",
+			       k ? "sgd" : "adam", counts[c], worst_w);
+			/* the replicas never diverge */
+			EXPECT_EQ(0, memcmp(two.w, two.rw,
+					    two.nw * sizeof(float)));
 		}
-		EXPECT_LT(worst_w, 1e-5);
-		TH_LOG("%s: largest weight difference %.3g", k ? "sgd" : "adam",
-		       worst_w);
-		/* the replicas never diverge */
-		EXPECT_EQ(0, memcmp(two.w, two.rw, two.nw * sizeof(float)));
 	}
 }
 
