@@ -585,7 +585,9 @@ VTPU_API int vtpu_model_fit_stream(struct vtpu_model *m,
  * stay bitwise equal. The loss reported is the sum of the replicas'
  * parts: the global batch's mean. Per-replica quantities: dropout masks
  * (each replica its own seed) and batch norm statistics (each replica's
- * share of the batch; the moving ones of replica 0 are the model's).
+ * share of the batch, so each replica's moving statistics are its own and
+ * replica 0's are the model's: Keras' MirroredStrategy averages them,
+ * not done yet).
  *
  * The all-reduce runs on the backends, as engine commands: replica k sums
  * slice k of every replica's gradients (devices read each other's as

@@ -251,6 +251,58 @@ TEST(set_weights_and_rate_reach_every_replica)
 	vtpu_dataset_free(&ds);
 }
 
+/*
+ * Batch norm and dropout are per replica: each replica normalises its
+ * share with its share's statistics and draws its own masks. The
+ * trainable weights stay bitwise equal across replicas; the moving
+ * statistics are each replica's own (replica 0's are the model's).
+ */
+TEST(batchnorm_and_dropout_per_replica)
+{
+	static const char *const cpus[] = { "cpu", "cpu" };
+	VTPU_COMPILE_OPTS(co, .batch = 32, .seed = 7, .learning_rate = 3e-3f,
+			  .optimizer = VTPU_OPT_ADAM);
+	double loss[EPOCHS];
+	VTPU_FIT_OPTS(fo, .epochs = EPOCHS, .on_epoch = record_loss,
+		      .ctx = loss);
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	static float w0[MAX_W], w1[MAX_W];
+	struct vtpu_weight_info wi;
+	struct vtpu_dataset ds;
+	int i, moving = 0;
+
+	quadrant_set(&ds, 256, 8);
+	ASSERT_EQ(0, vtpu_model_add_conv2d(m, 4, 3, 3, VTPU_PAD_SAME,
+					   VTPU_ACT_NONE));
+	ASSERT_EQ(0, vtpu_model_add_batchnorm(m, 0.9f, 1e-3f));
+	ASSERT_EQ(0, vtpu_model_add_relu(m));
+	ASSERT_EQ(0, vtpu_model_add_flatten(m));
+	ASSERT_EQ(0, vtpu_model_add_dropout(m, 0.2f));
+	ASSERT_EQ(0, vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX));
+	ASSERT_EQ(0, vtpu_model_compile_replicated(m, cpus, 2, &co))
+		TH_LOG("%s", vtpu_model_error(m));
+	ASSERT_EQ(0, vtpu_model_fit(m, &ds, &fo))
+		TH_LOG("%s", vtpu_model_error(m));
+	EXPECT_LT(loss[EPOCHS - 1], loss[0]);
+	for (i = 0; i < vtpu_model_num_weights(m); i++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(m, i, &wi));
+		ASSERT_EQ(0, vtpu_model_get_replica_weights(m, 0, i, w0,
+							    wi.count));
+		ASSERT_EQ(0, vtpu_model_get_replica_weights(m, 1, i, w1,
+							    wi.count));
+		if (strstr(wi.name, "moving_")) {
+			/* each its own share's statistics */
+			moving += !!memcmp(w0, w1, wi.count * sizeof(float));
+			continue;
+		}
+		EXPECT_EQ(0, memcmp(w0, w1, wi.count * sizeof(float)))
+			TH_LOG("%s differs between the replicas", wi.name);
+	}
+	EXPECT_EQ(2, moving);
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&ds);
+}
+
 static void expect_refused(struct __test_metadata *_metadata,
 			   struct vtpu_model *m, int got, const char *what)
 {
