@@ -287,10 +287,11 @@ int vg_submit(struct vg_runtime *rt, struct vtpu_cmdbuf *cb,
 	      const uint64_t *strides, uint32_t first, uint32_t repeat,
 	      int in_fence, int *fence, char *err, size_t errlen);
 /*
- * One sync_file that signals when all of @fences (-1: none) have: a new
- * fd the caller closes, -1 for none, or -errno. @fences stay open.
+ * One sync_file that signals when all of @fences (-1: none) have, into
+ * @merged: a new fd the caller closes, or -1 for none. @fences stay open.
+ * Return: 0 or -errno.
  */
-int vg_fence_merge(const int *fences, uint32_t n);
+int vg_fence_merge(const int *fences, uint32_t n, int *merged);
 int vg_wait(struct vg_runtime *rt, int fence);
 
 #endif /* LIBVTPU_GRAPH_PRIV_H */

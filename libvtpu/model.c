@@ -389,20 +389,26 @@ static void drop_progs(struct vtpu_model *m, int kind)
 
 static void replicas_free(struct vtpu_model *m)
 {
-	uint32_t r;
+	uint32_t r, j;
 
+	/* the all-reduce's buffers first: some live on another's backend */
 	for (r = 0; m->rep && r < m->nrep; r++) {
 		struct replica *rp = &m->rep[r];
 
+		vtpu_cmdbuf_fini(&rp->ar);
+		if (!rp->ar_rt)
+			continue;
+		for (j = 0; rp->peer && j < m->nrep; j++)
+			vg_bo_destroy(rp->ar_rt, &rp->peer[j]);
+		vg_bo_destroy(rp->ar_rt, &rp->acc);
+	}
+	for (r = 0; m->rep && r < m->nrep; r++) {
+		struct replica *rp = &m->rep[r];
+
+		free(rp->peer);
 		if (!rp->rt)
 			continue;
 		devset_free_rt(rp->rt, &rp->train);
-		vtpu_cmdbuf_fini(&rp->ar);
-		for (uint32_t j = 0; rp->peer && j < m->nrep; j++)
-			vg_bo_destroy(rp->ar_rt, &rp->peer[j]);
-		free(rp->peer);
-		if (rp->ar_rt)
-			vg_bo_destroy(rp->ar_rt, &rp->acc);
 		vg_program_fini(&rp->grad);
 		vg_program_fini(&rp->update);
 		vg_bo_destroy(rp->rt, &rp->work);
@@ -1474,10 +1480,8 @@ static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
 	ret = replicas_run(m, s, false, isz, -1, g, why, whylen);
 	if (!ret && any_cpu)
 		ret = wait_fences(m, g);
-	if (!ret) {
-		in = vg_fence_merge(g, m->nrep);
-		ret = in < -1 ? in : 0;
-	}
+	if (!ret)
+		ret = vg_fence_merge(g, m->nrep, &in);
 	for (r = 0; !ret && r < m->nrep; r++) {
 		struct replica *rk = &m->rep[r];
 
@@ -1491,10 +1495,8 @@ static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
 	if (in >= 0)
 		close(in);
 	in = -1;
-	if (!ret) {
-		in = vg_fence_merge(a, m->nrep);
-		ret = in < -1 ? in : 0;
-	}
+	if (!ret)
+		ret = vg_fence_merge(a, m->nrep, &in);
 	if (!ret)
 		ret = replicas_run(m, s, true, isz, in, u, why, whylen);
 	if (in >= 0)

@@ -155,27 +155,29 @@ int vg_run_after(struct vg_runtime *rt, struct vg_program *prog,
 			 fence, err, errlen);
 }
 
-int vg_fence_merge(const int *fences, uint32_t n)
+int vg_fence_merge(const int *fences, uint32_t n, int *merged)
 {
-	int out = -1, merged;
+	int out = -1, fd;
 	uint32_t i;
 
+	*merged = -1;
 	for (i = 0; i < n; i++) {
 		if (fences[i] < 0)
 			continue;
-		if (out < 0) {
-			out = dup(fences[i]);
-			if (out < 0)
-				return -errno;
-			continue;
+		fd = out < 0 ? dup(fences[i]) :
+			       sync_merge("vtpu-replicas", out, fences[i]);
+		if (fd < 0) {
+			fd = -errno;
+			if (out >= 0)
+				close(out);
+			return fd;
 		}
-		merged = sync_merge("vtpu-replicas", out, fences[i]);
-		close(out);
-		if (merged < 0)
-			return -errno;
-		out = merged;
+		if (out >= 0)
+			close(out);
+		out = fd;
 	}
-	return out;
+	*merged = out;
+	return 0;
 }
 
 int vg_wait(struct vg_runtime *rt, int fence)
