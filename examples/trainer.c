@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trainer.h"
 
@@ -13,6 +14,10 @@ static void usage(const struct trainer_opts *o, int status)
 	fprintf(status ? stderr : stdout,
 		"usage: %s [options]\n"
 		"  --device PATH    /dev/vtpuN or cpu (default %s)\n"
+		"  --devices LIST   train data-parallel, one replica per device:\n"
+		"                   a comma list (/dev/vtpu0,/dev/vtpu1; cpu may\n"
+		"                   repeat), or all (every /dev/vtpuN); the batch\n"
+		"                   is the global batch, split evenly\n"
 		"  --data DIR       the dataset's directory (default %s)\n"
 		"  --epochs N       (default %u; 0: no training, only evaluate\n"
 		"                   the model, e.g. one saved with --save: --load)\n"
@@ -87,6 +92,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' },
+		{ "devices", required_argument, NULL, 'M' },
 		{ "data", required_argument, NULL, 'D' },
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "batch", required_argument, NULL, 'b' },
@@ -116,6 +122,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->device = optarg; break;
+		case 'M': o->devices = optarg; break;
 		case 'D': o->data = optarg; o->data_default = false; break;
 		case 'e': o->epochs = number(o, "--epochs", optarg); break;
 		case 'b': o->batch = number(o, "--batch", optarg); break;
@@ -216,6 +223,80 @@ static float cosine_decay(void *ctx, uint32_t epoch, uint32_t epochs,
 					  (float)epochs));
 }
 
+#define TRAINER_MAX_DEVICES 64
+
+/*
+ * --devices: "all" (every /dev/vtpuN there is, in order) or a comma list,
+ * into @names (pointing into @buf); returns how many, or 0 after saying
+ * why not.
+ */
+static uint32_t device_list(const struct trainer_opts *o, char *buf,
+			    size_t len, const char **names)
+{
+	uint32_t n = 0, i;
+	char *tok, *save;
+
+	if (!strcmp(o->devices, "all")) {
+		for (i = 0; i < 256 && n < TRAINER_MAX_DEVICES; i++) {
+			char path[32];
+			size_t at = 0;
+
+			snprintf(path, sizeof(path), "/dev/vtpu%u", i);
+			if (access(path, F_OK))
+				continue;
+			for (uint32_t k = 0; k < n; k++)
+				at += strlen(names[k]) + 1;
+			if (at + strlen(path) + 1 > len)
+				break;
+			names[n++] = strcpy(buf + at, path);
+		}
+		if (!n)
+			fprintf(stderr, "%s: --devices all: no /dev/vtpuN\n",
+				o->name);
+		return n;
+	}
+	if (strlen(o->devices) >= len) {
+		fprintf(stderr, "%s: --devices: list too long\n", o->name);
+		return 0;
+	}
+	strcpy(buf, o->devices);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == TRAINER_MAX_DEVICES) {
+			fprintf(stderr, "%s: --devices: more than %d\n",
+				o->name, TRAINER_MAX_DEVICES);
+			return 0;
+		}
+		names[n++] = tok;
+	}
+	if (!n)
+		fprintf(stderr, "%s: --devices: no device named\n", o->name);
+	return n;
+}
+
+/*
+ * Compile on --device, or replicated on --devices. Return: 0, -errno (see
+ * vtpu_model_error()) or 1 (a bad --devices, said why).
+ */
+static int trainer_compile(struct vtpu_model *m, const struct trainer_opts *o,
+			   struct vtpu_compile_opts *co)
+{
+	const char *names[TRAINER_MAX_DEVICES];
+	char buf[4096];
+	uint32_t n;
+
+	if (!o->devices)
+		return vtpu_model_compile(m, co);
+	n = device_list(o, buf, sizeof(buf), names);
+	if (!n)
+		return 1; /* said why */
+	if (vtpu_model_compile_replicated(m, names, n, co))
+		return -1;
+	printf("data parallel: %u replicas, global batch %u (%u each)\n", n,
+	       co->batch, co->batch / n);
+	return 0;
+}
+
 int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 		struct vtpu_compile_opts *co, const struct vtpu_dataset *train,
 		const struct vtpu_dataset *test)
@@ -226,6 +307,7 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	struct vtpu_model_info info;
 	float lr0;
 	double loss, acc;
+	int ret;
 
 	co->device = o->device;
 	co->batch = o->batch;
@@ -254,8 +336,11 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	}
 
 	vtpu_model_summary(m, stdout);
-	if (vtpu_model_compile(m, co)) {
-		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
+	ret = trainer_compile(m, o, co);
+	if (ret) {
+		if (ret < 0)
+			fprintf(stderr, "%s: %s\n", o->name,
+				vtpu_model_error(m));
 		return 1;
 	}
 	vtpu_model_info(m, &info);

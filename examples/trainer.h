@@ -15,6 +15,7 @@
 struct trainer_opts {
 	const char *name;	/* "mnist" */
 	const char *device;	/* --device: /dev/vtpuN or cpu */
+	const char *devices;	/* --devices: a comma list, or "all" */
 	const char *data;	/* --data DIR */
 	bool data_default;	/* no --data: the default, relative to the cwd */
 	const char *save;	/* --save FILE */
@@ -45,7 +46,7 @@ void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
 		  struct vtpu_dataset *train, struct vtpu_dataset *test);
 
 /*
- * Compiles @m with @co on o->device, loads --load, fits, evaluates on the
+ * Compiles @m with @co on o->device (or replicated on --devices), loads --load, fits, evaluates on the
  * test set, saves --save, and prints "test_acc: 0.9812" last.
  * Returns the process exit status.
  */

@@ -89,6 +89,7 @@ struct cx {
 	struct rnn_bufs *rnn; /* per LSTM or GRU node */
 	int state, images, labels, metrics, grads;
 	uint32_t lr_at; /* where the optimizer command's lr is in cb */
+	uint32_t opt_at; /* where the optimizer's commands start in cb */
 	int err;
 };
 
@@ -1148,6 +1149,17 @@ static void input_fwd(struct cx *cx, int i)
 	emit(cx, &cmd);
 }
 
+/*
+ * The examples the loss is the mean over: the batch, or a replica's share
+ * of it times the replicas (vtpu_model_compile_replicated()), so that the
+ * replicas' losses and gradients sum to the global batch's mean.
+ */
+static float loss_rows(const struct cx *cx)
+{
+	return (float)((double)cx->B *
+		       (cx->opt && cx->opt->replicas ? cx->opt->replicas : 1));
+}
+
 /* Loss, correct count, and (training) dlogits or (predict) probs. */
 static void loss_fwd(struct cx *cx, int i)
 {
@@ -1159,7 +1171,7 @@ static void loss_fwd(struct cx *cx, int i)
 		.hdr = { VTPU_OP_SOFTMAX_XENT, sizeof(cmd) },
 		.m = rows, .n = classes,
 		.flags = n->seq ? VTPU_XENT_MEAN_VALID : 0,
-		.scale = f32_bits(n->seq ? 1.0f : 1.0f / cx->B),
+		.scale = f32_bits(n->seq ? 1.0f : 1.0f / loss_rows(cx)),
 		.logits = opnd(cx->val[x]),
 		.labels = opnd(at(cx->labels, 0)),
 		.loss = opnd(at(cx->metrics, VG_METRIC_LOSS)),
@@ -2086,6 +2098,7 @@ static void optimizer(struct cx *cx)
 	struct tref p = at(cx->state, cx->sl.params);
 	struct tref m = at(cx->state, cx->sl.mom);
 
+	cx->opt_at = cx->cb.size;
 	if (o->kind == VTPU_OPT_ADAM) {
 		struct vtpu_cmd_adam_step step = {
 			.hdr = { VTPU_OP_ADAM_STEP, sizeof(step) },
@@ -2588,6 +2601,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	prog->kind = kind;
 	prog->batch = batch;
 	prog->lr_at = cx.lr_at;
+	prog->opt_at = cx.opt_at;
 	prog->cb = cx.cb;
 	memset(&cx.cb, 0, sizeof(cx.cb));
 	for (i = 0; i < VG_NBUFS; i++) /* placeholders, bound by vg_run() */
@@ -2628,6 +2642,43 @@ void vg_program_set_lr(struct vg_program *prog, float lr)
 
 	if (prog->lr_at)
 		memcpy(prog->cb.data + prog->lr_at, &bits, sizeof(bits));
+}
+
+int vg_program_split(struct vg_program *train, struct vg_program *update)
+{
+	uint32_t pos, at;
+	int i, ret = 0;
+
+	memset(update, 0, sizeof(*update));
+	if (train->kind != VG_PROG_TRAIN || !train->opt_at ||
+	    train->opt_at >= train->cb.size)
+		return -EINVAL;
+	vtpu_cmdbuf_init(&update->cb);
+	for (i = 0; i < VG_NBUFS; i++) /* the same placeholders, in order */
+		vtpu_cmdbuf_use(&update->cb, &update->slots[i]);
+	for (pos = train->opt_at; !ret && pos < train->cb.size;) {
+		at = pos;
+		if (!vtpu_engine_next(train->cb.data, train->cb.size, &pos))
+			break;
+		ret = vtpu_cmdbuf_append(&update->cb, train->cb.data + at);
+		update->commands++;
+	}
+	ret = ret ?: update->cb.error;
+	if (ret) {
+		vg_program_fini(update);
+		return ret;
+	}
+	update->kind = VG_PROG_TRAIN;
+	update->batch = train->batch;
+	update->work_bytes = train->work_bytes;
+	update->naive_bytes = train->naive_bytes;
+	update->grads_offset = train->grads_offset;
+	update->lr_at = train->lr_at - train->opt_at;
+	train->cb.size = train->opt_at;
+	train->commands -= update->commands;
+	train->lr_at = 0;
+	train->opt_at = 0;
+	return 0;
 }
 
 void vg_program_fini(struct vg_program *prog)

@@ -214,6 +214,12 @@ enum vg_buf {
 struct vg_optim {
 	enum vtpu_optimizer kind;
 	float lr, momentum, beta1, beta2, eps;
+	/*
+	 * A replica's program (0 or 1: none): the loss is the mean over
+	 * batch * replicas examples, so the replicas' gradients sum to the
+	 * global batch's.
+	 */
+	uint32_t replicas;
 };
 
 /**
@@ -235,6 +241,7 @@ struct vg_program {
 	uint32_t metrics_stride;
 	uint64_t grads_offset; /* training: the parameter gradients in work */
 	uint32_t lr_at; /* training: where the stream holds the learning rate */
+	uint32_t opt_at; /* training: where the optimizer's commands start */
 	double compile_ms;
 	struct vtpu_bo slots[VG_NBUFS]; /* what cb names until vg_run() */
 };
@@ -243,6 +250,13 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	       uint32_t batch, const struct vg_optim *opt,
 	       struct vg_program *prog);
 void vg_program_fini(struct vg_program *prog);
+/*
+ * Split a training program at the optimizer: @train keeps the forward and
+ * backward passes (the gradients at grads_offset of its arena), @update
+ * gets the optimizer's commands, run on the same arena afterwards (a data
+ * parallel step all-reduces the gradients in between).
+ */
+int vg_program_split(struct vg_program *train, struct vg_program *update);
 /* A training program's learning rate, from its next run on (none: no-op). */
 void vg_program_set_lr(struct vg_program *prog, float lr);
 
@@ -280,6 +294,21 @@ int vg_run(struct vg_runtime *rt, struct vg_program *prog,
 	   struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
 	   uint32_t first, uint32_t repeat, int *fence, char *err,
 	   size_t errlen);
+/* vg_run() that starts only when @in_fence (a sync_file, or -1) signals. */
+int vg_run_after(struct vg_runtime *rt, struct vg_program *prog,
+		 struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
+		 uint32_t first, uint32_t repeat, int in_fence, int *fence,
+		 char *err, size_t errlen);
+/* Submit @cb as it is (its own buffers), after @in_fence (or -1). */
+int vg_submit(struct vg_runtime *rt, struct vtpu_cmdbuf *cb,
+	      const uint64_t *strides, uint32_t first, uint32_t repeat,
+	      int in_fence, int *fence, char *err, size_t errlen);
+/*
+ * One sync_file that signals when all of @fences (-1: none) have, into
+ * @merged: a new fd the caller closes, or -1 for none. @fences stay open.
+ * Return: 0 or -errno.
+ */
+int vg_fence_merge(const int *fences, uint32_t n, int *merged);
 int vg_wait(struct vg_runtime *rt, int fence);
 
 #endif /* LIBVTPU_GRAPH_PRIV_H */

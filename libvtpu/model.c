@@ -21,10 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "data_priv.h"
 #include "graph_priv.h"
+#include "vtpu_engine.h"
 #include "vtpu_text.h"
 
 /*
@@ -68,6 +71,36 @@ struct tokbatch {
 	uint64_t in_off, lab_off; /* bytes into images, labels */
 };
 
+/*
+ * A replica of a data-parallel model (vtpu_model_compile_replicated()):
+ * its backend, its copy of the state, its share of each step's examples
+ * and the training step split at the optimizer. Replica 0's backend and
+ * state are the model's own.
+ */
+struct replica {
+	struct vg_runtime own_rt;
+	struct vg_runtime *rt;
+	struct vtpu_bo own_state;
+	struct vtpu_bo *state;
+	struct vtpu_bo metrics;	/* one step's */
+	struct vtpu_bo work;
+	struct vg_program grad;	/* forward, loss, backward */
+	struct vg_program update; /* the optimizer */
+	struct devset train;	/* [steps][batch / replicas] examples */
+	/*
+	 * The all-reduce's part of replica k: slice k of the gradients
+	 * summed into @acc in replica order, then copied into every
+	 * replica's gradients, by the stream @ar on @ar_rt: this replica's
+	 * backend (every replica a device: the others' arenas imported as
+	 * dma-bufs, @peer; all cpu backends: their memory as it is), or,
+	 * with devices and cpu backends mixed, a cpu backend's.
+	 */
+	struct vg_runtime *ar_rt;
+	struct vtpu_cmdbuf ar;
+	struct vtpu_bo acc;
+	struct vtpu_bo *peer;
+};
+
 struct vtpu_model {
 	struct vtpu_graph *g;
 	int last;
@@ -89,6 +122,8 @@ struct vtpu_model {
 	struct vtpu_rng rng;
 	struct vtpu_model_info info;
 	bool stop;	/* vtpu_model_stop(): fit() returns after this epoch */
+	struct replica *rep;	/* data parallel: nrep replicas, or NULL */
+	uint32_t nrep;
 	char err[512];
 };
 
@@ -323,14 +358,20 @@ void vtpu_model_summary(const struct vtpu_model *m, FILE *out)
 
 /* ---- compiling ------------------------------------------------------------ */
 
-/* Free a dataset's device copy (a no-op for an empty one). */
-static void devset_free(struct vtpu_model *m, struct devset *s)
+/* Free a dataset's copy on @rt (a no-op for an empty one). */
+static void devset_free_rt(struct vg_runtime *rt, struct devset *s)
 {
-	vg_bo_destroy(&m->rt, &s->images);
-	vg_bo_destroy(&m->rt, &s->labels);
+	vg_bo_destroy(rt, &s->images);
+	vg_bo_destroy(rt, &s->labels);
 	free(s->valid);
 	free(s->tb);
 	memset(s, 0, sizeof(*s));
+}
+
+/* Free a dataset's device copy (a no-op for an empty one). */
+static void devset_free(struct vtpu_model *m, struct devset *s)
+{
+	devset_free_rt(&m->rt, s);
 }
 
 static void release_sets(struct vtpu_model *m)
@@ -367,10 +408,45 @@ static void drop_progs(struct vtpu_model *m, int kind)
 			prog_free(m, &m->progs[i]);
 }
 
+static void replicas_free(struct vtpu_model *m)
+{
+	uint32_t r, j;
+
+	/* the all-reduce's buffers first: some live on another's backend */
+	for (r = 0; m->rep && r < m->nrep; r++) {
+		struct replica *rp = &m->rep[r];
+
+		vtpu_cmdbuf_fini(&rp->ar);
+		if (!rp->ar_rt)
+			continue;
+		for (j = 0; rp->peer && j < m->nrep; j++)
+			vg_bo_destroy(rp->ar_rt, &rp->peer[j]);
+		vg_bo_destroy(rp->ar_rt, &rp->acc);
+	}
+	for (r = 0; m->rep && r < m->nrep; r++) {
+		struct replica *rp = &m->rep[r];
+
+		free(rp->peer);
+		if (!rp->rt)
+			continue;
+		devset_free_rt(rp->rt, &rp->train);
+		vg_program_fini(&rp->grad);
+		vg_program_fini(&rp->update);
+		vg_bo_destroy(rp->rt, &rp->work);
+		vg_bo_destroy(rp->rt, &rp->metrics);
+		vg_bo_destroy(rp->rt, &rp->own_state);
+		vg_runtime_close(&rp->own_rt);
+	}
+	free(m->rep);
+	m->rep = NULL;
+	m->nrep = 0;
+}
+
 static void release(struct vtpu_model *m)
 {
 	if (!m->compiled)
 		return;
+	replicas_free(m);
 	drop_progs(m, -1);
 	release_sets(m);
 	vg_bo_destroy(&m->rt, &m->metrics);
@@ -642,6 +718,9 @@ int vtpu_model_set_batch(struct vtpu_model *m, uint32_t batch)
 		return fail(m, -EINVAL, "the model is not compiled");
 	if (!batch)
 		return fail(m, -EINVAL, "batch 0");
+	if (m->rep)
+		return fail(m, -EINVAL,
+			    "a replicated model's batch is set by vtpu_model_compile_replicated()");
 	e = get_prog(m, VG_PROG_TRAIN, batch, NULL, &ret);
 	if (!e)
 		return ret;
@@ -989,6 +1068,556 @@ static int pass_failed(struct vtpu_model *m, const struct pass *p, int ret,
 		    strerror(-ret), why[0] ? ": " : "", why);
 }
 
+/* ---- data parallelism ---------------------------------------------------- */
+
+#define MAX_REPLICAS 64
+
+/* The SIMD level @rt's engine runs at. */
+static uint64_t rt_simd(struct vg_runtime *rt)
+{
+	uint64_t simd = 0;
+
+	if (rt->cpu)
+		return vtpu_cpu_simd(rt->cpu);
+	vtpu_get_param(rt->dev, VTPU_PARAM_SIMD_LEVEL, &simd);
+	return simd;
+}
+
+/* A device's memory cap (0: the cpu backend, whose cap is the options'). */
+static uint64_t rt_cap(struct vg_runtime *rt)
+{
+	uint64_t cap = 0;
+
+	if (rt->dev)
+		vtpu_get_param(rt->dev, VTPU_PARAM_MEM_CAP, &cap);
+	return cap;
+}
+
+/*
+ * The same device named twice: two paths to one node (a symlink), or one
+ * path. The cpu backend may be named any number of times: each is a
+ * backend of its own.
+ */
+static bool same_device(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, "cpu") || !strcmp(b, "cpu"))
+		return false;
+	if (!stat(a, &sa) && !stat(b, &sb))
+		return S_ISCHR(sa.st_mode) && S_ISCHR(sb.st_mode) &&
+		       sa.st_rdev == sb.st_rdev;
+	return !strcmp(a, b);
+}
+
+static int replica_check(struct vtpu_model *m, const char *const *devices,
+			 uint32_t n, uint32_t batch)
+{
+	uint32_t i, j;
+
+	if (!devices || !n || n > MAX_REPLICAS)
+		return fail(m, -EINVAL, "replicas: 1 to %d devices, not %u",
+			    MAX_REPLICAS, devices ? n : 0);
+	for (i = 0; i < n; i++) {
+		if (!devices[i] || !devices[i][0])
+			return fail(m, -EINVAL, "replica %u: no device named",
+				    i);
+		for (j = 0; j < i; j++)
+			if (same_device(devices[i], devices[j]))
+				return fail(m, -EINVAL,
+					    "replicas %u and %u are both %s: each device can hold one replica",
+					    j, i, devices[i]);
+	}
+	if (batch % n)
+		return fail(m, -EINVAL,
+			    "a global batch of %u does not split evenly between %u replicas",
+			    batch, n);
+	if (m->g->ntokens)
+		return fail(m, -EINVAL,
+			    "replicas: models of token inputs are not supported yet");
+	return 0;
+}
+
+/*
+ * Open replica @r's backend (1..: its own) and check that it computes as
+ * replica 0 does: the same SIMD level (the same kernels, so the same
+ * bits), the same weight layout and, between devices, the same memory cap.
+ */
+static int replica_open(struct vtpu_model *m, uint32_t r, const char *device,
+			const struct vtpu_compile_opts *o)
+{
+	struct replica *rp = &m->rep[r];
+	struct vg_runtime *r0 = &m->rt;
+	int ret;
+
+	if (!r) {
+		rp->rt = r0;
+		rp->state = &m->state;
+		return 0;
+	}
+	ret = vg_runtime_open(&rp->own_rt, device, o->cpu_gemm, o->threads);
+	if (ret)
+		return fail(m, ret, "replica %u: cannot open %s: %s%s", r,
+			    device, strerror(-ret), vtpu_open_hint(ret));
+	rp->rt = &rp->own_rt;
+	rp->rt->mem_cap = r0->mem_cap;
+	rp->state = &rp->own_state;
+	if (rt_simd(rp->rt) != rt_simd(r0))
+		return fail(m, -EINVAL,
+			    "replica %u (%s) computes with %s, replica 0 (%s) with %s: replicas need the same SIMD level",
+			    r, rp->rt->name,
+			    vtpu_engine_simd_name((uint32_t)rt_simd(rp->rt)),
+			    r0->name,
+			    vtpu_engine_simd_name((uint32_t)rt_simd(r0)));
+	if (rp->rt->panels != r0->panels)
+		return fail(m, -EINVAL,
+			    "replica %u (%s) keeps the weights in another layout than replica 0 (%s)",
+			    r, rp->rt->name, r0->name);
+	if (rp->rt->dev && r0->dev && rt_cap(rp->rt) != rt_cap(r0))
+		return fail(m, -EINVAL,
+			    "replica %u (%s) has a memory cap of %llu bytes, replica 0 (%s) %llu: replicas need the same",
+			    r, rp->rt->name,
+			    (unsigned long long)rt_cap(rp->rt), r0->name,
+			    (unsigned long long)rt_cap(r0));
+	return 0;
+}
+
+/*
+ * Replica @r's training step for its share of the batch, split at the
+ * optimizer, with its arena. Dropout draws from a seed of its own.
+ */
+static int replica_compile(struct vtpu_model *m, uint32_t r)
+{
+	struct replica *rp = &m->rep[r];
+	struct vg_optim opt = m->opt;
+	uint32_t seed = m->g->seed;
+	int ret;
+
+	opt.replicas = m->nrep;
+	m->g->seed = seed + r * 0x9e3779b9u;
+	ret = vg_compile(m->g, VG_PROG_TRAIN, m->batch / m->nrep, &opt,
+			 &rp->grad);
+	m->g->seed = seed;
+	if (!ret)
+		ret = vg_program_split(&rp->grad, &rp->update);
+	if (ret)
+		return fail(m, ret, "replica %u: compiling for batch %u failed: %s",
+			    r, m->batch / m->nrep, strerror(-ret));
+	ret = vg_bo_create(rp->rt, rp->grad.work_bytes, &rp->work);
+	if (!ret)
+		ret = vg_bo_create(rp->rt, rp->grad.metrics_stride,
+				   &rp->metrics);
+	if (!ret && r)
+		ret = vg_bo_create(rp->rt, m->sl.bytes, rp->state);
+	if (ret)
+		return fail(m, ret, "replica %u (%s): %s", r, rp->rt->name,
+			    strerror(-ret));
+	return 0;
+}
+
+/* Where slice @k of @count gradients starts: whole 16-float blocks. */
+static uint64_t slice_at(uint64_t count, uint32_t k, uint32_t n)
+{
+	return k >= n ? count : count * k / n / 16 * 16;
+}
+
+/* Replica @r's arena as buffer of replica @k's all-reduce stream. */
+static int ar_buffer(struct vtpu_model *m, uint32_t k, uint32_t r,
+		     const struct vtpu_bo **bo)
+{
+	struct replica *rk = &m->rep[k];
+	int fd, ret;
+
+	if (!rk->ar_rt->dev || r == k) {
+		/* the cpu backend reads every replica's memory directly */
+		*bo = &m->rep[r].work;
+		return 0;
+	}
+	ret = vtpu_bo_export(m->rep[r].rt->dev, &m->rep[r].work, &fd);
+	if (ret)
+		return fail(m, ret, "replica %u: exporting its gradients: %s",
+			    r, strerror(-ret));
+	ret = vtpu_bo_import(rk->ar_rt->dev, fd, &rk->peer[r]);
+	close(fd);
+	if (ret)
+		return fail(m, ret,
+			    "replica %u: importing replica %u's gradients: %s",
+			    k, r, strerror(-ret));
+	*bo = &rk->peer[r];
+	return 0;
+}
+
+static void ar_emit(struct vtpu_cmdbuf *cb, uint32_t op, uint64_t count,
+		    uint32_t x, uint64_t xo, uint32_t y, uint64_t yo, uint32_t z,
+		    uint64_t zo)
+{
+	struct vtpu_cmd_elementwise e = {
+		.hdr = { VTPU_OP_ELEMENTWISE, sizeof(e) },
+		.op = op, .count = count,
+		.x = { .buf = x, .offset = xo },
+		.z = { .buf = z, .offset = zo },
+	};
+
+	if (op == VTPU_EW_SCALE) {
+		float one = 1.0f;
+
+		memcpy(&e.alpha, &one, 4);
+	} else {
+		e.y.buf = y;
+		e.y.offset = yo;
+	}
+	vtpu_cmdbuf_append(cb, &e);
+}
+
+/*
+ * The all-reduce's streams: a reduce-scatter (replica k sums slice k of
+ * every replica's gradients, replica 0's + replica 1's + ..., into its
+ * @acc) then an all-gather (it copies the sum into slice k of every
+ * replica's gradients), each replica's stream one submission per step.
+ * The order of the sums depends on the replica count only, and the same
+ * engine commands run on devices and on the cpu backend: the same bits.
+ */
+static int replicas_plan(struct vtpu_model *m)
+{
+	uint64_t count = m->g->nparam_floats;
+	uint64_t off = m->rep[0].grad.grads_offset;
+	struct vg_runtime *cpu_rt = NULL;
+	bool all_dev = true;
+	uint32_t k, r, n = m->nrep;
+	int ret;
+
+	if (n == 1)
+		return 0;
+	for (r = 0; r < n; r++) {
+		if (m->rep[r].grad.grads_offset != off)
+			return fail(m, -EINVAL,
+				    "replica %u: its gradients lie elsewhere",
+				    r);
+		if (m->rep[r].rt->cpu) {
+			all_dev = false;
+			cpu_rt = cpu_rt ?: m->rep[r].rt;
+		}
+	}
+	for (k = 0; k < n; k++) {
+		struct replica *rk = &m->rep[k];
+		uint64_t lo = slice_at(count, k, n);
+		uint64_t len = slice_at(count, k + 1, n) - lo;
+		uint64_t go = off + lo * 4;
+		const struct vtpu_bo *g[MAX_REPLICAS];
+		uint32_t ib[MAX_REPLICAS], acc;
+
+		if (!len)
+			continue;
+		rk->ar_rt = all_dev || rk->rt->cpu ? rk->rt : cpu_rt;
+		rk->peer = calloc(n, sizeof(*rk->peer));
+		if (!rk->peer)
+			return fail(m, -ENOMEM, "out of memory");
+		ret = vg_bo_create(rk->ar_rt, len * 4, &rk->acc);
+		if (ret)
+			return fail(m, ret, "replica %u: all-reduce buffer: %s",
+				    k, strerror(-ret));
+		for (r = 0; r < n; r++) {
+			ret = ar_buffer(m, k, r, &g[r]);
+			if (ret)
+				return ret;
+		}
+		vtpu_cmdbuf_init(&rk->ar);
+		acc = vtpu_cmdbuf_use(&rk->ar, &rk->acc);
+		for (r = 0; r < n; r++)
+			ib[r] = vtpu_cmdbuf_use(&rk->ar, g[r]);
+		ar_emit(&rk->ar, VTPU_EW_ADD, len, ib[0], go, ib[1], go, acc,
+			0);
+		for (r = 2; r < n; r++)
+			ar_emit(&rk->ar, VTPU_EW_ADD, len, acc, 0, ib[r], go,
+				acc, 0);
+		for (r = 0; r < n; r++)
+			ar_emit(&rk->ar, VTPU_EW_SCALE, len, acc, 0, 0, 0,
+				ib[r], go);
+		if (rk->ar.error)
+			return fail(m, rk->ar.error,
+				    "replica %u: all-reduce stream: %s", k,
+				    strerror(-rk->ar.error));
+	}
+	return 0;
+}
+
+int vtpu_model_compile_replicated(struct vtpu_model *m,
+				  const char *const *devices, uint32_t n,
+				  const struct vtpu_compile_opts *opts)
+{
+	VTPU_COMPILE_OPTS(o);
+	uint32_t r;
+	int ret;
+
+	if (opts) {
+		if (opts->sz < offsetof(struct vtpu_compile_opts, seed) + 8 ||
+		    opts->sz > sizeof(*opts))
+			return fail(m, -EINVAL, "compile options: bad size");
+		memcpy(&o, opts, opts->sz);
+		o.sz = sizeof(o);
+	}
+	ret = replica_check(m, devices, n, o.batch ?: 32);
+	if (ret)
+		return ret;
+	o.device = devices[0];
+	ret = vtpu_model_compile(m, &o);
+	if (ret)
+		return ret;
+	m->rep = calloc(n, sizeof(*m->rep));
+	if (!m->rep) {
+		release(m);
+		return fail(m, -ENOMEM, "out of memory");
+	}
+	m->nrep = n;
+	for (r = 0; r < n && !ret; r++)
+		ret = replica_open(m, r, devices[r], &o) ?:
+		      replica_compile(m, r);
+	if (!ret)
+		ret = replicas_plan(m);
+	if (ret) {
+		release(m);
+		return ret;
+	}
+	snprintf(m->info.backend, sizeof(m->info.backend), "%u replicas: %.40s",
+		 n, m->rt.name);
+	return 0;
+}
+
+uint32_t vtpu_model_num_replicas(const struct vtpu_model *m)
+{
+	return m->compiled ? (m->rep ? m->nrep : 1) : 0;
+}
+
+int vtpu_model_get_replica_weights(struct vtpu_model *m, uint32_t replica,
+				   uint32_t i, float *out, uint64_t count)
+{
+	const struct vg_param *pr;
+	float *w = weights_of(m, i, count, &pr);
+
+	if (!w)
+		return -EINVAL;
+	if (replica >= vtpu_model_num_replicas(m))
+		return fail(m, -EINVAL, "replica %u: the model has %u",
+			    replica, vtpu_model_num_replicas(m));
+	if (replica)
+		w = (float *)((char *)m->rep[replica].state->map +
+			      m->sl.params) + pr->offset;
+	if (pr->panels)
+		vg_param_convert(pr, w, out, true);
+	else
+		memcpy(out, w, count * sizeof(float));
+	return 0;
+}
+
+/*
+ * Every replica starts a fit from replica 0's state: the weights set,
+ * loaded or trained since, the optimizer's moments and step.
+ */
+static void replicas_sync(struct vtpu_model *m)
+{
+	uint32_t r;
+
+	for (r = 1; m->rep && r < m->nrep; r++)
+		memcpy(m->rep[r].state->map, m->state.map, m->sl.bytes);
+}
+
+/*
+ * Deal the epoch's order (m->train, shuffled and augmented) out to the
+ * replicas: step s's global batch is examples [s * B, (s + 1) * B), of
+ * which replica r takes the r-th b = B / R, as one device would see them.
+ */
+static int replicas_deal(struct vtpu_model *m, const struct pass *p,
+			 size_t isz)
+{
+	uint32_t b = m->batch / m->nrep, r, s, n = p->steps * b;
+	const uint8_t *img = m->train.images.map;
+	const uint32_t *lab = m->train.labels.map;
+	int ret;
+
+	for (r = 0; r < m->nrep; r++) {
+		struct replica *rp = &m->rep[r];
+
+		if (rp->train.n != n) {
+			devset_free_rt(rp->rt, &rp->train);
+			ret = vg_bo_create(rp->rt, (uint64_t)n * isz,
+					   &rp->train.images) ?:
+			      vg_bo_create(rp->rt, (uint64_t)n * 4,
+					   &rp->train.labels);
+			if (ret) {
+				devset_free_rt(rp->rt, &rp->train);
+				return fail(m, ret,
+					    "replica %u: %u images in device memory: %s",
+					    r, n, strerror(-ret));
+			}
+			rp->train.n = n;
+		}
+		for (s = 0; s < p->steps; s++) {
+			uint64_t from = (uint64_t)s * m->batch + (uint64_t)r * b;
+
+			memcpy((uint8_t *)rp->train.images.map +
+				       (uint64_t)s * b * isz,
+			       img + from * isz, (size_t)b * isz);
+			memcpy((uint32_t *)rp->train.labels.map +
+				       (uint64_t)s * b,
+			       lab + from, (size_t)b * 4);
+		}
+	}
+	return 0;
+}
+
+static void close_fences(int *fences, uint32_t n)
+{
+	uint32_t r;
+
+	for (r = 0; r < n; r++)
+		if (fences[r] >= 0) {
+			close(fences[r]);
+			fences[r] = -1;
+		}
+}
+
+/* Wait for and close @fences; the first failure. */
+static int wait_fences(struct vtpu_model *m, int *fences)
+{
+	uint32_t r;
+	int ret = 0, w;
+
+	for (r = 0; r < m->nrep; r++) {
+		w = vg_wait(m->rep[r].rt, fences[r]);
+		fences[r] = -1;
+		ret = ret ?: w;
+	}
+	return ret;
+}
+
+/*
+ * Run @update (or the gradient) program of every replica for step @s,
+ * each after @in_fence (-1: now), their fences into @fences.
+ */
+static int replicas_run(struct vtpu_model *m, uint32_t s, bool update,
+			size_t isz, int in_fence, int *fences, char *why,
+			size_t whylen)
+{
+	uint32_t b = m->batch / m->nrep, r;
+	uint64_t strides[VG_NBUFS] = { 0 };
+	int ret = 0;
+
+	strides[VG_BUF_IMAGES] = (uint64_t)b * isz;
+	strides[VG_BUF_LABELS] = (uint64_t)b * 4;
+	/* all submitted before any is waited for: the devices run together */
+	for (r = 0; r < m->nrep && !ret; r++) {
+		struct replica *rp = &m->rep[r];
+		struct vtpu_bo *bufs[VG_NBUFS] = {
+			[VG_BUF_STATE] = rp->state,
+			[VG_BUF_WORK] = &rp->work,
+			[VG_BUF_IMAGES] = &rp->train.images,
+			[VG_BUF_LABELS] = &rp->train.labels,
+			[VG_BUF_METRICS] = &rp->metrics,
+		};
+
+		ret = vg_run_after(rp->rt, update ? &rp->update : &rp->grad,
+				   bufs, strides, s, 1,
+				   rp->rt->dev ? in_fence : -1, &fences[r],
+				   why, whylen);
+		if (ret && why[0] == '\0')
+			snprintf(why, whylen, "replica %u", r);
+	}
+	return ret;
+}
+
+/*
+ * One step on every replica: the gradients, the all-reduce, the update.
+ * With devices only, the three are submitted at once, each after the
+ * merged fences of the one before, and the host waits only for the end;
+ * a cpu backend runs as it is submitted, so the host waits for the
+ * devices' gradients before a cpu backend sums them.
+ */
+static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
+			 char *why, size_t whylen)
+{
+	int g[MAX_REPLICAS], a[MAX_REPLICAS], u[MAX_REPLICAS];
+	bool any_cpu = false;
+	int in = -1, ret, w;
+	uint32_t r;
+
+	for (r = 0; r < m->nrep; r++) {
+		g[r] = a[r] = u[r] = -1;
+		any_cpu |= m->rep[r].rt->cpu != NULL;
+	}
+	ret = replicas_run(m, s, false, isz, -1, g, why, whylen);
+	if (!ret && any_cpu)
+		ret = wait_fences(m, g);
+	if (!ret)
+		ret = vg_fence_merge(g, m->nrep, &in);
+	for (r = 0; !ret && r < m->nrep; r++) {
+		struct replica *rk = &m->rep[r];
+
+		if (!rk->ar_rt)
+			continue;
+		ret = vg_submit(rk->ar_rt, &rk->ar, NULL, 0, 1,
+				rk->ar_rt->dev ? in : -1, &a[r], why, whylen);
+		if (ret && why[0] == '\0')
+			snprintf(why, whylen, "replica %u's all-reduce", r);
+	}
+	if (in >= 0)
+		close(in);
+	in = -1;
+	if (!ret)
+		ret = vg_fence_merge(a, m->nrep, &in);
+	if (!ret)
+		ret = replicas_run(m, s, true, isz, in, u, why, whylen);
+	if (in >= 0)
+		close(in);
+	w = wait_fences(m, u);
+	ret = ret ?: w;
+	w = wait_fences(m, a);
+	ret = ret ?: w;
+	w = wait_fences(m, g);
+	ret = ret ?: w;
+	close_fences(u, m->nrep);
+	return ret;
+}
+
+/*
+ * A training pass of a replicated model, step by step: every replica's
+ * forward and backward pass on its share, the all-reduce, every
+ * replica's optimizer step. A last partial global batch is left out.
+ */
+static int run_replicated(struct vtpu_model *m, struct pass *p, size_t isz)
+{
+	uint8_t met[VG_METRIC_PROBS];
+	char why[256] = "";
+	uint32_t s, r, correct, c;
+	float loss, l;
+	int ret;
+
+	ret = replicas_deal(m, p, isz);
+	if (ret)
+		return ret;
+	for (s = 0; s < p->steps; s++) {
+		ret = replicas_step(m, s, isz, why, sizeof(why));
+		if (ret)
+			break;
+		/* each replica's loss is its part of the global batch's mean */
+		loss = 0;
+		correct = 0;
+		for (r = 0; r < m->nrep; r++) {
+			memcpy(&l, (uint8_t *)m->rep[r].metrics.map +
+					   VG_METRIC_LOSS, 4);
+			memcpy(&c, (uint8_t *)m->rep[r].metrics.map +
+					   VG_METRIC_CORRECT, 4);
+			loss += l;
+			correct += c;
+		}
+		memcpy(met + VG_METRIC_LOSS, &loss, 4);
+		memcpy(met + VG_METRIC_CORRECT, &correct, 4);
+		collect(p, met, s, s + 1, sizeof(met), m->batch);
+	}
+	if (ret)
+		return pass_failed(m, p, ret, why);
+	return 0;
+}
+
 static int run_pass(struct vtpu_model *m, struct pass *p)
 {
 	struct prog_entry *full, *part;
@@ -999,6 +1628,8 @@ static int run_pass(struct vtpu_model *m, struct pass *p)
 	int fence = -1, prev = -1, ret = 0;
 	char why[256] = "";
 
+	if (p->kind == VG_PROG_TRAIN && m->rep)
+		return run_replicated(m, p, p->in_stride / m->batch);
 	ret = pass_progs(m, p, &full, &part);
 	if (ret)
 		return ret;
@@ -1090,6 +1721,8 @@ static void pass_init(struct vtpu_model *m, struct pass *p,
 	p->lab_stride = (uint64_t)m->batch * 4;
 	p->steps = n / m->batch;
 	p->rem = n % m->batch;
+	if (kind == VG_PROG_TRAIN && m->rep)
+		p->rem = 0; /* replicas: whole global batches only */
 	if (max_steps && p->steps + !!p->rem > max_steps) {
 		p->steps = max_steps;
 		p->rem = 0;
@@ -1134,6 +1767,8 @@ int vtpu_model_set_learning_rate(struct vtpu_model *m, float lr)
 	for (i = 0; i < MAX_PROGS; i++)
 		if (m->progs[i].used)
 			vg_program_set_lr(&m->progs[i].prog, lr);
+	for (i = 0; m->rep && i < (int)m->nrep; i++)
+		vg_program_set_lr(&m->rep[i].update, lr);
 	return 0;
 }
 
@@ -2665,6 +3300,18 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		return ret;
 	f.isz = vtpu_dataset_image_size(train);
 	need = (uint64_t)train->n * (f.isz + 4);
+	if (m->rep && train->n < m->batch)
+		return fail(m, -EINVAL,
+			    "%u examples: not one global batch of %u for the replicas",
+			    train->n, m->batch);
+	if (m->rep && FIT_OPT(opts, stream, false))
+		return fail(m, -EINVAL,
+			    "replicas: streamed input is not supported yet");
+	if (m->rep && m->train.n != train->n && !fits(m, need, &m->train))
+		return fail(m, -ENOSPC,
+			    "replicas: the training set does not fit in %s's memory (streaming is not supported yet)",
+			    m->rt.name);
+	replicas_sync(m);
 	if (FIT_OPT(opts, stream, false) ||
 	    (m->train.n != train->n && !fits(m, need, &m->train))) {
 		f.stream = vtpu_stream_from_dataset(train);
@@ -2692,6 +3339,9 @@ int vtpu_model_fit_stream(struct vtpu_model *m, struct vtpu_stream *train,
 	struct vtpu_dataset view;
 	int ret;
 
+	if (m->rep)
+		return fail(m, -EINVAL,
+			    "replicas: streamed input is not supported yet");
 	if (vtpu_stream_get_info(train, &si))
 		return fail(m, -EINVAL, "no streamed source");
 	view = (struct vtpu_dataset){

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libsync.h>
+
 #include "graph_priv.h"
 #include "vtpu_engine.h"
 
@@ -109,28 +111,73 @@ void vg_bo_destroy(struct vg_runtime *rt, struct vtpu_bo *bo)
 	memset(bo, 0, sizeof(*bo));
 }
 
+int vg_submit(struct vg_runtime *rt, struct vtpu_cmdbuf *cb,
+	      const uint64_t *strides, uint32_t first, uint32_t repeat,
+	      int in_fence, int *fence, char *err, size_t errlen)
+{
+	struct vtpu_job job = {
+		.queue = rt->queue, .in_fence = in_fence, .out_fence = -1,
+		.want_out_fence = rt->dev != NULL, .repeat = repeat,
+		.first_iter = first, .strides = strides,
+	};
+	int ret;
+
+	/* the cpu backend runs now: its caller waited for what it needs */
+	ret = rt->dev ? vtpu_submit(rt->dev, cb, &job) :
+			vtpu_cpu_run(rt->cpu, cb, &job);
+	if (ret && job.error.reason != VTPU_ERR_NONE && err)
+		vtpu_job_strerror(cb, &job, err, errlen);
+	*fence = job.out_fence;
+	return ret;
+}
+
 int vg_run(struct vg_runtime *rt, struct vg_program *prog,
 	   struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
 	   uint32_t first, uint32_t repeat, int *fence, char *err,
 	   size_t errlen)
 {
-	struct vtpu_job job = {
-		.queue = rt->queue, .in_fence = -1, .out_fence = -1,
-		.want_out_fence = rt->dev != NULL, .repeat = repeat,
-		.first_iter = first, .strides = strides,
-	};
-	int i, ret;
+	return vg_run_after(rt, prog, bufs, strides, first, repeat, -1, fence,
+			    err, errlen);
+}
+
+int vg_run_after(struct vg_runtime *rt, struct vg_program *prog,
+		 struct vtpu_bo *const bufs[VG_NBUFS], const uint64_t *strides,
+		 uint32_t first, uint32_t repeat, int in_fence, int *fence,
+		 char *err, size_t errlen)
+{
+	int i;
 
 	for (i = 0; i < VG_NBUFS; i++) {
 		prog->cb.handles[i] = bufs[i]->handle;
 		prog->cb.bos[i] = bufs[i];
 	}
-	ret = rt->dev ? vtpu_submit(rt->dev, &prog->cb, &job) :
-			vtpu_cpu_run(rt->cpu, &prog->cb, &job);
-	if (ret && job.error.reason != VTPU_ERR_NONE && err)
-		vtpu_job_strerror(&prog->cb, &job, err, errlen);
-	*fence = job.out_fence;
-	return ret;
+	return vg_submit(rt, &prog->cb, strides, first, repeat, in_fence,
+			 fence, err, errlen);
+}
+
+int vg_fence_merge(const int *fences, uint32_t n, int *merged)
+{
+	int out = -1, fd;
+	uint32_t i;
+
+	*merged = -1;
+	for (i = 0; i < n; i++) {
+		if (fences[i] < 0)
+			continue;
+		fd = out < 0 ? dup(fences[i]) :
+			       sync_merge("vtpu-replicas", out, fences[i]);
+		if (fd < 0) {
+			fd = -errno;
+			if (out >= 0)
+				close(out);
+			return fd;
+		}
+		if (out >= 0)
+			close(out);
+		out = fd;
+	}
+	*merged = out;
+	return 0;
 }
 
 int vg_wait(struct vg_runtime *rt, int fence)

@@ -579,6 +579,70 @@ VTPU_API int vtpu_model_fit_stream(struct vtpu_model *m,
 				   const struct vtpu_fit_opts *opts);
 
 /**
+ * vtpu_model_compile_replicated() - data-parallel training on @n devices
+ * @devices: "/dev/vtpuN" or "cpu", one per replica; a device at most once
+ *           (two paths to one node are refused too), the cpu backend any
+ *           number of times (each is a backend of its own)
+ * @n: replicas, 1 to 64
+ * @opts: as vtpu_model_compile(); @opts->device is ignored, @opts->batch
+ *        is the global batch, which must split evenly between the
+ *        replicas
+ *
+ * TensorFlow's MirroredStrategy/TPUStrategy: the model is compiled once
+ * per replica, replica r on @devices[r], with the same initial weights.
+ * Each training step of fit() gives replica r the r-th share (batch / n
+ * examples) of the global batch one device would train on, runs its
+ * forward and backward passes with the loss scaled to the global batch's
+ * mean (1 / batch, not 1 / (batch / n)), sums the gradients of all
+ * replicas (the all-reduce, in a fixed order: replica 0's + replica 1's
+ * + ..., so the result is deterministic whatever the timing), and then
+ * runs the same optimizer step on every replica, so the replicas' weights
+ * stay bitwise equal. The loss reported is the sum of the replicas'
+ * parts: the global batch's mean. Per-replica quantities: dropout masks
+ * (each replica its own seed) and batch norm statistics (each replica's
+ * share of the batch, so each replica's moving statistics are its own and
+ * replica 0's are the model's: Keras' MirroredStrategy averages them,
+ * not done yet).
+ *
+ * The all-reduce runs on the backends, as engine commands: replica k sums
+ * slice k of every replica's gradients (devices read each other's as
+ * dma-bufs; cpu backends, in one process, each other's memory) and copies
+ * the sum into every replica's; between devices the three submissions of
+ * a step are ordered by fences, the host waits once per step
+ * (docs/architecture.md, "Data parallelism"). A last partial global
+ * batch is left out of each
+ * epoch; streamed input and models of token inputs are refused.
+ * evaluate(), predict(), get_weights(), save() and load() use replica 0
+ * (the model's own state, on @devices[0]) with the whole batch; weights
+ * set or loaded are copied to the other replicas when fit() starts.
+ * vtpu_model_set_batch() is refused: compile again for another batch.
+ *
+ * Return: 0 or -errno (see vtpu_model_error()): -EINVAL for no device, a
+ * duplicate device, a batch that does not split evenly, replicas with
+ * different SIMD levels, weight layouts or (devices) memory caps; the
+ * errors of vtpu_model_compile() and of opening a device.
+ */
+VTPU_API int vtpu_model_compile_replicated(struct vtpu_model *m,
+					   const char *const *devices,
+					   uint32_t n,
+					   const struct vtpu_compile_opts *opts);
+
+/**
+ * vtpu_model_num_replicas() - replicas of a compiled model (1 unless
+ * compiled by vtpu_model_compile_replicated()), 0 if not compiled.
+ */
+VTPU_API uint32_t vtpu_model_num_replicas(const struct vtpu_model *m);
+
+/**
+ * vtpu_model_get_replica_weights() - vtpu_model_get_weights() from
+ * replica @replica's copy of the weights (0: the model's own).
+ * Return: 0, or -EINVAL (no such replica, and as vtpu_model_get_weights()).
+ */
+VTPU_API int vtpu_model_get_replica_weights(struct vtpu_model *m,
+					    uint32_t replica, uint32_t i,
+					    float *out, uint64_t count);
+
+/**
  * vtpu_model_set_learning_rate() - a compiled model's learning rate from
  * the next step on. The compiled training programs are changed in place:
  * no recompilation, and the optimizer's state (moments, step count) is

@@ -201,6 +201,49 @@ static void same_curve(struct __test_metadata *_metadata, build_fn build,
 }
 
 /*
+ * Data parallel (vtpu_model_compile_replicated()): the MLP on @n replicas
+ * @devs (n 0: plain on devs[0]), global batch 32; losses per epoch in
+ * @loss, all weights of replica 0 (and of the last in @last) in @w.
+ */
+#define REP_MAX_W 60000
+
+static int train_replicas(const char *const *devs, uint32_t n,
+			  const struct vtpu_dataset *ds, double *loss,
+			  float *w, float *last)
+{
+	struct vtpu_model *m = mlp();
+	VTPU_COMPILE_OPTS(co, .device = devs[0], .batch = 32, .seed = 3);
+	VTPU_FIT_OPTS(fo, .epochs = EPOCHS, .on_epoch = record, .ctx = loss);
+	struct vtpu_weight_info wi;
+	uint64_t at = 0;
+	uint32_t r;
+	int ret, i;
+
+	ret = n ? vtpu_model_compile_replicated(m, devs, n, &co) :
+		  vtpu_model_compile(m, &co);
+	if (!ret)
+		ret = vtpu_model_fit(m, ds, &fo);
+	r = vtpu_model_num_replicas(m);
+	for (i = 0; !ret && i < vtpu_model_num_weights(m); i++) {
+		ret = vtpu_model_weight_info(m, i, &wi);
+		if (!ret && at + wi.count > REP_MAX_W)
+			ret = -ENOSPC;
+		if (!ret)
+			ret = vtpu_model_get_replica_weights(m, 0, i, w + at,
+							     wi.count);
+		if (!ret)
+			ret = vtpu_model_get_replica_weights(m, r - 1, i,
+							     last + at,
+							     wi.count);
+		at += wi.count;
+	}
+	if (ret)
+		fprintf(stderr, "# %s: %s\n", devs[0], vtpu_model_error(m));
+	vtpu_model_destroy(m);
+	return ret;
+}
+
+/*
  * The translation model of examples/translate, small, on generated dates:
  * embeddings, LSTMs unrolled over the steps, masked attention, the
  * sequence loss; then greedy decoding, one submission a batch.
@@ -387,6 +430,52 @@ TEST_F_TIMEOUT(train, seq2seq_device_matches_cpu, TRAIN_TIMEOUT)
 	free(di);
 	free(ci);
 	s2s_free(&d);
+}
+
+/*
+ * Two device replicas (the guest runs with devices=2), the gradients
+ * all-reduced on the devices through dma-bufs and fences: the loss curve
+ * of one device with the same global batch (within 1e-6: the gradient's
+ * sum runs in two halves, see libvtpu/tests/test_strategy.c), the two
+ * replicas' weights bitwise equal, and bitwise what two cpu-backend
+ * replicas compute (the same commands in the same order at the guest's
+ * SIMD level).
+ */
+TEST_F_TIMEOUT(train, mlp_two_device_replicas, TRAIN_TIMEOUT)
+{
+	static const char *const devs[] = { "/dev/vtpu0", "/dev/vtpu1" };
+	static const char *const cpus[] = { "cpu", "cpu" };
+	static const char *const dup[] = { "/dev/vtpu1", "/dev/vtpu1" };
+	static float w1[REP_MAX_W], wd[REP_MAX_W], wd1[REP_MAX_W];
+	static float wc[REP_MAX_W], wc1[REP_MAX_W];
+	double one[EPOCHS], two[EPOCHS], cpu[EPOCHS], worst = 0;
+	struct vtpu_model *m;
+	struct vtpu_dataset ds;
+	VTPU_COMPILE_OPTS(co, .batch = 32);
+	int e;
+
+	if (access("/dev/vtpu1", R_OK | W_OK))
+		SKIP(return, "no /dev/vtpu1 (start the guest with devices=2)");
+	load_data(&ds, 320);
+	ASSERT_EQ(0, train_replicas(devs, 0, &ds, one, w1, w1));
+	ASSERT_EQ(0, train_replicas(devs, 2, &ds, two, wd, wd1));
+	ASSERT_EQ(0, train_replicas(cpus, 2, &ds, cpu, wc, wc1));
+	for (e = 0; e < EPOCHS; e++)
+		worst = fmax(worst, fabs(one[e] - two[e]) / one[e]);
+	EXPECT_GT(1e-6, worst);
+	EXPECT_GT(two[0], two[EPOCHS - 1]);
+	EXPECT_EQ(0, memcmp(wd, wd1, sizeof(wd)));
+	EXPECT_EQ(0, memcmp(two, cpu, sizeof(two)));
+	EXPECT_EQ(0, memcmp(wd, wc, sizeof(wd)));
+	TH_LOG("MLP on %u images: one device %.7f -> %.7f, two device replicas %.7f -> %.7f (max rel diff %.1e), two cpu replicas %.7f -> %.7f",
+	       ds.n, one[0], one[EPOCHS - 1], two[0], two[EPOCHS - 1], worst,
+	       cpu[0], cpu[EPOCHS - 1]);
+
+	m = mlp();
+	EXPECT_EQ(-EINVAL, vtpu_model_compile_replicated(m, dup, 2, &co));
+	EXPECT_NE(NULL, strstr(vtpu_model_error(m), "both /dev/vtpu1"));
+	vtpu_model_destroy(m);
+	vtpu_dataset_free(&ds);
 }
 
 TEST_HARNESS_MAIN
