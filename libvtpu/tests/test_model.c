@@ -266,7 +266,7 @@ TEST(gradcheck_applications)
 /* Their sizes, as tools/bench_train_pytorch.py's twins count them. */
 TEST(applications_shapes)
 {
-	struct vtpu_graph *g = vtpu_graph_create();
+	struct vtpu_graph *g = vtpu_graph_create(), *g2;
 	int x = vtpu_graph_input(g, 64, 64, 3), bad;
 	VTPU_APP_OPTS(big, .width = 2048);
 
@@ -280,6 +280,16 @@ TEST(applications_shapes)
 	 * (2 * 2400): 2800165 + 3 * 2400.
 	 */
 	EXPECT_EQ(2800165 + 3 * 2400, vtpu_graph_num_params(g));
+	/*
+	 * vgg at width 32: convolutions 896 + 9248 + 18496 + 36928 + 73856,
+	 * dense 8 * 8 * 128 * 128 + 128 and 128 * 5 + 5, counted by hand
+	 */
+	g2 = vtpu_graph_create();
+	x = vtpu_app_vgg(g2, vtpu_graph_input(g2, 64, 64, 3), 5, NULL);
+	ASSERT_LE(0, x);
+	EXPECT_EQ(1188773, vtpu_graph_num_params(g2));
+	EXPECT_EQ(-EINVAL, vtpu_app_vgg(g2, x, 0, NULL));
+	vtpu_graph_destroy(g2);
 	bad = vtpu_app_resnet(g, vtpu_graph_input(g, 8, 8, 3), 5, &big);
 	EXPECT_EQ(-EINVAL, bad);
 	EXPECT_EQ(-EINVAL, vtpu_app_xception(NULL, 0, 5, NULL));
