@@ -230,22 +230,24 @@ TEST(gradcheck_depthwise_separable)
 }
 
 /*
- * The ready-made networks (vtpu_app_resnet, vtpu_app_xception) at width 2:
- * every kind of layer they use (strided and 1x1 convolutions, batch norm
- * in training mode, residual adds, 'same' max pools, separable
- * convolutions, global average pooling) in one gradient check each.
+ * The ready-made networks (vtpu_app_resnet, vtpu_app_xception, vtpu_app_vgg)
+ * at width 2: every kind of layer they use (strided and 1x1 convolutions,
+ * batch norm in training mode, residual adds, 'same' and 'valid' max
+ * pools, separable convolutions, global average pooling, dense layers on
+ * a flattened image) in one gradient check each.
  */
 TEST(gradcheck_applications)
 {
 	VTPU_APP_OPTS(o, .width = 2);
 	int k;
 
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < 3; k++) {
 		struct vtpu_graph *g = vtpu_graph_create();
 		int x = vtpu_graph_input(g, k ? 16 : 32, k ? 16 : 32, 3);
 		double rel;
 
-		x = k ? vtpu_app_xception(g, x, 5, &o) :
+		x = k == 2 ? vtpu_app_vgg(g, x, 5, &o) :
+		    k ? vtpu_app_xception(g, x, 5, &o) :
 			vtpu_app_resnet(g, x, 5, &o);
 		ASSERT_LE(0, x);
 		ASSERT_LE(0, vtpu_graph_loss(g, x));
@@ -256,9 +258,9 @@ TEST(gradcheck_applications)
 		 * differences are the noisier; each of its layers has its own
 		 * tight check above.
 		 */
-		EXPECT_GT(k ? 5e-2 : 2e-2, rel);
+		EXPECT_GT(k == 1 ? 5e-2 : 2e-2, rel);
 		TH_LOG("%s at width 2: max relative error %.2e",
-		       k ? "xception" : "resnet", rel);
+		       k == 2 ? "vgg" : k ? "xception" : "resnet", rel);
 		vtpu_graph_destroy(g);
 	}
 }
