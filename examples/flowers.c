@@ -21,8 +21,8 @@
  *
  *   tools/get-datasets tf-flowers   # into data/tf-flowers/flower_photos
  *   build/bin/flowers --device /dev/vtpu0 --model xception --epochs 20
- *   build/bin/vtpu-make-image-folder --data ../shared/datasets/fashion-mnist \
- *       --out /tmp/fm --size 32
+ *   build/bin/vtpu-make-image-folder --size 32 \
+ *       ../shared/datasets/fashion-mnist /tmp/fm
  *   build/bin/flowers --device cpu --data /tmp/fm/train \
  *       --test-data /tmp/fm/test --size 32 --width 16 --stream
  */

@@ -5,14 +5,16 @@
  * read, so that the whole JPEG path can be trained and measured on a data
  * set with a known accuracy:
  *
- *   vtpu-make-image-folder --data ../shared/datasets/fashion-mnist \
- *       --out /tmp/fm32 --size 32
+ *   vtpu-make-image-folder --size 32 ../shared/datasets/fashion-mnist \
+ *       /tmp/fm32
  *   -> /tmp/fm32/train/{Ankle_boot,Bag,...}/00000.jpg (60000 files)
  *      /tmp/fm32/test/...                             (10000 files)
  *
  * The idx files are read with vtpu_load_mnist(); each picture is made RGB
  * (the grey copied), resized with the loader's filters and written with
- * vtpu_image_folder_write().
+ * vtpu_image_folder_write(). The folders are named after Fashion-MNIST's
+ * classes, or the digits when the idx folder's path does not say
+ * "fashion" (MNIST).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,18 +37,14 @@ static const char *const digits[10] = {
 static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-		"usage: vtpu-make-image-folder --out DIR [options]\n"
-		"  --data DIR       the four idx .gz files (default\n"
-		"                   data/fashion-mnist)\n"
-		"  --out DIR        writes DIR/train and DIR/test, a folder per\n"
-		"                   class in each\n"
+		"usage: vtpu-make-image-folder [options] IDX_DIR OUT_DIR\n"
+		"  IDX_DIR          the four idx .gz files of Fashion-MNIST (or\n"
+		"                   MNIST: classes named 0 ... 9)\n"
+		"  OUT_DIR          gets train/ and test/, a folder per class\n"
 		"  --size N         the JPEGs' side (default 32)\n"
 		"  --quality Q      JPEG quality 1..100 (default 90)\n"
 		"  --grey           greyscale JPEGs (default RGB)\n"
-		"  --names KIND     fashion (T-shirt_top ... Ankle_boot, the\n"
-		"                   default) or digits (0 ... 9)\n"
-		"  --limit N        the first N training images only\n"
-		"  --test-limit N   the first N test images only\n");
+		"  --limit N        the first N images of each side only\n");
 	exit(status);
 }
 
@@ -101,59 +99,45 @@ static int side(const char *data, bool train, uint32_t limit,
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "data", required_argument, NULL, 'D' },
-		{ "out", required_argument, NULL, 'o' },
 		{ "size", required_argument, NULL, 's' },
 		{ "quality", required_argument, NULL, 'q' },
 		{ "grey", no_argument, NULL, 'g' },
-		{ "names", required_argument, NULL, 'n' },
 		{ "limit", required_argument, NULL, 'l' },
-		{ "test-limit", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	VTPU_IMAGE_FOLDER_WRITE_OPTS(wo, .height = 32, .width = 32,
 				     .channels = 3, .quality = 90);
-	const char *data = "data/fashion-mnist", *out = NULL;
-	const char *const *names = fashion;
-	uint32_t limit = 0, test_limit = 0;
+	const char *data, *out;
+	const char *const *names;
+	uint32_t limit = 0;
 	int c;
 
+	if (argc == 2 && !strcmp(argv[1], "--help"))
+		usage(0);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'D': data = optarg; break;
-		case 'o': out = optarg; break;
 		case 's':
 			wo.height = wo.width = number("--size", optarg, 8192);
 			break;
 		case 'q': wo.quality = number("--quality", optarg, 100); break;
 		case 'g': wo.channels = 1; break;
-		case 'n':
-			if (!strcmp(optarg, "fashion"))
-				names = fashion;
-			else if (!strcmp(optarg, "digits"))
-				names = digits;
-			else
-				usage(2);
-			break;
 		case 'l': limit = number("--limit", optarg, UINT32_MAX); break;
-		case 'L':
-			test_limit = number("--test-limit", optarg, UINT32_MAX);
-			break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
 	}
-	if (optind != argc || !out) {
-		fprintf(stderr, "vtpu-make-image-folder: %s\n",
-			out ? "unexpected argument" : "--out DIR is required");
+	if (argc - optind != 2) {
+		fprintf(stderr, "vtpu-make-image-folder: want IDX_DIR and OUT_DIR\n");
 		usage(2);
 	}
+	data = argv[optind];
+	out = argv[optind + 1];
+	names = strstr(data, "fashion") ? fashion : digits;
 	if (mkdir(out, 0777) && errno != EEXIST) {
 		fprintf(stderr, "vtpu-make-image-folder: %s: %s\n", out,
 			strerror(errno));
 		return 1;
 	}
 	return side(data, true, limit, out, names, &wo) ||
-	       side(data, false, test_limit, out, names, &wo);
+	       side(data, false, limit, out, names, &wo);
 }
