@@ -79,35 +79,23 @@ static uint32_t number(const struct trainer_opts *o, const char *opt,
 	return (uint32_t)v;
 }
 
-/* 0 <= x < 1, or exit 2 saying what was wrong. */
-static float fraction(const struct trainer_opts *o, const char *opt,
-		      const char *arg)
+/*
+ * A finite number above zero, or with @fraction one from 0 to below 1; or
+ * exit 2 saying what was wrong.
+ */
+static float real(const struct trainer_opts *o, const char *opt,
+		  const char *arg, bool fraction)
 {
 	char *end;
 	float v;
 
 	errno = 0;
 	v = strtof(arg, &end);
-	if (errno || *end || end == arg || !(v >= 0 && v < 1)) {
-		fprintf(stderr, "%s: %s wants a number from 0 to below 1, not '%s'\n",
-			o->name, opt, arg);
-		exit(2);
-	}
-	return v;
-}
-
-/* A finite number above zero, or exit 2 saying what was wrong. */
-static float positive(const struct trainer_opts *o, const char *opt,
-		      const char *arg)
-{
-	char *end;
-	float v;
-
-	errno = 0;
-	v = strtof(arg, &end);
-	if (errno || *end || end == arg || !isfinite(v) || !(v > 0)) {
-		fprintf(stderr, "%s: %s wants a number above zero, not '%s'\n",
-			o->name, opt, arg);
+	if (errno || *end || end == arg || !isfinite(v) ||
+	    !(fraction ? v >= 0 && v < 1 : v > 0)) {
+		fprintf(stderr, "%s: %s wants a number %s, not '%s'\n",
+			o->name, opt,
+			fraction ? "from 0 to below 1" : "above zero", arg);
 		exit(2);
 	}
 	return v;
@@ -159,9 +147,9 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		case 'b': o->batch = number(o, "--batch", optarg); break;
 		case 'l': o->limit = number(o, "--limit", optarg); break;
 		case 'L': o->test_limit = number(o, "--test-limit", optarg); break;
-		case 'r': o->lr = positive(o, "--lr", optarg); break;
+		case 'r': o->lr = real(o, "--lr", optarg, false); break;
 		case 'i':
-			o->input_scale = positive(o, "--input-scale", optarg);
+			o->input_scale = real(o, "--input-scale", optarg, false);
 			o->standardize = false;
 			break;
 		case 'z': o->standardize = true; break;
@@ -190,7 +178,8 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		case 'H': o->size = number(o, "--size", optarg); break;
 		case 'W': o->width = number(o, "--width", optarg); break;
 		case 'v':
-			o->split = fraction(o, "--validation-split", optarg);
+			o->split = real(o, "--validation-split", optarg,
+				       true);
 			break;
 		case 'a': o->augment = true; break;
 		case 'A': o->stream = true; break;
