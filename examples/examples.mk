@@ -2,6 +2,7 @@
 # One readable C file per example, linked against libvtpu; the trainers
 # share their command line and fit/evaluate plumbing (trainer.c).
 EXAMPLES := $(BIN)/vtpu-hello $(BIN)/mnist $(BIN)/fashion_mnist $(BIN)/cifar10 \
+	$(BIN)/flowers \
 	$(BIN)/translate
 
 # vtpu-hello checks its GEMM against cblas_sgemm: it links OpenBLAS (the

@@ -44,7 +44,20 @@ static void usage(const struct trainer_opts *o, int status)
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
 		"  --save FILE      save the trained weights\n"
 		"  --load FILE      start from saved weights\n"
-		"  --version        print the version and exit\n",
+		"  --version        print the version and exit\n"
+		"flowers (image folders):\n"
+		"  --model NAME     resnet, xception or vgg\n"
+		"  --size N         input side: images are resized to N x N\n"
+		"  --width N        the network's first width (later stages\n"
+		"                   are multiples of it)\n"
+		"  --validation-split X  hold out this fraction of --data\n"
+		"  --test-data DIR  evaluate on this folder instead\n"
+		"  --augment        random crop and flip on the device\n"
+		"  --stream         decode the files anew every epoch, through\n"
+		"                   a ring of device buffers (else decoded once,\n"
+		"                   and streamed from memory if the set does not\n"
+		"                   fit the device's)\n"
+		"  --mem-cap MB     cpu backend: the device memory it may use\n",
 		o->name, o->device, o->data, o->epochs, o->batch,
 		o->cosine ? "cosine" : "none",
 		o->input_scale ? o->input_scale : 1.0 / 255,
@@ -71,18 +84,23 @@ static uint32_t number(const struct trainer_opts *o, const char *opt,
 	return (uint32_t)v;
 }
 
-/* A finite number above zero, or exit 2 saying what was wrong. */
-static float positive(const struct trainer_opts *o, const char *opt,
-		      const char *arg)
+/*
+ * A finite number above zero, or with @fraction one from 0 to below 1; or
+ * exit 2 saying what was wrong.
+ */
+static float real(const struct trainer_opts *o, const char *opt,
+		  const char *arg, bool fraction)
 {
 	char *end;
 	float v;
 
 	errno = 0;
 	v = strtof(arg, &end);
-	if (errno || *end || end == arg || !isfinite(v) || !(v > 0)) {
-		fprintf(stderr, "%s: %s wants a number above zero, not '%s'\n",
-			o->name, opt, arg);
+	if (errno || *end || end == arg || !isfinite(v) ||
+	    !(fraction ? v >= 0 && v < 1 : v > 0)) {
+		fprintf(stderr, "%s: %s wants a number %s, not '%s'\n",
+			o->name, opt,
+			fraction ? "from 0 to below 1" : "above zero", arg);
 		exit(2);
 	}
 	return v;
@@ -112,6 +130,14 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "shift", required_argument, NULL, 'x' },
 		{ "lr-decay", required_argument, NULL, 'y' },
 		{ "beam", required_argument, NULL, 'B' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "test-data", required_argument, NULL, 'T' },
+		{ "size", required_argument, NULL, 'H' },
+		{ "width", required_argument, NULL, 'W' },
+		{ "validation-split", required_argument, NULL, 'v' },
+		{ "augment", no_argument, NULL, 'a' },
+		{ "stream", no_argument, NULL, 'A' },
+		{ "mem-cap", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -128,9 +154,9 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		case 'b': o->batch = number(o, "--batch", optarg); break;
 		case 'l': o->limit = number(o, "--limit", optarg); break;
 		case 'L': o->test_limit = number(o, "--test-limit", optarg); break;
-		case 'r': o->lr = positive(o, "--lr", optarg); break;
+		case 'r': o->lr = real(o, "--lr", optarg, false); break;
 		case 'i':
-			o->input_scale = positive(o, "--input-scale", optarg);
+			o->input_scale = real(o, "--input-scale", optarg, false);
 			o->standardize = false;
 			break;
 		case 'z': o->standardize = true; break;
@@ -154,6 +180,17 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 				exit(2);
 			}
 			break;
+		case 'm': o->model = optarg; break;
+		case 'T': o->test_data = optarg; break;
+		case 'H': o->size = number(o, "--size", optarg); break;
+		case 'W': o->width = number(o, "--width", optarg); break;
+		case 'v':
+			o->split = real(o, "--validation-split", optarg,
+				       true);
+			break;
+		case 'a': o->augment = true; break;
+		case 'A': o->stream = true; break;
+		case 'C': o->mem_cap = number(o, "--mem-cap", optarg); break;
 		case 's': o->seed = number(o, "--seed", optarg); break;
 		case 't': o->threads = (int)number(o, "--threads", optarg); break;
 		case 'g':
@@ -211,16 +248,38 @@ void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
 		vtpu_dataset_truncate(test, o->test_limit);
 }
 
+/* what fit()'s callbacks share */
+struct fit_ctx {
+	const struct trainer_opts *o;
+	float lr0;
+};
+
 /* Cosine decay by epoch, from the rate the first epoch is given. */
 static float cosine_decay(void *ctx, uint32_t epoch, uint32_t epochs,
 			  float lr)
 {
-	float *lr0 = ctx;
+	struct fit_ctx *c = ctx;
 
 	if (epoch == 1)
-		*lr0 = lr;
-	return *lr0 * 0.5f * (1.0f + cosf((float)M_PI * (float)(epoch - 1) /
-					  (float)epochs));
+		c->lr0 = lr;
+	return c->lr0 * 0.5f * (1.0f + cosf((float)M_PI *
+					    (float)(epoch - 1) /
+					    (float)epochs));
+}
+
+/* o->report_input: how the epoch's input came, and the files skipped */
+static void report_input(void *ctx, const struct vtpu_epoch_stats *st)
+{
+	struct fit_ctx *c = ctx;
+
+	printf("epoch %u: input %s; %u corrupt or unreadable images skipped%s\n",
+	       st->epoch,
+	       !st->streamed ? "resident in device memory" :
+	       c->o->train_stream ? "streamed from the files, decoded anew" :
+	       "streamed from host memory (the set does not fit the device's)",
+	       c->o->train_stream ? st->skipped : c->o->load_skipped,
+	       c->o->train_stream ? "" : " (when the folder was decoded)");
+	fflush(stdout);
 }
 
 #define TRAINER_MAX_DEVICES 64
@@ -305,7 +364,8 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 		      .validation = test,
 		      .augment = { .flip = o->flip, .shift = o->shift });
 	struct vtpu_model_info info;
-	float lr0;
+	struct vtpu_stream_info si = { 0 };
+	struct fit_ctx fc = { .o = o };
 	double loss, acc;
 	int ret;
 
@@ -315,6 +375,16 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	co->threads = o->threads;
 	co->cpu_gemm = o->gemm;
 	co->input_scale = o->input_scale;
+	co->cpu_mem_cap = (uint64_t)o->mem_cap << 20;
+	if (o->train_stream)
+		vtpu_stream_get_info(o->train_stream, &si);
+	else
+		si.n = train->n;
+	if (o->standardize && o->train_stream) {
+		fprintf(stderr, "%s: --standardize needs the decoded set (not --stream)\n",
+			o->name);
+		return 2;
+	}
 	if (o->standardize) {
 		float mean, std;
 
@@ -330,10 +400,11 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	}
 	if (o->lr > 0)
 		co->learning_rate = o->lr;
-	if (o->cosine) {
+	fo.ctx = &fc;
+	if (o->cosine)
 		fo.lr_schedule = cosine_decay;
-		fo.ctx = &lr0;
-	}
+	if (o->report_input)
+		fo.on_epoch = report_input;
 
 	vtpu_model_summary(m, stdout);
 	ret = trainer_compile(m, o, co);
@@ -348,7 +419,7 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	       "activations %.1f MiB (%.1f MiB without reuse)\n",
 	       info.backend, info.commands, info.stream_bytes, info.compile_ms,
 	       info.work_bytes / 1048576.0, info.naive_bytes / 1048576.0);
-	printf("train on %u images, test on %u\n", train->n, test->n);
+	printf("train on %u images, test on %u\n", si.n, test->n);
 	fflush(stdout);
 	if (o->load && vtpu_model_load(m, o->load)) {
 		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
@@ -357,8 +428,10 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	if (!o->epochs)
 		printf("--epochs 0: evaluating only%s\n",
 		       o->load ? "" : ", with the initial weights (no --load)");
-	if ((o->epochs && vtpu_model_fit(m, train, &fo)) ||
-	    vtpu_model_evaluate(m, test, &loss, &acc)) {
+	ret = !o->epochs ? 0 : o->train_stream ?
+		vtpu_model_fit_stream(m, o->train_stream, &fo) :
+		vtpu_model_fit(m, train, &fo);
+	if (ret || vtpu_model_evaluate(m, test, &loss, &acc)) {
 		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
 		return 1;
 	}

@@ -34,6 +34,19 @@ struct trainer_opts {
 	bool cosine;		/* --lr-decay cosine / none */
 	uint32_t beam;		/* --beam N: translate's beam width (1) */
 	uint64_t seed;		/* --seed */
+	/* flowers (image folders) */
+	const char *model;	/* --model resnet|xception|vgg */
+	const char *test_data;	/* --test-data DIR */
+	uint32_t size;		/* --size N: input side */
+	uint32_t width;		/* --width N: the network's first width */
+	float split;		/* --validation-split X */
+	bool augment;		/* --augment: random crop and flip layers */
+	bool stream;		/* --stream: decode the files every epoch */
+	uint32_t mem_cap;	/* --mem-cap MB (cpu backend) */
+	/* not flags: set by the example */
+	struct vtpu_stream *train_stream; /* train from this, not @train */
+	bool report_input;	/* a line per epoch: input mode, skips */
+	uint32_t load_skipped;	/* files skipped decoding the set once */
 };
 
 enum trainer_dataset { TRAINER_MNIST, TRAINER_CIFAR10 };
@@ -46,8 +59,9 @@ void trainer_load(const struct trainer_opts *o, enum trainer_dataset which,
 		  struct vtpu_dataset *train, struct vtpu_dataset *test);
 
 /*
- * Compiles @m with @co on o->device (or replicated on --devices), loads --load, fits, evaluates on the
- * test set, saves --save, and prints "test_acc: 0.9812" last.
+ * Compiles @m with @co on o->device (or replicated on --devices), loads
+ * --load, fits (on o->train_stream if set, else on @train), evaluates on
+ * the test set, saves --save, and prints "test_acc: 0.9812" last.
  * Returns the process exit status.
  */
 int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Ready-made networks, as keras.applications: the ResNet-style and
- * Xception-style image classifiers of issue 27, built once here and used
+ * Ready-made networks, as keras.applications: the ResNet-style,
+ * Xception-style and small VGG-style image classifiers of issue 27, built
+ * once here and used
  * by examples/flowers.c, vtpu-bench's resnet64/xception64 rows (whose
  * PyTorch twins are tools/bench_train_pytorch.py's _resnet64/_xception64:
  * the same layers in the same order), the tests and the Python package.
@@ -124,5 +125,26 @@ int vtpu_app_xception(struct vtpu_graph *g, int x, uint32_t classes,
 		x = vtpu_graph_relu(g, x);
 	if (x >= 0)
 		x = vtpu_graph_global_avgpool(g, x);
+	return x < 0 ? x : vtpu_graph_dense(g, x, classes, VTPU_ACT_SOFTMAX);
+}
+
+int vtpu_app_vgg(struct vtpu_graph *g, int x, uint32_t classes,
+		 const struct vtpu_app_opts *o)
+{
+	uint32_t w = width_of(o), i;
+
+	if (!g || !classes || (o && o->sz < sizeof(size_t)) || w > 1024)
+		return -EINVAL;
+	/* two convolutions of w and of 2w filters, one of 4w, each a pool */
+	for (i = 0; i < 5 && x >= 0; i++) {
+		x = vtpu_graph_conv2d(g, x, w << (i / 2), 3, 3, 1,
+				      VTPU_PAD_SAME, VTPU_ACT_RELU);
+		if (x >= 0 && (i & 1 || i == 4))
+			x = vtpu_graph_maxpool2d(g, x, 2, 2, 2, VTPU_PAD_VALID);
+	}
+	if (x >= 0)
+		x = vtpu_graph_flatten(g, x);
+	if (x >= 0)
+		x = vtpu_graph_dense(g, x, 4 * w, VTPU_ACT_RELU);
 	return x < 0 ? x : vtpu_graph_dense(g, x, classes, VTPU_ACT_SOFTMAX);
 }

@@ -64,4 +64,14 @@ struct vtpu__stream_counters {
 void vtpu__stream_counters(struct vtpu_stream *s,
 			   struct vtpu__stream_counters *c);
 
+/*
+ * vtpu__write_jpeg() - @h rows of @w pixels of @comps bytes in libjpeg's
+ * colour space @cs (a J_COLOR_SPACE) at @quality to @path: the one JPEG
+ * writer, of vtpu_image_folder_write() and of the tests' image files.
+ * Return: 0, or -errno with @why set.
+ */
+int vtpu__write_jpeg(const char *path, const uint8_t *px, uint32_t w,
+		     uint32_t h, int comps, int cs, int quality, char *why,
+		     size_t whylen);
+
 #endif /* LIBVTPU_DATA_PRIV_H */

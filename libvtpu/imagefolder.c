@@ -1590,3 +1590,162 @@ int vtpu_stream_read(struct vtpu_stream *s, const uint32_t *idx,
 	ret = vtpu__stream_start(s, &r, idx, count, images, labels);
 	return ret ?: vtpu__stream_finish(s, &r, skipped);
 }
+
+/* ---- writing a folder ---------------------------------------------------- */
+
+/*
+ * vtpu__write_jpeg() - @h rows of @w pixels of @comps bytes in libjpeg
+ * colour space @cs, at @quality, to @path. libjpeg's errors longjmp back
+ * here (its default exits). Return: 0, or -errno with @why set.
+ */
+int vtpu__write_jpeg(const char *path, const uint8_t *px, uint32_t w,
+		     uint32_t h, int comps, int cs, int quality, char *why,
+		     size_t whylen)
+{
+	struct jpeg_compress_struct ci;
+	struct jerr je;
+	FILE *volatile f = fopen(path, "wb");
+	uint32_t y;
+	int ret;
+
+	if (!f) {
+		ret = -errno;
+		snprintf(why, whylen, "%s", strerror(errno));
+		return ret;
+	}
+	ci.err = jpeg_std_error(&je.pub);
+	je.pub.error_exit = jerr_exit;
+	je.pub.output_message = jerr_output;
+	if (setjmp(je.jb)) {
+		jpeg_destroy_compress(&ci);
+		fclose(f);
+		snprintf(why, whylen, "libjpeg: %s", je.msg);
+		return -EINVAL;
+	}
+	jpeg_create_compress(&ci);
+	jpeg_stdio_dest(&ci, f);
+	ci.image_width = w;
+	ci.image_height = h;
+	ci.input_components = comps;
+	ci.in_color_space = (J_COLOR_SPACE)cs;
+	jpeg_set_defaults(&ci);
+	jpeg_set_quality(&ci, quality, TRUE);
+	jpeg_start_compress(&ci, TRUE);
+	for (y = 0; y < h; y++) {
+		JSAMPROW row = (JSAMPROW)px + (size_t)y * w * comps;
+
+		jpeg_write_scanlines(&ci, &row, 1);
+	}
+	jpeg_finish_compress(&ci);
+	jpeg_destroy_compress(&ci);
+	if (ferror(f) | fclose(f)) {
+		ret = errno ? -errno : -EIO;
+		snprintf(why, whylen, "%s", strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+/* a class name is one folder: not empty, no '/', not hidden */
+static bool folder_name_ok(const char *s)
+{
+	return s && *s && *s != '.' && !strchr(s, '/') && strlen(s) < 256;
+}
+
+int vtpu_image_folder_write(const char *dir, const struct vtpu_dataset *ds,
+			    const char *const *class_names, uint32_t classes,
+			    const struct vtpu_image_folder_write_opts *o,
+			    char *err, size_t errlen)
+{
+	struct scratch sc = { 0 };
+	uint32_t th, tw, tc, q, i, *count = NULL;
+	size_t isz;
+	uint8_t *out = NULL;
+	char *path = NULL, why[256];
+	int ret;
+
+	if (!dir || !ds || !ds->n || !ds->images || !ds->labels ||
+	    !class_names || !classes || classes > MAX_CLASSES || !o ||
+	    o->sz < sizeof(*o))
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "image folder write: missing argument or options");
+	th = o->height ?: ds->height;
+	tw = o->width ?: ds->width;
+	tc = o->channels ?: 3;
+	q = o->quality ?: 90;
+	if (th > MAX_SIDE || tw > MAX_SIDE || (tc != 1 && tc != 3) ||
+	    q > 100 || (ds->channels != 1 && ds->channels != 3))
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "image folder write: size %ux%u, channels %u (of %u), quality %u: want sides up to %u, 1 or 3 channels, quality 1..100",
+				  tw, th, tc, ds->channels, q, MAX_SIDE);
+	for (i = 0; i < classes; i++)
+		if (!folder_name_ok(class_names[i]))
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "image folder write: class %u: '%s' is not a folder name",
+					  i, class_names[i] ?: "(null)");
+	for (i = 0; i < ds->n; i++)
+		if (ds->labels[i] >= classes)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "image folder write: label %u of example %u is not below %u classes",
+					  ds->labels[i], i, classes);
+	isz = (size_t)ds->height * ds->width * ds->channels;
+	out = malloc((size_t)th * tw * 3);
+	count = calloc(classes, sizeof(*count));
+	path = malloc(strlen(dir) + 300);
+	ret = -ENOMEM;
+	if (!out || !count || !path ||
+	    grow((void **)&sc.pix, &sc.pix_cap, isz * 3))
+		goto out;
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		ret = vtpu__errf(err, errlen, -errno, "%s: %s", dir,
+				 strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < classes; i++) {
+		sprintf(path, "%s/%s", dir, class_names[i]);
+		if (mkdir(path, 0777) && errno != EEXIST) {
+			ret = vtpu__errf(err, errlen, -errno, "%s: %s", path,
+					 strerror(errno));
+			goto out;
+		}
+	}
+	for (i = 0; i < ds->n; i++) {
+		const uint8_t *src = ds->images + (size_t)i * isz;
+		uint32_t lab = ds->labels[i], c = ds->channels;
+		size_t p, npix = (size_t)ds->height * ds->width;
+
+		/* grey to RGB by copying, RGB to grey with Rec. 601's weights */
+		if (c == tc) {
+			memcpy(sc.pix, src, isz);
+		} else if (tc == 3) {
+			for (p = 0; p < npix; p++)
+				memset(sc.pix + 3 * p, src[p], 3);
+		} else {
+			for (p = 0; p < npix; p++)
+				sc.pix[p] = (77 * src[3 * p] +
+					     150 * src[3 * p + 1] +
+					     29 * src[3 * p + 2] + 128) >> 8;
+		}
+		ret = resize(&sc, ds->width, ds->height, tc, out, tw, th);
+		if (ret)
+			goto out;
+		sprintf(path, "%s/%s/%05u.jpg", dir, class_names[lab],
+			count[lab]++);
+		ret = vtpu__write_jpeg(path, out, tw, th, tc,
+				       tc == 3 ? JCS_RGB : JCS_GRAYSCALE,
+				       (int)q, why, sizeof(why));
+		if (ret) {
+			vtpu__errf(err, errlen, ret, "%s: %s", path, why);
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	if (ret == -ENOMEM)
+		vtpu__errf(err, errlen, ret, "image folder write: out of memory");
+	scratch_free(&sc);
+	free(out);
+	free(count);
+	free(path);
+	return ret;
+}

@@ -30,3 +30,11 @@ TOOLS += $(BIN)/vtpu-smi
 $(BIN)/vtpu-smi: $(OBJ)/tools/vtpu-smi.o
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
+
+# vtpu-make-image-folder: Fashion-MNIST as a folder of JPEGs (flowers'
+# input, test-accuracy's JPEG check).
+TOOLS += $(BIN)/vtpu-make-image-folder
+
+$(BIN)/vtpu-make-image-folder: $(OBJ)/tools/make_image_folder.o $(LIBVTPU)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIBVTPU)

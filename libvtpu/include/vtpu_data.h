@@ -263,6 +263,48 @@ VTPU_API int vtpu_load_image_folder(const char *dir,
 /** vtpu_image_folder_info_free() - free what @info holds, zero it (NULL-safe) */
 VTPU_API void vtpu_image_folder_info_free(struct vtpu_image_folder_info *info);
 
+/**
+ * struct vtpu_image_folder_write_opts - how vtpu_image_folder_write()
+ * writes (VTPU_IMAGE_FOLDER_WRITE_OPTS() fills @sz)
+ * @sz: sizeof(struct vtpu_image_folder_write_opts)
+ * @height, @width: the files' size (0: the dataset's; up to 8192)
+ * @channels: 3 (RGB JPEGs; 0 means 3) or 1 (greyscale JPEGs)
+ * @quality: libjpeg's quality, 1..100 (0: 90)
+ */
+struct vtpu_image_folder_write_opts {
+	size_t sz;
+	uint32_t height, width, channels;
+	uint32_t quality;
+};
+
+#define VTPU_IMAGE_FOLDER_WRITE_OPTS(name, ...)                        \
+	VTPU_SIZED_OPTS_(vtpu_image_folder_write_opts, name, __VA_ARGS__)
+
+/**
+ * vtpu_image_folder_write() - a dataset as an image folder that
+ * vtpu_load_image_folder() reads back: one folder per class under @dir,
+ * each image a JPEG named by its rank in its class ("Bag/00042.jpg")
+ * @dir: created if missing (its parent must exist); existing files of the
+ *	same names are replaced
+ * @ds: u8 images of 1 or 3 channels, labels below @classes
+ * @class_names: @classes folder names (not empty, no '/', not hidden)
+ * @o: the options (required for @sz)
+ * @err, @errlen: a message naming the file or the option
+ *
+ * Each image is converted (grey to RGB by copying, RGB to grey with Rec.
+ * 601's weights) and resized with the loader's filters (an area filter
+ * shrinking, bilinear enlarging), then written with libjpeg-turbo. Used by
+ * tools/vtpu-make-image-folder (Fashion-MNIST as a folder) and the tests.
+ *
+ * Return: 0, or -EINVAL (bad options, names or labels), -ENOMEM, or the
+ * -errno of a folder or file that could not be made or written.
+ */
+VTPU_API int vtpu_image_folder_write(const char *dir,
+			const struct vtpu_dataset *ds,
+			const char *const *class_names, uint32_t classes,
+			const struct vtpu_image_folder_write_opts *o,
+			char *err, size_t errlen);
+
 /* ---- streamed sources --------------------------------------------------- */
 
 /**

@@ -1005,6 +1005,19 @@ VTPU_API int vtpu_app_resnet(struct vtpu_graph *g, int x, uint32_t classes,
 VTPU_API int vtpu_app_xception(struct vtpu_graph *g, int x, uint32_t classes,
 			       const struct vtpu_app_opts *o);
 
+/**
+ * vtpu_app_vgg() - a small VGG-style classifier (cifar10's network one
+ * stage deeper; vtpu-bench's vgg64 at width 64): 3x3 'same' convolutions
+ * with ReLU, of width, width, 2 x width, 2 x width filters with a 2x2 max
+ * pool after each pair, then 4 x width filters and a pool; flattened, a
+ * dense layer of 4 x width units with ReLU, and one of @classes logits.
+ * At width 32 on 64x64x3 images and 5 classes: 1.19 M parameters, most of
+ * them in the first dense layer (the size after the pools times 4 x width).
+ * Return: the output node (as vtpu_app_resnet()'s), or -errno.
+ */
+VTPU_API int vtpu_app_vgg(struct vtpu_graph *g, int x, uint32_t classes,
+			  const struct vtpu_app_opts *o);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,8 @@
  * image_files.h: image folders on disk for the tests of the image-folder
  * readers (test_imagefolder.c, test_stream.c) and for vtpu-bench stream
  * (tools/bench_stream.c, which includes it by path; MIT, as the tools):
- * a JPEG or a PNG file written from pixels, and a folder removed whole.
+ * a JPEG (through libvtpu's one writer) or a PNG file written from pixels,
+ * and a folder removed whole.
  * Static inline: each user takes what it needs, without a warning for the
  * rest. A write returns 0, or -1 with errno set when the file is the cause
  * (libjpeg exits on its own errors).
@@ -11,6 +12,7 @@
 #ifndef VTPU_IMAGE_FILES_H
 #define VTPU_IMAGE_FILES_H
 
+#include <errno.h>
 #include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,36 +22,21 @@
 #include <jpeglib.h>
 #include <png.h>
 
-/* @px: @h rows of @w pixels of @comps bytes in colour space @cs */
+#include "../data_priv.h"
+
+/* @px: @h rows of @w pixels of @comps bytes in colour space @cs: libvtpu's
+ * writer (libvtpu.a's, private), which vtpu_image_folder_write() uses */
 static inline int write_jpeg(const char *path, const uint8_t *px, uint32_t w,
 			     uint32_t h, int comps, J_COLOR_SPACE cs,
 			     int quality)
 {
-	struct jpeg_compress_struct ci;
-	struct jpeg_error_mgr je;
-	FILE *f = fopen(path, "wb");
-	uint32_t y;
+	char why[256];
+	int ret = vtpu__write_jpeg(path, px, w, h, comps, cs, quality, why,
+				   sizeof(why));
 
-	if (!f)
-		return -1;
-	ci.err = jpeg_std_error(&je);
-	jpeg_create_compress(&ci);
-	jpeg_stdio_dest(&ci, f);
-	ci.image_width = w;
-	ci.image_height = h;
-	ci.input_components = comps;
-	ci.in_color_space = cs;
-	jpeg_set_defaults(&ci);
-	jpeg_set_quality(&ci, quality, TRUE);
-	jpeg_start_compress(&ci, TRUE);
-	for (y = 0; y < h; y++) {
-		JSAMPROW row = (JSAMPROW)px + (size_t)y * w * comps;
-
-		jpeg_write_scanlines(&ci, &row, 1);
-	}
-	jpeg_finish_compress(&ci);
-	jpeg_destroy_compress(&ci);
-	return fclose(f);
+	if (ret)
+		errno = -ret;
+	return ret ? -1 : 0;
 }
 
 /*

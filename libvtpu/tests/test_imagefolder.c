@@ -660,6 +660,90 @@ TEST_F(tmp, resize)
 }
 
 /*
+ * vtpu_image_folder_write(): 12 grey 16x16 gradients of 3 classes written
+ * as 32x32 RGB JPEGs (enlarged) and loaded back at 16x16 (shrunk): each
+ * file in its class's folder under its rank, every channel the grey value
+ * within JPEG's and the two resizes' loss; then the rejections.
+ */
+TEST_F(tmp, write)
+{
+	static const char *const names[3] = { "alpha", "beta", "gamma" };
+	const char *bad_names[3] = { "alpha", "be/ta", "gamma" };
+	VTPU_IMAGE_FOLDER_WRITE_OPTS(wo, .height = 32, .width = 32,
+				     .quality = 100);
+	VTPU_IMAGE_FOLDER_OPTS(o, .height = 16, .width = 16, .channels = 3);
+	struct vtpu_image_folder_info info;
+	uint8_t img[12 * 256], lab[12];
+	struct vtpu_dataset ds = {
+		.n = 12, .height = 16, .width = 16, .channels = 1,
+		.images = img, .labels = lab,
+	}, back;
+	char out[128], err[256] = "";
+	uint32_t i, p, k, r, worst = 0, seen = 0;
+
+	for (i = 0; i < 12; i++) {
+		lab[i] = i % 3;
+		for (p = 0; p < 256; p++)
+			img[i * 256 + p] = (uint8_t)(6 * (p % 16) +
+						     4 * (p / 16) + 9 * i);
+	}
+	snprintf(out, sizeof(out), "%s/out", self->dir);
+	ASSERT_EQ(0, vtpu_image_folder_write(out, &ds, names, 3, &wo, err,
+					     sizeof(err)))
+		TH_LOG("%s", err);
+	ASSERT_EQ(0, vtpu_load_image_folder(out, &o, &back, NULL, &info, err,
+					    sizeof(err)))
+		TH_LOG("%s", err);
+	ASSERT_EQ(12, back.n);
+	ASSERT_EQ(3, info.classes);
+	for (i = 0; i < back.n; i++) {
+		/* "beta/00002.jpg": example 3 * 2 + 1 */
+		const char *rel = info.train_files[i];
+		const uint8_t *src;
+
+		k = back.labels[i];
+		ASSERT_EQ(0, strncmp(rel, names[k], strlen(names[k])));
+		ASSERT_EQ(1, sscanf(rel + strlen(names[k]), "/%05u.jpg", &r));
+		src = img + (3 * r + k) * 256;
+		seen |= 1u << (3 * r + k);
+		for (p = 0; p < 256 * 3; p++) {
+			int d = back.images[i * 256 * 3 + p] - src[p / 3];
+
+			d = d < 0 ? -d : d;
+			worst = (uint32_t)d > worst ? (uint32_t)d : worst;
+		}
+	}
+	EXPECT_EQ(0xfffu, seen);
+	EXPECT_LE(worst, 4) TH_LOG("worst error %u", worst);
+	vtpu_image_folder_info_free(&info);
+	vtpu_dataset_free(&back);
+
+	EXPECT_EQ(-EINVAL, vtpu_image_folder_write(out, &ds, bad_names, 3,
+						   &wo, err, sizeof(err)));
+	EXPECT_MSG(err, "'be/ta' is not a folder name");
+	EXPECT_EQ(-EINVAL, vtpu_image_folder_write(out, &ds, names, 2, &wo,
+						   err, sizeof(err)));
+	EXPECT_MSG(err, "label 2 of example 2 is not below 2 classes");
+	wo.quality = 101;
+	EXPECT_EQ(-EINVAL, vtpu_image_folder_write(out, &ds, names, 3, &wo,
+						   err, sizeof(err)));
+	EXPECT_MSG(err, "quality 101");
+	wo.quality = 0;
+	wo.channels = 2;
+	EXPECT_EQ(-EINVAL, vtpu_image_folder_write(out, &ds, names, 3, &wo,
+						   err, sizeof(err)));
+	wo.channels = 0;
+	wo.sz = 4;
+	EXPECT_EQ(-EINVAL, vtpu_image_folder_write(out, &ds, names, 3, &wo,
+						   err, sizeof(err)));
+	wo.sz = sizeof(wo);
+	snprintf(out, sizeof(out), "%s/no/such", self->dir);
+	EXPECT_EQ(-ENOENT, vtpu_image_folder_write(out, &ds, names, 3, &wo,
+						   err, sizeof(err)));
+	EXPECT_MSG(err, "no/such");
+}
+
+/*
  * A PNG signature, an IHDR claiming @w x @h, an empty IDAT and IEND, the
  * CRCs right: what libpng reads before it knows the size is valid.
  */

@@ -230,22 +230,24 @@ TEST(gradcheck_depthwise_separable)
 }
 
 /*
- * The ready-made networks (vtpu_app_resnet, vtpu_app_xception) at width 2:
- * every kind of layer they use (strided and 1x1 convolutions, batch norm
- * in training mode, residual adds, 'same' max pools, separable
- * convolutions, global average pooling) in one gradient check each.
+ * The ready-made networks (vtpu_app_resnet, vtpu_app_xception, vtpu_app_vgg)
+ * at width 2: every kind of layer they use (strided and 1x1 convolutions,
+ * batch norm in training mode, residual adds, 'same' and 'valid' max
+ * pools, separable convolutions, global average pooling, dense layers on
+ * a flattened image) in one gradient check each.
  */
 TEST(gradcheck_applications)
 {
 	VTPU_APP_OPTS(o, .width = 2);
 	int k;
 
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < 3; k++) {
 		struct vtpu_graph *g = vtpu_graph_create();
 		int x = vtpu_graph_input(g, k ? 16 : 32, k ? 16 : 32, 3);
 		double rel;
 
-		x = k ? vtpu_app_xception(g, x, 5, &o) :
+		x = k == 2 ? vtpu_app_vgg(g, x, 5, &o) :
+		    k ? vtpu_app_xception(g, x, 5, &o) :
 			vtpu_app_resnet(g, x, 5, &o);
 		ASSERT_LE(0, x);
 		ASSERT_LE(0, vtpu_graph_loss(g, x));
@@ -256,9 +258,9 @@ TEST(gradcheck_applications)
 		 * differences are the noisier; each of its layers has its own
 		 * tight check above.
 		 */
-		EXPECT_GT(k ? 5e-2 : 2e-2, rel);
+		EXPECT_GT(k == 1 ? 5e-2 : 2e-2, rel);
 		TH_LOG("%s at width 2: max relative error %.2e",
-		       k ? "xception" : "resnet", rel);
+		       k == 2 ? "vgg" : k ? "xception" : "resnet", rel);
 		vtpu_graph_destroy(g);
 	}
 }
@@ -266,7 +268,7 @@ TEST(gradcheck_applications)
 /* Their sizes, as tools/bench_train_pytorch.py's twins count them. */
 TEST(applications_shapes)
 {
-	struct vtpu_graph *g = vtpu_graph_create();
+	struct vtpu_graph *g = vtpu_graph_create(), *g2;
 	int x = vtpu_graph_input(g, 64, 64, 3), bad;
 	VTPU_APP_OPTS(big, .width = 2048);
 
@@ -280,6 +282,16 @@ TEST(applications_shapes)
 	 * (2 * 2400): 2800165 + 3 * 2400.
 	 */
 	EXPECT_EQ(2800165 + 3 * 2400, vtpu_graph_num_params(g));
+	/*
+	 * vgg at width 32: convolutions 896 + 9248 + 18496 + 36928 + 73856,
+	 * dense 8 * 8 * 128 * 128 + 128 and 128 * 5 + 5, counted by hand
+	 */
+	g2 = vtpu_graph_create();
+	x = vtpu_app_vgg(g2, vtpu_graph_input(g2, 64, 64, 3), 5, NULL);
+	ASSERT_LE(0, x);
+	EXPECT_EQ(1188773, vtpu_graph_num_params(g2));
+	EXPECT_EQ(-EINVAL, vtpu_app_vgg(g2, x, 0, NULL));
+	vtpu_graph_destroy(g2);
 	bad = vtpu_app_resnet(g, vtpu_graph_input(g, 8, 8, 3), 5, &big);
 	EXPECT_EQ(-EINVAL, bad);
 	EXPECT_EQ(-EINVAL, vtpu_app_xception(NULL, 0, 5, NULL));
