@@ -30,7 +30,9 @@ ENGINE_SRCS := \
 	ops_embedding.c \
 	ops_softmax.c \
 	ops_batchnorm.c \
-	ops_dwconv.c
+	ops_dwconv.c \
+	ops_nhwc_avx2.c \
+	ops_nhwc_avx512.c
 
 # Integer-only objects, callable outside kernel_fpu_begin()/end().
 ENGINE_NOFPU_SRCS := cmd.c validate.c iterate.c
@@ -68,11 +70,18 @@ ENGINE_CFLAGS_ops_reduce := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_embedding := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_softmax := $(ENGINE_VEC_CFLAGS)
-ENGINE_CFLAGS_ops_dwconv := $(ENGINE_VEC_CFLAGS)
 # -fno-math-errno: sqrt is an instruction, never a libm call (vectorised
 # as sqrtps in user space and in the kernel alike).
 ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno
-ENGINE_CFLAGS_ops_batchnorm := $(ENGINE_VEC_CFLAGS) -fno-math-errno
+# BATCHNORM and the depthwise convolution, once per level (bn_tmpl.h,
+# dw_tmpl.h): vectorised along the channels, no contraction into FMA, so
+# that every level gives the same bits.
+ENGINE_NHWC_CFLAGS := $(ENGINE_VEC_CFLAGS) -ffp-contract=off -fno-math-errno
+ENGINE_CFLAGS_ops_batchnorm := $(ENGINE_NHWC_CFLAGS)
+ENGINE_CFLAGS_ops_dwconv := $(ENGINE_NHWC_CFLAGS)
+ENGINE_CFLAGS_ops_nhwc_avx2 := $(ENGINE_NHWC_CFLAGS) -mavx2
+ENGINE_CFLAGS_ops_nhwc_avx512 := $(ENGINE_NHWC_CFLAGS) -mavx512f \
+	-mprefer-vector-width=512
 
 # Per-file SIMD flags (both builds).
 ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma

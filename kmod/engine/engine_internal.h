@@ -502,4 +502,27 @@ VTPU_CONVPOOL_LEVEL(scalar);
 VTPU_CONVPOOL_LEVEL(avx2);
 VTPU_CONVPOOL_LEVEL(avx512);
 
+/*
+ * The NHWC per-channel ops' loops, once per SIMD level (bn_tmpl.h,
+ * dw_tmpl.h): BATCHNORM's passes over rows [r0, r1) of channels
+ * [c0, c0 + w), step k of pass @pass, the sums in @acc0, @acc1; DWCONV's
+ * and DWCONV_DGRAD's output elements [e, end); DWCONV_WGRAD's tap @tap,
+ * channels [o0, o0 + len) of dw over windows [r, r_end).
+ */
+#define VTPU_NHWC_LEVEL(sfx)                                                   \
+	void vtpu_bn_forward_##sfx(const struct vtpu_engine_bn *b, u32 pass,   \
+				   u32 k, u32 c0, u32 w, u32 r0, u32 r1,       \
+				   double *acc0, double *acc1);                \
+	void vtpu_bn_backward_##sfx(const struct vtpu_engine_bn *b, u32 pass,  \
+				    u32 k, u32 c0, u32 w, u32 r0, u32 r1,      \
+				    double *acc0, double *acc1);               \
+	void vtpu_dwconv_range_##sfx(const struct vtpu_engine_dwconv *d,       \
+				     bool dgrad, u64 e, u64 end);              \
+	void vtpu_dwconv_wgrad_##sfx(const struct vtpu_engine_dwconv *d,       \
+				     u32 tap, u64 o0, u64 len, u64 r,          \
+				     u64 r_end, bool first)
+VTPU_NHWC_LEVEL(scalar);
+VTPU_NHWC_LEVEL(avx2);
+VTPU_NHWC_LEVEL(avx512);
+
 #endif /* VTPU_ENGINE_INTERNAL_H */

@@ -14,6 +14,11 @@
  */
 #include "engine_internal.h"
 
+/*
+ * Channels per tile: whole rows of a 64-channel layer. Narrower tiles
+ * (two workers on 64 channels, each reading half of every row) ran its
+ * 16 MB forward slower than one worker streaming whole rows.
+ */
 #define BN_WIDTH 64u
 
 /* Scratch: two double accumulators per channel of the tile. */
@@ -65,124 +70,29 @@ void vtpu_batchnorm_prepare(struct vtpu_engine_op *op,
 	op->flops = 4ull * b->passes * b->rows * b->channels;
 }
 
-/* sqrt without libm: see optim_sqrt() in ops_optim.c */
-static double bn_sqrt(double x)
-{
-#ifdef __CHECKER__
-	return x;
-#else
-	return __builtin_sqrt(x);
-#endif
-}
-
 /*
- * The end of the statistics: turn the sums of channel c (j in the tile)
- * into acc0 = mean and acc1 = inv_std, save them, update the moving ones.
+ * The passes at this file's width (the baseline); the AVX2 and AVX-512
+ * builds of the same loops are in ops_nhwc_*.c, and all give the same
+ * bits (bn_tmpl.h).
  */
-static void bn_stats_done(const struct vtpu_engine_bn *b, u32 c, double *m,
-			  double *v)
-{
-	double var = *v / b->rows, mom = b->momentum;
-	double inv = 1.0 / bn_sqrt(var + b->eps);
+#define BN_SFX scalar
+#define BN_LANES 4u
+#include "bn_tmpl.h"
 
-	b->stats[c] = (float)*m;
-	b->stats[b->channels + c] = (float)inv;
-	b->mmean[c] = (float)(b->mmean[c] * mom + *m * (1.0 - mom));
-	b->mvar[c] = (float)(b->mvar[c] * mom + var * (1.0 - mom));
-	*v = inv;
-}
-
-static void bn_forward(const struct vtpu_engine_bn *b, u32 pass, u32 k,
-		       u32 c0, u32 w, u32 r0, u32 r1, double *acc0,
-		       double *acc1)
-{
-	const float *x;
-	u32 r, j;
-
-	if (!b->train) {
-		pass = 2;
-		if (!k)
-			for (j = 0; j < w; j++) {
-				acc0[j] = b->mmean[c0 + j];
-				acc1[j] = 1.0 / bn_sqrt((double)b->mvar[c0 + j] +
-							b->eps);
-			}
-	}
-	if (pass < 2 && !k)
-		for (j = 0; j < w; j++)
-			(pass ? acc1 : acc0)[j] = 0.0;
-	for (r = r0; r < r1; r++) {
-		x = b->x + (u64)r * b->channels + c0;
-		if (pass == 0) {
-			for (j = 0; j < w; j++)
-				acc0[j] += x[j];
-		} else if (pass == 1) {
-			for (j = 0; j < w; j++) {
-				double d = x[j] - acc0[j];
-
-				acc1[j] += d * d;
-			}
-		} else {
-			float *y = b->y + (u64)r * b->channels + c0;
-
-			for (j = 0; j < w; j++)
-				y[j] = (float)((x[j] - acc0[j]) * acc1[j] *
-					       b->gamma[c0 + j] +
-					       b->beta[c0 + j]);
-		}
-	}
-	if (k + 1 < b->nblocks || pass == 2)
-		return;
-	for (j = 0; j < w; j++) {
-		if (pass == 0)
-			acc0[j] /= b->rows;
-		else
-			bn_stats_done(b, c0 + j, &acc0[j], &acc1[j]);
-	}
-}
-
-static void bn_backward(const struct vtpu_engine_bn *b, u32 pass, u32 k,
+static const struct {
+	void (*forward)(const struct vtpu_engine_bn *b, u32 pass, u32 k,
 			u32 c0, u32 w, u32 r0, u32 r1, double *acc0,
-			double *acc1)
-{
-	const float *mean = b->stats + c0, *inv = b->stats + b->channels + c0;
-	const float *x, *dy;
-	u32 r, j;
-
-	if (!pass && !k)
-		for (j = 0; j < w; j++)
-			acc0[j] = acc1[j] = 0.0;
-	for (r = r0; r < r1; r++) {
-		x = b->x + (u64)r * b->channels + c0;
-		dy = b->dy + (u64)r * b->channels + c0;
-		if (!pass) {
-			for (j = 0; j < w; j++) {
-				double xh = ((double)x[j] - mean[j]) * inv[j];
-
-				acc0[j] += dy[j];
-				acc1[j] += dy[j] * xh;
-			}
-		} else {
-			float *dx = b->y + (u64)r * b->channels + c0;
-
-			for (j = 0; j < w; j++) {
-				double xh = ((double)x[j] - mean[j]) * inv[j];
-
-				dx[j] = (float)((double)b->gamma[c0 + j] *
-						inv[j] *
-						(dy[j] - acc0[j] - xh * acc1[j]));
-			}
-		}
-	}
-	if (pass || k + 1 < b->nblocks)
-		return;
-	for (j = 0; j < w; j++) {
-		b->dbeta[c0 + j] = (float)acc0[j];
-		b->dgamma[c0 + j] = (float)acc1[j];
-		acc0[j] /= b->rows;
-		acc1[j] /= b->rows;
-	}
-}
+			double *acc1);
+	void (*backward)(const struct vtpu_engine_bn *b, u32 pass, u32 k,
+			 u32 c0, u32 w, u32 r0, u32 r1, double *acc0,
+			 double *acc1);
+} bn_levels[] = {
+	[VTPU_SIMD_SCALAR] = { vtpu_bn_forward_scalar,
+			       vtpu_bn_backward_scalar },
+	[VTPU_SIMD_AVX2] = { vtpu_bn_forward_avx2, vtpu_bn_backward_avx2 },
+	[VTPU_SIMD_AVX512] = { vtpu_bn_forward_avx512,
+			       vtpu_bn_backward_avx512 },
+};
 
 void vtpu_batchnorm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 			void *scratch)
@@ -191,6 +101,7 @@ void vtpu_batchnorm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	double *acc0 = scratch, *acc1 = acc0 + BN_WIDTH;
 	u32 pass = step / b->nblocks, k = step % b->nblocks;
 	u32 c0 = tile * b->width, w = b->width, r0, r1;
+	u32 simd = op->simd <= VTPU_SIMD_AVX512 ? op->simd : VTPU_SIMD_SCALAR;
 
 	if (c0 >= b->channels)
 		return;
@@ -199,9 +110,9 @@ void vtpu_batchnorm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	r0 = k * b->rblock;
 	r1 = b->rows - r0 < b->rblock ? b->rows : r0 + b->rblock;
 	if (b->grad)
-		bn_backward(b, pass, k, c0, w, r0, r1, acc0, acc1);
+		bn_levels[simd].backward(b, pass, k, c0, w, r0, r1, acc0, acc1);
 	else
-		bn_forward(b, pass, k, c0, w, r0, r1, acc0, acc1);
+		bn_levels[simd].forward(b, pass, k, c0, w, r0, r1, acc0, acc1);
 }
 
 int vtpu_batchnorm_describe(const struct vtpu_engine_op *op, char *buf,
