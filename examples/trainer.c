@@ -34,6 +34,8 @@ static void usage(const struct trainer_opts *o, int status)
 		"                   each way, anew every epoch (default %u)\n"
 		"  --beam N         translate: decode with a beam of N hypotheses\n"
 		"                   (default 1: greedy)\n"
+		"  --attention KIND translate: dot (Luong's, the default) or\n"
+		"                   additive (Bahdanau's)\n"
 		"  --seed N         weight initialisation, shuffling, augmentation\n"
 		"  --threads N      cpu backend threads (default: all)\n"
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
@@ -106,6 +108,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "shift", required_argument, NULL, 'x' },
 		{ "lr-decay", required_argument, NULL, 'y' },
 		{ "beam", required_argument, NULL, 'B' },
+		{ "attention", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -146,6 +149,14 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 					o->name);
 				exit(2);
 			}
+			break;
+		case 'A':
+			if (!strcmp(optarg, "additive"))
+				o->additive = true;
+			else if (!strcmp(optarg, "dot"))
+				o->additive = false;
+			else
+				usage(o, 2);
 			break;
 		case 's': o->seed = number(o, "--seed", optarg); break;
 		case 't': o->threads = (int)number(o, "--threads", optarg); break;
