@@ -39,6 +39,8 @@ static void usage(const struct trainer_opts *o, int status)
 		"                   each way, anew every epoch (default %u)\n"
 		"  --beam N         translate: decode with a beam of N hypotheses\n"
 		"                   (default 1: greedy)\n"
+		"  --attention KIND translate: dot (Luong's, the default) or\n"
+		"                   additive (Bahdanau's)\n"
 		"  --seed N         weight initialisation, shuffling, augmentation\n"
 		"  --threads N      cpu backend threads (default: all)\n"
 		"  --gemm KIND      cpu backend GEMM: engine or openblas\n"
@@ -138,6 +140,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "augment", no_argument, NULL, 'a' },
 		{ "stream", no_argument, NULL, 'A' },
 		{ "mem-cap", required_argument, NULL, 'C' },
+		{ "attention", required_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -191,6 +194,14 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		case 'a': o->augment = true; break;
 		case 'A': o->stream = true; break;
 		case 'C': o->mem_cap = number(o, "--mem-cap", optarg); break;
+		case 'J':
+			if (!strcmp(optarg, "additive"))
+				o->additive = true;
+			else if (!strcmp(optarg, "dot"))
+				o->additive = false;
+			else
+				usage(o, 2);
+			break;
 		case 's': o->seed = number(o, "--seed", optarg); break;
 		case 't': o->threads = (int)number(o, "--threads", optarg); break;
 		case 'g':

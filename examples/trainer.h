@@ -33,6 +33,7 @@ struct trainer_opts {
 	uint32_t shift;		/* --shift N */
 	bool cosine;		/* --lr-decay cosine / none */
 	uint32_t beam;		/* --beam N: translate's beam width (1) */
+	bool additive;		/* --attention additive: translate's Bahdanau */
 	uint64_t seed;		/* --seed */
 	/* flowers (image folders) */
 	const char *model;	/* --model resnet|xception|vgg */

@@ -15,6 +15,8 @@
  * After every epoch it translates a few held-out sentences; at the end,
  * the whole held-out split, and reports the exact-match rate. Greedily
  * by default; --beam N searches with N hypotheses per sentence instead.
+ * --attention additive scores with Bahdanau's v . tanh(W1 q + W2 k) (of
+ * UNITS units) instead of Luong's dot product.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,7 +134,8 @@ static void free_corpus(struct corpus *c)
 }
 
 /* The model: two token inputs, the source and the shifted target. */
-static struct vtpu_model *build(const struct corpus *c, int *tgt_input)
+static struct vtpu_model *build(const struct corpus *c, int *tgt_input,
+				bool additive)
 {
 	struct vtpu_graph *g = vtpu_graph_create();
 	struct vtpu_lstm_nodes enc = { -1, -1, -1 }, dec = { -1, -1, -1 };
@@ -148,7 +151,9 @@ static struct vtpu_model *build(const struct corpus *c, int *tgt_input)
 	vtpu_graph_lstm(g, x, UNITS, -1, -1, &enc);
 	x = vtpu_graph_embedding(g, tgt, c->tgt.vocab.size, EMBED);
 	vtpu_graph_lstm(g, x, UNITS, enc.h, enc.c, &dec);
-	att = vtpu_graph_attention(g, dec.seq, enc.seq, src);
+	att = additive ? vtpu_graph_additive_attention(g, dec.seq, enc.seq,
+						       src, UNITS) :
+			 vtpu_graph_attention(g, dec.seq, enc.seq, src);
 	x = vtpu_graph_concat(g, att, dec.seq);
 	x = vtpu_graph_dense(g, x, COMBINE, VTPU_ACT_TANH);
 	x = vtpu_graph_dense(g, x, c->tgt.vocab.size, VTPU_ACT_NONE);
@@ -247,7 +252,7 @@ int main(int argc, char **argv)
 	train = split(&c, 0, c.ntrain);
 	test = split(&c, c.ntrain, c.n - c.ntrain);
 
-	m = build(&c, &r.tgt_input);
+	m = build(&c, &r.tgt_input, o.additive);
 	if (!m)
 		die(o.name, "cannot build the model");
 	r.name = o.name;

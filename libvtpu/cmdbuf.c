@@ -509,6 +509,40 @@ int vtpu_cmdbuf_softmax_grad(struct vtpu_cmdbuf *cb,
 	return cmdbuf_softmax(cb, VTPU_OP_SOFTMAX_GRAD, d);
 }
 
+static int cmdbuf_additive(struct vtpu_cmdbuf *cb, uint32_t opcode,
+			   const struct vtpu_additive_desc *d)
+{
+	struct vtpu_cmd_additive_score c;
+
+	CMD_INIT(&c, opcode);
+	c.batch = d->batch;
+	c.tq = d->tq;
+	c.tk = d->tk;
+	c.units = d->units;
+	c.q = opnd(d->q);
+	c.k = opnd(d->k);
+	c.v = opnd(d->v);
+	c.s = opnd(d->s);
+	if (opcode == VTPU_OP_ADDITIVE_SCORE_GRAD) {
+		c.dq = opnd(d->dq);
+		c.dk = opnd(d->dk);
+		c.dv = opnd(d->dv);
+	}
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_additive_score(struct vtpu_cmdbuf *cb,
+			       const struct vtpu_additive_desc *d)
+{
+	return cmdbuf_additive(cb, VTPU_OP_ADDITIVE_SCORE, d);
+}
+
+int vtpu_cmdbuf_additive_score_grad(struct vtpu_cmdbuf *cb,
+				    const struct vtpu_additive_desc *d)
+{
+	return cmdbuf_additive(cb, VTPU_OP_ADDITIVE_SCORE_GRAD, d);
+}
+
 int vtpu_cmdbuf_batchnorm(struct vtpu_cmdbuf *cb,
 			  const struct vtpu_batchnorm_desc *d)
 {

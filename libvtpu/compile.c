@@ -2053,6 +2053,120 @@ static void attention_bwd(struct cx *cx, int i)
 	}
 }
 
+/*
+ * Bahdanau attention: the keys K = V W2 ([Tk][B][U], once: before the
+ * first step when decoding), the queries' projections Qp = Q W1, the
+ * scores v . tanh(Qp_t + K_s) by ADDITIVE_SCORE in the packed [B][Tq][Tk]
+ * layout of Luong's, then the same masked softmax and context P_b V_b.
+ * aux holds K, then Qp and P over all the steps (what the gradient
+ * reads).
+ */
+static uint32_t add_units(const struct cx *cx, int i)
+{
+	return (uint32_t)cx->g->params[cx->g->nodes[i].bias].count;
+}
+
+static struct tref add_aux(struct cx *cx, int i, int part)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	uint64_t u = add_units(cx, i), tk = cx->g->nodes[n->in[1]].h;
+	uint64_t kb = tk * cx->B * u * 4, qb = (uint64_t)n->h * cx->B * u * 4;
+
+	return shifted(cx->aux[i], part == 0 ? 0 : part == 1 ? kb : kb + qb);
+}
+
+static void add_score(struct cx *cx, int i, uint32_t opcode, uint32_t nq,
+		      struct tref q, struct tref s, struct tref dq,
+		      struct tref dk)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	struct vtpu_cmd_additive_score cmd = {
+		.hdr = { opcode, sizeof(cmd) },
+		.batch = cx->B, .tq = nq, .tk = cx->g->nodes[n->in[1]].h,
+		.units = add_units(cx, i), .q = opnd(q),
+		.k = opnd(add_aux(cx, i, 0)), .v = opnd(param(cx, n->bias)),
+		.s = opnd(s),
+	};
+
+	if (opcode == VTPU_OP_ADDITIVE_SCORE_GRAD) {
+		cmd.dq = opnd(dq);
+		cmd.dk = opnd(dk);
+		cmd.dv = opnd(param_grad(cx, n->bias));
+	}
+	emit(cx, &cmd);
+}
+
+static void additive_fwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	const struct vg_node *q = &cx->g->nodes[n->in[0]];
+	const struct vg_node *v = &cx->g->nodes[n->in[1]];
+	uint32_t H = n->c, tk = v->h, u = add_units(cx, i), rows, nq;
+	uint64_t q0 = first_row(cx, i, &rows) / cx->B;
+	uint64_t sb;
+	struct tref qp, s, p;
+
+	nq = rows / cx->B;
+	sb = (uint64_t)cx->B * nq * tk * 4;
+	if (!cx->aux[i].sid) {	/* the keys: once */
+		cx->aux[i] = work(cx, ((uint64_t)tk + n->h) * cx->B * u * 4 +
+					      (uint64_t)cx->B * n->h * tk * 4);
+		gemm(cx, tk * cx->B, u, v->c, 0, cx->val[n->in[1]],
+		     param(cx, n->weight2), add_aux(cx, i, 0), at(0, 0), 0.0f);
+	}
+	alloc_val(cx, i, (uint64_t)cx->B * n->h * H * 4);
+	qp = shifted(add_aux(cx, i, 1), q0 * cx->B * u * 4);
+	gemm(cx, rows, u, q->c, 0,
+	     shifted(cx->val[n->in[0]], q0 * cx->B * q->c * 4),
+	     param(cx, n->weight), qp, at(0, 0), 0.0f);
+	s = work(cx, sb);
+	p = cx->step < 0 ? add_aux(cx, i, 2) : work(cx, sb);
+	add_score(cx, i, VTPU_OP_ADDITIVE_SCORE, nq, qp, s, at(0, 0),
+		  at(0, 0));
+	attention_softmax(cx, i, VTPU_OP_SOFTMAX, nq, s, p, at(0, 0));
+	attn_gemm(cx, i, nq, 0, nq, H, tk, p, false, cx->val[n->in[1]], true,
+		  shifted(cx->val[i], q0 * cx->B * H * 4), true, 0.0f);
+}
+
+static void additive_bwd(struct cx *cx, int i)
+{
+	const struct vg_node *n = &cx->g->nodes[i];
+	int qi = n->in[0], vi = n->in[1];
+	const struct vg_node *q = &cx->g->nodes[qi], *v = &cx->g->nodes[vi];
+	uint32_t H = n->c, tq = n->h, tk = v->h, u = add_units(cx, i);
+	uint64_t scores = (uint64_t)cx->B * tq * tk * 4;
+	struct tref dctx = cx->grad[i], p = add_aux(cx, i, 2);
+	struct tref dp = work(cx, scores), ds = work(cx, scores);
+	struct tref dqp = work(cx, (uint64_t)tq * cx->B * u * 4);
+	struct tref dkp = work(cx, (uint64_t)tk * cx->B * u * 4), dx, tmp;
+
+	/* dP_b = dctx_b V_b^T, dS through the softmax, then the scores */
+	attn_gemm(cx, i, tq, VTPU_GEMM_TRANS_B, tq, tk, H, dctx, true,
+		  cx->val[vi], true, dp, false, 0.0f);
+	attention_softmax(cx, i, VTPU_OP_SOFTMAX_GRAD, tq, ds, p, dp);
+	add_score(cx, i, VTPU_OP_ADDITIVE_SCORE_GRAD, tq, add_aux(cx, i, 1),
+		  ds, dqp, dkp);
+	/* dW1 = Q^T dQp, dW2 = V^T dK */
+	gemm(cx, q->c, u, tq * cx->B, VTPU_GEMM_TRANS_A, cx->val[qi], dqp,
+	     param_grad(cx, n->weight), at(0, 0), 0.0f);
+	gemm(cx, v->c, u, tk * cx->B, VTPU_GEMM_TRANS_A, cx->val[vi], dkp,
+	     param_grad(cx, n->weight2), at(0, 0), 0.0f);
+	if (cx->needs_grad[qi]) {	/* dQ = dQp W1^T */
+		dx = grad_begin(cx, qi, &tmp);
+		gemm(cx, tq * cx->B, q->c, u, VTPU_GEMM_TRANS_B, dqp,
+		     param(cx, n->weight), dx, at(0, 0), 0.0f);
+		grad_end(cx, qi, tmp);
+	}
+	if (cx->needs_grad[vi]) {	/* dV_b = P_b^T dctx_b + dK W2^T */
+		dx = grad_begin(cx, vi, &tmp);
+		attn_gemm(cx, i, tq, VTPU_GEMM_TRANS_A, tk, H, tq, p, false,
+			  dctx, true, dx, true, 0.0f);
+		gemm(cx, tk * cx->B, v->c, u, VTPU_GEMM_TRANS_B, dkp,
+		     param(cx, n->weight2), dx, at(0, 0), 1.0f);
+		grad_end(cx, vi, tmp);
+	}
+}
+
 /* A concatenation is read in parts by the dense layer that takes it. */
 static void concat_fwd(struct cx *cx, int i)
 {
@@ -2080,6 +2194,7 @@ static const struct {
 	[VG_GRU] = { gru_fwd, gru_bwd },
 	[VG_GRU_STATE] = { rnn_state_fwd, rnn_state_bwd },
 	[VG_ATTENTION] = { attention_fwd, attention_bwd },
+	[VG_ADDITIVE_ATTENTION] = { additive_fwd, additive_bwd },
 	[VG_CONCAT] = { concat_fwd, NULL },
 	[VG_BATCHNORM] = { bn_fwd, bn_bwd },
 	[VG_DWCONV2D] = { dwconv_fwd, dwconv_bwd },
@@ -2368,6 +2483,7 @@ static bool decodable(const struct vg_node *n)
 	switch (n->op) {
 	case VG_TOKENS: case VG_EMBEDDING: case VG_LSTM: case VG_LSTM_STATE:
 	case VG_GRU: case VG_GRU_STATE: case VG_ATTENTION: case VG_CONCAT:
+	case VG_ADDITIVE_ATTENTION:
 	case VG_DENSE: case VG_DROPOUT: case VG_LOSS:
 		return true;
 	default:
@@ -2394,7 +2510,7 @@ static bool decodable_at(const struct cx *cx, int i, uint32_t T)
 		return true;
 	if (!n->seq || n->h != T)
 		return false;
-	return n->op != VG_ATTENTION ||
+	return (n->op != VG_ATTENTION && n->op != VG_ADDITIVE_ATTENTION) ||
 	       (!cx->dec[n->in[1]] && (n->mask < 0 || !cx->dec[n->mask]));
 }
 

@@ -27,6 +27,7 @@ static const char *const layer_names[] = {
 	[VG_AVGPOOL] = "average_pooling2d",
 	[VG_GLOBAL_AVGPOOL] = "global_average_pooling2d",
 	[VG_AUGMENT] = "random_augment", [VG_RESCALE] = "rescaling",
+	[VG_ADDITIVE_ATTENTION] = "additive_attention",
 	[VG_LOSS] = "loss",
 };
 
@@ -814,6 +815,58 @@ int vtpu_graph_attention(struct vtpu_graph *g, int query, int value,
 	n = add_node(g, VG_ATTENTION, query, value, q->h, 1, q->c);
 	if (n >= 0)
 		g->nodes[n].mask = mask;
+	return n;
+}
+
+/* A kernel of additive attention node @n: [rows][units], read by rows. */
+static int add_attn_param(struct vtpu_graph *g, int n, const char *what,
+			  uint32_t ndim, uint64_t rows, uint32_t units)
+{
+	uint64_t dims[2] = { ndim > 1 ? rows : units, units };
+	int p;
+
+	p = add_param(g, n, what, ndim, dims, ndim > 1 ? rows : units,
+		      ndim > 1 ? units : 1, false);
+	if (p >= 0)
+		g->params[p].rows_only = true;
+	return p;
+}
+
+int vtpu_graph_additive_attention(struct vtpu_graph *g, int query, int value,
+				  int mask, uint32_t units)
+{
+	const struct vg_node *q, *v;
+	int n, p;
+
+	if (!valid_seq(g, query) || !valid_seq(g, value))
+		return -EINVAL;
+	q = &g->nodes[query];
+	v = &g->nodes[value];
+	if (q->op == VG_CONCAT || v->op == VG_CONCAT || !units ||
+	    units > VTPU_ADDITIVE_MAX_UNITS ||
+	    (uint64_t)q->h * units > VTPU_ADDITIVE_MAX_WORK ||
+	    (uint64_t)v->h * units > VTPU_ADDITIVE_MAX_WORK ||
+	    (mask != -1 && (mask < 0 || mask >= g->nnodes ||
+			    g->nodes[mask].op != VG_TOKENS ||
+			    g->nodes[mask].h != v->h)) ||
+	    v->h > VTPU_SOFTMAX_MAX_COLS)
+		return -EINVAL;
+	n = add_node(g, VG_ADDITIVE_ATTENTION, query, value, q->h, 1, v->c);
+	if (n < 0)
+		return n;
+	g->nodes[n].mask = mask;
+	p = add_attn_param(g, n, "query_kernel", 2, g->nodes[query].c, units);
+	if (p < 0)
+		return p;
+	g->nodes[n].weight = p;
+	p = add_attn_param(g, n, "key_kernel", 2, g->nodes[value].c, units);
+	if (p < 0)
+		return p;
+	g->nodes[n].weight2 = p;
+	p = add_attn_param(g, n, "scale", 1, 0, units);
+	if (p < 0)
+		return p;
+	g->nodes[n].bias = p;
 	return n;
 }
 

@@ -33,6 +33,7 @@ enum vg_op {
 	VG_GLOBAL_AVGPOOL,
 	VG_AUGMENT,	/* random crop or flip: preprocessing, no gradient */
 	VG_RESCALE,
+	VG_ADDITIVE_ATTENTION,	/* Bahdanau: weight W1, weight2 W2, bias v */
 	VG_LOSS,	/* last: layer_count[] */
 };
 
@@ -63,7 +64,8 @@ struct vg_node {
 	bool seq;
 	int slot;			/* tokens: which input; lstm_state: 0 h,
 					 * 1 c; gru_state: 0 h */
-	int mask;			/* attention: the tokens whose lengths mask
+	int mask;			/* attention (both kinds): the tokens
+					 * whose lengths mask
 					 * the keys, or -1 */
 	int weight2;			/* lstm, gru: the recurrent kernel;
 					 * separable: the pointwise kernel */

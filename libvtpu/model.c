@@ -300,6 +300,7 @@ static const char *layer_type(const struct vg_node *n)
 		[VG_LSTM] = "LSTM", [VG_LSTM_STATE] = "LSTM state",
 		[VG_GRU] = "GRU", [VG_GRU_STATE] = "GRU state",
 		[VG_ATTENTION] = "Attention", [VG_CONCAT] = "Concatenate",
+		[VG_ADDITIVE_ATTENTION] = "AdditiveAttention",
 		[VG_BATCHNORM] = "BatchNormalization",
 		[VG_DWCONV2D] = "DepthwiseConv2D",
 		[VG_SEPCONV2D] = "SeparableConv2D",

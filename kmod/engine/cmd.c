@@ -486,6 +486,52 @@ static u64 softmax_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
 		       (u64)sm->m * sm->n * 4 : 0;
 }
 
+/* Are an ADDITIVE_SCORE's fields in range (the pads aside)? */
+bool vtpu_additive_ok(const struct vtpu_cmd_additive_score *a)
+{
+	u64 b = a->batch, u = a->units;
+
+	if (!a->batch || a->batch > VTPU_MAX_DIM || !a->tq ||
+	    a->tq > VTPU_MAX_DIM || !a->tk || a->tk > VTPU_MAX_DIM ||
+	    !a->units || a->units > VTPU_ADDITIVE_MAX_UNITS)
+		return false;
+	/* each below 2^24 and 2^12: the products of two fit */
+	if ((u64)a->tq * u > VTPU_ADDITIVE_MAX_WORK ||
+	    (u64)a->tk * u > VTPU_ADDITIVE_MAX_WORK)
+		return false;
+	/* tq * u <= 2^18 and b < 2^25: below 2^43 */
+	if (b * a->tq * u > VTPU_MAX_ELEMS || b * a->tk * u > VTPU_MAX_ELEMS)
+		return false;
+	/* tq * tk < 2^48: divide rather than multiply by b */
+	return (u64)a->tq * a->tk <= VTPU_MAX_ELEMS / b;
+}
+
+static u64 additive_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
+			   u32 *align)
+{
+	const struct vtpu_cmd_additive_score *a = (const void *)cmd;
+	u64 u = a->units, b = a->batch, rows;
+
+	*align = 4;
+	if (!vtpu_additive_ok(a))
+		return 0;
+	switch (id) {
+	case VTPU_OPERAND_A:
+	case VTPU_OPERAND_DA:
+		rows = a->tq;
+		break;
+	case VTPU_OPERAND_B:
+	case VTPU_OPERAND_DB:
+		rows = a->tk;
+		break;
+	case VTPU_OPERAND_C:	/* the fields' products are checked */
+		return (u64)a->tq * a->tk * b * 4;
+	default:		/* W, DW */
+		return u * 4;
+	}
+	return rows * b * u * 4;
+}
+
 static u64 batchnorm_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 			    u32 *align)
 {
@@ -745,6 +791,8 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	WINDOW_RULES " (top, left pads), (oh - 1) * stride < h + pad, kh*kw*mult " \
 	"<= 256, c*mult <= 2^24"
 #define SOFTMAX_RULES "m * n at most the element limit"
+#define ADDITIVE_RULES \
+	"tq*units, tk*units <= 2^18; B*tq*tk, B*tq*units, B*tk*units in the limit"
 #define AVGPOOL_RULES \
 	"pad < k <= size + 2 pad + 1, (o - 1) * stride < size + pad"
 
@@ -782,6 +830,18 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	.rules = AVGPOOL_RULES, .extent = avgpool_extent,                      \
 	.check = vtpu_avgpool_check, .prepare = vtpu_avgpool_prepare,          \
 	.run = vtpu_pool_run, .describe = vtpu_window_describe
+
+#define ADDITIVE_COMMON                                                        \
+	.size = sizeof(struct vtpu_cmd_additive_score),                        \
+	.flags_at = FLAGS_AT(vtpu_cmd_additive_score), .noperands = 7,         \
+	.fields = { FIELD(vtpu_cmd_additive_score, batch, 1, VTPU_MAX_DIM),    \
+		    FIELD(vtpu_cmd_additive_score, tq, 1, VTPU_MAX_DIM),       \
+		    FIELD(vtpu_cmd_additive_score, tk, 1, VTPU_MAX_DIM),       \
+		    FIELD(vtpu_cmd_additive_score, units, 1,                   \
+			  VTPU_ADDITIVE_MAX_UNITS) },                          \
+	.rules = ADDITIVE_RULES, .extent = additive_extent,                    \
+	.check = vtpu_additive_check, .prepare = vtpu_additive_prepare,        \
+	.run = vtpu_additive_run, .describe = vtpu_additive_describe
 
 /*
  * Operands are listed in the order the validator checks them and names
@@ -1337,6 +1397,28 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 		.run = vtpu_augment_run,
 		.describe = vtpu_augment_describe,
 	},
+	[VTPU_OP_ADDITIVE_SCORE] = {
+		.name = "ADDITIVE_SCORE",
+		.operands = { OUT(C, vtpu_cmd_additive_score, s, 4),
+			      IN(A, vtpu_cmd_additive_score, q, 4),
+			      IN(B, vtpu_cmd_additive_score, k, 4),
+			      IN(W, vtpu_cmd_additive_score, v, 4),
+			      IN(DA, vtpu_cmd_additive_score, dq, 4),
+			      IN(DB, vtpu_cmd_additive_score, dk, 4),
+			      IN(DW, vtpu_cmd_additive_score, dv, 4) },
+		ADDITIVE_COMMON,
+	},
+	[VTPU_OP_ADDITIVE_SCORE_GRAD] = {
+		.name = "ADDITIVE_SCORE_GRAD",
+		.operands = { OUT(DA, vtpu_cmd_additive_score, dq, 4),
+			      OUT(DB, vtpu_cmd_additive_score, dk, 4),
+			      OUT(DW, vtpu_cmd_additive_score, dv, 4),
+			      IN(A, vtpu_cmd_additive_score, q, 4),
+			      IN(B, vtpu_cmd_additive_score, k, 4),
+			      IN(W, vtpu_cmd_additive_score, v, 4),
+			      IN(C, vtpu_cmd_additive_score, s, 4) },
+		ADDITIVE_COMMON,
+	},
 };
 
 const struct vtpu_engine_op_desc *vtpu_engine_op_desc(u32 opcode)
@@ -1394,6 +1476,8 @@ const char *vtpu_engine_operand_name(u32 id)
 		[VTPU_OPERAND_DBIAS] = "dbias",
 		[VTPU_OPERAND_LENGTHS] = "lengths",
 		[VTPU_OPERAND_SUMSQ] = "sumsq",
+		[VTPU_OPERAND_DA] = "da",
+		[VTPU_OPERAND_DB] = "db",
 	};
 
 	if (id >= OPERAND_IDS || !names[id])

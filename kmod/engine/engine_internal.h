@@ -65,6 +65,8 @@ bool vtpu_avgpool_decode(const struct vtpu_cmd_avgpool *c,
 /* cmd.c: are an EMBEDDING's, a GEMM_BATCHED's fields in range? */
 bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e);
 bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g);
+/* cmd.c: are an ADDITIVE_SCORE's fields in range (the pads aside)? */
+bool vtpu_additive_ok(const struct vtpu_cmd_additive_score *a);
 /* cmd.c: do a GEMM_BATCHED's Cs share no element (apart or interleaved)? */
 bool vtpu_gemm_batched_disjoint(const struct vtpu_cmd_gemm_batched *g);
 
@@ -412,6 +414,7 @@ VTPU_CHECK(vtpu_clip_norm_check);
 VTPU_CHECK(vtpu_argmax_check);
 VTPU_CHECK(vtpu_batchnorm_check);
 VTPU_CHECK(vtpu_dwconv_check);
+VTPU_CHECK(vtpu_additive_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -471,6 +474,10 @@ size_t vtpu_batchnorm_scratch_size(void);
 VTPU_PREPARE(vtpu_dwconv_prepare);		/* ops_dwconv.c */
 VTPU_RUN(vtpu_dwconv_run);
 VTPU_DESCRIBE(vtpu_dwconv_describe);
+VTPU_PREPARE(vtpu_additive_prepare);		/* ops_additive.c */
+VTPU_RUN(vtpu_additive_run);
+VTPU_DESCRIBE(vtpu_additive_describe);
+size_t vtpu_additive_scratch_size(void);
 
 /* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,

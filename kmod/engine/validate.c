@@ -500,6 +500,39 @@ int vtpu_softmax_check(struct vtpu_engine_check *v,
 	return ret;
 }
 
+int vtpu_additive_check(struct vtpu_engine_check *v,
+			const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_additive_score *a = (const void *)hdr;
+	const struct vtpu_cmd_hdr *cmd = &a->hdr;
+	/* the outputs first, then the inputs */
+	static const u32 fwd[] = { VTPU_OPERAND_C, VTPU_OPERAND_A,
+				   VTPU_OPERAND_B, VTPU_OPERAND_W };
+	static const u32 bwd[] = { VTPU_OPERAND_DA, VTPU_OPERAND_DB,
+				   VTPU_OPERAND_DW, VTPU_OPERAND_A,
+				   VTPU_OPERAND_B, VTPU_OPERAND_W,
+				   VTPU_OPERAND_C };
+	static const u32 unused[] = { VTPU_OPERAND_DA, VTPU_OPERAND_DB,
+				      VTPU_OPERAND_DW };
+	u32 i;
+	int ret;
+
+	if (a->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (a->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!vtpu_additive_ok(a))
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	if (cmd->opcode == VTPU_OP_ADDITIVE_SCORE_GRAD)
+		return check_ids(v, cmd, bwd, 3, 4);
+	for (i = 0; i < 3; i++) {
+		ret = check_unused(v, cmd, unused[i]);
+		if (ret)
+			return ret;
+	}
+	return check_ids(v, cmd, fwd, 1, 3);
+}
+
 int vtpu_sgd_check(struct vtpu_engine_check *v,
 		   const struct vtpu_cmd_hdr *hdr)
 {

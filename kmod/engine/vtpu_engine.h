@@ -234,6 +234,28 @@ struct vtpu_engine_softmax {
 	u32 ntiles;		/* tile t does chunks t, t + ntiles, ... */
 };
 
+/*
+ * ADDITIVE_SCORE: tiles take chunks of @per scores. _GRAD: tiles
+ * [0, @tiles[0]) chunks of @rows[0] rows of dq, the next @tiles[1] chunks
+ * of @rows[1] rows of dk, the last @tiles[2] blocks of 64 units of dv
+ * (their steps walk the (b, i) rows, @rows[2] a step).
+ */
+struct vtpu_engine_additive {
+	u32 batch, tq, tk, units;
+	bool grad;
+	const float *q, *k, *v;
+	const float *ds;	/* _GRAD: ds */
+	float *s;		/* ADDITIVE_SCORE: the scores */
+	float *dq, *dk, *dv;
+	void (*tanh)(const float *x, float *z, u64 n);
+	u64 per;		/* ADDITIVE_SCORE: scores a chunk */
+	u64 nchunks;
+	u32 ntiles;
+	u32 rows[3];
+	u32 tiles[3];
+	u64 chunks[3];
+};
+
 /* BATCHNORM, BATCHNORM_GRAD: a tile owns channels, steps walk the rows */
 struct vtpu_engine_bn {
 	u32 rows, channels;
@@ -336,6 +358,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_embedding emb;
 		struct vtpu_engine_bn bn;
 		struct vtpu_engine_dwconv dw;
+		struct vtpu_engine_additive add;
 	};
 };
 

@@ -479,6 +479,30 @@ VTPU_API int vtpu_cmdbuf_softmax(struct vtpu_cmdbuf *cb,
 VTPU_API int vtpu_cmdbuf_softmax_grad(struct vtpu_cmdbuf *cb,
 			     const struct vtpu_softmax_desc *d);
 /**
+ * struct vtpu_additive_desc - an ADDITIVE_SCORE or ADDITIVE_SCORE_GRAD
+ * (struct vtpu_cmd_additive_score): one description serves both. q
+ * [tq][B][units] and k [tk][B][units] are time-major, v [units]; s
+ * [B][tq][tk] is the forward's output, or the gradient's ds (read); dq,
+ * dk and dv are written by the gradient only (the forward's builder
+ * leaves them out).
+ */
+struct vtpu_additive_desc {
+	uint32_t batch, tq, tk, units;
+	struct vtpu_ref q, k, v, s, dq, dk, dv;
+};
+/**
+ * vtpu_cmdbuf_additive_score() - s[b][i][j] = sum over c of v[c] *
+ * tanh(q[i][b][c] + k[j][b][c]): Bahdanau's attention scores.
+ */
+VTPU_API int vtpu_cmdbuf_additive_score(struct vtpu_cmdbuf *cb,
+					const struct vtpu_additive_desc *d);
+/**
+ * vtpu_cmdbuf_additive_score_grad() - dq, dk and dv of the scores from
+ * ds (d->s), the tanh recomputed.
+ */
+VTPU_API int vtpu_cmdbuf_additive_score_grad(struct vtpu_cmdbuf *cb,
+					     const struct vtpu_additive_desc *d);
+/**
  * struct vtpu_batchnorm_desc - a BATCHNORM or BATCHNORM_GRAD (struct
  * vtpu_cmd_batchnorm, _grad): one description serves both. x [rows][C];
  * gamma, beta, moving_mean, moving_var [C]; stats [2][C] (mean, inv_std:

@@ -304,6 +304,24 @@ VTPU_API int vtpu_graph_attention(struct vtpu_graph *g, int query, int value,
 				  int mask);
 
 /**
+ * vtpu_graph_additive_attention() - Bahdanau's additive attention (the
+ * TensorFlow NMT tutorial's BahdanauAttention): for each step q_t of
+ * @query and each step k_s of @value, the score v . tanh(W1 q_t + W2 k_s),
+ * softmax over the steps of @value (masked as vtpu_graph_attention()'s),
+ * then the weighted sum of @value's steps: a sequence as long as @query,
+ * as wide as @value. The layer holds its projections, "query_kernel" W1
+ * [query width][units] and "key_kernel" W2 [value width][units] (dense,
+ * no bias), and "scale" v [units]; W2 @value runs once per batch (once
+ * before the first step when decoding).
+ * @mask: as vtpu_graph_attention()'s
+ * @units: the projections' width, 1..VTPU_ADDITIVE_MAX_UNITS, with each
+ *	sequence's length times @units at most VTPU_ADDITIVE_MAX_WORK
+ */
+VTPU_API int vtpu_graph_additive_attention(struct vtpu_graph *g, int query,
+					   int value, int mask,
+					   uint32_t units);
+
+/**
  * vtpu_graph_concat() - @x and @y side by side along the last axis (two
  * sequences of the same length, or two vectors). Only a dense layer may
  * take it (it runs as one GEMM per part: nothing is copied).

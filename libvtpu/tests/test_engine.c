@@ -1464,6 +1464,22 @@ TEST(dense_tiles_split_columns)
 /* Elements an embedding op's call touches, at most (VTPU_OPS_CHUNK). */
 #define EMB_CALL_MAX 65536u
 
+/* The most tanh one call of an ADDITIVE_SCORE(_GRAD) computes. */
+static uint64_t additive_call(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_additive *a = &op->add;
+	uint64_t u = a->units, w = u < 64 ? u : 64, m;
+
+	if (!a->grad)
+		return a->per * u;
+	m = (uint64_t)a->rows[0] * a->tk * u;
+	if ((uint64_t)a->rows[1] * a->tq * u > m)
+		m = (uint64_t)a->rows[1] * a->tq * u;
+	if ((uint64_t)a->rows[2] * a->tk * w > m)
+		m = (uint64_t)a->rows[2] * a->tk * w;
+	return m;
+}
+
 TEST(calls_bounded)
 {
 	static const struct { uint32_t m, n, k, flags, dtype; } gemms[] = {
@@ -1499,6 +1515,17 @@ TEST(calls_bounded)
 		{ 1000, 1, 1, 1 << 24, 0 },
 		{ 4, 16, 4096, 1 << 20, VTPU_GEMM_TRANS_A },
 		{ 64, 512, 512, 1 << 16, VTPU_GEMM_TRANS_B },
+	};
+	/*
+	 * ADDITIVE_SCORE: B tq tk units: the longest rows of dq, of dk, the
+	 * most examples, the most scores, the widest units
+	 */
+	static const uint32_t adds[][4] = {
+		{ 2, 64, VTPU_ADDITIVE_MAX_WORK / 64, 64 },
+		{ 2, VTPU_ADDITIVE_MAX_WORK, 1, 1 },
+		{ VTPU_MAX_DIM, 1, 1, VTPU_ADDITIVE_MAX_UNITS },
+		{ 1, 1 << 18, 1 << 18, 1 },
+		{ 1 << 12, 64, 64, VTPU_ADDITIVE_MAX_UNITS / 64 },
 	};
 	/* IMAGE_AUGMENT: n h w c oh ow */
 	static const uint32_t augs[][6] = {
@@ -1725,6 +1752,18 @@ TEST(calls_bounded)
 
 		ASSERT_EQ(0, vtpu_cmdbuf_image_augment(&cb, &d));
 	}
+	for (i = 0; i < sizeof(adds) / sizeof(adds[0]); i++) {
+		struct vtpu_additive_desc d = {
+			.batch = adds[i][0], .tq = adds[i][1], .tk = adds[i][2],
+			.units = adds[i][3], .q = VTPU_REF(0, 0),
+			.k = VTPU_REF(1, 0), .v = VTPU_REF(2, 0),
+			.s = VTPU_REF(3, 0), .dq = VTPU_REF(0, 0),
+			.dk = VTPU_REF(1, 0), .dv = VTPU_REF(2, 0),
+		};
+
+		ASSERT_EQ(0, vtpu_cmdbuf_additive_score(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_additive_score_grad(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1759,6 +1798,11 @@ TEST(calls_bounded)
 			/* IMAGE_AUGMENT copies (and draws for) chunk */
 			if (cmd->opcode == VTPU_OP_IMAGE_AUGMENT)
 				per = op.chunk > EMB_CALL_MAX ? ~0ull : 0;
+			/* ADDITIVE_SCORE(_GRAD): the tanh a call computes */
+			if (cmd->opcode == VTPU_OP_ADDITIVE_SCORE ||
+			    cmd->opcode == VTPU_OP_ADDITIVE_SCORE_GRAD)
+				per = additive_call(&op) >
+					      VTPU_ADDITIVE_MAX_WORK ? ~0ull : 0;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
@@ -1775,7 +1819,8 @@ TEST(calls_bounded)
 		  3 * sizeof(bns) / sizeof(bns[0]) +
 		  3 * sizeof(dwconvs) / sizeof(dwconvs[0]) +
 		  2 /* AVGPOOL(_GRAD) */ +
-		  sizeof(augs) / sizeof(augs[0]), cmds);
+		  sizeof(augs) / sizeof(augs[0]) +
+		  2 * sizeof(adds) / sizeof(adds[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }

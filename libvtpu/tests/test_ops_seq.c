@@ -8,7 +8,10 @@
  * Outputs must be bitwise the same whatever the threads; the embedding
  * ops' on every level too (they only copy and add), GEMM_BATCHED's on
  * each level (the levels' FMAs round differently), where it must also be
- * bitwise what GEMM commands for each product compute.
+ * bitwise what GEMM commands for each product compute. ADDITIVE_SCORE
+ * and its gradient (Bahdanau's scores) against a double reference and
+ * finite differences of it, bitwise the same on every executor (the
+ * tanh gives the same bits on every level).
  */
 #include "test_ops.h"
 
@@ -313,6 +316,189 @@ TEST(gemm_batched)
 		free(one);
 		free(ref);
 		free(keep);
+	}
+	execs_fini(&ex);
+}
+
+/* ---- ADDITIVE_SCORE, ADDITIVE_SCORE_GRAD --------------------------------- */
+
+/* s[b][i][j] = sum_c v[c] tanh(q[i][b][c] + k[j][b][c]), in double */
+static void add_ref(uint32_t B, uint32_t tq, uint32_t tk, uint32_t u,
+		    const double *q, const double *k, const double *v,
+		    double *s)
+{
+	uint32_t b, i, j, c;
+
+	for (b = 0; b < B; b++)
+		for (i = 0; i < tq; i++)
+			for (j = 0; j < tk; j++) {
+				double sum = 0;
+
+				for (c = 0; c < u; c++)
+					sum += v[c] * tanh(q[((size_t)i * B + b) * u + c] +
+							   k[((size_t)j * B + b) * u + c]);
+				s[((size_t)b * tq + i) * tk + j] = sum;
+			}
+}
+
+/* L = <ds, s(q, k, v)> */
+static double add_loss(uint32_t B, uint32_t tq, uint32_t tk, uint32_t u,
+		       const double *q, const double *k, const double *v,
+		       const float *ds, double *s)
+{
+	size_t n = (size_t)B * tq * tk, i;
+	double l = 0;
+
+	add_ref(B, tq, tk, u, q, k, v, s);
+	for (i = 0; i < n; i++)
+		l += ds[i] * s[i];
+	return l;
+}
+
+/* Central differences of add_loss() in each element of x[n]: into g. */
+static void add_fd(uint32_t B, uint32_t tq, uint32_t tk, uint32_t u,
+		   double *q, double *k, double *v, const float *ds,
+		   double *s, double *x, size_t n, double *g)
+{
+	const double h = 1e-5;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double x0 = x[i], lp, lm;
+
+		x[i] = x0 + h;
+		lp = add_loss(B, tq, tk, u, q, k, v, ds, s);
+		x[i] = x0 - h;
+		lm = add_loss(B, tq, tk, u, q, k, v, ds, s);
+		x[i] = x0;
+		g[i] = (lp - lm) / (2 * h);
+	}
+}
+
+TEST(additive_score)
+{
+	/* B tq tk units */
+	static const uint32_t shapes[][4] = {
+		{ 1, 1, 1, 1 },	  { 2, 3, 5, 7 },     { 3, 4, 6, 20 },
+		{ 4, 7, 9, 130 }, { 2, 300, 5, 16 }, { 1, 2, 700, 300 },
+		{ 70, 2, 3, 8 },  { 5, 11, 1, 65 },
+	};
+	struct execs ex;
+	size_t sh;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
+		uint32_t B = shapes[sh][0], tq = shapes[sh][1];
+		uint32_t tk = shapes[sh][2], u = shapes[sh][3], b, i, j, c;
+		size_t nq = (size_t)tq * B * u, nk = (size_t)tk * B * u;
+		size_t ns = (size_t)B * tq * tk, x;
+		struct vtpu_bo qb = bo_new(nq * 4), kb = bo_new(nk * 4),
+			       vb = bo_new(u * 4), sb = bo_new(ns * 4),
+			       dsb = bo_new(ns * 4), dqb = bo_new(nq * 4),
+			       dkb = bo_new(nk * 4), dvb = bo_new(u * 4);
+		float *q = qb.map, *k = kb.map, *v = vb.map, *s = sb.map;
+		float *ds = dsb.map, *dq = dqb.map, *dk = dkb.map;
+		float *dv = dvb.map;
+		double *rq = malloc(nq * 8), *rk = malloc(nk * 8);
+		double *rv = malloc(u * 8), *rs = malloc(ns * 8);
+		double *gq = calloc(nq, 8), *gk = calloc(nk, 8);
+		double *gv = calloc(u, 8);
+		void *keep = malloc((nq + nk + u + ns) * 4);
+		struct vtpu_additive_desc d = {
+			.batch = B, .tq = tq, .tk = tk, .units = u,
+		};
+		struct vtpu_cmdbuf cf, cg;
+		long bad = 0, diff = 0, fdbad = 0;
+		int e;
+
+		rng_seed(4000 + sh);
+		fill_rand(q, nq);
+		fill_rand(k, nk);
+		fill_rand(v, u);
+		fill_rand(ds, ns);
+		for (x = 0; x < nq; x++)
+			rq[x] = q[x];
+		for (x = 0; x < nk; x++)
+			rk[x] = k[x];
+		for (x = 0; x < u; x++)
+			rv[x] = v[x];
+		add_ref(B, tq, tk, u, rq, rk, rv, rs);
+		/* the analytic gradient, in double */
+		for (b = 0; b < B; b++)
+			for (i = 0; i < tq; i++)
+				for (j = 0; j < tk; j++) {
+					double g = ds[((size_t)b * tq + i) * tk + j];
+
+					for (c = 0; c < u; c++) {
+						size_t a = ((size_t)i * B + b) * u + c;
+						size_t o = ((size_t)j * B + b) * u + c;
+						double t = tanh(rq[a] + rk[o]);
+
+						gq[a] += g * rv[c] * (1 - t * t);
+						gk[o] += g * rv[c] * (1 - t * t);
+						gv[c] += g * t;
+					}
+				}
+
+		vtpu_cmdbuf_init(&cf);
+		d.q = VTPU_REF(vtpu_cmdbuf_use(&cf, &qb), 0);
+		d.k = VTPU_REF(vtpu_cmdbuf_use(&cf, &kb), 0);
+		d.v = VTPU_REF(vtpu_cmdbuf_use(&cf, &vb), 0);
+		d.s = VTPU_REF(vtpu_cmdbuf_use(&cf, &sb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_additive_score(&cf, &d));
+		vtpu_cmdbuf_init(&cg);
+		d.q = VTPU_REF(vtpu_cmdbuf_use(&cg, &qb), 0);
+		d.k = VTPU_REF(vtpu_cmdbuf_use(&cg, &kb), 0);
+		d.v = VTPU_REF(vtpu_cmdbuf_use(&cg, &vb), 0);
+		d.s = VTPU_REF(vtpu_cmdbuf_use(&cg, &dsb), 0);
+		d.dq = VTPU_REF(vtpu_cmdbuf_use(&cg, &dqb), 0);
+		d.dk = VTPU_REF(vtpu_cmdbuf_use(&cg, &dkb), 0);
+		d.dv = VTPU_REF(vtpu_cmdbuf_use(&cg, &dvb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_additive_score_grad(&cg, &d));
+		for (e = 0; e < ex.n; e++) {
+			/* NaNs: every output element is written */
+			memset(s, 0xff, ns * 4);
+			memset(dq, 0xff, nq * 4);
+			memset(dk, 0xff, nk * 4);
+			memset(dv, 0xff, u * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cf));
+			ASSERT_EQ(0, run(ex.cpu[e], &cg));
+			diff += same_bits(s, keep, ns * 4, e);
+			diff += same_bits(dq, (char *)keep + ns * 4, nq * 4, e);
+			diff += same_bits(dk, (char *)keep + (ns + nq) * 4,
+					  nk * 4, e);
+			diff += same_bits(dv, (char *)keep + (ns + nq + nk) * 4,
+					  u * 4, e);
+		}
+		vtpu_cmdbuf_fini(&cf);
+		vtpu_cmdbuf_fini(&cg);
+		maxdiff(s, rs, ns, 1e-6 * (1 + sqrt(u)), &bad);
+		maxdiff(dq, gq, nq, 1e-6 * (1 + sqrt(tk)), &bad);
+		maxdiff(dk, gk, nk, 1e-6 * (1 + sqrt(tq)), &bad);
+		maxdiff(dv, gv, u, 1e-6 * (1 + sqrt((double)ns)), &bad);
+
+		/* the gradient against central differences (small shapes) */
+		if (ns * u * (nq + nk + u) <= 2000000) {
+			double *fq = malloc(nq * 8), *fk = malloc(nk * 8);
+			double *fv = malloc(u * 8);
+
+			add_fd(B, tq, tk, u, rq, rk, rv, ds, rs, rq, nq, fq);
+			add_fd(B, tq, tk, u, rq, rk, rv, ds, rs, rk, nk, fk);
+			add_fd(B, tq, tk, u, rq, rk, rv, ds, rs, rv, u, fv);
+			maxdiff(dq, fq, nq, 1e-5, &fdbad);
+			maxdiff(dk, fk, nk, 1e-5, &fdbad);
+			maxdiff(dv, fv, u, 1e-5, &fdbad);
+			FREE_ALL(fq, fk, fv);
+		}
+		TH_LOG("additive_score B=%u tq=%u tk=%u units=%u: %ld bad, "
+		       "%ld against differences, %ld differ across executors",
+		       B, tq, tk, u, bad, fdbad, diff);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, fdbad);
+		EXPECT_EQ(0, diff);
+		BOS_DESTROY(&qb, &kb, &vb, &sb, &dsb, &dqb, &dkb, &dvb);
+		FREE_ALL(rq, rk, rv, rs, gq, gk, gv, keep);
 	}
 	execs_fini(&ex);
 }

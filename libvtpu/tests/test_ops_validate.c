@@ -847,6 +847,98 @@ TEST(validator)
 }
 
 /* DWCONV, DWCONV_DGRAD, DWCONV_WGRAD: every rejection path. */
+TEST(additive_validator)
+{
+	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),
+			 .b0 = bo_new(4096), .b1 = bo_new(4096) };
+	/* B 2, tq 3, tk 4, units 5: q 120 bytes, k 160, v 20, s 96 */
+	const struct vtpu_cmd_additive_score as0 = {
+		.hdr = HDR(VTPU_OP_ADDITIVE_SCORE, vtpu_cmd_additive_score),
+		.batch = 2, .tq = 3, .tk = 4, .units = 5,
+		.q = OPND(0, 0), .k = OPND(0, 256), .v = OPND(0, 512),
+		.s = OPND(1, 0),
+	};
+	/* the gradient: ds in b0, dq, dk and dv in b1 */
+	const struct vtpu_cmd_additive_score ag0 = {
+		.hdr = HDR(VTPU_OP_ADDITIVE_SCORE_GRAD,
+			   vtpu_cmd_additive_score),
+		.batch = 2, .tq = 3, .tk = 4, .units = 5,
+		.q = OPND(0, 0), .k = OPND(0, 256), .v = OPND(0, 512),
+		.s = OPND(0, 1024), .dq = OPND(1, 0), .dk = OPND(1, 256),
+		.dv = OPND(1, 512),
+	};
+	struct vtpu_cmd_additive_score as;
+
+	ASSERT_NE(NULL, r.cpu);
+
+	CASE(as, as0, "additive ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(as, ag0, "additive_grad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(as, ag0, "additive_grad inputs may overlap",
+	     as.k = as.q, VTPU_ERR_NONE, 0);
+	/* flags, pad, shape */
+	CASE(as, as0, "additive flags", as.flags = 1, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(as, ag0, "additive_grad flags", as.flags = 1u << 31,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(as, as0, "additive pad", as.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(as, as0, "additive batch 0", as.batch = 0, VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(as, as0, "additive tq 0", as.tq = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, ag0, "additive_grad tk 0", as.tk = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, as0, "additive units 0", as.units = 0, VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(as, as0, "additive units past the limit",
+	     as.units = VTPU_ADDITIVE_MAX_UNITS + 1, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, as0, "additive batch past 2^24", as.batch = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, as0, "additive tq * units past the work limit",
+	     (as.units = 64, as.tq = VTPU_ADDITIVE_MAX_WORK / 64 + 1),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, ag0, "additive_grad tk * units past the work limit",
+	     (as.units = 4096, as.tk = 65), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, as0, "additive B * tq * tk past 2^36",
+	     (as.units = 1, as.batch = 1u << 20, as.tq = 1u << 10,
+	      as.tk = 1u << 10), VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, as0, "additive B * tk * units past 2^36",
+	     (as.units = 4096, as.batch = VTPU_MAX_DIM, as.tk = 2),
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(as, as0, "additive largest scores fit the shape, not b1",
+	     (as.units = 1, as.batch = 1u << 18, as.tq = 1u << 9,
+	      as.tk = 1u << 9), VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_C);
+	/* unused operands of the forward */
+	CASE(as, as0, "additive dq set", as.dq = ag0.dq, VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_DA);
+	CASE(as, as0, "additive dk set", as.dk.offset = 4, VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_DB);
+	CASE(as, as0, "additive dv set", as.dv.buf = 1, VTPU_ERR_BAD_PAD,
+	     VTPU_OPERAND_DW);
+	/* operands */
+	OPERAND_CASES(as, as0, "additive s", s, VTPU_OPERAND_C, 4096 - 92, 2);
+	OPERAND_CASES(as, as0, "additive q", q, VTPU_OPERAND_A, 4096 - 116, 1);
+	OPERAND_CASES(as, as0, "additive k", k, VTPU_OPERAND_B, 4096 - 156, 3);
+	OPERAND_CASES(as, as0, "additive v", v, VTPU_OPERAND_W, 4096 - 16, 2);
+	OPERAND_CASES(as, ag0, "additive_grad dq", dq, VTPU_OPERAND_DA,
+		      4096 - 116, 1);
+	OPERAND_CASES(as, ag0, "additive_grad dk", dk, VTPU_OPERAND_DB,
+		      4096 - 156, 1);
+	OPERAND_CASES(as, ag0, "additive_grad dv", dv, VTPU_OPERAND_DW,
+		      4096 - 16, 1);
+	OPERAND_CASES(as, ag0, "additive_grad ds", s, VTPU_OPERAND_C,
+		      4096 - 92, 1);
+	/* overlaps */
+	CASE(as, as0, "additive s overlaps q", as.s = as.q, VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_C);
+	CASE(as, as0, "additive s overlaps v", (as.s.buf = 0,
+	     as.s.offset = 500), VTPU_ERR_OVERLAP, VTPU_OPERAND_C);
+	CASE(as, ag0, "additive_grad dq overlaps dk", as.dq.offset = 200,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DA);
+	CASE(as, ag0, "additive_grad dk overlaps ds", as.dk = ag0.s,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DB);
+	CASE(as, ag0, "additive_grad dv overlaps q", as.dv = ag0.q,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DW);
+	EXPECT_EQ(0, r.fails);
+	rej_fini(&r);
+}
+
 TEST(dwconv_validator)
 {
 	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),

@@ -25,6 +25,7 @@
 struct s2s {
 	uint32_t ts, tt, vs, vt, e, h, a;	/* lengths, vocabularies, sizes */
 	bool gru;
+	uint32_t units;		/* > 0: Bahdanau's attention, so wide */
 	int src, tgt, enc_emb, dec_emb, att, cat, comb, logits, loss;
 	int enc_seq, dec_seq;			/* the recurrent layers */
 	struct vtpu_lstm_nodes enc, dec;
@@ -55,8 +56,12 @@ static struct vtpu_graph *build_s2s(struct s2s *m, bool attention)
 	}
 	x = m->dec_seq;
 	if (attention) {
-		m->att = vtpu_graph_attention(g, m->dec_seq, m->enc_seq,
-					      m->src);
+		m->att = m->units ?
+			vtpu_graph_additive_attention(g, m->dec_seq,
+						      m->enc_seq, m->src,
+						      m->units) :
+			vtpu_graph_attention(g, m->dec_seq, m->enc_seq,
+					     m->src);
 		m->cat = vtpu_graph_concat(g, m->att, m->dec_seq);
 		m->comb = vtpu_graph_dense(g, m->cat, m->a, VTPU_ACT_TANH);
 		x = m->comb;
@@ -175,6 +180,26 @@ static void ref_embed(const float *table, const uint32_t *ids, uint32_t T,
 }
 
 /* The mean cross-entropy over the batch's target tokens that are not pads. */
+/* v . tanh(W1 query + W2 key), from the definition */
+static double ref_additive(const struct vtpu_graph *g, const struct s2s *m,
+			   const float *st, const double *query,
+			   const double *key)
+{
+	const float *w1 = P(g, st, m->att, 0), *w2 = P(g, st, m->att, 1);
+	const float *v = P(g, st, m->att, 2);
+	uint32_t u = m->units, c, j;
+	double s = 0;
+
+	for (c = 0; c < u; c++) {
+		double z = 0;
+
+		for (j = 0; j < m->h; j++)
+			z += query[j] * w1[j * u + c] + key[j] * w2[j * u + c];
+		s += v[c] * tanh(z);
+	}
+	return s;
+}
+
 static double ref_loss(const struct vtpu_graph *g, const struct s2s *m,
 		       const float *st, uint32_t batch, const uint32_t *src,
 		       const uint32_t *lab, bool attention)
@@ -208,8 +233,10 @@ static double ref_loss(const struct vtpu_graph *g, const struct s2s *m,
 			if (attention) {
 				/* context: softmax over the first len keys */
 				for (q = 0; q < len; q++) {
-					sc[q] = 0;
-					for (j = 0; j < H; j++)
+					sc[q] = m->units ?
+						ref_additive(g, m, st, in,
+							     ys + q * H) : 0;
+					for (j = 0; j < H && !m->units; j++)
 						sc[q] += in[j] * ys[q * H + j];
 					mx = fmax(mx, sc[q]);
 				}
@@ -378,16 +405,17 @@ TEST(forward_matches_reference)
 	static const int threads[] = { 1, 3 };
 	int attention, k, cell;
 
-	for (cell = 0; cell < 4; cell++) {
+	for (cell = 0; cell < 6; cell++) {
 		struct s2s m = { .ts = 7, .tt = 5, .vs = 13, .vt = 11, .e = 6,
-				 .h = 8, .a = 10, .gru = cell & 1 };
+				 .h = 8, .a = 10, .gru = cell & 1,
+				 .units = cell >> 2 ? 9 : 0 };
 		struct vtpu_graph *g = build_s2s(&m, cell >> 1);
 		uint32_t batch = 5, correct = 0;
 		struct batch bt;
 		float *st, loss, first = 0;
 		double ref;
 
-		attention = cell >> 1;
+		attention = !!(cell >> 1);
 		ASSERT_NE(NULL, g);
 		st = calloc(g->nparam_floats, 4);
 		ASSERT_NE(NULL, st);
@@ -400,8 +428,9 @@ TEST(forward_matches_reference)
 					      &loss, &correct));
 			TH_LOG("%s, %s, %d threads: loss %.7f, reference "
 			       "%.7f (%ld tokens, relative error %.1e)",
-			       m.gru ? "GRU" : "LSTM", attention ?
-			       "attention" : "no attention", threads[k], loss,
+			       m.gru ? "GRU" : "LSTM", m.units ? "additive" :
+			       attention ? "attention" : "no attention",
+			       threads[k], loss,
 			       ref, (long)bt.valid, fabs(loss - ref) / ref);
 			EXPECT_GT(1e-5, fabs(loss - ref) / ref);
 			EXPECT_GE((uint32_t)bt.valid, correct);
@@ -421,9 +450,10 @@ TEST(gradcheck_encoder_decoder_attention)
 {
 	int gru;
 
-	for (gru = 0; gru < 2; gru++) {
+	for (gru = 0; gru < 4; gru++) {
 		struct s2s m = { .ts = 6, .tt = 5, .vs = 9, .vt = 8, .e = 5,
-				 .h = 6, .a = 7, .gru = gru };
+				 .h = 6, .a = 7, .gru = gru & 1,
+				 .units = gru >> 1 ? 4 : 0 };
 		struct vtpu_graph *g = build_s2s(&m, true);
 		struct batch bt;
 		double rel = 1;
@@ -433,8 +463,9 @@ TEST(gradcheck_encoder_decoder_attention)
 		EXPECT_EQ(0, vtpu_gradcheck(g, 3, bt.inputs, bt.packed_labels,
 					    10, &rel));
 		TH_LOG("embedding + %s (5-6 steps, state passed on) + masked "
-		       "attention + concat + dense tanh: max relative error "
-		       "%.2e", gru ? "GRU" : "LSTM", rel);
+		       "%s attention + concat + dense tanh: max relative "
+		       "error %.2e", m.gru ? "GRU" : "LSTM",
+		       m.units ? "additive" : "dot", rel);
 		EXPECT_GT(2e-2, rel);
 		free_batch(&bt);
 		vtpu_graph_destroy(g);
@@ -523,10 +554,11 @@ TEST(gradcheck_gru_stacked)
  * take step t's most probable id, feed it to step t + 1. Six sentences in
  * batches of four: a short last batch too. With LSTMs or GRUs.
  */
-static void check_decode(struct __test_metadata *_metadata, bool gru)
+static void check_decode(struct __test_metadata *_metadata, bool gru,
+			 uint32_t units)
 {
 	struct s2s s = { .ts = 7, .tt = 6, .vs = 13, .vt = 11, .e = 6, .h = 8,
-			 .a = 10, .gru = gru };
+			 .a = 10, .gru = gru, .units = units };
 	struct vtpu_graph *g = build_s2s(&s, true);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 4, .seed = 3,
 			  .threads = 2);
@@ -543,7 +575,7 @@ static void check_decode(struct __test_metadata *_metadata, bool gru)
 	ASSERT_EQ(0, vtpu_model_compile(m, &co)) TH_LOG("%s",
 							vtpu_model_error(m));
 	/* a GRU's layer type; Keras' count: 3 (6 * 8 + 8 * 8 + 2 * 8) */
-	if (gru) {
+	if (gru && !units) {
 		char *text = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&text, &len);
@@ -610,12 +642,19 @@ static void check_decode(struct __test_metadata *_metadata, bool gru)
 
 TEST(decode_matches_stepwise_predict)
 {
-	check_decode(_metadata, false);
+	check_decode(_metadata, false, 0);
+}
+
+/* Bahdanau's attention: its keys projected once, before the first step */
+TEST(decode_additive_matches_stepwise_predict)
+{
+	check_decode(_metadata, false, 5);
+	check_decode(_metadata, true, 12);
 }
 
 TEST(decode_gru_matches_stepwise_predict)
 {
-	check_decode(_metadata, true);
+	check_decode(_metadata, true, 0);
 }
 
 /* Decoding runs the layers after the decoder's input step by step only. */
@@ -1227,6 +1266,17 @@ TEST(rejections)
 	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, seq2, l.seq, tgt));
 	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, seq2, l.seq, e));
 	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, l.h, l.seq, src));
+	/* additive attention: any widths; units in range; the same mask */
+	EXPECT_EQ(-EINVAL, vtpu_graph_additive_attention(g, seq2, l.seq, src,
+							 0));
+	EXPECT_EQ(-EINVAL, vtpu_graph_additive_attention(g, seq2, l.seq, src,
+				VTPU_ADDITIVE_MAX_UNITS + 1));
+	EXPECT_EQ(-EINVAL, vtpu_graph_additive_attention(g, seq2, l.seq, tgt,
+							 4));
+	EXPECT_EQ(-EINVAL, vtpu_graph_additive_attention(g, l.h, l.seq, src,
+							 4));
+	EXPECT_EQ(-EINVAL, vtpu_graph_additive_attention(g, seq2, src, -1, 4));
+	EXPECT_LE(0, vtpu_graph_additive_attention(g, seq2, e, -1, 3));
 	x = vtpu_graph_attention(g, seq2, l.seq, src);
 	ASSERT_LE(0, x);
 	/* concatenation: same steps; only a dense layer reads it */
@@ -1237,6 +1287,7 @@ TEST(rejections)
 	EXPECT_EQ(-EINVAL, vtpu_graph_relu(g, cat));
 	EXPECT_EQ(-EINVAL, vtpu_graph_loss(g, cat));
 	EXPECT_EQ(-EINVAL, vtpu_graph_attention(g, cat, cat, -1));
+	EXPECT_EQ(-EINVAL, vtpu_graph_additive_attention(g, cat, cat, -1, 2));
 	x = vtpu_graph_dense(g, cat, 10, VTPU_ACT_NONE);
 	ASSERT_LE(0, x);
 	EXPECT_EQ(-EINVAL, vtpu_graph_pack_labels(g, 2, NULL, NULL));

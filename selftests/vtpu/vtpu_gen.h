@@ -600,6 +600,24 @@ static inline void gen_fill_softmax(struct gen_ctx *g,
 						 gen_below(g->rng, sm->n + 2);
 }
 
+/* ADDITIVE_SCORE(_GRAD): small sequences; the forward leaves dq, dk, dv */
+static inline int gen_shape_additive(struct gen_ctx *g, uint32_t op,
+				     struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_additive_desc d = { 0 };
+
+	d.batch = gen_range(r, 1, 4);
+	d.tq = gen_range(r, 1, 8);
+	d.tk = gen_range(r, 1, 8);
+	d.units = gen_range(r, 1, 80);
+	if (op == VTPU_OP_ADDITIVE_SCORE_GRAD)
+		return vtpu_cmdbuf_additive_score_grad(g->cb, &d);
+	p->unused = GEN_BIT(VTPU_OPERAND_DA) | GEN_BIT(VTPU_OPERAND_DB) |
+		    GEN_BIT(VTPU_OPERAND_DW);
+	return vtpu_cmdbuf_additive_score(g->cb, &d);
+}
+
 static inline int gen_shape_sgd(struct gen_ctx *g, uint32_t op,
 				struct gen_plan *p)
 {
@@ -903,6 +921,8 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_AVGPOOL] = { gen_shape_avgpool },
 	[VTPU_OP_AVGPOOL_GRAD] = { gen_shape_avgpool },
 	[VTPU_OP_IMAGE_AUGMENT] = { gen_shape_augment },
+	[VTPU_OP_ADDITIVE_SCORE] = { gen_shape_additive },
+	[VTPU_OP_ADDITIVE_SCORE_GRAD] = { gen_shape_additive },
 };
 
 static inline int gen_known(uint32_t op)

@@ -326,6 +326,8 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_DBIAS = 26,	/* gradient of BIAS (output) */
 	VTPU_OPERAND_LENGTHS = 27,	/* softmax: valid columns per group */
 	VTPU_OPERAND_SUMSQ = 28,	/* CLIP_NORM's sum of squares */
+	VTPU_OPERAND_DA = 29,	/* gradient of A (output) */
+	VTPU_OPERAND_DB = 30,	/* gradient of B (output) */
 };
 
 /**
@@ -523,6 +525,8 @@ struct vtpu_wait {
  * @VTPU_OP_AVGPOOL: struct vtpu_cmd_avgpool
  * @VTPU_OP_AVGPOOL_GRAD: struct vtpu_cmd_avgpool
  * @VTPU_OP_IMAGE_AUGMENT: struct vtpu_cmd_image_augment
+ * @VTPU_OP_ADDITIVE_SCORE: struct vtpu_cmd_additive_score
+ * @VTPU_OP_ADDITIVE_SCORE_GRAD: struct vtpu_cmd_additive_score
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -561,6 +565,8 @@ enum vtpu_opcode {
 	VTPU_OP_AVGPOOL = 34,
 	VTPU_OP_AVGPOOL_GRAD = 35,
 	VTPU_OP_IMAGE_AUGMENT = 36,
+	VTPU_OP_ADDITIVE_SCORE = 37,
+	VTPU_OP_ADDITIVE_SCORE_GRAD = 38,
 	VTPU_OP_COUNT
 };
 
@@ -1693,6 +1699,68 @@ struct vtpu_cmd_gemm_batched {
 	struct vtpu_operand a;
 	struct vtpu_operand b;
 	struct vtpu_operand c;
+};
+
+/* Most units of an ADDITIVE_SCORE (one score is one tanh per unit). */
+#define VTPU_ADDITIVE_MAX_UNITS 4096u
+/* Most of tq * units and tk * units: one call's work (a row of dq or dk). */
+#define VTPU_ADDITIVE_MAX_WORK (1u << 18)
+
+/**
+ * struct vtpu_cmd_additive_score - Bahdanau's additive attention scores,
+ * and their gradient (one struct for both opcodes, as SOFTMAX's)
+ * @hdr: opcode VTPU_OP_ADDITIVE_SCORE or VTPU_OP_ADDITIVE_SCORE_GRAD
+ * @batch: B, examples, 1..VTPU_MAX_DIM
+ * @tq: query steps, 1..VTPU_MAX_DIM
+ * @tk: key steps, 1..VTPU_MAX_DIM
+ * @units: u, 1..VTPU_ADDITIVE_MAX_UNITS; tq * u and tk * u at most
+ *         VTPU_ADDITIVE_MAX_WORK; B * tq * tk, B * tq * u and B * tk * u
+ *         at most VTPU_MAX_ELEMS
+ * @flags: must be zero
+ * @pad: must be zero
+ * @q: f32 [tq][B][u], the projected queries, time-major (A), read
+ * @k: f32 [tk][B][u], the projected keys, time-major (B), read
+ * @v: f32 [u], the scoring vector (W), read
+ * @s: f32 [B][tq][tk] (C): the scores, written by ADDITIVE_SCORE; their
+ *     gradient ds, read by ADDITIVE_SCORE_GRAD. This is the layout of a
+ *     SOFTMAX with m = B * tq, n = tk, rows_per_group = tq (the lengths
+ *     per example) and of GEMM_BATCHED's packed scores
+ * @dq: f32 [tq][B][u] (DA), written by ADDITIVE_SCORE_GRAD; all zero for
+ *      ADDITIVE_SCORE
+ * @dk: f32 [tk][B][u] (DB), likewise
+ * @dv: f32 [u] (DW), likewise
+ *
+ * ADDITIVE_SCORE: s[b][i][j] = sum over c of v[c] * tanh(q[i][b][c] +
+ * k[j][b][c]), the sum of q and k rounded to f32, its tanh that of the
+ * element-wise TANH (the same bits), the sum over c in order in double.
+ *
+ * ADDITIVE_SCORE_GRAD, with t = tanh(q[i][b][c] + k[j][b][c]) recomputed
+ * and g = ds[b][i][j] * v[c] * (1 - t * t): dq[i][b][c] = the sum over j
+ * of g (v[c] times the sum of ds (1 - t * t)), dk[j][b][c] = the sum over
+ * i of g, dv[c] = the sum over b, i, j
+ * (in that order) of ds[b][i][j] * t; each sum in double in the order
+ * given, so the result depends on the shape only. A score that a mask
+ * will drop needs ds = 0 there (SOFTMAX_GRAD writes exact zeros).
+ *
+ * Tiles: the forward's scores in chunks; the gradient's rows of dq, rows
+ * of dk and blocks of 64 units of dv (their steps walk the (b, i) rows).
+ * The outputs may not overlap the inputs.
+ */
+struct vtpu_cmd_additive_score {
+	struct vtpu_cmd_hdr hdr;
+	__u32 batch;
+	__u32 tq;
+	__u32 tk;
+	__u32 units;
+	__u32 flags;
+	__u32 pad;
+	struct vtpu_operand q;
+	struct vtpu_operand k;
+	struct vtpu_operand v;
+	struct vtpu_operand s;
+	struct vtpu_operand dq;
+	struct vtpu_operand dk;
+	struct vtpu_operand dv;
 };
 
 #if defined(__cplusplus)

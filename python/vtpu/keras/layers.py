@@ -34,6 +34,7 @@ __all__ = [
     "ReLU", "Activation", "RandomCrop", "RandomFlip", "Rescaling",
     "Softmax", "Add", "add", "Embedding", "LSTM", "GRU",
     "Attention",
+    "BahdanauAttention",
     "Concatenate", "concatenate", "BatchNormalization",
 ]
 
@@ -43,6 +44,9 @@ MAX_NODE = 1 << 28
 MAX_STEPS = 1 << 24
 # attention's softmax runs over at most 2^16 steps (VTPU_SOFTMAX_MAX_COLS)
 MAX_ATTENTION_STEPS = 1 << 16
+# additive attention: VTPU_ADDITIVE_MAX_UNITS, VTPU_ADDITIVE_MAX_WORK
+MAX_ADDITIVE_UNITS = 4096
+MAX_ADDITIVE_WORK = 1 << 18
 
 _serial = itertools.count()
 
@@ -1757,6 +1761,78 @@ class Attention(Layer):
             ctx.tensor_nodes[id(self._value_mask)]
         return _graph_node(lib.vtpu_graph_attention(g, nodes[0], nodes[1],
                                                     mask), self)
+
+
+class BahdanauAttention(Layer):
+    """Bahdanau's additive attention as the TensorFlow NMT tutorial's
+    BahdanauAttention(units) layer: called on [query, value], it scores
+    each query step q_t against each value step k_s as v . tanh(W1 q_t +
+    W2 k_s), softmax over value's steps (padding masked as Attention's),
+    then their weighted sum of value: a sequence as long as query, as wide
+    as value. Unlike Keras' AdditiveAttention, the projections W1
+    ("query_kernel", (query features, units)) and W2 ("key_kernel",
+    (value features, units)), dense without bias, are the layer's own
+    weights, with v ("scale", (units,)); query and value may differ in
+    width (libvtpu's vtpu_graph_additive_attention())."""
+
+    _c_kind = "additive_attention"
+
+    def __init__(self, units, **kwargs):
+        if isinstance(units, bool) or not isinstance(units, int) or \
+                not 1 <= units <= MAX_ADDITIVE_UNITS:
+            raise ValueError("BahdanauAttention: units=%r: libvtpu takes "
+                             "1..%d" % (units, MAX_ADDITIVE_UNITS))
+        super().__init__(**kwargs)
+        self.units = units
+        self._value_mask = None
+
+    def __call__(self, inputs, **kwargs):
+        where = self._where
+        for k in kwargs:
+            raise TypeError("%scalled with %s: BahdanauAttention takes "
+                            "[query, value]" % (where, k))
+        if not isinstance(inputs, (list, tuple)) or len(inputs) != 2:
+            raise ValueError("%stakes a list [query, value]" % where)
+        return super().__call__(list(inputs))
+
+    def _check_inputs(self, tensors):
+        q, v = tensors
+        _sequence_input(q, self._where, "BahdanauAttention's query")
+        _sequence_input(v, self._where, "BahdanauAttention's value")
+        for t, what in ((q, "query"), (v, "value")):
+            if t._feature_shape[0] * self.units > MAX_ADDITIVE_WORK:
+                raise ValueError(
+                    "%s%s of %d steps with %d units: libvtpu takes steps "
+                    "* units at most %d" % (
+                        self._where, what, t._feature_shape[0], self.units,
+                        MAX_ADDITIVE_WORK))
+        if v._feature_shape[0] > MAX_ATTENTION_STEPS:
+            raise ValueError("%svalue of %d steps: libvtpu's attention "
+                             "takes at most %d" % (
+                                 self._where, v._feature_shape[0],
+                                 MAX_ATTENTION_STEPS))
+        self._value_mask = v._mask
+
+    def _output_shape(self, shapes):
+        return (shapes[0][0], shapes[1][1])
+
+    def _weight_shapes(self):
+        q, v = self._inbound
+        u = self.units
+        return [("query_kernel", (q._feature_shape[-1], u)),
+                ("key_kernel", (v._feature_shape[-1], u)),
+                ("scale", (u,))]
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(units=self.units)
+        return c
+
+    def _c_build(self, lib, g, nodes, ctx):
+        mask = -1 if self._value_mask is None else \
+            ctx.tensor_nodes[id(self._value_mask)]
+        return _graph_node(lib.vtpu_graph_additive_attention(
+            g, nodes[0], nodes[1], mask, self.units), self)
 
 
 class Concatenate(Layer):
