@@ -496,6 +496,21 @@ static void seeds_train(void)
 		vtpu_cmdbuf_image_augment(&cb, &au);
 		seed("image_augment", &cb, sz, 6, 0, NULL);
 	}
+	vtpu_cmdbuf_reset(&cb);
+	{
+		/* Bahdanau scores: 3 queries, 4 keys, batch 2, 5 units */
+		struct vtpu_additive_desc ad = {
+			.batch = 2, .tq = 3, .tk = 4, .units = 5,
+			.q = R(0, 0), .k = R(1, 0), .v = R(2, 0), .s = R(3, 0),
+			.dq = R(4, 0), .dk = R(5, 0), .dv = R(2, 64),
+		};
+
+		vtpu_cmdbuf_additive_score(&cb, &ad);
+		seed("additive_score", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
+		vtpu_cmdbuf_additive_score_grad(&cb, &ad);
+		seed("additive_score_grad", &cb, sz, 6, 0, NULL);
+	}
 	vtpu_cmdbuf_fini(&cb);
 }
 

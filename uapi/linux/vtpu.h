@@ -56,8 +56,10 @@ extern "C" {
  *   7: the image ops: BATCHNORM, BATCHNORM_GRAD, DWCONV, DWCONV_DGRAD,
  *      DWCONV_WGRAD, AVGPOOL, AVGPOOL_GRAD, IMAGE_AUGMENT (opcodes 28-36;
  *      30 is unassigned); MAXPOOL's VTPU_POOL_PAD_END_H/W flags
+ *   8: ADDITIVE_SCORE, ADDITIVE_SCORE_GRAD (Bahdanau attention; opcodes
+ *      37-38), operands VTPU_OPERAND_DA and VTPU_OPERAND_DB
  */
-#define VTPU_API_VERSION 7
+#define VTPU_API_VERSION 8
 
 /*
  * VTPU_PARAM_DRIVER_VERSION's encoding of a release MAJOR.MINOR.PATCH
