@@ -665,3 +665,19 @@ def test_bahdanau_attention_learns_copy_and_decodes():
     h = model.fit([src, dec], lab, batch_size=32, epochs=6, verbose=0)
     loss = h.history["loss"]
     assert loss[-1] < 0.7 * loss[0], loss
+
+
+def test_failed_build_frees_the_graph_once(fresh_names, monkeypatch):
+    """An error while the model is being built (here: naming the weights)
+    propagates as itself; the graph is freed once (it was freed twice,
+    through the model and directly: glibc aborted the interpreter)."""
+    model, _ = seq2seq()
+    compiled(model)
+
+    def broken(self):
+        raise RuntimeError("weight names unavailable")
+    monkeypatch.setattr(type(model), "_weight_names", broken)
+    src, dec, lab = copy_task(64, 3)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="weight names unavailable"):
+            model.fit([src, dec], lab, batch_size=32, epochs=1, verbose=0)

@@ -225,11 +225,14 @@ class TokenModel(Model):
         if ret < 0:
             raise ValueError("the output %r: libvtpu's loss refused it "
                              "(errno %d)" % (out_t._layer.name, -ret))
+        # Everything that can raise comes first: from here on the model
+        # owns @g, and the caller's cleanup must not destroy it again.
+        names = self._weight_names()
         p = lib.vtpu_model_create_graph(g)
         if p == ffi.NULL:
             raise ValueError("vtpu_model_create_graph refused the graph (%s)"
                              % ffi.errno)
-        return CModel.of(p), self._weight_names(), token_nodes
+        return CModel.of(p), names, token_nodes
 
     def _ensure_c(self, batch=None, transform=None, what=""):
         """The libvtpu model, compiled for @batch (None: any)."""
