@@ -30,10 +30,11 @@ static void random_batch(uint32_t n, uint32_t isz, uint32_t classes,
 }
 
 static double gradcheck_graph(struct __test_metadata *_metadata,
-			      struct vtpu_graph *g, uint32_t batch,
-			      uint32_t isz)
+			      struct vtpu_graph *g, uint32_t batch)
 {
-	uint8_t *img = malloc(batch * isz);
+	/* the input's size is the graph's (never a guess that can be short) */
+	uint32_t isz = (uint32_t)(vtpu_graph_inputs_size(g, batch) / batch);
+	uint8_t *img = malloc((size_t)batch * isz);
 	uint32_t lab[64];
 	double max_rel = 1;
 
@@ -62,7 +63,7 @@ TEST(gradcheck_dense_relu)
 		x = vtpu_graph_dense(g, x, units[u], VTPU_ACT_RELU);
 		x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 		ASSERT_LE(0, vtpu_graph_loss(g, x));
-		double rel = gradcheck_graph(_metadata, g, 8, 24);
+		double rel = gradcheck_graph(_metadata, g, 8);
 
 		EXPECT_GT(2e-2, rel);
 		TH_LOG("dense %u + relu: max relative error %.2e", units[u],
@@ -82,7 +83,7 @@ TEST(gradcheck_conv_pool_relu)
 	x = vtpu_graph_flatten(g, x);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 128);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("conv (valid) + maxpool + relu + dense: max relative error %.2e",
@@ -101,7 +102,7 @@ TEST(gradcheck_conv_relu_fused_with_pool)
 	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 72);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("conv(relu) + maxpool fused, then conv: max relative error %.2e",
@@ -125,7 +126,7 @@ TEST(gradcheck_conv_pool_inside)
 	x = vtpu_graph_maxpool(g, x, 2, 2);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 96);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("conv + pool 1x1 (direct), conv + pool (im2col): max relative "
@@ -145,7 +146,7 @@ TEST(gradcheck_nonsquare_pool)
 	x = vtpu_graph_maxpool(g, x, 3, 1);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 96);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("conv + 2x3 pool (direct), conv + 3x1 pool (im2col): max "
@@ -163,7 +164,7 @@ TEST(gradcheck_conv_same_stacked)
 	x = vtpu_graph_conv2d(g, x, 3, 3, 3, 1, VTPU_PAD_SAME, VTPU_ACT_RELU);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 108);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("two 'same' convs with relu: max relative error %.2e", rel);
@@ -186,7 +187,7 @@ TEST(gradcheck_conv_strided)
 	x = vtpu_graph_maxpool(g, x, 2, 2);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 242);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("stride-2 convs, alone and fused with a pool: max relative "
@@ -221,7 +222,7 @@ TEST(gradcheck_depthwise_separable)
 	ASSERT_LE(0, x);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 128);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("depthwise (stride 2, x2) + separable + add + depthwise + "
@@ -243,7 +244,8 @@ TEST(gradcheck_applications)
 
 	for (k = 0; k < 3; k++) {
 		struct vtpu_graph *g = vtpu_graph_create();
-		int x = vtpu_graph_input(g, k ? 16 : 32, k ? 16 : 32, 3);
+		uint32_t side = k == 2 ? 8 : k ? 16 : 32;
+		int x = vtpu_graph_input(g, side, side, 3);
 		double rel;
 
 		x = k == 2 ? vtpu_app_vgg(g, x, 5, &o) :
@@ -251,14 +253,14 @@ TEST(gradcheck_applications)
 			vtpu_app_resnet(g, x, 5, &o);
 		ASSERT_LE(0, x);
 		ASSERT_LE(0, vtpu_graph_loss(g, x));
-		rel = gradcheck_graph(_metadata, g, 4, 96);
+		rel = gradcheck_graph(_metadata, g, 4);
 		/*
-		 * Xception stacks max pools (near-ties are kinks the probe
-		 * cannot always see) on batch norms over few rows: its float
-		 * differences are the noisier; each of its layers has its own
-		 * tight check above.
+		 * VGG at 8x8 (its three pools down to 1x1): at 16x16 its five
+		 * ReLU convolutions of 2-8 filters without batch norm give
+		 * gradients so small in places that float32's central
+		 * differences are off by 1e-2 to 1e-1, at every width.
 		 */
-		EXPECT_GT(k == 1 ? 5e-2 : 2e-2, rel);
+		EXPECT_GT(2e-2, rel);
 		TH_LOG("%s at width 2: max relative error %.2e",
 		       k == 2 ? "vgg" : k ? "xception" : "resnet", rel);
 		vtpu_graph_destroy(g);
@@ -310,7 +312,7 @@ TEST(gradcheck_conv_global_avgpool_dense)
 	ASSERT_LE(0, x);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 84);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("conv + global average pool + dense: max relative error %.2e",
@@ -338,7 +340,7 @@ TEST(gradcheck_strided_padded_pools)
 	ASSERT_LE(0, x);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 162);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("strided 'same' max and average pools: max relative error "
@@ -358,7 +360,7 @@ TEST(gradcheck_maxpool_same_odd_padding)
 	x = vtpu_graph_global_avgpool(g, x);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 4, 96);
+	double rel = gradcheck_graph(_metadata, g, 4);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("'same' max pool with its odd pad row and column at the end: "
@@ -424,7 +426,7 @@ TEST(gradcheck_residual_add)
 	int out = vtpu_graph_dense(g, s, 5, VTPU_ACT_NONE);
 
 	ASSERT_LE(0, vtpu_graph_loss(g, out));
-	double rel = gradcheck_graph(_metadata, g, 8, 16);
+	double rel = gradcheck_graph(_metadata, g, 8);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("residual add (gradient accumulation): max relative error %.2e",
@@ -455,7 +457,7 @@ TEST(gradcheck_batchnorm)
 	x = vtpu_graph_relu(g, x);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	double rel = gradcheck_graph(_metadata, g, 8, 72);
+	double rel = gradcheck_graph(_metadata, g, 8);
 
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("conv + batchnorm, dense + batchnorm: max relative error %.2e",
@@ -1006,7 +1008,7 @@ TEST(gradcheck_rescaling)
 	x = vtpu_graph_rescaling(g, x, -1.5f, 0.25f);
 	x = vtpu_graph_dense(g, x, 5, VTPU_ACT_NONE);
 	ASSERT_LE(0, vtpu_graph_loss(g, x));
-	rel = gradcheck_graph(_metadata, g, 8, 24);
+	rel = gradcheck_graph(_metadata, g, 8);
 	EXPECT_GT(2e-2, rel);
 	TH_LOG("rescaling: max relative error %.2e", rel);
 	vtpu_graph_destroy(g);
