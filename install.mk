@@ -47,11 +47,13 @@ INSTALL ?= install
 INSTALL_PROGS := vtpu-smi:vtpu-smi vtpu-bench:vtpu-bench \
 	vtpu-hello:vtpu-hello vtpu-vm:vtpu-vm mnist:vtpu-mnist \
 	fashion_mnist:vtpu-fashion-mnist cifar10:vtpu-cifar10 \
-	translate:vtpu-translate
+	translate:vtpu-translate flowers:vtpu-flowers \
+	vtpu-make-image-folder:vtpu-make-image-folder
 INSTALL_HEADERS := vtpu.h vtpu_model.h vtpu_data.h vtpu_text.h
 MAN_PAGES := man4/vtpu.4 man1/vtpu-smi.1 man1/vtpu-vm.1 man1/vtpu-mnist.1 \
 	man1/vtpu-fashion-mnist.1 man1/vtpu-cifar10.1 man1/vtpu-bench.1 \
-	man1/vtpu-hello.1 man1/vtpu-translate.1 man3/libvtpu.3
+	man1/vtpu-hello.1 man1/vtpu-translate.1 man1/vtpu-flowers.1 \
+	man1/vtpu-make-image-folder.1 man3/libvtpu.3
 # the module's source for DKMS: what Kbuild reads, no build products
 DKMS_FILES := VERSION Kbuild $(wildcard $(SRCTOP)/dkms.conf) \
 	$(wildcard $(SRCTOP)/kmod/Kbuild $(SRCTOP)/kmod/*.[ch] \
