@@ -515,22 +515,23 @@ int vtpu_graph_batchnorm(struct vtpu_graph *g, int x, float momentum,
 {
 	static const char *const what[4] = { "gamma", "beta", "moving_mean",
 					     "moving_variance" };
-	const struct vg_node *in;
 	struct vg_node *nd;
 	uint64_t dims[1];
+	uint32_t c;
 	int n, p[4], k;
 
 	if (!valid_image(g, x) || g->nodes[x].op == VG_TOKENS ||
 	    !(momentum >= 0.0f && momentum <= 1.0f) ||
 	    !(epsilon >= 1.2e-38f && epsilon <= 3.4e38f))
 		return -EINVAL;
-	in = &g->nodes[x];
-	dims[0] = in->c;
-	n = add_node(g, VG_BATCHNORM, x, -1, in->h, in->w, in->c);
+	/* no pointer into g->nodes across add_node(): it may move them */
+	c = g->nodes[x].c;
+	dims[0] = c;
+	n = add_node(g, VG_BATCHNORM, x, -1, g->nodes[x].h, g->nodes[x].w, c);
 	if (n < 0)
 		return n;
 	for (k = 0; k < 4; k++) {
-		p[k] = add_param(g, n, what[k], 1, dims, in->c, in->c, true);
+		p[k] = add_param(g, n, what[k], 1, dims, c, c, true);
 		if (p[k] < 0)
 			return p[k];
 		g->params[p[k]].rows_only = true;
