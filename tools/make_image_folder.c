@@ -44,7 +44,8 @@ static void usage(int status)
 		"  --size N         the JPEGs' side (default 32)\n"
 		"  --quality Q      JPEG quality 1..100 (default 90)\n"
 		"  --grey           greyscale JPEGs (default RGB)\n"
-		"  --limit N        the first N images of each side only\n");
+		"  --limit N        the first N images of each side only\n"
+		"  --version        print the version and exit\n");
 	exit(status);
 }
 
@@ -103,6 +104,8 @@ int main(int argc, char **argv)
 		{ "quality", required_argument, NULL, 'q' },
 		{ "grey", no_argument, NULL, 'g' },
 		{ "limit", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	VTPU_IMAGE_FOLDER_WRITE_OPTS(wo, .height = 32, .width = 32,
@@ -112,8 +115,6 @@ int main(int argc, char **argv)
 	uint32_t limit = 0;
 	int c;
 
-	if (argc == 2 && !strcmp(argv[1], "--help"))
-		usage(0);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -123,6 +124,9 @@ int main(int argc, char **argv)
 		case 'g': wo.channels = 1; break;
 		case 'l': limit = number("--limit", optarg, UINT32_MAX); break;
 		case 'h': usage(0); break;
+		case 'V':
+			printf("vtpu-make-image-folder %s\n", VTPU_VERSION);
+			return 0;
 		default: usage(2);
 		}
 	}
