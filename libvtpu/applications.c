@@ -3,9 +3,10 @@
  * Ready-made networks, as keras.applications: the ResNet-style,
  * Xception-style and small VGG-style image classifiers of issue 27, built
  * once here and used
- * by examples/flowers.c, vtpu-bench's resnet64/xception64 rows (whose
- * PyTorch twins are tools/bench_train_pytorch.py's _resnet64/_xception64:
- * the same layers in the same order), the tests and the Python package.
+ * by examples/flowers.c, vtpu-bench's resnet64/xception64/vgg64 rows
+ * (whose PyTorch twins are tools/bench_train_pytorch.py's _resnet64,
+ * _xception64 and _vgg64: the same layers in the same order; vgg64 is
+ * vtpu_app_vgg() at width 64), the tests and the Python package.
  *
  * Each builds on a graph from a given node (the input, or what augmenting
  * or rescaling layers made of it) to a dense layer with softmax, the

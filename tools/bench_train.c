@@ -165,33 +165,39 @@ static void build_mlp_wide(struct net *nt)
 	net_dense(nt, 10, VTPU_ACT_SOFTMAX);
 }
 
-static void build_vgg64(struct net *nt)
-{
-	net_conv(nt, 64, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	net_conv(nt, 64, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	net_pool(nt, 2);
-	net_conv(nt, 128, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	net_conv(nt, 128, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	net_pool(nt, 2);
-	net_conv(nt, 256, 3, VTPU_PAD_SAME, VTPU_ACT_RELU);
-	net_pool(nt, 2);
-	net_flatten(nt);
-	net_dense(nt, 256, VTPU_ACT_RELU);
-	net_dense(nt, 5, VTPU_ACT_SOFTMAX);
-}
-
 /*
  * Issue 27's networks at 64x64x3, 5 classes: libvtpu's vtpu_app_resnet()
- * and vtpu_app_xception() at their default width (32), built on the
- * model's graph; the multiply-adds counted layer by layer as they build.
+ * and vtpu_app_xception() at their default width (32), and vtpu_app_vgg()
+ * at width 64 (issue 33's VGG-style CNN: convolutions of 64, 64, 128, 128
+ * and 256 filters, dense 256), built on the model's graph; the
+ * multiply-adds counted layer by layer as they build.
  */
 #define APP_W 32
+#define VGG_W 64
 
 static void app_output(struct net *nt, int out)
 {
 	if (out < 0 || vtpu_model_set_output(nt->m, out))
 		fprintf(stderr, "vtpu-bench: building the network: %s\n",
 			out < 0 ? strerror(-out) : vtpu_model_error(nt->m));
+}
+
+static void build_vgg64(struct net *nt)
+{
+	VTPU_APP_OPTS(o, .width = VGG_W);
+	double s = nt->h, cin = nt->c, mac = 0;
+	uint32_t i;
+
+	app_output(nt, vtpu_app_vgg(vtpu_model_graph(nt->m), 0, 5, &o));
+	for (i = 0; i < 5; i++) {
+		double cout = VGG_W << (i / 2);
+
+		mac += s * s * 9 * cin * cout;
+		cin = cout;
+		if (i & 1 || i == 4)
+			s /= 2;
+	}
+	nt->macs = mac + s * s * cin * 4 * VGG_W + 4 * VGG_W * 5;
 }
 
 static void build_resnet64(struct net *nt)
