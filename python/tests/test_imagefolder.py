@@ -16,8 +16,10 @@ CLASSES = ["dog", "cat", "bird"]
 
 
 def write_png(path, img):
-    """@img uint8 (h, w, 3) as an 8-bit RGB PNG."""
-    h, w, _ = img.shape
+    """@img uint8 (h, w, 3) as an 8-bit RGB PNG, or (h, w) as a grayscale
+    one."""
+    h, w = img.shape[:2]
+    colour = 0 if img.ndim == 2 else 2
 
     def chunk(kind, data):
         body = kind + data
@@ -27,7 +29,8 @@ def write_png(path, img):
     raw = b"".join(b"\0" + img[y].tobytes() for y in range(h))
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n"
-                + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0,
+                                               0))
                 + chunk(b"IDAT", zlib.compress(raw))
                 + chunk(b"IEND", b""))
 
