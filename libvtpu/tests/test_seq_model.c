@@ -853,6 +853,18 @@ static void short_rows(uint32_t *ids, uint32_t n, uint32_t T, uint32_t vocab,
 	}
 }
 
+/* Labels of target rows: the next token, padding past the end. */
+static void next_token_labels(uint32_t *lab, const uint32_t *tgt,
+			      uint32_t n, uint32_t T)
+{
+	uint32_t i, t;
+
+	for (i = 0; i < n; i++)
+		for (t = 0; t < T; t++)
+			lab[i * T + t] = t + 1 < T ? tgt[i * T + t + 1] :
+						     VTPU_TOK_PAD;
+}
+
 /* The largest relative difference of two models' weights; bitwise: 0. */
 static double weights_diff(struct vtpu_model *a, struct vtpu_model *b)
 {
@@ -919,15 +931,12 @@ static void check_buckets(struct __test_metadata *_metadata, bool gru)
 	struct vtpu_graph *g;
 	double loss[2], acc[2], d;
 	uint64_t compiled;
-	uint32_t seed = 7, i, t;
+	uint32_t seed = 7, i;
 	int tgt_node, w;
 
 	short_rows(src, N, TS, 9, 1, 11, &seed);
 	short_rows(tgt, N, TT, 8, 1, 9, &seed);
-	for (i = 0; i < N; i++)	/* the next token; padding past the end */
-		for (t = 0; t < TT; t++)
-			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
-						       VTPU_TOK_PAD;
+	next_token_labels(lab, tgt, N, TT);
 	ds.inputs[0] = src;
 	ds.inputs[1] = tgt;
 	ds.labels = lab;
@@ -1050,16 +1059,13 @@ TEST(buckets_shuffle_ignores_stale_memory)
 	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
 	struct vtpu_token_dataset ds = { .n = N };
 	struct vtpu_model *m[2];
-	uint32_t seed = 4, i, t;
+	uint32_t seed = 4;
 	double d;
 	int tgt_node, w;
 
 	short_rows(src, N, TS, 9, 1, 11, &seed);
 	short_rows(tgt, N, TT, 8, 1, 15, &seed);
-	for (i = 0; i < N; i++)
-		for (t = 0; t < TT; t++)
-			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
-						       VTPU_TOK_PAD;
+	next_token_labels(lab, tgt, N, TT);
 	ds.inputs[0] = src;
 	ds.inputs[1] = tgt;
 	ds.labels = lab;
@@ -1092,16 +1098,13 @@ TEST(buckets_outnumber_the_cache)
 	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
 	struct vtpu_token_dataset ds = { .n = N };
 	struct vtpu_model *m;
-	uint32_t seed = 3, i, t;
+	uint32_t seed = 3;
 	double loss[2], acc[2];
 	int tgt_node, w;
 
 	short_rows(src, N, TS, 9, 1, 12, &seed);
 	short_rows(tgt, N, TT, 8, 1, 15, &seed);
-	for (i = 0; i < N; i++)
-		for (t = 0; t < TT; t++)
-			lab[i * TT + t] = t + 1 < TT ? tgt[i * TT + t + 1] :
-						       VTPU_TOK_PAD;
+	next_token_labels(lab, tgt, N, TT);
 	ds.inputs[0] = src;
 	ds.inputs[1] = tgt;
 	ds.labels = lab;
