@@ -1120,8 +1120,9 @@ TEST(conv)
  * n, h, w, c, kh, kw, stride h, w, top pad, left pad, oh, ow, mult,
  * flags: SAME and VALID, strides 1 and 2, TensorFlow's SAME with an odd
  * total padding (more below and right), odd sizes, depth multipliers 1
- * to 3, several forward tiles, two WGRAD channel blocks, several WGRAD
- * steps (windows).
+ * to 3, several forward tiles, WGRAD's channel blocks of 16, 32 and 64
+ * channels (kept in registers) and of others, several WGRAD steps
+ * (windows).
  */
 static const uint32_t dw_shapes[][14] = {
 	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0 },
@@ -1134,6 +1135,8 @@ static const uint32_t dw_shapes[][14] = {
 	{ 4, 20, 20, 64, 3, 3, 1, 1, 1, 1, 20, 20, 1, VTPU_CONV_BIAS },
 	{ 2, 6, 6, 600, 3, 3, 2, 2, 1, 1, 3, 3, 1, 0 },
 	{ 40, 30, 30, 1, 3, 3, 1, 1, 1, 1, 30, 30, 1, 0 },
+	{ 2, 9, 9, 32, 3, 3, 2, 2, 1, 1, 5, 5, 1, 0 },
+	{ 3, 10, 11, 16, 5, 5, 1, 2, 2, 2, 10, 6, 1, VTPU_CONV_BIAS },
 };
 
 struct dw_geom {
