@@ -157,6 +157,9 @@ static const uint32_t pool_shapes[][11] = {
 	{ 1, 5, 6, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_PAD_END_H },
 	{ 1, 1, 1, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_FLAGS },
 	{ 1, 9, 10, 3, 4, 4, 1, 1, 1, 1, VTPU_POOL_PAD_END_W },
+	/* runs of 16 channels in registers, and the rest; with steps */
+	{ 2, 12, 11, 37, 3, 3, 2, 2, 1, 1, VTPU_POOL_FLAGS },
+	{ 1, 40, 37, 18, 20, 17, 3, 2, 10, 8, 0 },
 };
 #define NPOOL (sizeof(pool_shapes) / sizeof(pool_shapes[0]))
 
@@ -331,6 +334,8 @@ static const uint32_t avg_shapes[][9] = {
 	{ 1, 40, 37, 3, 40, 37, 1, 1, 0 },	/* global, 1480 positions: steps */
 	{ 2, 19, 23, 2, 17, 19, 1, 1, 1 },	/* 323 taps: the gradient's */
 	{ 8, 32, 32, 16, 2, 2, 2, 2, 0 },	/* many tiles */
+	{ 2, 12, 11, 37, 3, 3, 2, 2, 1 },
+	{ 1, 40, 37, 18, 40, 37, 1, 1, 0 },	/* steps, 16 + 2 channels */
 };
 #define NAVG (sizeof(avg_shapes) / sizeof(avg_shapes[0]))
 
