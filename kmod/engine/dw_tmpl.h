@@ -236,8 +236,18 @@ void DW_FN(vtpu_dwconv_range)(const struct vtpu_engine_dwconv *d,
 	}
 }
 
-/* WGRAD: the most channels a walk over the windows keeps in registers */
+/*
+ * WGRAD: the most channels a walk over the windows keeps in registers,
+ * four vectors of the level (more spill, with the products beside them).
+ */
+#undef DW_WG_LANES
+#if defined(__AVX512F__)
 #define DW_WG_LANES 64u
+#elif defined(__AVX2__)
+#define DW_WG_LANES 32u
+#else
+#define DW_WG_LANES 16u
+#endif
 
 /*
  * acc[0, len) (len <= DW_WG_LANES) += dw of tap (ky, kx), channels o0..
@@ -299,20 +309,15 @@ static void DW_FN(dw_wgrad_tap)(const struct vtpu_engine_dwconv *d,
 				float *acc, u32 ky, u32 kx, u64 o0, u64 len,
 				u64 r, u64 r_end)
 {
-	switch (len) {
-	case 16:
-		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 16);
-		break;
-	case 32:
-		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 32);
-		break;
-	case DW_WG_LANES:
+	if (len == DW_WG_LANES)
 		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end,
 				     DW_WG_LANES);
-		break;
-	default:
+	else if (len == 16 && DW_WG_LANES > 16)
+		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 16);
+	else if (len == 32 && DW_WG_LANES > 32)
+		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 32);
+	else
 		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 0);
-	}
 }
 
 /*
