@@ -23,8 +23,8 @@
  * DW_LANES channels whose sums stay in registers while the taps go by:
  * a constant trip count and a local array, which the compiler keeps in
  * vectors. Each element adds the same terms in the same order as the
- * loops of any length below. (WGRAD keeps its loop along the channels,
- * dw's run staying in L1: blocked, it walked the windows once a block.)
+ * loops of any length below. WGRAD's sums, every tap of a block of
+ * channels, stay in scratch (L1) while the windows go by, added in lanes.
  */
 #define DW_LANES 16u
 
@@ -236,40 +236,160 @@ void DW_FN(vtpu_dwconv_range)(const struct vtpu_engine_dwconv *d,
 	}
 }
 
-/* dw of one tap, channels [o0, o0 + len), windows [r, r_end) in order */
-void DW_FN(vtpu_dwconv_wgrad)(const struct vtpu_engine_dwconv *d, u32 tap,
-			      u64 o0, u64 len, u64 r, u64 r_end, bool first)
+/*
+ * WGRAD: the most channels a walk over the windows keeps in registers,
+ * four vectors of the level (more spill, with the products beside them).
+ */
+#undef DW_WG_LANES
+#if defined(__AVX512F__)
+#define DW_WG_LANES 64u
+#elif defined(__AVX2__)
+#define DW_WG_LANES 32u
+#else
+#define DW_WG_LANES 16u
+#endif
+
+/*
+ * acc[0, len) (len <= DW_WG_LANES) += dw of tap (ky, kx), channels o0..
+ * (a depth multiplier of 1), over windows [r, r_end) in order. The
+ * windows go by in runs along a row of the output, those whose pixel of
+ * the tap falls on the image. With @lanes (a constant: len), the sums stay
+ * in a local array with a constant trip count, in registers, and the
+ * products go to another, so that no store may alias x or dy.
+ */
+static __always_inline void
+DW_FN(dw_wgrad_walk)(const struct vtpu_engine_dwconv *d, float *acc,
+		     u32 ky, u32 kx, u64 o0, u64 len, u64 r, u64 r_end,
+		     const u64 lanes)
 {
 	const struct vtpu_engine_window *g = &d->win;
-	u32 ky = tap / g->kw, kx = tap % g->kw, m, m0 = (u32)(o0 % d->mult);
-	float *dst = d->w + (u64)tap * d->cm + o0;
-	u64 ox, oy, n, i, ci, c0 = o0 / d->mult;
+	s64 lim = (s64)g->w + g->pw - kx;
+	u64 lo0 = kx >= g->pw ? 0 : (g->pw - kx + g->sw - 1) / g->sw;
+	u64 hi0 = lim <= 0 ? 0 : ((u64)lim + g->sw - 1) / g->sw;
+	u64 xs = (u64)g->sw * g->c, ox, oy, n, seg, lo, hi, o, i;
+	float a[DW_WG_LANES], p[DW_WG_LANES];
+	const float *xp, *dyp;
 
-	if (first && !(d->flags & VTPU_CONV_ACCUMULATE))
-		for (i = 0; i < len; i++)
-			dst[i] = 0.0f;
+	for (i = 0; i < (lanes ? lanes : len); i++)
+		a[i] = acc[i];
 	vtpu_xy_of(r, g->ow, g->oh, &ox, &oy, &n);
-	for (; r < r_end; r++, vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh)) {
+	for (; r < r_end; r += seg, ox = 0) {
 		s64 iy = (s64)(oy * g->sh + ky) - g->ph;
-		s64 ix = (s64)(ox * g->sw + kx) - g->pw;
-		const float *xp, *dyp;
 
-		if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
-			continue;
-		xp = d->x + ((n * g->h + (u64)iy) * g->w + (u64)ix) * g->c;
-		dyp = d->y + r * d->cm + o0;
-		if (d->mult == 1) {
-			xp += o0;
-			for (i = 0; i < len; i++)
-				dst[i] += xp[i] * dyp[i];
-			continue;
-		}
-		for (i = 0, ci = c0, m = m0; i < len; i++) {
-			dst[i] += xp[ci] * dyp[i];
-			if (++m == d->mult) {
-				m = 0;
-				ci++;
+		seg = vtpu_min_u64(g->ow - ox, r_end - r);
+		lo = lo0 > ox ? lo0 : ox;
+		hi = vtpu_min_u64(hi0, ox + seg);
+		if (iy >= 0 && iy < g->h && lo < hi) {
+			xp = d->x + ((n * g->h + (u64)iy) * g->w +
+				     (lo * g->sw + kx - g->pw)) * g->c + o0;
+			dyp = d->y + (r + lo - ox) * d->cm + o0;
+			for (o = lo; o < hi; o++, xp += xs, dyp += d->cm) {
+				if (!lanes) {
+					for (i = 0; i < len; i++)
+						a[i] += xp[i] * dyp[i];
+					continue;
+				}
+				for (i = 0; i < lanes; i++)
+					p[i] = xp[i] * dyp[i];
+				for (i = 0; i < lanes; i++)
+					a[i] += p[i];
 			}
 		}
+		if (++oy == g->oh) {
+			oy = 0;
+			n++;
+		}
+	}
+	for (i = 0; i < (lanes ? lanes : len); i++)
+		acc[i] = a[i];
+}
+
+/* dw_wgrad_walk() at len's width: 16, 32, 64 channels in registers */
+static void DW_FN(dw_wgrad_tap)(const struct vtpu_engine_dwconv *d,
+				float *acc, u32 ky, u32 kx, u64 o0, u64 len,
+				u64 r, u64 r_end)
+{
+	if (len == DW_WG_LANES)
+		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end,
+				     DW_WG_LANES);
+	else if (len == 16 && DW_WG_LANES > 16)
+		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 16);
+	else if (len == 32 && DW_WG_LANES > 32)
+		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 32);
+	else
+		DW_FN(dw_wgrad_walk)(d, acc, ky, kx, o0, len, r, r_end, 0);
+}
+
+/*
+ * dw of every tap, channels [o0, o0 + len), over windows [r, r_end) in
+ * order: a step's windows, a few hundred, stay in cache while the taps go
+ * over them, so x and dy come from memory once, not once a tap. The sums
+ * of the step are kept in @acc (taps x len floats of scratch): loaded from
+ * dw (zero on the first step unless accumulating), stored back at the
+ * end; each (tap, channel) adds its windows in order, as one pass would.
+ */
+void DW_FN(vtpu_dwconv_wgrad)(const struct vtpu_engine_dwconv *d,
+			      float *acc, u64 o0, u64 len, u64 r, u64 r_end,
+			      bool first)
+{
+	const struct vtpu_engine_window *g = &d->win;
+	u32 taps = g->kh * g->kw, t, ky, kx, m, m0 = (u32)(o0 % d->mult);
+	bool zero = first && !(d->flags & VTPU_CONV_ACCUMULATE);
+	u64 ox, oy, n, i, ci, c0 = o0 / d->mult;
+	float *a, *dst;
+
+	for (t = 0; t < taps; t++) {
+		dst = d->w + (u64)t * d->cm + o0;
+		a = acc + (u64)t * len;
+		for (i = 0; i < len; i++)
+			a[i] = zero ? 0.0f : dst[i];
+	}
+	if (d->mult == 1) {
+		for (i = 0; i < len; i += DW_WG_LANES)
+			for (t = 0; t < taps; t++)
+				DW_FN(dw_wgrad_tap)(d, acc + (u64)t * len + i,
+						    t / g->kw, t % g->kw,
+						    o0 + i,
+						    vtpu_min_u64(DW_WG_LANES,
+								 len - i),
+						    r, r_end);
+		r_end = r;
+	}
+	vtpu_xy_of(r, g->ow, g->oh, &ox, &oy, &n);
+	for (; r < r_end; r++, vtpu_next_xy(&ox, &oy, &n, g->ow, g->oh)) {
+		s64 iy0 = (s64)(oy * g->sh) - g->ph;
+		s64 ix0 = (s64)(ox * g->sw) - g->pw;
+		const float *dyp = d->y + r * d->cm + o0;
+		const float *img = d->x + n * g->h * g->w * g->c;
+
+		for (ky = 0, a = acc; ky < g->kh; ky++) {
+			s64 iy = iy0 + ky;
+
+			if (iy < 0 || iy >= g->h) {
+				a += (u64)g->kw * len;
+				continue;
+			}
+			for (kx = 0; kx < g->kw; kx++, a += len) {
+				s64 ix = ix0 + kx;
+				const float *xp;
+
+				if (ix < 0 || ix >= g->w)
+					continue;
+				xp = img + ((u64)iy * g->w + (u64)ix) * g->c;
+				for (i = 0, ci = c0, m = m0; i < len; i++) {
+					a[i] += xp[ci] * dyp[i];
+					if (++m == d->mult) {
+						m = 0;
+						ci++;
+					}
+				}
+			}
+		}
+	}
+	for (t = 0; t < taps; t++) {
+		dst = d->w + (u64)t * d->cm + o0;
+		a = acc + (u64)t * len;
+		for (i = 0; i < len; i++)
+			dst[i] = a[i];
 	}
 }

@@ -474,6 +474,7 @@ size_t vtpu_batchnorm_scratch_size(void);
 VTPU_PREPARE(vtpu_dwconv_prepare);		/* ops_dwconv.c */
 VTPU_RUN(vtpu_dwconv_run);
 VTPU_DESCRIBE(vtpu_dwconv_describe);
+size_t vtpu_dwconv_scratch_size(void);
 VTPU_PREPARE(vtpu_additive_prepare);		/* ops_additive.c */
 VTPU_RUN(vtpu_additive_run);
 VTPU_DESCRIBE(vtpu_additive_describe);
@@ -511,10 +512,11 @@ VTPU_CONVPOOL_LEVEL(avx512);
 
 /*
  * The NHWC per-channel ops' loops, once per SIMD level (bn_tmpl.h,
- * dw_tmpl.h): BATCHNORM's passes over rows [r0, r1) of channels
+ * dw_tmpl.h, pool_tmpl.h): BATCHNORM's passes over rows [r0, r1) of channels
  * [c0, c0 + w), step k of pass @pass, the sums in @acc0, @acc1; DWCONV's
- * and DWCONV_DGRAD's output elements [e, end); DWCONV_WGRAD's tap @tap,
- * channels [o0, o0 + len) of dw over windows [r, r_end).
+ * and DWCONV_DGRAD's output elements [e, end); DWCONV_WGRAD's channels
+ * [o0, o0 + len) of dw, every tap, over windows [r, r_end), the sums in
+ * @acc (taps * len floats); the pools' elements [e, end) at step @step.
  */
 #define VTPU_NHWC_LEVEL(sfx)                                                   \
 	void vtpu_bn_forward_##sfx(const struct vtpu_engine_bn *b, u32 pass,   \
@@ -526,8 +528,10 @@ VTPU_CONVPOOL_LEVEL(avx512);
 	void vtpu_dwconv_range_##sfx(const struct vtpu_engine_dwconv *d,       \
 				     bool dgrad, u64 e, u64 end);              \
 	void vtpu_dwconv_wgrad_##sfx(const struct vtpu_engine_dwconv *d,       \
-				     u32 tap, u64 o0, u64 len, u64 r,          \
-				     u64 r_end, bool first)
+				     float *acc, u64 o0, u64 len, u64 r,       \
+				     u64 r_end, bool first);                   \
+	void vtpu_pool_range_##sfx(const struct vtpu_engine_op *op, u32 step,  \
+				   u64 e, u64 end)
 VTPU_NHWC_LEVEL(scalar);
 VTPU_NHWC_LEVEL(avx2);
 VTPU_NHWC_LEVEL(avx512);

@@ -99,10 +99,13 @@ size_t vtpu_engine_scratch_size(void)
 	size_t g = vtpu_gemm_scratch_size(), r = vtpu_reduce_scratch_size();
 	size_t b = vtpu_batchnorm_scratch_size();
 	size_t a = vtpu_additive_scratch_size();
+	size_t d = vtpu_dwconv_scratch_size();
 
 	if (r < b)
 		r = b;
 	if (r < a)
 		r = a;
+	if (r < d)
+		r = d;
 	return g > r ? g : r;
 }

@@ -10,17 +10,31 @@
  * The forward and DGRAD tile their output by flat element ranges, each
  * element summing its taps in (ky, kx) order: at most
  * VTPU_DWCONV_MAX_WORK terms, so a tile of VTPU_OPS_CHUNK / taps elements
- * is bounded work. WGRAD reduces over every window: a tile owns one tap
- * and a block of channels of dw, and its steps walk the windows in order,
- * adding to dw as they go, so the order of the sums is the windows' order
- * whatever the tiling and the number of workers.
+ * is bounded work. WGRAD reduces over every window: a tile owns a block
+ * of channels of dw, every tap of them (one pass over x and dy, not one a
+ * tap), and its steps walk the windows in order, the sums in scratch, so
+ * each element of dw adds its windows in their order whatever the block,
+ * the tiling and the number of workers.
  */
 #include "engine_internal.h"
 
 /* Elements a tile keeps however short its windows: a vectorisable run. */
 #define DW_MIN_CHUNK 256u
-/* WGRAD: channels of dw per tile. */
-#define DW_BLOCK 512u
+/*
+ * WGRAD: channels of dw per tile, at most DW_WG_BLOCK, halved down to
+ * DW_WG_MIN (a cache line of x and dy) while there are fewer than
+ * DW_WG_TILES tiles, and at most DW_WG_ACC / taps: the tile's sums, taps
+ * x block floats, stay in scratch (and L1). A function of the shape only.
+ */
+#define DW_WG_BLOCK 64u
+#define DW_WG_MIN 16u
+#define DW_WG_TILES 4u
+#define DW_WG_ACC 4096u
+
+size_t vtpu_dwconv_scratch_size(void)
+{
+	return DW_WG_ACC * sizeof(float);
+}
 
 void vtpu_dwconv_prepare(struct vtpu_engine_op *op,
 			 const struct vtpu_cmd_hdr *cmd,
@@ -52,10 +66,17 @@ void vtpu_dwconv_prepare(struct vtpu_engine_op *op,
 		work = taps * c->mult;
 		break;
 	default:
-		d->block = (u32)vtpu_min_u64(d->cm, DW_BLOCK);
+		d->block = (u32)vtpu_min_u64(d->cm, DW_WG_BLOCK);
+		while (d->block / 2 >= DW_WG_MIN &&
+		       (d->cm + d->block - 1) / d->block < DW_WG_TILES)
+			d->block /= 2;
+		if (d->block > DW_WG_ACC / taps)
+			d->block = (u32)(DW_WG_ACC / taps);
 		d->nblocks = (u32)((d->cm + d->block - 1) / d->block);
-		d->wps = VTPU_OPS_CHUNK / d->block;
-		op->ntiles = (u32)(taps * d->nblocks);
+		d->wps = VTPU_OPS_CHUNK / (taps * d->block);
+		if (!d->wps)
+			d->wps = 1;
+		op->ntiles = d->nblocks;
 		op->nsteps = (u32)((d->rows + d->wps - 1) / d->wps);
 		return;
 	}
@@ -76,7 +97,7 @@ void vtpu_dwconv_prepare(struct vtpu_engine_op *op,
 static const struct {
 	void (*range)(const struct vtpu_engine_dwconv *d, bool dgrad, u64 e,
 		      u64 end);
-	void (*wgrad)(const struct vtpu_engine_dwconv *d, u32 tap, u64 o0,
+	void (*wgrad)(const struct vtpu_engine_dwconv *d, float *acc, u64 o0,
 		      u64 len, u64 r, u64 r_end, bool first);
 } dw_levels[] = {
 	[VTPU_SIMD_SCALAR] = { vtpu_dwconv_range_scalar,
@@ -94,9 +115,9 @@ void vtpu_dwconv_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	u64 e, end, o0, r;
 
 	if (op->opcode == VTPU_OP_DWCONV_WGRAD) {
-		o0 = (u64)(tile % d->nblocks) * d->block;
+		o0 = (u64)tile * d->block;
 		r = (u64)step * d->wps;
-		dw_levels[simd].wgrad(d, tile / d->nblocks, o0,
+		dw_levels[simd].wgrad(d, scratch, o0,
 				      vtpu_min_u64(d->block, d->cm - o0), r,
 				      vtpu_min_u64(r + d->wps, d->rows),
 				      !step);

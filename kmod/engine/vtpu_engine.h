@@ -147,8 +147,8 @@ struct vtpu_engine_convpool {
 
 /*
  * DWCONV, DWCONV_DGRAD, DWCONV_WGRAD: the forward and DGRAD tile their
- * output by flat element ranges of @chunk; WGRAD's tiles are (tap, block
- * of @block channels), its steps @wps windows each, in order.
+ * output by flat element ranges of @chunk; WGRAD's tiles are blocks of
+ * @block channels (every tap), its steps @wps windows each, in order.
  */
 struct vtpu_engine_dwconv {
 	struct vtpu_engine_window win;	/* oh, ow: the command's */

@@ -157,6 +157,9 @@ static const uint32_t pool_shapes[][11] = {
 	{ 1, 5, 6, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_PAD_END_H },
 	{ 1, 1, 1, 2, 2, 2, 2, 2, 0, 0, VTPU_POOL_FLAGS },
 	{ 1, 9, 10, 3, 4, 4, 1, 1, 1, 1, VTPU_POOL_PAD_END_W },
+	/* runs of 16 channels in registers, and the rest; with steps */
+	{ 2, 12, 11, 37, 3, 3, 2, 2, 1, 1, VTPU_POOL_FLAGS },
+	{ 1, 40, 37, 18, 20, 17, 3, 2, 10, 8, 0 },
 };
 #define NPOOL (sizeof(pool_shapes) / sizeof(pool_shapes[0]))
 
@@ -331,6 +334,8 @@ static const uint32_t avg_shapes[][9] = {
 	{ 1, 40, 37, 3, 40, 37, 1, 1, 0 },	/* global, 1480 positions: steps */
 	{ 2, 19, 23, 2, 17, 19, 1, 1, 1 },	/* 323 taps: the gradient's */
 	{ 8, 32, 32, 16, 2, 2, 2, 2, 0 },	/* many tiles */
+	{ 2, 12, 11, 37, 3, 3, 2, 2, 1 },
+	{ 1, 40, 37, 18, 40, 37, 1, 1, 0 },	/* steps, 16 + 2 channels */
 };
 #define NAVG (sizeof(avg_shapes) / sizeof(avg_shapes[0]))
 
@@ -1120,8 +1125,9 @@ TEST(conv)
  * n, h, w, c, kh, kw, stride h, w, top pad, left pad, oh, ow, mult,
  * flags: SAME and VALID, strides 1 and 2, TensorFlow's SAME with an odd
  * total padding (more below and right), odd sizes, depth multipliers 1
- * to 3, several forward tiles, two WGRAD channel blocks, several WGRAD
- * steps (windows).
+ * to 3, several forward tiles, WGRAD's channel blocks of 16, 32 and 64
+ * channels (kept in registers) and of others, several WGRAD steps
+ * (windows).
  */
 static const uint32_t dw_shapes[][14] = {
 	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0 },
@@ -1134,6 +1140,8 @@ static const uint32_t dw_shapes[][14] = {
 	{ 4, 20, 20, 64, 3, 3, 1, 1, 1, 1, 20, 20, 1, VTPU_CONV_BIAS },
 	{ 2, 6, 6, 600, 3, 3, 2, 2, 1, 1, 3, 3, 1, 0 },
 	{ 40, 30, 30, 1, 3, 3, 1, 1, 1, 1, 30, 30, 1, 0 },
+	{ 2, 9, 9, 32, 3, 3, 2, 2, 1, 1, 5, 5, 1, 0 },
+	{ 3, 10, 11, 16, 5, 5, 1, 2, 2, 2, 10, 6, 1, VTPU_CONV_BIAS },
 };
 
 struct dw_geom {

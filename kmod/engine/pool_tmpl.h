@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * MAXPOOL's, MAXPOOL_GRAD's, AVGPOOL's and AVGPOOL_GRAD's loops, once per
+ * SIMD level: ops_pool.c (the baseline) and ops_nhwc_avx2.c,
+ * ops_nhwc_avx512.c each define POOL_SFX and include this file. The loops
+ * run along the channels, contiguous in NHWC. MAXPOOL takes runs of
+ * POOL_LANES channels whose maximum and index stay in local arrays with a
+ * constant trip count, in registers while the window positions go by;
+ * AVGPOOL and the gathers walk their windows once per pixel for the whole
+ * run of channels, the sums in memory (their walks cost more than their
+ * sums: the gathers' divide, AVGPOOL's windows are short). Each element
+ * takes the same terms in the same order at every width (comparisons,
+ * sums in (ky, kx) order, one division), so every level gives the same
+ * bits.
+ */
+#ifndef POOL_SFX
+#error "define POOL_SFX before including this"
+#endif
+
+#include "engine_internal.h"
+
+#define POOL_CAT2(a, b) a##_##b
+#define POOL_CAT(a, b) POOL_CAT2(a, b)
+#define POOL_FN(name) POOL_CAT(name, POOL_SFX)
+
+#define POOL_LANES 16u
+
+/*
+ * y, index [0..len) (@lanes, a constant, if not 0) of window (n, oy, ox),
+ * channels c0.., over the window positions of @r. The step that holds the
+ * window's first pixel starts y and index from it; the later ones go on
+ * from what they hold.
+ */
+static __always_inline void
+POOL_FN(maxpool_run)(const struct vtpu_engine_conv *cv,
+		     const struct vtpu_tap_range *r, float *y, u32 *idx,
+		     u64 n, u64 oy, u64 ox, u64 c0, u64 len, const u64 lanes)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u64 i, m = lanes ? lanes : len;
+	float b[POOL_LANES];
+	u32 k[POOL_LANES];
+	struct vtpu_window_walk w;
+	bool first;
+
+	vtpu_window_start(&w, g, r, oy, ox);
+	first = (u64)w.ky0 * g->kw + (u64)w.kx0 >= r->r0 * g->kw + r->c0;
+	if (!first)
+		for (i = 0; i < m; i++) {
+			b[i] = y[i];
+			k[i] = idx[i];
+		}
+	/* pad < k: the window always holds a pixel */
+	while (vtpu_window_next(&w)) {
+		u64 pix = (u64)(w.y0 + w.ky) * g->w + (u64)(w.x0 + w.kx);
+		const float *src = cv->x + (n * g->h * g->w + pix) * g->c + c0;
+		u32 p = (u32)pix;
+
+		if (first) {
+			for (i = 0; i < m; i++) {
+				b[i] = src[i];
+				k[i] = p;
+			}
+			first = false;
+			continue;
+		}
+		for (i = 0; i < m; i++) {
+			float v = src[i], o = b[i];
+			bool take = v > o || (v != v && o == o);
+
+			b[i] = take ? v : o;
+			k[i] = take ? p : k[i];
+		}
+	}
+	if (first)
+		return;
+	for (i = 0; i < m; i++) {
+		y[i] = b[i];
+		idx[i] = k[i];
+	}
+}
+
+static void POOL_FN(maxpool_window)(const struct vtpu_engine_conv *cv,
+				    const struct vtpu_tap_range *r, u64 out,
+				    u64 n, u64 oy, u64 ox, u64 c0, u64 len)
+{
+	float *y = cv->y + out;
+	u32 *idx = cv->index + out;
+
+	for (; len >= POOL_LANES; len -= POOL_LANES) {
+		POOL_FN(maxpool_run)(cv, r, y, idx, n, oy, ox, c0, POOL_LANES,
+				     POOL_LANES);
+		y += POOL_LANES;
+		idx += POOL_LANES;
+		c0 += POOL_LANES;
+	}
+	if (len)
+		POOL_FN(maxpool_run)(cv, r, y, idx, n, oy, ox, c0, len, 0);
+}
+
+/*
+ * dx [0..len) of pixel (n, iy, ix), channels c0.., over the taps of @r:
+ * dy of the windows whose index names it. The gathers walk the covering
+ * windows once for the whole run of channels (the walk divides), dx in
+ * memory.
+ */
+static void POOL_FN(maxpool_grad_pixel)(const struct vtpu_engine_conv *cv,
+					const struct vtpu_tap_range *r, u64 e,
+					u64 n, u64 iy, u64 ix, u64 c0, u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	struct vtpu_cover_walk t;
+	u32 p = (u32)(iy * g->w + ix);
+	float *dx = cv->x + e;
+	u64 i;
+
+	if (!r->r0 && !r->c0)
+		for (i = 0; i < len; i++)
+			dx[i] = 0.0f;
+	vtpu_cover_start(&t, g, r, iy, ix);
+	while (vtpu_cover_next(&t)) {
+		u64 o = ((n * g->oh + t.oy) * g->ow + t.ox) * g->c + c0;
+		const float *dy = cv->y + o;
+		const u32 *idx = cv->index + o;
+
+		/* dy loaded unconditionally: the select vectorises */
+		for (i = 0; i < len; i++) {
+			float v = dy[i];
+
+			dx[i] += idx[i] == p ? v : 0.0f;
+		}
+	}
+}
+
+/* Pixels of the image in window o (start o * s - pad, length k, of n). */
+static inline u64 POOL_FN(avg_extent)(u64 o, u32 s, u32 pad, u32 k, u32 n)
+{
+	s64 a = (s64)(o * s) - pad, b = a + k;
+
+	if (a < 0)
+		a = 0;
+	if (b > (s64)n)
+		b = n;
+	return (u64)(b - a);
+}
+
+/*
+ * AVGPOOL's y [0..len) of window (n, oy, ox), channels c0..: each window
+ * walked once for the whole run (short windows: walking one per lanes
+ * cost more than the sums in memory).
+ */
+static void POOL_FN(avgpool_window)(const struct vtpu_engine_conv *cv,
+				    const struct vtpu_tap_range *r, u64 out,
+				    u64 n, u64 oy, u64 ox, u64 c0, u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	struct vtpu_window_walk w;
+	float *y = cv->y + out;
+	float cnt;
+	u64 i;
+
+	vtpu_window_start(&w, g, r, oy, ox);
+	if (!r->r0 && !r->c0)
+		for (i = 0; i < len; i++)
+			y[i] = 0.0f;
+	while (vtpu_window_next(&w)) {
+		u64 pix = (u64)(w.y0 + w.ky) * g->w + (u64)(w.x0 + w.kx);
+		const float *src = cv->x + (n * g->h * g->w + pix) * g->c + c0;
+
+		for (i = 0; i < len; i++)
+			y[i] += src[i];
+	}
+	if (r->r1 + 1 == g->kh && r->c1 == g->kw) {
+		/* pad < k and the last window starts inside: cnt >= 1 */
+		cnt = (float)(POOL_FN(avg_extent)(oy, g->sh, g->ph, g->kh,
+						  g->h) *
+			      POOL_FN(avg_extent)(ox, g->sw, g->pw, g->kw,
+						  g->w));
+		for (i = 0; i < len; i++)
+			y[i] /= cnt;
+	}
+}
+
+/* AVGPOOL_GRAD's dx [0..len) of pixel (n, iy, ix), as MAXPOOL_GRAD's */
+static void POOL_FN(avgpool_grad_pixel)(const struct vtpu_engine_conv *cv,
+					const struct vtpu_tap_range *r, u64 e,
+					u64 n, u64 iy, u64 ix, u64 c0, u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	struct vtpu_cover_walk t;
+	float *dx = cv->x + e;
+	float cnt;
+	u64 i;
+
+	if (!r->r0 && !r->c0)
+		for (i = 0; i < len; i++)
+			dx[i] = 0.0f;
+	vtpu_cover_start(&t, g, r, iy, ix);
+	while (vtpu_cover_next(&t)) {
+		u64 o = ((n * g->oh + t.oy) * g->ow + t.ox) * g->c + c0;
+		const float *dy = cv->y + o;
+
+		cnt = (float)(POOL_FN(avg_extent)(t.oy, g->sh, g->ph, g->kh,
+						  g->h) *
+			      POOL_FN(avg_extent)(t.ox, g->sw, g->pw, g->kw,
+						  g->w));
+		for (i = 0; i < len; i++)
+			dx[i] += dy[i] / cnt;
+	}
+}
+
+/* Elements [e, end) of a pool's tile at step @step (vtpu_pool_run()) */
+void POOL_FN(vtpu_pool_range)(const struct vtpu_engine_op *op, u32 step,
+			      u64 e, u64 end)
+{
+	switch (op->opcode) {
+	case VTPU_OP_MAXPOOL:
+		vtpu_window_range(&op->conv, step, e, end, false,
+				  POOL_FN(maxpool_window));
+		break;
+	case VTPU_OP_MAXPOOL_GRAD:
+		vtpu_window_range(&op->conv, step, e, end, true,
+				  POOL_FN(maxpool_grad_pixel));
+		break;
+	case VTPU_OP_AVGPOOL:
+		vtpu_window_range(&op->conv, step, e, end, false,
+				  POOL_FN(avgpool_window));
+		break;
+	default:	/* VTPU_OP_AVGPOOL_GRAD */
+		vtpu_window_range(&op->conv, step, e, end, true,
+				  POOL_FN(avgpool_grad_pixel));
+	}
+}
