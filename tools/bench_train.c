@@ -869,7 +869,7 @@ static uint32_t parse_devices(const char *list, char *buf, size_t len,
 /*
  * --replicas N: per model and batch, N data-parallel replicas
  * (vtpu_model_compile_replicated(): cpu backends of threads / N workers
- * each, or @devs) against one cpu backend with all the threads, the same
+ * each, or @devs, whose "cpu" entries have as many) against one cpu backend with all the threads, the same
  * global batch, the two taking turns as the other rows' backends do. The
  * efficiency is the replicas' steps/s over the one's (1: the all-reduce
  * and the split batch cost nothing), with the range of the reps' paired
@@ -900,8 +900,7 @@ static int bench_replicas(const struct bench_opts *o, const char *model_list,
 		printf("{\"bench\":\"replicas\",\"header\":true,\"threads\":%d,"
 		       "\"replicas\":%u,\"devices\":\"%s\","
 		       "\"threads_per_replica\":%d,\"reps\":%d}\n",
-		       o->threads, nrep, devlist, on_devices ? 0 : per,
-		       o->reps);
+		       o->threads, nrep, devlist, per, o->reps);
 	else {
 		char each[48] = "";
 
@@ -938,8 +937,7 @@ static int bench_replicas(const struct bench_opts *o, const char *model_list,
 					       NULL, 0);
 			if (!ret)
 				ret = vtpu_runner_init(&vr[1], md, batch, "cpu",
-						       VTPU_CPU_GEMM_ENGINE,
-						       on_devices ? 0 : per,
+						       VTPU_CPU_GEMM_ENGINE, per,
 						       devs, nrep);
 			for (i = 0; i < 2; i++)
 				r[i] = (struct bench_runner){
