@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,35 @@ struct replica {
 	struct vtpu_bo *peer;
 };
 
+/*
+ * Every replica a cpu backend: a cpu backend runs a job as it is
+ * submitted, on the submitting thread, so one thread would run the
+ * replicas one after the other. The pool's threads run replicas 1..n-1
+ * (replica 0 runs on the caller's), each its whole step: the gradients,
+ * a barrier, its slice of the all-reduce, a barrier, its update. The
+ * commands and their order within each slice are those of the devices'
+ * path: the same bits.
+ */
+struct rep_pool {
+	struct vtpu_model *m;
+	pthread_t *th;
+	uint32_t nth;		/* helpers started: replicas 1..nth */
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	pthread_barrier_t bar;
+	uint64_t gen;		/* bumped for every step */
+	uint32_t busy;		/* helpers still in this step */
+	bool quit;
+	int failed;		/* a replica's stage failed: skip the rest */
+	/* this step */
+	uint32_t s;
+	size_t isz;
+	int *ret;		/* per replica */
+	char *why;		/* per replica, POOL_WHY bytes */
+};
+
+#define POOL_WHY 256
+
 struct vtpu_model {
 	struct vtpu_graph *g;
 	int last;
@@ -124,6 +154,7 @@ struct vtpu_model {
 	bool stop;	/* vtpu_model_stop(): fit() returns after this epoch */
 	struct replica *rep;	/* data parallel: nrep replicas, or NULL */
 	uint32_t nrep;
+	struct rep_pool *pool;	/* every replica a cpu backend: threads */
 	char err[512];
 };
 
@@ -409,9 +440,14 @@ static void drop_progs(struct vtpu_model *m, int kind)
 			prog_free(m, &m->progs[i]);
 }
 
+static void pool_stop(struct vtpu_model *m);
+static void pool_start(struct vtpu_model *m);
+
 static void replicas_free(struct vtpu_model *m)
 {
 	uint32_t r, j;
+
+	pool_stop(m);
 
 	/* the all-reduce's buffers first: some live on another's backend */
 	for (r = 0; m->rep && r < m->nrep; r++) {
@@ -1379,6 +1415,7 @@ int vtpu_model_compile_replicated(struct vtpu_model *m,
 		release(m);
 		return ret;
 	}
+	pool_start(m);
 	snprintf(m->info.backend, sizeof(m->info.backend), "%u replicas: %.40s",
 		 n, m->rt.name);
 	return 0;
@@ -1492,6 +1529,36 @@ static int wait_fences(struct vtpu_model *m, int *fences)
 }
 
 /*
+ * Run replica @r's @update (or gradient) program for step @s, after
+ * @in_fence (-1: now; a device's only), its fence into @fence.
+ */
+static int replica_run(struct vtpu_model *m, uint32_t r, uint32_t s,
+		       bool update, size_t isz, int in_fence, int *fence,
+		       char *why, size_t whylen)
+{
+	uint32_t b = m->batch / m->nrep;
+	uint64_t strides[VG_NBUFS] = { 0 };
+	struct replica *rp = &m->rep[r];
+	struct vtpu_bo *bufs[VG_NBUFS] = {
+		[VG_BUF_STATE] = rp->state,
+		[VG_BUF_WORK] = &rp->work,
+		[VG_BUF_IMAGES] = &rp->train.images,
+		[VG_BUF_LABELS] = &rp->train.labels,
+		[VG_BUF_METRICS] = &rp->metrics,
+	};
+	int ret;
+
+	strides[VG_BUF_IMAGES] = (uint64_t)b * isz;
+	strides[VG_BUF_LABELS] = (uint64_t)b * 4;
+	ret = vg_run_after(rp->rt, update ? &rp->update : &rp->grad, bufs,
+			   strides, s, 1, rp->rt->dev ? in_fence : -1, fence,
+			   why, whylen);
+	if (ret && why[0] == '\0')
+		snprintf(why, whylen, "replica %u", r);
+	return ret;
+}
+
+/*
  * Run @update (or the gradient) program of every replica for step @s,
  * each after @in_fence (-1: now), their fences into @fences.
  */
@@ -1499,31 +1566,196 @@ static int replicas_run(struct vtpu_model *m, uint32_t s, bool update,
 			size_t isz, int in_fence, int *fences, char *why,
 			size_t whylen)
 {
-	uint32_t b = m->batch / m->nrep, r;
-	uint64_t strides[VG_NBUFS] = { 0 };
+	uint32_t r;
 	int ret = 0;
 
-	strides[VG_BUF_IMAGES] = (uint64_t)b * isz;
-	strides[VG_BUF_LABELS] = (uint64_t)b * 4;
 	/* all submitted before any is waited for: the devices run together */
-	for (r = 0; r < m->nrep && !ret; r++) {
-		struct replica *rp = &m->rep[r];
-		struct vtpu_bo *bufs[VG_NBUFS] = {
-			[VG_BUF_STATE] = rp->state,
-			[VG_BUF_WORK] = &rp->work,
-			[VG_BUF_IMAGES] = &rp->train.images,
-			[VG_BUF_LABELS] = &rp->train.labels,
-			[VG_BUF_METRICS] = &rp->metrics,
-		};
-
-		ret = vg_run_after(rp->rt, update ? &rp->update : &rp->grad,
-				   bufs, strides, s, 1,
-				   rp->rt->dev ? in_fence : -1, &fences[r],
-				   why, whylen);
-		if (ret && why[0] == '\0')
-			snprintf(why, whylen, "replica %u", r);
-	}
+	for (r = 0; r < m->nrep && !ret; r++)
+		ret = replica_run(m, r, s, update, isz, in_fence, &fences[r],
+				  why, whylen);
 	return ret;
+}
+
+/* Replica @r's slice of the all-reduce (none: 0), after @in_fence. */
+static int replica_allreduce(struct vtpu_model *m, uint32_t r, int in_fence,
+			     int *fence, char *why, size_t whylen)
+{
+	struct replica *rk = &m->rep[r];
+	int ret;
+
+	if (!rk->ar_rt)
+		return 0;
+	ret = vg_submit(rk->ar_rt, &rk->ar, NULL, 0, 1,
+			rk->ar_rt->dev ? in_fence : -1, fence, why, whylen);
+	if (ret && why[0] == '\0')
+		snprintf(why, whylen, "replica %u's all-reduce", r);
+	return ret;
+}
+
+/* One stage of replica @r's step in the pool, unless one failed before. */
+static void pool_stage(struct rep_pool *pl, uint32_t r, int stage)
+{
+	struct vtpu_model *m = pl->m;
+	char *why = pl->why + (size_t)r * POOL_WHY;
+	int f = -1, ret;
+
+	if (__atomic_load_n(&pl->failed, __ATOMIC_RELAXED))
+		return;
+	if (stage == 1)
+		ret = replica_allreduce(m, r, -1, &f, why, POOL_WHY);
+	else
+		ret = replica_run(m, r, pl->s, stage == 2, pl->isz, -1, &f,
+				  why, POOL_WHY);
+	ret = ret ?: vg_wait(m->rep[r].rt, f);
+	if (ret) {
+		pl->ret[r] = ret;
+		__atomic_store_n(&pl->failed, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* Replica @r's whole step: gradients, all-reduce, update. */
+static void pool_replica_step(struct rep_pool *pl, uint32_t r)
+{
+	pool_stage(pl, r, 0);
+	pthread_barrier_wait(&pl->bar);
+	pool_stage(pl, r, 1);
+	pthread_barrier_wait(&pl->bar);
+	pool_stage(pl, r, 2);
+}
+
+struct pool_arg {
+	struct rep_pool *pl;
+	uint32_t r;
+};
+
+static void *pool_helper(void *arg)
+{
+	struct pool_arg *a = arg;
+	struct rep_pool *pl = a->pl;
+	uint32_t r = a->r;
+	uint64_t seen = 0;
+
+	free(a);
+	for (;;) {
+		pthread_mutex_lock(&pl->mu);
+		while (pl->gen == seen && !pl->quit)
+			pthread_cond_wait(&pl->go, &pl->mu);
+		if (pl->quit) {
+			pthread_mutex_unlock(&pl->mu);
+			return NULL;
+		}
+		seen = pl->gen;
+		pthread_mutex_unlock(&pl->mu);
+		pool_replica_step(pl, r);
+		pthread_mutex_lock(&pl->mu);
+		if (!--pl->busy)
+			pthread_cond_signal(&pl->done);
+		pthread_mutex_unlock(&pl->mu);
+	}
+}
+
+static void pool_stop(struct vtpu_model *m)
+{
+	struct rep_pool *pl = m->pool;
+	uint32_t i;
+
+	if (!pl)
+		return;
+	pthread_mutex_lock(&pl->mu);
+	pl->quit = true;
+	pthread_cond_broadcast(&pl->go);
+	pthread_mutex_unlock(&pl->mu);
+	for (i = 0; i < pl->nth; i++)
+		pthread_join(pl->th[i], NULL);
+	pthread_barrier_destroy(&pl->bar);
+	pthread_cond_destroy(&pl->go);
+	pthread_cond_destroy(&pl->done);
+	pthread_mutex_destroy(&pl->mu);
+	free(pl->th);
+	free(pl->ret);
+	free(pl->why);
+	free(pl);
+	m->pool = NULL;
+}
+
+/*
+ * Start the pool when every replica is a cpu backend; without it (not
+ * all cpu backends, or no threads to be had) the replicas run in turn.
+ */
+static void pool_start(struct vtpu_model *m)
+{
+	struct rep_pool *pl;
+	uint32_t r;
+
+	for (r = 0; r < m->nrep; r++)
+		if (!m->rep[r].rt->cpu)
+			return;
+	if (m->nrep < 2)
+		return;
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return;
+	pl->m = m;
+	pl->th = calloc(m->nrep, sizeof(*pl->th));
+	pl->ret = calloc(m->nrep, sizeof(*pl->ret));
+	pl->why = calloc(m->nrep, POOL_WHY);
+	if (!pl->th || !pl->ret || !pl->why ||
+	    pthread_barrier_init(&pl->bar, NULL, m->nrep)) {
+		free(pl->th);
+		free(pl->ret);
+		free(pl->why);
+		free(pl);
+		return;
+	}
+	pthread_mutex_init(&pl->mu, NULL);
+	pthread_cond_init(&pl->go, NULL);
+	pthread_cond_init(&pl->done, NULL);
+	m->pool = pl;
+	for (r = 1; r < m->nrep; r++) {
+		struct pool_arg *a = malloc(sizeof(*a));
+
+		if (!a)
+			break;
+		a->pl = pl;
+		a->r = r;
+		if (pthread_create(&pl->th[r - 1], NULL, pool_helper, a)) {
+			free(a);
+			break;
+		}
+		pl->nth++;
+	}
+	if (pl->nth != m->nrep - 1)
+		pool_stop(m);	/* the replicas run in turn */
+}
+
+/* One step of every replica at once, on the pool's threads. */
+static int pool_step(struct vtpu_model *m, uint32_t s, size_t isz,
+		     char *why, size_t whylen)
+{
+	struct rep_pool *pl = m->pool;
+	uint32_t r;
+
+	pl->s = s;
+	pl->isz = isz;
+	pl->failed = 0;
+	memset(pl->ret, 0, m->nrep * sizeof(*pl->ret));
+	memset(pl->why, 0, (size_t)m->nrep * POOL_WHY);
+	pthread_mutex_lock(&pl->mu);
+	pl->busy = pl->nth;
+	pl->gen++;
+	pthread_cond_broadcast(&pl->go);
+	pthread_mutex_unlock(&pl->mu);
+	pool_replica_step(pl, 0);
+	pthread_mutex_lock(&pl->mu);
+	while (pl->busy)
+		pthread_cond_wait(&pl->done, &pl->mu);
+	pthread_mutex_unlock(&pl->mu);
+	for (r = 0; r < m->nrep; r++)
+		if (pl->ret[r]) {
+			snprintf(why, whylen, "%s", pl->why + (size_t)r * POOL_WHY);
+			return pl->ret[r];
+		}
+	return 0;
 }
 
 /*
@@ -1541,6 +1773,8 @@ static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
 	int in = -1, ret, w;
 	uint32_t r;
 
+	if (m->pool)
+		return pool_step(m, s, isz, why, whylen);
 	for (r = 0; r < m->nrep; r++) {
 		g[r] = a[r] = u[r] = -1;
 		any_cpu |= m->rep[r].rt->cpu != NULL;
@@ -1550,16 +1784,8 @@ static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
 		ret = wait_fences(m, g);
 	if (!ret)
 		ret = vg_fence_merge(g, m->nrep, &in);
-	for (r = 0; !ret && r < m->nrep; r++) {
-		struct replica *rk = &m->rep[r];
-
-		if (!rk->ar_rt)
-			continue;
-		ret = vg_submit(rk->ar_rt, &rk->ar, NULL, 0, 1,
-				rk->ar_rt->dev ? in : -1, &a[r], why, whylen);
-		if (ret && why[0] == '\0')
-			snprintf(why, whylen, "replica %u's all-reduce", r);
-	}
+	for (r = 0; !ret && r < m->nrep; r++)
+		ret = replica_allreduce(m, r, in, &a[r], why, whylen);
 	if (in >= 0)
 		close(in);
 	in = -1;

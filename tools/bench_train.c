@@ -8,6 +8,7 @@
  *
  *   vtpu-bench train [--threads N] [--json] [--reps R] [--device PATH]
  *                    [--models LIST] [--batches LIST] [--no-pytorch]
+ *                    [--replicas N [--devices LIST|all]]
  *
  * For each model and batch size the backends take turns (bench_compare),
  * each rep about a second of steps, and the medians are shown with
@@ -36,6 +37,9 @@
  * python3 is first on PATH), $VTPU_BENCH_PYTORCH_TIMEOUT how many seconds
  * it may take to import torch (default 120).
  * With --device, the models also train through that device ("device").
+ *
+ * With --replicas N the rows are data parallelism's instead
+ * (bench_replicas()): N replicas against one, the same global batch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -376,9 +380,14 @@ static int translate_data(struct vtpu_runner *r, uint32_t n)
 /* Each timed call trains this many steps. */
 #define STEPS_PER_CALL 4
 
+/*
+ * @device's backend, or with @ndevs > 1 data-parallel replicas on
+ * @devs[0..ndevs) (vtpu_model_compile_replicated(), @batch the global one).
+ */
 static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 			    uint32_t batch, const char *device, int gemm,
-			    int threads)
+			    int threads, const char *const *devs,
+			    uint32_t ndevs)
 {
 	VTPU_COMPILE_OPTS(co, .device = device, .cpu_gemm = gemm,
 			  .threads = threads, .batch = batch, .seed = 1);
@@ -423,9 +432,11 @@ static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 	}
 	r->fo.sz = sizeof(r->fo);
 	r->fo.epochs = 1;
-	if (vtpu_model_compile(r->m, &co)) {
-		fprintf(stderr, "vtpu-bench: %s on %s: %s\n", md->name, device,
-			vtpu_model_error(r->m));
+	if (ndevs > 1 ? vtpu_model_compile_replicated(r->m, devs, ndevs, &co) :
+			vtpu_model_compile(r->m, &co)) {
+		fprintf(stderr, "vtpu-bench: %s on %s%s: %s\n", md->name,
+			ndevs > 1 ? "replicas of " : "",
+			ndevs > 1 ? devs[0] : device, vtpu_model_error(r->m));
 		return -EINVAL;
 	}
 	return 0;
@@ -662,6 +673,7 @@ static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 		"usage: vtpu-bench train %s [--models LIST] [--batches LIST] [--no-pytorch]\n"
+		"                        [--replicas N [--devices LIST|all]]\n"
 		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10,\n"
 		"  lenet5,mlp_wide,vgg64,resnet64,xception64,translate,\n"
 		"  translate-decode, default all;\n"
@@ -671,7 +683,10 @@ static void usage(int status)
 		"  the one ratios are against) and \"pytorch-default\" (as installed)\n"
 		"  PyTorch (python3-torch) is left out, with a note, when it is\n"
 		"  missing; environment: VTPU_BENCH_PYTHON (default /usr/bin/python3),\n"
-		"  VTPU_BENCH_PYTORCH_TIMEOUT (seconds to import torch, default 120)\n",
+		"  VTPU_BENCH_PYTORCH_TIMEOUT (seconds to import torch, default 120)\n"
+		"  --replicas N: N data-parallel replicas (cpu backends of threads/N\n"
+		"  workers each, or --devices LIST) against one backend with all the\n"
+		"  threads, the same global batch: steps/s of both, the efficiency\n",
 		BENCH_OPTS_USAGE);
 	exit(status);
 }
@@ -810,12 +825,178 @@ static void header(const struct bench_opts *o, const struct torch_runner *torch,
 	       "vs torch", ntorch ? "  reps' range" : "");
 }
 
+#define MAX_REPLICAS 64
+
+/*
+ * --devices LIST: "all" (every /dev/vtpuN, in order) or a comma list,
+ * split into @devs (pointing into @buf). Return: how many, 0 on error.
+ */
+static uint32_t parse_devices(const char *list, char *buf, size_t len,
+			      const char **devs)
+{
+	uint32_t n = 0;
+	char *tok, *save;
+
+	if (!strcmp(list, "all")) {
+		size_t used = 0;
+
+		for (n = 0; n < MAX_REPLICAS; n++) {
+			char path[32];
+			int w;
+
+			snprintf(path, sizeof(path), "/dev/vtpu%u", n);
+			if (access(path, F_OK))
+				break;
+			w = snprintf(buf + used, len - used, "%s", path);
+			if (w < 0 || (size_t)w >= len - used)
+				return 0;
+			devs[n] = buf + used;
+			used += (size_t)w + 1;
+		}
+		if (!n)
+			fprintf(stderr, "vtpu-bench: --devices all: no /dev/vtpuN\n");
+		return n;
+	}
+	if (strlen(list) >= len)
+		return 0;
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_REPLICAS) {
+			fprintf(stderr, "vtpu-bench: --devices: more than %d\n",
+				MAX_REPLICAS);
+			return 0;
+		}
+		devs[n++] = tok;
+	}
+	return n;
+}
+
+/*
+ * --replicas N: per model and batch, N data-parallel replicas
+ * (vtpu_model_compile_replicated(): cpu backends of threads / N workers
+ * each, or @devs, whose "cpu" entries have as many) against one cpu backend with all the threads, the same
+ * global batch, the two taking turns as the other rows' backends do. The
+ * efficiency is the replicas' steps/s over the one's (1: the all-reduce
+ * and the split batch cost nothing), with the range of the reps' paired
+ * ratios. Models of token inputs cannot be replicated: left out.
+ */
+static int bench_replicas(const struct bench_opts *o, const char *model_list,
+			  const char *batch_list, const char *const *devs,
+			  uint32_t nrep, bool on_devices)
+{
+	int per = o->threads / (int)nrep > 0 ? o->threads / (int)nrep : 1;
+	struct vtpu_runner vr[2];
+	struct bench_runner r[2];
+	char devlist[256] = "";
+	double *rates, lo, hi;
+	char *list, *tok, *save;
+	uint32_t k;
+	size_t mi;
+	int ret = 0, i;
+
+	rates = calloc(2 * (size_t)o->reps, sizeof(*rates));
+	if (!rates)
+		return 1;
+	for (k = 0; k < nrep; k++)
+		snprintf(devlist + strlen(devlist),
+			 sizeof(devlist) - strlen(devlist), "%s%s",
+			 k ? "," : "", devs[k]);
+	if (o->json)
+		printf("{\"bench\":\"replicas\",\"header\":true,\"threads\":%d,"
+		       "\"replicas\":%u,\"devices\":\"%s\","
+		       "\"threads_per_replica\":%d,\"reps\":%d}\n",
+		       o->threads, nrep, devlist, per, o->reps);
+	else {
+		char each[48] = "";
+
+		if (!on_devices)
+			snprintf(each, sizeof(each), ", %d thread(s) each", per);
+		printf("# vtpu-bench train --replicas %u: %u replicas (%s%s) against 1 replica (cpu, %d thread(s)), the same global batch, median of %d\n",
+		       nrep, nrep, devlist, each, o->threads, o->reps);
+		printf("%-14s %6s %8s %10s %10s %10s  %s\n", "model", "batch",
+		       "replicas", "steps/s 1", "steps/s N", "efficiency",
+		       "reps' range");
+	}
+	for (mi = 0; mi < sizeof(models) / sizeof(models[0]) && !ret; mi++) {
+		const struct model_def *md = &models[mi];
+
+		if (!listed(model_list, md->name))
+			continue;
+		if (!md->build) {
+			fprintf(stderr, "vtpu-bench: %s: models of token inputs cannot be replicated: left out\n",
+				md->name);
+			continue;
+		}
+		list = strdup(batch_list);
+		for (tok = strtok_r(list, ",", &save); tok && !ret;
+		     tok = strtok_r(NULL, ",", &save)) {
+			uint32_t batch = (uint32_t)atoi(tok);
+
+			if (batch % nrep) {
+				fprintf(stderr, "vtpu-bench: %s: a global batch of %u does not split between %u replicas: left out\n",
+					md->name, batch, nrep);
+				continue;
+			}
+			ret = vtpu_runner_init(&vr[0], md, batch, "cpu",
+					       VTPU_CPU_GEMM_ENGINE, o->threads,
+					       NULL, 0);
+			if (!ret)
+				ret = vtpu_runner_init(&vr[1], md, batch, "cpu",
+						       VTPU_CPU_GEMM_ENGINE, per,
+						       devs, nrep);
+			for (i = 0; i < 2; i++)
+				r[i] = (struct bench_runner){
+					.name = i ? "replicas" : "one",
+					.run = run_vtpu, .ctx = &vr[i],
+					.work = STEPS_PER_CALL,
+				};
+			if (!ret) {
+				ret = bench_compare(r, 2, o->reps, TARGET_S,
+						    rates);
+				for (i = 0; ret && i < 2; i++)
+					if (r[i].err)
+						fprintf(stderr, "vtpu-bench: %s %u on %s failed: %s\n",
+							md->name, batch,
+							r[i].name,
+							strerror(-r[i].err));
+			}
+			if (!ret) {
+				rep_ratios(rates, o->reps, 1, 0, &lo, &hi);
+				if (o->json)
+					printf("{\"bench\":\"replicas\",\"model\":\"%s\",\"batch\":%u,"
+					       "\"replicas\":%u,\"steps_per_s_one\":%.3f,"
+					       "\"steps_per_s_replicas\":%.3f,"
+					       "\"efficiency\":%.3f,\"efficiency_min\":%.3f,"
+					       "\"efficiency_max\":%.3f}\n",
+					       md->name, batch, nrep, r[0].rate,
+					       r[1].rate, r[1].rate / r[0].rate,
+					       lo, hi);
+				else
+					printf("%-14s %6u %8u %10.2f %10.2f %9.3fx  %.3f-%.3fx\n",
+					       md->name, batch, nrep, r[0].rate,
+					       r[1].rate, r[1].rate / r[0].rate,
+					       lo, hi);
+			}
+			vtpu_runner_fini(&vr[0]);
+			vtpu_runner_fini(&vr[1]);
+			fflush(stdout);
+		}
+		free(list);
+	}
+	free(rates);
+	return ret ? 1 : 0;
+}
+
 int bench_train(int argc, char **argv)
 {
 	const char *model_list = "mnist,fashion_mnist,cifar10,lenet5,mlp_wide,"
 				 "vgg64,resnet64,xception64,translate,"
 				 "translate-decode";
 	const char *batch_list = "32,128,256,512,1024";
+	const char *dev_list = NULL, *devs[MAX_REPLICAS];
+	char devbuf[1024];
+	uint32_t nrep = 0, ndev;
 	struct vtpu_runner vr[MAX_BACKENDS];
 	struct bench_runner r[MAX_BACKENDS + TORCH_CONFIGS];
 	struct torch_runner torch[TORCH_CONFIGS] = { 0 };
@@ -841,10 +1022,42 @@ int bench_train(int argc, char **argv)
 			batch_list = argv[++i];
 		else if (!strcmp(argv[i], "--no-pytorch"))
 			use_torch = 0;
+		else if (!strcmp(argv[i], "--replicas") && i + 1 < argc)
+			nrep = (uint32_t)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--devices") && i + 1 < argc)
+			dev_list = argv[++i];
 		else
 			usage(strcmp(argv[i], "--help") ? 2 : 0);
 	}
 	bench_opts_done(&o);
+	if (dev_list && !nrep)
+		nrep = 1;	/* as many as listed */
+	if (nrep) {
+		if (dev_list) {
+			ndev = parse_devices(dev_list, devbuf, sizeof(devbuf),
+					     devs);
+			if (!ndev)
+				usage(2);
+			if (nrep == 1)
+				nrep = ndev;
+			if (ndev != nrep) {
+				fprintf(stderr, "vtpu-bench: --replicas %u but --devices lists %u\n",
+					nrep, ndev);
+				return 2;
+			}
+		} else {
+			for (ndev = 0; ndev < nrep && ndev < MAX_REPLICAS;
+			     ndev++)
+				devs[ndev] = "cpu";
+		}
+		if (nrep < 2 || nrep > MAX_REPLICAS) {
+			fprintf(stderr, "vtpu-bench: --replicas: 2 to %d, not %u\n",
+				MAX_REPLICAS, nrep);
+			return 2;
+		}
+		return bench_replicas(&o, model_list, batch_list, devs, nrep,
+				      dev_list != NULL);
+	}
 	rates = calloc((size_t)(MAX_BACKENDS + TORCH_CONFIGS) * o.reps,
 		       sizeof(*rates));
 	if (!rates)
@@ -870,16 +1083,17 @@ int bench_train(int argc, char **argv)
 			n = 0;
 			names[n] = "engine";
 			ret = vtpu_runner_init(&vr[n++], md, batch, "cpu",
-					       VTPU_CPU_GEMM_ENGINE, o.threads);
+					       VTPU_CPU_GEMM_ENGINE, o.threads,
+					       NULL, 0);
 			names[n] = "openblas";
 			if (!ret)
 				ret = vtpu_runner_init(&vr[n++], md, batch, "cpu",
 						       VTPU_CPU_GEMM_OPENBLAS,
-						       o.threads);
+						       o.threads, NULL, 0);
 			names[n] = "device";
 			if (!ret && o.device)
 				ret = vtpu_runner_init(&vr[n++], md, batch,
-						       o.device, 0, 0);
+						       o.device, 0, 0, NULL, 0);
 			for (i = 0; i < n; i++)
 				r[i] = (struct bench_runner){
 					.name = names[i], .run = run_vtpu,

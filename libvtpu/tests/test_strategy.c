@@ -95,6 +95,9 @@ static int weights(struct vtpu_model *m, uint32_t replica, float *out,
 	return 0;
 }
 
+/* Workers of each cpu backend in train(). */
+static int train_threads = 2;
+
 /*
  * Train the small model for EPOCHS with @opt on @n cpu replicas (0: the
  * plain vtpu_model_compile()), global batch 32.
@@ -105,7 +108,7 @@ static int train(struct run *r, uint32_t n, enum vtpu_optimizer opt)
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 11,
 			  .optimizer = opt, .momentum = 0.9f,
 			  .learning_rate = opt == VTPU_OPT_ADAM ? 3e-3f : 5e-2f,
-			  .threads = 2);
+			  .threads = train_threads);
 	VTPU_FIT_OPTS(fo, .epochs = EPOCHS, .on_epoch = record_loss,
 		      .ctx = r->loss);
 	struct vtpu_model *m = small_model();
@@ -215,6 +218,28 @@ TEST(replicas_are_deterministic)
 	EXPECT_EQ(0, memcmp(a.loss, b.loss, sizeof(a.loss)));
 	EXPECT_EQ(0, memcmp(a.w, b.w, a.nw * sizeof(float)));
 	EXPECT_EQ(0, memcmp(a.w, a.rw, a.nw * sizeof(float)));
+}
+
+/*
+ * cpu replicas run at once, a thread each: neither that nor their
+ * workers change the bits (1 and 3 workers a replica, 2 and 4 replicas).
+ */
+TEST(replicas_bitwise_whatever_the_threads)
+{
+	static struct run a, b;
+	uint32_t n;
+
+	for (n = 2; n <= 4; n += 2) {
+		train_threads = 1;
+		ASSERT_EQ(0, train(&a, n, VTPU_OPT_ADAM));
+		train_threads = 3;
+		ASSERT_EQ(0, train(&b, n, VTPU_OPT_ADAM));
+		train_threads = 2;
+		ASSERT_EQ(n, a.replicas);
+		EXPECT_EQ(0, memcmp(a.loss, b.loss, sizeof(a.loss)));
+		EXPECT_EQ(0, memcmp(a.w, b.w, a.nw * sizeof(float)));
+		EXPECT_EQ(0, memcmp(b.w, b.rw, b.nw * sizeof(float)));
+	}
 }
 
 /*

@@ -21,12 +21,12 @@ exception naming the argument. docs/python.md has the table and the
 differences from tf.keras.
 """
 from .. import datasets
-from . import activations, applications, backend, callbacks, layers, \
-    losses, metrics, models, optimizers, utils
+from . import activations, applications, backend, callbacks, distribute, \
+    layers, losses, metrics, models, optimizers, utils
 from .layers import Input
 from .models import Model, Sequential
 
 __all__ = ["Sequential", "Model", "Input", "activations", "applications",
            "backend",
-           "callbacks", "datasets", "layers", "losses", "metrics", "models",
+           "callbacks", "distribute", "datasets", "layers", "losses", "metrics", "models",
            "optimizers", "utils"]

@@ -117,6 +117,13 @@ class CModel:
     def compile(self, co):
         self.check(lib.vtpu_model_compile(self.p, co), "compile")
 
+    def compile_replicated(self, devices, n, co):
+        self.check(lib.vtpu_model_compile_replicated(self.p, devices, n, co),
+                   "compile")
+
+    def num_replicas(self):
+        return lib.vtpu_model_num_replicas(self.p)
+
     def set_output(self, node):
         self.check(lib.vtpu_model_set_output(self.p, node), "output")
 

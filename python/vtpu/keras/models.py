@@ -27,7 +27,7 @@ import numpy as np
 from .. import _ffi
 from . import backend, callbacks as cbmod, losses, metrics as mmod, \
     optimizers
-from . import _data, _imagefolder
+from . import _data, _imagefolder, distribute
 from ._cmodel import CModel, StdoutFile, c_error, dataset, progress_line
 from ._util import check_float, check_int
 from .layers import Dense, InputLayer, KerasTensor, Layer, c_shape, \
@@ -455,7 +455,14 @@ class Model:
         co.input_shift = float(transform[1])
         co.no_bn_fold = 0 if getattr(cfg, "fold_batch_norm", True) else 1
         co.cpu_mem_cap = getattr(cfg, "cpu_mem_cap", 0)
-        cm.compile(co)
+        devices = getattr(cfg, "devices", None)
+        if devices:
+            devs = [ffi.new("char[]", d.encode()) for d in devices]
+            arr = ffi.new("char *[]", devs)
+            cm.keep.extend(devs + [arr])
+            cm.compile_replicated(arr, len(devices), co)
+        else:
+            cm.compile(co)
 
         # the names libvtpu gave the weights are the ones counted above
         infos = cm.weight_infos()
@@ -497,9 +504,18 @@ class Model:
 
     def _set_batch(self, batch):
         """Run the libvtpu model at @batch (None: as it is)."""
-        if batch is not None and batch != self._c_batch:
-            self._c.set_batch(batch)
-            self._c_batch = batch
+        if batch is None or batch == self._c_batch:
+            return
+        if getattr(self._compiled, "devices", None):
+            # replicas are compiled for one global batch: compile again,
+            # keeping the weights (not the optimizer's moments)
+            self._pending = self.get_weights()
+            transform = self._c_transform
+            self._c = None
+            self._build_c(batch, transform)
+            return
+        self._c.set_batch(batch)
+        self._c_batch = batch
 
     def _need_compiled(self, what):
         if self._compiled is None:
@@ -513,7 +529,7 @@ class Model:
                 loss_weights=None, weighted_metrics=None, run_eagerly=None,
                 steps_per_execution=None, jit_compile=None, device=None,
                 seed=None, threads=None, gemm=None, fold_batch_norm=True,
-                cpu_mem_cap=None, **kwargs):
+                cpu_mem_cap=None, devices=None, **kwargs):
         """Keras' compile, plus where and how libvtpu trains:
 
         device: "/dev/vtpuN" or "cpu" (libvtpu's engine in user space);
@@ -530,6 +546,13 @@ class Model:
         cpu_mem_cap: device "cpu": the bytes of buffer memory the model may
             hold, as a device's mem_cap_mb (None: no cap); fit streams a
             training set that does not fit (vtpu_compile_opts.cpu_mem_cap)
+        devices: data parallelism, one replica per device: a list of
+            "/dev/vtpuN" and "cpu" (each "cpu" a backend of its own, of
+            @threads workers, default the CPUs / the cpu replicas), or
+            "all" (every /dev/vtpuN); default: the devices of the
+            vtpu.keras.distribute strategy whose scope() is open, else one
+            device (@device). fit's batch_size is the global batch, split
+            evenly between the replicas (vtpu_model_compile_replicated())
         """
         for k in kwargs:
             raise TypeError("compile: Keyword argument not understood: %r"
@@ -575,6 +598,26 @@ class Model:
             n = mmod.get(m)
             if n not in names:
                 names.append(n)
+        strategy = distribute.get_strategy()
+        if devices is not None:
+            if device is not None:
+                raise ValueError("compile: device=%r and devices=%r: name "
+                                 "one device, or the replicas' devices"
+                                 % (device, devices))
+            devices = distribute.check_devices(devices, "compile: ")
+        elif strategy is not None and device is None:
+            devices = list(strategy.devices)
+            if threads is None:
+                threads = strategy.threads_per_replica
+        if devices is not None:
+            device = devices[0]
+            ncpu = devices.count("cpu")
+            if threads is None and ncpu > 1:
+                # the CPUs shared out between the cpu replicas, which run
+                # at once: not one worker per CPU each
+                threads = max(1, len(os.sched_getaffinity(0)) // ncpu)
+            if len(devices) == 1:
+                devices = None
         if device is None:
             device = default_device()
         if not isinstance(device, str) or not device or "\0" in device:
@@ -598,10 +641,11 @@ class Model:
         cfg = _Compiled(opt, lossinfo, names, device, seed, threads, gemm)
         cfg.ignore_class = getattr(loss, "ignore_class", None)
         cfg.fold_batch_norm = bool(fold_batch_norm)
+        cfg.devices = devices
         if cpu_mem_cap is not None:
             cfg.cpu_mem_cap = check_int(cpu_mem_cap, "cpu_mem_cap", 1,
                                         2**64 - 1, where="compile: ")
-            if device != "cpu":
+            if device != "cpu" or devices is not None:
                 raise ValueError("compile: cpu_mem_cap is for device='cpu' "
                                  "(a device's cap is its module parameter "
                                  "mem_cap_mb), not %r" % (device,))
