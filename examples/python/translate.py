@@ -12,9 +12,11 @@ many human styles to their ISO form, a corpus it generates ("tuesday 24
 november 2026" -> "2026-11-24"); with --data any tab-separated pair file.
 After every epoch it greedily translates a few held-out sentences
 (model.decode, vtpu's own: one submission per batch); at the end, all of
-them, and prints the exact-match rate.
+them, and prints the exact-match rate. --beam N translates by beam search
+with N hypotheses per sentence instead of greedily.
 
     examples/python/translate.py --device cpu --epochs 12
+    examples/python/translate.py --device cpu --beam 4
     examples/python/translate.py --device cpu --data spa.txt --pairs 30000
 """
 import _example  # finds vtpu in a checkout
@@ -35,7 +37,12 @@ parser.add_argument("--pairs", type=int, default=20000,
                     help="pairs to generate or read (0: all of --data)")
 parser.add_argument("--seed", type=int, default=1,
                     help="the corpus, weights and shuffling")
+parser.add_argument("--beam", type=int, default=1,
+                    help="hypotheses per sentence (1: greedy decoding)")
 args = parser.parse_args()
+if not 1 <= args.beam <= 64:
+    parser.error("--beam must be 1 to 64, not %d" % args.beam)
+HOW = "greedy" if args.beam == 1 else "beam search, width %d" % args.beam
 
 # ---- the corpus: a tenth held out, vocabularies from the rest ------------
 if args.data:
@@ -87,9 +94,10 @@ model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3),
 
 
 def translate(first, n, show):
-    """Greedy translations of pairs [first, first + n): how many match
-    the reference exactly; the first @show printed."""
-    ids = model.decode([src[first:first + n], None], target=tgt_in)
+    """Translations of pairs [first, first + n), greedy or by beam search:
+    how many match the reference exactly; the first @show printed."""
+    ids = model.decode([src[first:first + n], None], target=tgt_in,
+                       beam_width=args.beam)
     right = 0
     for i in range(n):
         got = tgt_vocab.decode(ids[i])
@@ -111,5 +119,5 @@ model.fit([src[:n_train], dec_in[:n_train]], labels[:n_train],
 loss, acc = model.evaluate(*test, verbose=0)
 right = translate(n_train, n_test, 0)
 print("test_loss: %.4f - test_acc: %.4f (tokens) - exact_match: %.4f (%d of "
-      "%d held-out %s, greedy)" % (loss, acc, right / n_test, right, n_test,
-                                   "pairs" if args.data else "dates"))
+      "%d held-out %s, %s)" % (loss, acc, right / n_test, right, n_test,
+                               "pairs" if args.data else "dates", HOW))

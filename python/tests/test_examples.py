@@ -170,3 +170,17 @@ def test_translate_example_runs(tmp_path):
     m = re.search(r"exact_match: (\S+) \((\d+) of 200 held-out dates, "
                   r"greedy\)\n$", out)
     assert m and 0 <= float(m.group(1)) <= 1, out
+
+
+def test_translate_example_beam(tmp_path):
+    # --beam N decodes by beam search; its exact-match line says so
+    out = run("translate.py", ["--device", "cpu", "--pairs", "1000",
+                               "--epochs", "1", "--beam", "3"], tmp_path)
+    m = re.search(r"exact_match: (\S+) \((\d+) of 100 held-out dates, "
+                  r"beam search, width 3\)\n$", out)
+    assert m and 0 <= float(m.group(1)) <= 1, out
+    bad = subprocess.run([sys.executable, os.path.join(EXAMPLES,
+                                                       "translate.py"),
+                          "--beam", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    assert bad.returncode == 2 and "--beam must be 1 to 64" in bad.stderr
