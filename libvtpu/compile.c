@@ -235,6 +235,56 @@ static void reduce_cols(struct cx *cx, uint32_t m, uint32_t n, struct tref x,
 	emit(cx, &cmd);
 }
 
+/* @count floats of zeros at @dst. */
+static void zeros(struct cx *cx, struct tref dst, uint32_t count)
+{
+	struct vtpu_cmd_fill cmd = {
+		.hdr = { VTPU_OP_FILL, sizeof(cmd) },
+		.count = count, .dst = opnd(dst),
+	};
+
+	emit(cx, &cmd);
+}
+
+/* How many inputs of the graph's nodes are node @x. */
+static int consumers(const struct vtpu_graph *g, int x)
+{
+	int k, j, uses = 0;
+
+	for (k = 0; k < g->nnodes; k++)
+		for (j = 0; j < VG_MAX_IN; j++)
+			uses += g->nodes[k].in[j] == x;
+	return uses;
+}
+
+/*
+ * Node @i's bias gradient: the column sums of its @m rows of @dz. A bias
+ * added just before a batch norm (no activation between, nothing else
+ * reading the node) shifts every row of a channel alike, and the training
+ * step's normalisation subtracts the batch mean again: the loss does not
+ * depend on it, its gradient is 0 exactly (the sum of the batch norm's
+ * input gradient over rows is 0 but for rounding), so it is written as 0
+ * instead of summed. Keras' ResNet and Xception blocks (conv, batch norm)
+ * have such biases unless use_bias=False.
+ */
+static void bias_grad(struct cx *cx, int i, uint32_t m, struct tref dz)
+{
+	const struct vtpu_graph *g = cx->g;
+	const struct vg_node *n = &g->nodes[i];
+	int k;
+
+	if (n->act == VTPU_ACT_NONE && consumers(g, i) == 1) {
+		for (k = 0; k < g->nnodes; k++)
+			if (g->nodes[k].in[0] == i)
+				break;
+		if (k < g->nnodes && g->nodes[k].op == VG_BATCHNORM) {
+			zeros(cx, param_grad(cx, n->bias), n->c);
+			return;
+		}
+	}
+	reduce_cols(cx, m, n->c, dz, param_grad(cx, n->bias), 0.0f);
+}
+
 static struct vtpu_window window(const struct vg_node *in, uint32_t n,
 				 const struct vg_node *node)
 {
@@ -472,8 +522,7 @@ static void dense_bwd(struct cx *cx, int i)
 	struct tref dz = act_grad(cx, i, cx->grad[i]);
 
 	/* db = column sums of dz */
-	reduce_cols(cx, (uint32_t)vg_node_rows(n, cx->B), n->c, dz,
-		    param_grad(cx, n->bias), 0.0f);
+	bias_grad(cx, i, (uint32_t)vg_node_rows(n, cx->B), dz);
 	if (in->op == VG_CONCAT) {
 		dense_part_bwd(cx, i, in->in[0], cx->g->nodes[in->in[0]].c, 0,
 			       dz);
@@ -646,8 +695,7 @@ static void conv_bwd(struct cx *cx, int i)
 		conv_grads(cx, i, b, cnt, at(dz.sid, dz.off + b * out_img), dx,
 			   cols);
 	}
-	reduce_cols(cx, cx->B * n->h * n->w, n->c, dz,
-		    param_grad(cx, n->bias), 0.0f);
+	bias_grad(cx, i, cx->B * n->h * n->w, dz);
 	if (dx.sid)
 		grad_end(cx, xi, tmp);
 }
@@ -723,8 +771,7 @@ static void dwconv_bwd(struct cx *cx, int i)
 	const struct vg_node *n = &cx->g->nodes[i];
 	struct tref dz = act_grad(cx, i, cx->grad[i]);
 
-	reduce_cols(cx, cx->B * n->h * n->w, n->c, dz,
-		    param_grad(cx, n->bias), 0.0f);
+	bias_grad(cx, i, cx->B * n->h * n->w, dz);
 	dw_grads(cx, i, dz);
 }
 
@@ -773,7 +820,7 @@ static void sepconv_bwd(struct cx *cx, int i)
 	struct tref dt = work(cx, (uint64_t)cx->B * px * c * 4);
 	uint64_t at_t, at_z;
 
-	reduce_cols(cx, cx->B * px, n->c, dz, param_grad(cx, n->bias), 0.0f);
+	bias_grad(cx, i, cx->B * px, dz);
 	for (b = 0; b < cx->B; b += cnt) {
 		cnt = cx->B - b < nb ? cx->B - b : nb;
 		at_t = (uint64_t)b * px * c * 4;
@@ -1337,14 +1384,8 @@ static void bn_fwd(struct cx *cx, int i)
 		cmd.stats = opnd(cx->aux[i]);
 	}
 	emit(cx, &cmd);
-	for (k = 0; cx->kind == VG_PROG_TRAIN && k < 2; k++) {
-		struct vtpu_cmd_fill fill = {
-			.hdr = { VTPU_OP_FILL, sizeof(fill) },
-			.count = n->c, .dst = opnd(param_grad(cx, p[k])),
-		};
-
-		emit(cx, &fill);
-	}
+	for (k = 0; cx->kind == VG_PROG_TRAIN && k < 2; k++)
+		zeros(cx, param_grad(cx, p[k]), n->c);
 }
 
 static void bn_bwd(struct cx *cx, int i)
@@ -1468,12 +1509,7 @@ static void rnn_init(struct cx *cx, int node, struct tref dst, uint64_t n)
 
 		emit(cx, &cmd);
 	} else {
-		struct vtpu_cmd_fill cmd = {
-			.hdr = { VTPU_OP_FILL, sizeof(cmd) },
-			.count = (uint32_t)n, .dst = opnd(dst),
-		};
-
-		emit(cx, &cmd);
+		zeros(cx, dst, (uint32_t)n);
 	}
 }
 
@@ -2365,17 +2401,6 @@ static void lower(struct cx *cx)
 }
 
 /* ---- the driver ------------------------------------------------------- */
-
-/* How many inputs of the graph's nodes are node @x. */
-static int consumers(const struct vtpu_graph *g, int x)
-{
-	int k, j, uses = 0;
-
-	for (k = 0; k < g->nnodes; k++)
-		for (j = 0; j < VG_MAX_IN; j++)
-			uses += g->nodes[k].in[j] == x;
-	return uses;
-}
 
 /*
  * Eval and predict: a batch norm whose input is a conv or a dense layer

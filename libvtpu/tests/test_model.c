@@ -891,6 +891,18 @@ TEST(batchnorm_moving_stats_and_checkpoint)
 	for (i = 0; i < 32; i++)
 		moved += mm[i] != 0.0f && mv[i] != 1.0f;
 	EXPECT_LT(24, moved);
+	/*
+	 * The batch norm subtracts the batch mean, so the first dense
+	 * layer's bias has a gradient of 0 exactly (not a sum that is 0 but
+	 * for rounding, which Adam would scale into steps): it is still 0;
+	 * the last layer's bias moved.
+	 */
+	ASSERT_EQ(0, vtpu_model_get_weights(m, 1, mm2, 32));
+	for (i = 0; i < 32; i++)
+		EXPECT_EQ(0.0f, mm2[i]);
+	ASSERT_EQ(0, vtpu_model_get_weights(m, 7, mm2, 4));
+	for (i = 0; i < 4; i++)
+		EXPECT_NE(0.0f, mm2[i]);
 	ASSERT_EQ(0, vtpu_model_evaluate(m, &test, &l1, &a1));
 	EXPECT_LT(0.8, a1);
 	ASSERT_EQ(0, vtpu_model_save(m, path)) TH_LOG("%s",
