@@ -73,7 +73,7 @@ LDLIBS_LIBVTPU := $(DRM_LIBS) -lz -lpthread -lm -ldl
 PYTHON ?= /usr/bin/python3
 PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 
-.PHONY: all module user deps check demo bench clean \
+.PHONY: all module user host-tests deps check demo bench clean \
 	kselftest-headers FORCE
 
 all: module user
@@ -152,6 +152,10 @@ LIBVTPU_OBJS := $(LIBVTPU_SRCS:%.c=$(OBJ)/libvtpu/%.o)
 
 user: $(LIBVTPU) $(LIBVTPU_SO_LINKS) $(TOOLS) $(EXAMPLES) $(HOST_TESTS) $(SELFTESTS) \
 	$(PY_GEN)
+
+# The host unit tests alone (selftests/vtpu/test-asan builds them again
+# with the sanitizers, BUILD=build/asan).
+host-tests: $(HOST_TESTS)
 
 $(OBJ)/engine/%.o: $(SRCTOP)/kmod/engine/%.c
 	@mkdir -p $(@D)

@@ -665,7 +665,8 @@ TEST_F(gemm, narrow_and_edges_at_page_end)
  * transposed (the narrow kernel), beta, bias and ReLU, operands ending at
  * an unmapped page.
  */
-TEST_F(gemm, panels_match_row_major)
+/* minutes at the scalar level in the sanitizers' build (test-asan) */
+TEST_F_TIMEOUT(gemm, panels_match_row_major, 600)
 {
 	NEED_CPU();
 #define C(m_, n_, k_, fl, al, be)                                              \
