@@ -339,7 +339,7 @@ static void vtpu_show_fdinfo(struct seq_file *m, struct file *filp)
 	seq_puts(m, "drm-driver:\tvtpu\n");
 	seq_printf(m, "drm-client-id:\t%llu\n", vfile->client_id);
 	seq_printf(m, "drm-engine-compute:\t%llu ns\n",
-		   (u64)atomic64_read(&vfile->usage->busy_ns));
+		   vtpu_sched_busy_ns(vfile->vdev, vfile->usage));
 	seq_puts(m, "drm-engine-capacity-compute:\t1\n");
 	seq_printf(m, "drm-total-system:\t%llu KiB\n", total >> 10);
 	seq_printf(m, "drm-shared-system:\t%llu KiB\n", shared >> 10);
@@ -433,7 +433,15 @@ VTPU_STAT_ATTR(jobs_failed);
 VTPU_STAT_ATTR(jobs_timedout);
 VTPU_STAT_ATTR(jobs_cancelled);
 VTPU_STAT_ATTR(flops);
-VTPU_STAT_ATTR(busy_ns);
+
+/* the running job's time so far included: see vtpu_sched_busy_ns() */
+static ssize_t busy_ns_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  vtpu_sched_busy_ns(to_vtpu(dev), NULL));
+}
+static DEVICE_ATTR_RO(busy_ns);
 
 static struct attribute *vtpu_attrs[] = {
 	&dev_attr_simd.attr,

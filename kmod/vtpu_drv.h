@@ -118,6 +118,9 @@ struct vtpu_device {
 	struct task_struct *dispatcher;
 	void *dispatcher_scratch;
 	struct vtpu_engine_group *group; /* the dispatcher's, see vtpu_exec */
+	/* the running job's start and client, for busy time so far */
+	u64 run_start;			/* ktime ns (sched_lock) */
+	struct vtpu_usage *run_usage;	/* NULL: none running (sched_lock) */
 
 	unsigned int nworkers;		/* helper threads (cores - 1) */
 	struct vtpu_worker *workers;
@@ -349,6 +352,7 @@ void vtpu_job_put(struct vtpu_kjob *job);
 int vtpu_sched_init(struct vtpu_device *vdev);
 void vtpu_sched_fini(struct vtpu_device *vdev);
 void vtpu_sched_kick(struct vtpu_device *vdev);
+u64 vtpu_sched_busy_ns(struct vtpu_device *vdev, struct vtpu_usage *usage);
 
 /* vtpu_debugfs.c */
 void vtpu_debugfs_init(struct vtpu_device *vdev);

@@ -242,6 +242,10 @@ static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_kjob *job)
 	}
 	job->run_deadline =
 		jiffies + msecs_to_jiffies(job->queue->timeout_ms);
+	spin_lock(&vdev->sched_lock);
+	vdev->run_start = start;
+	vdev->run_usage = job->queue->usage;
+	spin_unlock(&vdev->sched_lock);
 	trace_vtpu_job_start(job);
 
 	for (iter = 0; !err && iter < job->repeat; iter++) {
@@ -253,13 +257,41 @@ static void vtpu_sched_run_job(struct vtpu_device *vdev, struct vtpu_kjob *job)
 
 	ns = ktime_get_ns() - start;
 	atomic64_add(flops, &vdev->stats.flops);
+
+	/* with run_usage cleared, so that vtpu_sched_busy_ns() counts once */
+	spin_lock(&vdev->sched_lock);
 	atomic64_add(ns, &vdev->stats.busy_ns);
 	atomic64_add(ns, &job->queue->usage->busy_ns);
-
-	spin_lock(&vdev->sched_lock);
+	vdev->run_usage = NULL;
 	job->queue->running = NULL;
 	spin_unlock(&vdev->sched_lock);
 	vtpu_job_complete(job, err);
+}
+
+/**
+ * vtpu_sched_busy_ns() - run time of jobs so far, the running one's included
+ * @vdev: the device
+ * @usage: a client's usage, or NULL for the whole device's
+ *
+ * A job's time is added when it ends; a job running for seconds would
+ * make the busy time (sysfs busy_ns, fdinfo drm-engine-compute) stand
+ * still, then jump by seconds, and a tool sampling it (vtpu-smi --watch)
+ * show an idle device, then one busy 200% of an interval. Adding the
+ * running job's time so far keeps it growing with wall time, and
+ * monotonic: the job's end adds at least what was counted.
+ *
+ * Return: nanoseconds.
+ */
+u64 vtpu_sched_busy_ns(struct vtpu_device *vdev, struct vtpu_usage *usage)
+{
+	u64 ns;
+
+	spin_lock(&vdev->sched_lock);
+	ns = atomic64_read(usage ? &usage->busy_ns : &vdev->stats.busy_ns);
+	if (vdev->run_usage && (!usage || usage == vdev->run_usage))
+		ns += ktime_get_ns() - vdev->run_start;
+	spin_unlock(&vdev->sched_lock);
+	return ns;
 }
 
 static int vtpu_dispatcher_fn(void *data)

@@ -43,6 +43,7 @@ struct dev_state {
 	long long cores, mem_cap, mem_used, clients;
 	long long submitted, completed, failed, timedout, cancelled;
 	long long flops, busy_ns;
+	double t;	/* when busy_ns was read (now_s()) */
 };
 
 /* One client (open file of /dev/vtpuN), from the first process seen with it. */
@@ -51,6 +52,7 @@ struct proc_row {
 	char comm[64];
 	char device[32];
 	long long client_id, mem_bytes, engine_ns, buffers, jobs_active;
+	double t;	/* when engine_ns was read (now_s()) */
 };
 
 struct procs {
@@ -58,6 +60,14 @@ struct procs {
 	int n;
 	int denied;	/* processes whose fds could not be read */
 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static int read_attr(const char *dev, const char *attr, char *buf, size_t len)
 {
@@ -116,6 +126,7 @@ static int scan(struct dev_state *devs)
 		s->cancelled = read_num(s->name, "jobs_cancelled");
 		s->flops = read_num(s->name, "flops");
 		s->busy_ns = read_num(s->name, "busy_ns");
+		s->t = now_s();
 		n++;
 	}
 	closedir(d);
@@ -163,6 +174,7 @@ static int read_fdinfo(int pid, int fd, struct proc_row *r)
 			r->jobs_active = atoll(val);
 	}
 	fclose(f);
+	r->t = now_s();
 	return driver && r->client_id >= 0 && r->device[0] ? 0 : -1;
 }
 
@@ -281,18 +293,26 @@ static void scan_procs(struct procs *ps)
 	qsort(ps->rows, ps->n, sizeof(ps->rows[0]), cmp_row);
 }
 
-/* Utilisation of a client over the interval, or < 0 when unknown. */
+/*
+ * Utilisation of a client over the interval, or < 0 when unknown: over the
+ * time between its two readings, not the sample's interval, which a slow
+ * scan of /proc would skew (a busy client shown above 100%).
+ */
 static double proc_util(const struct proc_row *r, const struct procs *prev,
 			double interval_s)
 {
+	const struct proc_row *p;
 	int i;
 
 	if (!prev || !(interval_s > 0))
 		return -1;
 	i = find_client(prev, r->device, r->client_id);
-	if (i < 0 || prev->rows[i].engine_ns < 0 || r->engine_ns < 0)
+	if (i < 0)
 		return -1;
-	return (r->engine_ns - prev->rows[i].engine_ns) / (interval_s * 1e9);
+	p = &prev->rows[i];
+	if (p->engine_ns < 0 || r->engine_ns < 0 || !(r->t > p->t))
+		return -1;
+	return (r->engine_ns - p->engine_ns) / ((r->t - p->t) * 1e9);
 }
 
 static double dev_util(const struct dev_state *s, const struct dev_state *prev,
@@ -302,10 +322,13 @@ static double dev_util(const struct dev_state *s, const struct dev_state *prev,
 
 	if (!prev || !(interval_s > 0))
 		return -1;
+	/* over the time between its two readings, as proc_util() */
 	for (i = 0; i < nprev; i++)
 		if (!strcmp(prev[i].name, s->name))
-			return (s->busy_ns - prev[i].busy_ns) /
-			       (interval_s * 1e9);
+			return s->t > prev[i].t && s->busy_ns >= 0 &&
+			       prev[i].busy_ns >= 0 ?
+			       (s->busy_ns - prev[i].busy_ns) /
+			       ((s->t - prev[i].t) * 1e9) : -1;
 	return -1;
 }
 
@@ -632,13 +655,6 @@ static void print_csv(int processes, const struct dev_state *devs, int n,
 
 /* ---- main ------------------------------------------------------------------ */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int usage(FILE *f)
 {

@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mount.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/sync_file.h>
@@ -183,6 +184,97 @@ TEST_F(obs, fdinfo_usage)
 /* ---- fence timelines ------------------------------------------------------- */
 
 /* The timeline and driver names of a sync_file's one fence. */
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+
+/*
+ * A running job's time counts as it runs: drm-engine-compute and sysfs
+ * busy_ns grow while a long job is still running, not only by its whole
+ * time when it ends (which made vtpu-smi --watch show a device training
+ * for seconds per step as idle, then as busy 200% of an interval).
+ */
+TEST_F(obs, engine_time_grows_while_a_job_runs)
+{
+	long long busy0, busy1, dev0, dev1, t0, ms = 0;
+	struct vtpu_job job = { .in_fence = -1 };
+	char buf[32] = "";
+	uint32_t repeat, status = 99;
+	struct vtpu_cmdbuf cb;
+	struct vtpu_dev *other;
+	struct vtpu_bo bo;
+	int32_t jerr = 0;
+	int ret;
+
+	NEED_DEV();
+	other = vtpu_open(DEV_PATH);
+	ASSERT_NE(NULL, other);
+	bo_new(_metadata, self->dev, 1 << 20, &bo);
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_fill(&cb, vtpu_cmdbuf_use(&cb, &bo), 0, (1 << 20) / 4,
+			 1.0f);
+	job.queue = self->q;
+	/* a job of at least 400 ms here, whatever the machine's speed */
+	for (repeat = 1; repeat <= 65536 && ms < 400; repeat *= 2) {
+		job.repeat = repeat;
+		t0 = now_ms();
+		ASSERT_EQ(0, vtpu_submit(self->dev, &cb, &job));
+		ASSERT_EQ(0, vtpu_wait(self->dev, self->q, job.seqno, -1,
+				       &status, &jerr));
+		ASSERT_EQ(VTPU_JOB_DONE, status);
+		ms = now_ms() - t0;
+	}
+	if (ms < 400)
+		SKIP(goto out, "%u FILLs of 1 MiB took %lld ms: too quick",
+		     job.repeat, ms);
+
+	ASSERT_EQ(0, vtpu_submit(self->dev, &cb, &job));
+	usleep(50 * 1000);
+	busy0 = fdinfo_value(self->fd, "drm-engine-compute", NULL, 0);
+	ASSERT_LT(0, read_file("/sys/class/vtpu/vtpu0/busy_ns", buf,
+			       sizeof(buf)));
+	dev0 = atoll(buf);
+	usleep(100 * 1000);
+	busy1 = fdinfo_value(self->fd, "drm-engine-compute", NULL, 0);
+	ASSERT_LT(0, read_file("/sys/class/vtpu/vtpu0/busy_ns", buf,
+			       sizeof(buf)));
+	dev1 = atoll(buf);
+	ret = vtpu_wait(self->dev, self->q, job.seqno, 0, &status, &jerr);
+	if (ret == 0)
+		TH_LOG("the %lld ms job ended within 150 ms: not checked",
+		       ms);
+	else
+		EXPECT_EQ(-ETIME, ret);
+	if (ret == -ETIME) {
+		/* still running: 100 ms of it counted, give or take */
+		EXPECT_GE(busy1 - busy0, 50000000LL)
+			TH_LOG("drm-engine-compute %lld then %lld ns while a job ran",
+			       busy0, busy1);
+		EXPECT_GE(dev1 - dev0, 50000000LL)
+			TH_LOG("busy_ns %lld then %lld while a job ran", dev0,
+			       dev1);
+		EXPECT_LE(busy1 - busy0, 1000000000LL);
+	}
+	/* not another client's */
+	EXPECT_EQ(0, fdinfo_value(vtpu_fd(other), "drm-engine-compute", NULL,
+				  0));
+	ASSERT_EQ(0, vtpu_wait(self->dev, self->q, job.seqno, -1, &status,
+			       &jerr));
+	EXPECT_EQ(VTPU_JOB_DONE, status);
+	EXPECT_LE(busy1, fdinfo_value(self->fd, "drm-engine-compute", NULL,
+				      0)) TH_LOG("drm-engine-compute went back");
+	TH_LOG("a %lld ms job (%u FILLs): %lld ms counted over 100 ms of it",
+	       ms, job.repeat, (busy1 - busy0) / 1000000);
+out:
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_bo_destroy(self->dev, &bo);
+	vtpu_close(other);
+}
+
 static void fence_names(struct __test_metadata *_metadata, int fd,
 			struct sync_fence_info *fi)
 {
