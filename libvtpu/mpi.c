@@ -191,7 +191,7 @@ int vtpu_dist_finalize(void)
 	if (!vd.inited)
 		return 0;
 	if (vd.broken)
-		MPI_Abort(MPI_COMM_WORLD, 1);	/* the others may never answer */
+		MPI_Abort(MPI_COMM_WORLD, 1); /* the others may not answer */
 	vd.inited = 0;
 	return MPI_Finalize() == MPI_SUCCESS ? 0 : -EIO;
 }
