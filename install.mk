@@ -71,6 +71,7 @@ $(BUILD)/lib/vtpu.pc: $(SRCTOP)/libvtpu/vtpu.pc.in $(SRCTOP)/VERSION FORCE
 	  -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
 	  -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
 	  -e 's|@VERSION@|$(VTPU_VERSION)|' \
+	  -e 's|@MPI_PC@|$(if $(filter 1,$(MPI)), ompi-c)|' \
 	  $< >$@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
 
 install: install-files

@@ -18,6 +18,12 @@ static void usage(const struct trainer_opts *o, int status)
 		"                   a comma list (/dev/vtpu0,/dev/vtpu1; cpu may\n"
 		"                   repeat), or all (every /dev/vtpuN); the batch\n"
 		"                   is the global batch, split evenly\n"
+		"                   Under mpirun -np N: every rank trains its\n"
+		"                   replicas (--devices, or --device) on its\n"
+		"                   shares of each global batch; rank 0 prints\n"
+		"                   and saves\n"
+		"  --exact-loss     print each epoch's loss and the test loss\n"
+		"                   exactly (C99 hex floats), to compare runs\n"
 		"  --data DIR       the dataset's directory (default %s)\n"
 		"  --epochs N       (default %u; 0: no training, only evaluate\n"
 		"                   the model, e.g. one saved with --save: --load)\n"
@@ -108,6 +114,32 @@ static float real(const struct trainer_opts *o, const char *opt,
 	return v;
 }
 
+static void dist_exit(void)
+{
+	/* aborts the job if an exchange between ranks failed */
+	vtpu_dist_finalize();
+}
+
+/*
+ * Under mpirun: join the job; ranks other than 0 print nothing on stdout
+ * (errors still go to stderr, prefixed with the rank).
+ */
+static void trainer_dist_init(struct trainer_opts *o)
+{
+	static char name[64];
+
+	if (vtpu_dist_init(NULL, NULL))
+		exit(1);
+	atexit(dist_exit);
+	if (vtpu_dist_size() < 2)
+		return;
+	snprintf(name, sizeof(name), "%s (rank %d)", o->name,
+		 vtpu_dist_rank());
+	o->name = name;
+	if (vtpu_dist_rank() && !freopen("/dev/null", "w", stdout))
+		exit(1);
+}
+
 void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 {
 	static const struct option longopts[] = {
@@ -141,12 +173,14 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 		{ "stream", no_argument, NULL, 'A' },
 		{ "mem-cap", required_argument, NULL, 'C' },
 		{ "attention", required_argument, NULL, 'J' },
+		{ "exact-loss", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	int c;
 
+	trainer_dist_init(o);
 	o->data_default = true;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -192,6 +226,7 @@ void trainer_parse(int argc, char **argv, struct trainer_opts *o)
 				       true);
 			break;
 		case 'a': o->augment = true; break;
+		case 'E': o->exact_loss = true; break;
 		case 'A': o->stream = true; break;
 		case 'C': o->mem_cap = number(o, "--mem-cap", optarg); break;
 		case 'J':
@@ -283,6 +318,12 @@ static void report_input(void *ctx, const struct vtpu_epoch_stats *st)
 {
 	struct fit_ctx *c = ctx;
 
+	if (c->o->exact_loss)
+		printf("epoch %u: exact loss %a acc %a\n", st->epoch, st->loss,
+		       st->acc);
+	if (!c->o->report_input)
+		return;
+
 	printf("epoch %u: input %s; %u corrupt or unreadable images skipped%s\n",
 	       st->epoch,
 	       !st->streamed ? "resident in device memory" :
@@ -352,14 +393,26 @@ static int trainer_compile(struct vtpu_model *m, const struct trainer_opts *o,
 			   struct vtpu_compile_opts *co)
 {
 	const char *names[TRAINER_MAX_DEVICES];
+	uint32_t n, ranks = (uint32_t)vtpu_dist_size();
 	char buf[4096];
-	uint32_t n;
 
-	if (!o->devices)
+	if (!o->devices && ranks < 2)
 		return vtpu_model_compile(m, co);
-	n = device_list(o, buf, sizeof(buf), names);
-	if (!n)
-		return 1; /* said why */
+	if (o->devices) {
+		n = device_list(o, buf, sizeof(buf), names);
+		if (!n)
+			return 1; /* said why */
+	} else {
+		names[0] = o->device;
+		n = 1;
+	}
+	if (ranks > 1) {
+		if (vtpu_model_compile_distributed(m, names, n, co))
+			return -1;
+		printf("data parallel: %u ranks x %u replicas, global batch %u (%u each)\n",
+		       ranks, n, co->batch, co->batch / (ranks * n));
+		return 0;
+	}
 	if (vtpu_model_compile_replicated(m, names, n, co))
 		return -1;
 	printf("data parallel: %u replicas, global batch %u (%u each)\n", n,
@@ -414,7 +467,7 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 	fo.ctx = &fc;
 	if (o->cosine)
 		fo.lr_schedule = cosine_decay;
-	if (o->report_input)
+	if (o->report_input || o->exact_loss)
 		fo.on_epoch = report_input;
 
 	vtpu_model_summary(m, stdout);
@@ -446,10 +499,12 @@ int trainer_run(struct vtpu_model *m, const struct trainer_opts *o,
 		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
 		return 1;
 	}
-	if (o->save && vtpu_model_save(m, o->save)) {
+	if (o->save && !vtpu_dist_rank() && vtpu_model_save(m, o->save)) {
 		fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
 		return 1;
 	}
+	if (o->exact_loss)
+		printf("exact test loss %a acc %a\n", loss, acc);
 	printf("test_loss: %.4f - test_acc: %.4f\n", loss, acc);
 	return 0;
 }

@@ -35,6 +35,7 @@ struct trainer_opts {
 	uint32_t beam;		/* --beam N: translate's beam width (1) */
 	bool additive;		/* --attention additive: translate's Bahdanau */
 	uint64_t seed;		/* --seed */
+	bool exact_loss;	/* --exact-loss: hex floats, to compare runs */
 	/* flowers (image folders) */
 	const char *model;	/* --model resnet|xception|vgg */
 	const char *test_data;	/* --test-data DIR */

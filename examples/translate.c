@@ -248,6 +248,9 @@ int main(int argc, char **argv)
 	char how[32];
 
 	trainer_parse(argc, argv, &o);
+	if (vtpu_dist_size() > 1)
+		die(o.name,
+		    "models of token inputs do not train across MPI ranks yet (as replicas: run one process)");
 	load_corpus(&o, &c);
 	train = split(&c, 0, c.ntrain);
 	test = split(&c, c.ntrain, c.n - c.ntrain);

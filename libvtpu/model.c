@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "data_priv.h"
+#include "dist_priv.h"
+#include "util_priv.h"
 #include "graph_priv.h"
 #include "vtpu_engine.h"
 #include "vtpu_text.h"
@@ -155,6 +157,18 @@ struct vtpu_model {
 	struct replica *rep;	/* data parallel: nrep replicas, or NULL */
 	uint32_t nrep;
 	struct rep_pool *pool;	/* every replica a cpu backend: threads */
+	/*
+	 * Across ranks (vtpu_model_compile_distributed()): @dsize ranks of
+	 * @nrep replicas each, this one @drank (0 and 0: one process); the
+	 * all-reduces run so far (the step in messages); every global
+	 * replica's loss and correct count of this step, in replica order
+	 * (@dmet) gathered from this rank's (@dmine); @dfail: the exchange
+	 * between ranks failed, @why says how.
+	 */
+	uint32_t dsize, drank;
+	uint64_t dstep;
+	uint32_t *dmet, *dmine;
+	bool dfail;
 	char err[512];
 };
 
@@ -477,6 +491,10 @@ static void replicas_free(struct vtpu_model *m)
 	free(m->rep);
 	m->rep = NULL;
 	m->nrep = 0;
+	free(m->dmet);
+	free(m->dmine);
+	m->dmet = m->dmine = NULL;
+	m->dsize = m->drank = 0;
 }
 
 static void release(struct vtpu_model *m)
@@ -1109,6 +1127,18 @@ static int pass_failed(struct vtpu_model *m, const struct pass *p, int ret,
 
 #define MAX_REPLICAS 64
 
+/* Replicas in the whole job: the local ones on every rank. */
+static uint32_t global_reps(const struct vtpu_model *m)
+{
+	return m->nrep * (m->dsize ?: 1);
+}
+
+/* Examples of each step a replica trains on. */
+static uint32_t rep_share(const struct vtpu_model *m)
+{
+	return m->batch / global_reps(m);
+}
+
 /* The SIMD level @rt's engine runs at. */
 static uint64_t rt_simd(struct vg_runtime *rt)
 {
@@ -1148,7 +1178,7 @@ static bool same_device(const char *a, const char *b)
 }
 
 static int replica_check(struct vtpu_model *m, const char *const *devices,
-			 uint32_t n, uint32_t batch)
+			 uint32_t n, uint32_t batch, uint32_t ranks)
 {
 	uint32_t i, j;
 
@@ -1165,6 +1195,10 @@ static int replica_check(struct vtpu_model *m, const char *const *devices,
 					    "replicas %u and %u are both %s: each device can hold one replica",
 					    j, i, devices[i]);
 	}
+	if (ranks > 1 && batch % (n * ranks))
+		return fail(m, -EINVAL,
+			    "a global batch of %u does not split evenly between %u replicas (%u ranks of %u)",
+			    batch, n * ranks, ranks, n);
 	if (batch % n)
 		return fail(m, -EINVAL,
 			    "a global batch of %u does not split evenly between %u replicas",
@@ -1230,16 +1264,16 @@ static int replica_compile(struct vtpu_model *m, uint32_t r)
 	uint32_t seed = m->g->seed;
 	int ret;
 
-	opt.replicas = m->nrep;
-	m->g->seed = seed + r * 0x9e3779b9u;
-	ret = vg_compile(m->g, VG_PROG_TRAIN, m->batch / m->nrep, &opt,
+	opt.replicas = global_reps(m);
+	m->g->seed = seed + (m->drank * m->nrep + r) * 0x9e3779b9u;
+	ret = vg_compile(m->g, VG_PROG_TRAIN, rep_share(m), &opt,
 			 &rp->grad);
 	m->g->seed = seed;
 	if (!ret)
 		ret = vg_program_split(&rp->grad, &rp->update);
 	if (ret)
 		return fail(m, ret, "replica %u: compiling for batch %u failed: %s",
-			    r, m->batch / m->nrep, strerror(-ret));
+			    r, rep_share(m), strerror(-ret));
 	ret = vg_bo_create(rp->rt, rp->grad.work_bytes, &rp->work);
 	if (!ret)
 		ret = vg_bo_create(rp->rt, rp->grad.metrics_stride,
@@ -1378,12 +1412,125 @@ static int replicas_plan(struct vtpu_model *m)
 	return 0;
 }
 
-int vtpu_model_compile_replicated(struct vtpu_model *m,
-				  const char *const *devices, uint32_t n,
-				  const struct vtpu_compile_opts *opts)
+/* FNV-1a of @len bytes, continuing @h */
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len--)
+		h = (h ^ *b++) * 0x100000001b3ull;
+	return h;
+}
+
+#define FNV0 0xcbf29ce484222325ull
+
+/* The graph's layers, field by field: what they are and how they join. */
+static uint64_t graph_hash(const struct vtpu_graph *g)
+{
+	uint64_t h = FNV0;
+	int i;
+
+	for (i = 0; i < g->nnodes; i++) {
+		const struct vg_node *n = &g->nodes[i];
+		uint32_t v[] = {
+			n->op, n->seq, (uint32_t)n->slot, (uint32_t)n->mask,
+			(uint32_t)n->weight2, n->h, n->w, n->c, n->act, n->kh,
+			n->kw, n->pad_h, n->pad_w, n->mult, n->stride_h,
+			n->stride_w, n->pool_end, (uint32_t)n->weight,
+			(uint32_t)n->bias, f32_bits(n->rate), f32_bits(n->eps),
+			(uint32_t)n->mmean, (uint32_t)n->mvar, n->aug_flags,
+			f32_bits(n->scale), f32_bits(n->offset),
+		};
+
+		h = fnv(h, n->in, sizeof(n->in));
+		h = fnv(h, v, sizeof(v));
+	}
+	return h;
+}
+
+#define DIST_PARAMS 24	/* parameters compared one by one */
+#define DIST_FIELDS (16 + DIST_PARAMS)
+
+/*
+ * Before compiling: every rank compares its model and options with rank
+ * 0's (@local: this rank's own check, so that a rank that refused alone
+ * still takes part and the others hear of it).
+ */
+static int dist_agree_model(struct vtpu_model *m,
+			    const struct vtpu_compile_opts *o, uint32_t n,
+			    int local)
+{
+	static char pnames[DIST_PARAMS][40];
+	static const char *const rest[] = {
+		"global batch", "local replicas", "optimizer",
+		"learning rate (bits)", "momentum (bits)", "beta1 (bits)",
+		"beta2 (bits)", "epsilon (bits)", "seed",
+		"input scale and shift (bits)", "batch norm folding off",
+		"layers' kinds, shapes and options (a hash)",
+		"compile options' check (0: passed, else errno)",
+	};
+	uint64_t vrest[] = {
+		o->batch ?: 32, n, o->optimizer, f32_bits(o->learning_rate),
+		f32_bits(o->momentum), f32_bits(o->beta1), f32_bits(o->beta2),
+		f32_bits(o->epsilon), o->seed,
+		(uint64_t)f32_bits(o->input_scale) << 32 |
+			f32_bits(o->input_shift),
+		o->no_bn_fold, graph_hash(m->g), (uint64_t)-local,
+	};
+	/* the most telling first: the first difference is reported */
+	const char *names[DIST_FIELDS] = {
+		"layers", "parameters", "parameter floats",
+	};
+	uint64_t v[DIST_FIELDS] = {
+		(uint64_t)m->g->nnodes, (uint64_t)m->g->nparams,
+		m->g->nparam_floats,
+	};
+	char err[sizeof(m->err)];
+	int i, ret;
+
+	for (i = 0; i < DIST_PARAMS; i++) {
+		snprintf(pnames[i], sizeof(pnames[i]),
+			 "parameter %d's size in floats", i);
+		names[3 + i] = pnames[i];
+		v[3 + i] = i < m->g->nparams ? m->g->params[i].count : 0;
+	}
+	for (i = 0; i < 13; i++) {
+		names[3 + DIST_PARAMS + i] = rest[i];
+		v[3 + DIST_PARAMS + i] = vrest[i];
+	}
+	ret = vd_agree(v, DIST_FIELDS, names, "model", err, sizeof(err));
+	if (ret && !local)
+		fail(m, ret, "%s", err);
+	return local ?: ret;
+}
+
+/* After compiling: every rank compiled, and computes as rank 0 does. */
+static int dist_agree_backend(struct vtpu_model *m, int local)
+{
+	static const char *const names[] = {
+		"compiling (0: done, else errno; see its message)",
+		"SIMD level", "weight layout (panels)",
+	};
+	uint64_t v[] = {
+		(uint64_t)-local,
+		local ? 0 : rt_simd(&m->rt),
+		local ? 0 : m->rt.panels,
+	};
+	char err[sizeof(m->err)];
+	int ret;
+
+	ret = vd_agree(v, 3, names, "backend", err, sizeof(err));
+	if (ret && !local)
+		fail(m, ret, "%s", err);
+	return local ?: ret;
+}
+
+static int compile_replicated(struct vtpu_model *m,
+			      const char *const *devices, uint32_t n,
+			      const struct vtpu_compile_opts *opts, bool dist)
 {
 	VTPU_COMPILE_OPTS(o);
-	uint32_t r;
+	uint32_t r, ranks = dist ? (uint32_t)vd_size() : 1;
 	int ret;
 
 	if (opts) {
@@ -1393,32 +1540,64 @@ int vtpu_model_compile_replicated(struct vtpu_model *m,
 		memcpy(&o, opts, opts->sz);
 		o.sz = sizeof(o);
 	}
-	ret = replica_check(m, devices, n, o.batch ?: 32);
+	ret = replica_check(m, devices, n, o.batch ?: 32, ranks);
+	if (ranks > 1)
+		ret = dist_agree_model(m, &o, n, ret);
 	if (ret)
 		return ret;
 	o.device = devices[0];
 	ret = vtpu_model_compile(m, &o);
-	if (ret)
+	if (ret && ranks == 1)
 		return ret;
-	m->rep = calloc(n, sizeof(*m->rep));
-	if (!m->rep) {
+	m->rep = ret ? NULL : calloc(n, sizeof(*m->rep));
+	if (!ret && !m->rep) {
 		release(m);
-		return fail(m, -ENOMEM, "out of memory");
+		ret = fail(m, -ENOMEM, "out of memory");
 	}
-	m->nrep = n;
+	if (!ret && ranks > 1) {
+		m->dsize = ranks;
+		m->drank = (uint32_t)vd_rank();
+		m->dstep = 0;
+		m->dmet = calloc((size_t)n * ranks, 8);
+		m->dmine = calloc(n, 8);
+		if (!m->dmet || !m->dmine)
+			ret = fail(m, -ENOMEM, "out of memory");
+	}
+	if (m->rep)
+		m->nrep = n;
 	for (r = 0; r < n && !ret; r++)
 		ret = replica_open(m, r, devices[r], &o) ?:
 		      replica_compile(m, r);
 	if (!ret)
 		ret = replicas_plan(m);
+	if (ranks > 1)
+		ret = dist_agree_backend(m, ret);
 	if (ret) {
 		release(m);
 		return ret;
 	}
 	pool_start(m);
-	snprintf(m->info.backend, sizeof(m->info.backend), "%u replicas: %.40s",
-		 n, m->rt.name);
+	if (ranks > 1)
+		snprintf(m->info.backend, sizeof(m->info.backend),
+			 "%u ranks x %u: %.32s", ranks, n, m->rt.name);
+	else
+		snprintf(m->info.backend, sizeof(m->info.backend),
+			 "%u replicas: %.40s", n, m->rt.name);
 	return 0;
+}
+
+int vtpu_model_compile_replicated(struct vtpu_model *m,
+				  const char *const *devices, uint32_t n,
+				  const struct vtpu_compile_opts *opts)
+{
+	return compile_replicated(m, devices, n, opts, false);
+}
+
+int vtpu_model_compile_distributed(struct vtpu_model *m,
+				   const char *const *devices, uint32_t n,
+				   const struct vtpu_compile_opts *opts)
+{
+	return compile_replicated(m, devices, n, opts, true);
 }
 
 uint32_t vtpu_model_num_replicas(const struct vtpu_model *m)
@@ -1467,7 +1646,7 @@ static void replicas_sync(struct vtpu_model *m)
 static int replicas_deal(struct vtpu_model *m, const struct pass *p,
 			 size_t isz)
 {
-	uint32_t b = m->batch / m->nrep, r, s, n = p->steps * b;
+	uint32_t b = rep_share(m), r, s, n = p->steps * b;
 	const uint8_t *img = m->train.images.map;
 	const uint32_t *lab = m->train.labels.map;
 	int ret;
@@ -1490,7 +1669,8 @@ static int replicas_deal(struct vtpu_model *m, const struct pass *p,
 			rp->train.n = n;
 		}
 		for (s = 0; s < p->steps; s++) {
-			uint64_t from = (uint64_t)s * m->batch + (uint64_t)r * b;
+			uint64_t from = (uint64_t)s * m->batch +
+					(uint64_t)(m->drank * m->nrep + r) * b;
 
 			memcpy((uint8_t *)rp->train.images.map +
 				       (uint64_t)s * b * isz,
@@ -1536,7 +1716,7 @@ static int replica_run(struct vtpu_model *m, uint32_t r, uint32_t s,
 		       bool update, size_t isz, int in_fence, int *fence,
 		       char *why, size_t whylen)
 {
-	uint32_t b = m->batch / m->nrep;
+	uint32_t b = rep_share(m);
 	uint64_t strides[VG_NBUFS] = { 0 };
 	struct replica *rp = &m->rep[r];
 	struct vtpu_bo *bufs[VG_NBUFS] = {
@@ -1592,6 +1772,37 @@ static int replica_allreduce(struct vtpu_model *m, uint32_t r, int in_fence,
 	return ret;
 }
 
+/*
+ * Across ranks, after the local all-reduce: replica 0's gradients (this
+ * rank's sum) summed over the ranks in rank order and copied into the
+ * other local replicas' (their sums are replica 0's already), and every
+ * global replica's loss and correct count of the step gathered.
+ */
+static int dist_exchange(struct vtpu_model *m, char *why, size_t whylen)
+{
+	uint64_t off = m->rep[0].grad.grads_offset;
+	uint64_t count = m->g->nparam_floats;
+	uint8_t *g0 = (uint8_t *)m->rep[0].work.map + off;
+	uint32_t r;
+	int ret;
+
+	for (r = 0; r < m->nrep; r++) {
+		const uint8_t *met = m->rep[r].metrics.map;
+
+		memcpy(&m->dmine[2 * r], met + VG_METRIC_LOSS, 4);
+		memcpy(&m->dmine[2 * r + 1], met + VG_METRIC_CORRECT, 4);
+	}
+	ret = vd_allreduce((float *)g0, count, m->dmine, m->dmet, m->nrep * 8,
+			   ++m->dstep, why, whylen);
+	if (ret) {
+		m->dfail = true;
+		return ret;
+	}
+	for (r = 1; r < m->nrep; r++)
+		memcpy((uint8_t *)m->rep[r].work.map + off, g0, count * 4);
+	return 0;
+}
+
 /* One stage of replica @r's step in the pool, unless one failed before. */
 static void pool_stage(struct rep_pool *pl, uint32_t r, int stage)
 {
@@ -1616,10 +1827,25 @@ static void pool_stage(struct rep_pool *pl, uint32_t r, int stage)
 /* Replica @r's whole step: gradients, all-reduce, update. */
 static void pool_replica_step(struct rep_pool *pl, uint32_t r)
 {
+	struct vtpu_model *m = pl->m;
+	int ret;
+
 	pool_stage(pl, r, 0);
 	pthread_barrier_wait(&pl->bar);
 	pool_stage(pl, r, 1);
 	pthread_barrier_wait(&pl->bar);
+	if (m->dsize > 1) {
+		/* replica 0's thread, the caller's, talks to the other ranks */
+		if (!r && !__atomic_load_n(&pl->failed, __ATOMIC_RELAXED)) {
+			ret = dist_exchange(m, pl->why, POOL_WHY);
+			if (ret) {
+				pl->ret[0] = ret;
+				__atomic_store_n(&pl->failed, 1,
+						 __ATOMIC_RELAXED);
+			}
+		}
+		pthread_barrier_wait(&pl->bar);
+	}
 	pool_stage(pl, r, 2);
 }
 
@@ -1789,6 +2015,12 @@ static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
 	if (in >= 0)
 		close(in);
 	in = -1;
+	if (!ret && m->dsize > 1) {
+		/* the host sums across ranks: everything before it done */
+		ret = wait_fences(m, a);
+		w = wait_fences(m, g);
+		ret = ret ?: w ?: dist_exchange(m, why, whylen);
+	}
 	if (!ret)
 		ret = vg_fence_merge(a, m->nrep, &in);
 	if (!ret)
@@ -1821,6 +2053,7 @@ static int run_replicated(struct vtpu_model *m, struct pass *p, size_t isz)
 	ret = replicas_deal(m, p, isz);
 	if (ret)
 		return ret;
+	m->dfail = false;
 	for (s = 0; s < p->steps; s++) {
 		ret = replicas_step(m, s, isz, why, sizeof(why));
 		if (ret)
@@ -1828,11 +2061,16 @@ static int run_replicated(struct vtpu_model *m, struct pass *p, size_t isz)
 		/* each replica's loss is its part of the global batch's mean */
 		loss = 0;
 		correct = 0;
-		for (r = 0; r < m->nrep; r++) {
-			memcpy(&l, (uint8_t *)m->rep[r].metrics.map +
-					   VG_METRIC_LOSS, 4);
-			memcpy(&c, (uint8_t *)m->rep[r].metrics.map +
-					   VG_METRIC_CORRECT, 4);
+		for (r = 0; r < global_reps(m); r++) {
+			if (m->dsize > 1) {
+				memcpy(&l, &m->dmet[2 * r], 4);
+				c = m->dmet[2 * r + 1];
+			} else {
+				memcpy(&l, (uint8_t *)m->rep[r].metrics.map +
+						   VG_METRIC_LOSS, 4);
+				memcpy(&c, (uint8_t *)m->rep[r].metrics.map +
+						   VG_METRIC_CORRECT, 4);
+			}
 			loss += l;
 			correct += c;
 		}
@@ -1840,6 +2078,8 @@ static int run_replicated(struct vtpu_model *m, struct pass *p, size_t isz)
 		memcpy(met + VG_METRIC_CORRECT, &correct, 4);
 		collect(p, met, s, s + 1, sizeof(met), m->batch);
 	}
+	if (ret && m->dfail)
+		return fail(m, ret, "%s", why);	/* names the rank and step */
 	if (ret)
 		return pass_failed(m, p, ret, why);
 	return 0;
@@ -3493,6 +3733,33 @@ static int fit_streamed(struct vtpu_model *m, struct feed *f,
 	return ret;
 }
 
+/*
+ * Across ranks, at fit()'s start: every rank trains on as many examples
+ * of one size for as many epochs (so they run as many steps), from rank
+ * 0's weights and optimizer state.
+ */
+static int dist_fit_start(struct vtpu_model *m, const struct feed *f,
+			  const struct vtpu_fit_opts *opts)
+{
+	static const char *const names[] = {
+		"training examples", "bytes per example", "epochs",
+		"augmentation (flip, shift)", "steps per epoch at most",
+		"no shuffling",
+	};
+	uint64_t v[] = {
+		f->n, f->isz, opts->epochs ?: 1,
+		f->aug ? (uint64_t)f->aug->flip << 32 | f->aug->shift : 0,
+		FIT_OPT(opts, max_steps, 0), opts->no_shuffle,
+	};
+	char err[sizeof(m->err)];
+	int ret;
+
+	ret = vd_agree(v, 6, names, "training set", err, sizeof(err)) ?:
+	      vd_bcast(m->state.map, m->sl.bytes,
+		       "the broadcast of rank 0's weights", err, sizeof(err));
+	return ret ? fail(m, ret, "%s", err) : 0;
+}
+
 /* Would @bytes more fit the device's memory, with @s freed first? */
 static bool fits(struct vtpu_model *m, uint64_t bytes, const struct devset *s)
 {
@@ -3538,6 +3805,11 @@ int vtpu_model_fit(struct vtpu_model *m, const struct vtpu_dataset *train,
 		return fail(m, -ENOSPC,
 			    "replicas: the training set does not fit in %s's memory (streaming is not supported yet)",
 			    m->rt.name);
+	if (m->dsize > 1) {
+		ret = dist_fit_start(m, &f, opts);
+		if (ret)
+			return ret;
+	}
 	replicas_sync(m);
 	if (FIT_OPT(opts, stream, false) ||
 	    (m->train.n != train->n && !fits(m, need, &m->train))) {

@@ -45,6 +45,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,15 +380,38 @@ static int translate_data(struct vtpu_runner *r, uint32_t n)
 
 /* Each timed call trains this many steps. */
 #define STEPS_PER_CALL 4
+/* --dist: each call is a fit() of this many steps (its start broadcasts) */
+#define DIST_STEPS_PER_CALL 16
 
 /*
  * @device's backend, or with @ndevs > 1 data-parallel replicas on
  * @devs[0..ndevs) (vtpu_model_compile_replicated(), @batch the global one).
  */
+static int vtpu_runner_init_n(struct vtpu_runner *r,
+			      const struct model_def *md, uint32_t batch,
+			      const char *device, int gemm, int threads,
+			      const char *const *devs, uint32_t ndevs,
+			      uint32_t steps, bool dist);
+
 static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 			    uint32_t batch, const char *device, int gemm,
 			    int threads, const char *const *devs,
 			    uint32_t ndevs)
+{
+	return vtpu_runner_init_n(r, md, batch, device, gemm, threads, devs,
+				  ndevs, STEPS_PER_CALL, false);
+}
+
+/*
+ * As vtpu_runner_init(), @steps steps per call, and with @dist the model
+ * spans the MPI job's ranks (vtpu_model_compile_distributed(), @devs
+ * this rank's replicas).
+ */
+static int vtpu_runner_init_n(struct vtpu_runner *r,
+			      const struct model_def *md, uint32_t batch,
+			      const char *device, int gemm, int threads,
+			      const char *const *devs, uint32_t ndevs,
+			      uint32_t steps, bool dist)
 {
 	VTPU_COMPILE_OPTS(co, .device = device, .cpu_gemm = gemm,
 			  .threads = threads, .batch = batch, .seed = 1);
@@ -409,7 +433,7 @@ static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 		}
 		return 0;
 	}
-	r->ds.n = batch * STEPS_PER_CALL;
+	r->ds.n = batch * steps;
 	r->ds.height = md->h;
 	r->ds.width = md->w;
 	r->ds.channels = md->c;
@@ -432,7 +456,8 @@ static int vtpu_runner_init(struct vtpu_runner *r, const struct model_def *md,
 	}
 	r->fo.sz = sizeof(r->fo);
 	r->fo.epochs = 1;
-	if (ndevs > 1 ? vtpu_model_compile_replicated(r->m, devs, ndevs, &co) :
+	if (dist ? vtpu_model_compile_distributed(r->m, devs, ndevs, &co) :
+	    ndevs > 1 ? vtpu_model_compile_replicated(r->m, devs, ndevs, &co) :
 			vtpu_model_compile(r->m, &co)) {
 		fprintf(stderr, "vtpu-bench: %s on %s%s: %s\n", md->name,
 			ndevs > 1 ? "replicas of " : "",
@@ -674,6 +699,7 @@ static void usage(int status)
 	fprintf(status ? stderr : stdout,
 		"usage: vtpu-bench train %s [--models LIST] [--batches LIST] [--no-pytorch]\n"
 		"                        [--replicas N [--devices LIST|all]]\n"
+		"       mpirun -np R vtpu-bench train --dist [--turn CALLS] ...\n"
 		"  LIST: comma-separated (models: mnist,fashion_mnist,cifar10,\n"
 		"  lenet5,mlp_wide,vgg64,resnet64,xception64,translate,\n"
 		"  translate-decode, default all;\n"
@@ -686,7 +712,11 @@ static void usage(int status)
 		"  VTPU_BENCH_PYTORCH_TIMEOUT (seconds to import torch, default 120)\n"
 		"  --replicas N: N data-parallel replicas (cpu backends of threads/N\n"
 		"  workers each, or --devices LIST) against one backend with all the\n"
-		"  threads, the same global batch: steps/s of both, the efficiency\n",
+		"  threads, the same global batch: steps/s of both, the efficiency\n"
+		"  --dist (under mpirun -np R): R ranks of --threads T workers, one\n"
+		"  replica each, against one process of R x T workers, the same\n"
+		"  global batch, taking turns of CALLS fits of 16 steps (default 8):\n"
+		"  steps/s of both, the efficiency and the reps' range (rank 0)\n",
 		BENCH_OPTS_USAGE);
 	exit(status);
 }
@@ -988,6 +1018,156 @@ static int bench_replicas(const struct bench_opts *o, const char *model_list,
 	return ret ? 1 : 0;
 }
 
+/* Seconds for @calls calls of @r's fit(); a negative errno if one fails. */
+static double time_calls(struct vtpu_runner *r, int calls)
+{
+	double t0 = bench_now();
+	int i, ret;
+
+	for (i = 0; i < calls; i++) {
+		ret = run_vtpu(r);
+		if (ret)
+			return ret;
+	}
+	return bench_now() - t0;
+}
+
+/*
+ * --dist (under mpirun -np R): per model and batch, the job's R ranks of
+ * --threads T workers each (one replica per rank,
+ * vtpu_model_compile_distributed()) against one process, rank 0, with
+ * R x T workers, at the same global batch. They take turns, rep by rep:
+ * rank 0 trains alone (the other ranks wait in the first step of their
+ * next turn, polling, nearly idle), then all ranks together; each turn is
+ * @calls fits of DIST_STEPS_PER_CALL steps. Rank 0 prints steps/s of both,
+ * the efficiency (their ratio, the median of the reps') and the range of
+ * the reps' ratios; the other ranks print nothing.
+ */
+static int bench_dist(const struct bench_opts *o, const char *model_list,
+		      const char *batch_list, int calls)
+{
+	static const char *const cpu[] = { "cpu" };
+	int rank = vtpu_dist_rank(), ranks = vtpu_dist_size();
+	cpu_set_t cpus;
+	double *t1, *tn, *ratio, one, all;
+	struct vtpu_runner vr[2];
+	char *list, *tok, *save;
+	int ret = 0, k;
+	size_t mi;
+
+	if (ranks < 2) {
+		fprintf(stderr, "vtpu-bench: --dist: run it under mpirun -np N (N >= 2)%s\n",
+			vtpu_dist_available() ? "" :
+			"; this libvtpu was built without MPI");
+		return 2;
+	}
+	if (!rank && !sched_getaffinity(0, sizeof(cpus), &cpus) &&
+	    CPU_COUNT(&cpus) < ranks * o->threads)
+		fprintf(stderr, "vtpu-bench: --dist: rank 0 may run on %d CPU(s), fewer than the one process's %d threads (mpirun binds each rank to a core): run mpirun --bind-to none for a fair comparison\n",
+			CPU_COUNT(&cpus), ranks * o->threads);
+	t1 = calloc(3 * (size_t)o->reps, sizeof(*t1));
+	if (!t1)
+		return 1;
+	tn = t1 + o->reps;
+	ratio = tn + o->reps;
+	if (!rank && o->json)
+		printf("{\"bench\":\"dist\",\"header\":true,\"ranks\":%d,"
+		       "\"threads_per_rank\":%d,\"threads_one\":%d,"
+		       "\"steps_per_turn\":%d,\"reps\":%d}\n",
+		       ranks, o->threads, ranks * o->threads,
+		       calls * DIST_STEPS_PER_CALL, o->reps);
+	else if (!rank) {
+		printf("# vtpu-bench train --dist: %d MPI ranks of %d thread(s) against 1 process of %d, the same global batch, %d steps a turn, median of %d\n",
+		       ranks, o->threads, ranks * o->threads,
+		       calls * DIST_STEPS_PER_CALL, o->reps);
+		printf("%-14s %6s %6s %10s %10s %10s  %s\n", "model", "batch",
+		       "ranks", "steps/s 1", "steps/s R", "efficiency",
+		       "reps' range");
+	}
+	fflush(stdout);
+	for (mi = 0; mi < sizeof(models) / sizeof(models[0]) && !ret; mi++) {
+		const struct model_def *md = &models[mi];
+
+		if (!listed(model_list, md->name) || !md->build)
+			continue;
+		list = strdup(batch_list);
+		for (tok = strtok_r(list, ",", &save); tok && !ret;
+		     tok = strtok_r(NULL, ",", &save)) {
+			uint32_t batch = (uint32_t)atoi(tok);
+
+			if (batch % (uint32_t)ranks) {
+				if (!rank)
+					fprintf(stderr, "vtpu-bench: %s: a global batch of %u does not split between %d ranks: left out\n",
+						md->name, batch, ranks);
+				continue;
+			}
+			memset(vr, 0, sizeof(vr));
+			if (!rank)
+				ret = vtpu_runner_init_n(&vr[0], md, batch,
+							 "cpu",
+							 VTPU_CPU_GEMM_ENGINE,
+							 ranks * o->threads,
+							 NULL, 0,
+							 DIST_STEPS_PER_CALL,
+							 false);
+			/* every rank compiles: the ranks compare models */
+			ret = vtpu_runner_init_n(&vr[1], md, batch, "cpu",
+						 VTPU_CPU_GEMM_ENGINE,
+						 o->threads, cpu, 1,
+						 DIST_STEPS_PER_CALL, true) ?:
+			      ret;
+			/* a warm-up turn of each */
+			if (!ret && !rank)
+				ret = time_calls(&vr[0], 1) < 0;
+			if (!ret)
+				ret = time_calls(&vr[1], 1) < 0;
+			for (k = 0; !ret && k < o->reps; k++) {
+				t1[k] = rank ? 1 : time_calls(&vr[0], calls);
+				tn[k] = time_calls(&vr[1], calls);
+				ret = t1[k] < 0 || tn[k] < 0;
+				ratio[k] = tn[k] > 0 ? t1[k] / tn[k] : 0;
+			}
+			if (ret)
+				fprintf(stderr, "vtpu-bench: %s %u: %s\n",
+					md->name, batch,
+					vtpu_model_error(vr[1].m ? vr[1].m :
+							 vr[0].m));
+			if (!ret && !rank) {
+				double lo = ratio[0], hi = ratio[0], eff;
+
+				for (k = 1; k < o->reps; k++) {
+					lo = ratio[k] < lo ? ratio[k] : lo;
+					hi = ratio[k] > hi ? ratio[k] : hi;
+				}
+				one = calls * DIST_STEPS_PER_CALL /
+				      bench_median(t1, o->reps);
+				all = calls * DIST_STEPS_PER_CALL /
+				      bench_median(tn, o->reps);
+				eff = bench_median(ratio, o->reps);
+				if (o->json)
+					printf("{\"bench\":\"dist\",\"model\":\"%s\",\"batch\":%u,"
+					       "\"ranks\":%d,\"steps_per_s_one\":%.3f,"
+					       "\"steps_per_s_ranks\":%.3f,"
+					       "\"efficiency\":%.3f,\"efficiency_min\":%.3f,"
+					       "\"efficiency_max\":%.3f}\n",
+					       md->name, batch, ranks, one, all,
+					       eff, lo, hi);
+				else
+					printf("%-14s %6u %6d %10.2f %10.2f %9.3fx  %.3f-%.3fx\n",
+					       md->name, batch, ranks, one, all,
+					       eff, lo, hi);
+			}
+			if (vr[0].m)
+				vtpu_runner_fini(&vr[0]);
+			vtpu_runner_fini(&vr[1]);
+			fflush(stdout);
+		}
+		free(list);
+	}
+	free(t1);
+	return ret ? 1 : 0;
+}
+
 int bench_train(int argc, char **argv)
 {
 	const char *model_list = "mnist,fashion_mnist,cifar10,lenet5,mlp_wide,"
@@ -1003,7 +1183,7 @@ int bench_train(int argc, char **argv)
 	const char *names[MAX_BACKENDS];
 	struct bench_opts o;
 	struct bench_peak pk;
-	int use_torch = 1, ntorch = 0, i, n, ret = 0;
+	int use_torch = 1, ntorch = 0, i, n, ret = 0, dist = 0, turn = 8;
 	size_t mi;
 	char *list, *tok, *save;
 	double *rates;
@@ -1026,10 +1206,26 @@ int bench_train(int argc, char **argv)
 			nrep = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--devices") && i + 1 < argc)
 			dev_list = argv[++i];
+		else if (!strcmp(argv[i], "--dist"))
+			dist = 1;
+		else if (!strcmp(argv[i], "--turn") && i + 1 < argc)
+			turn = atoi(argv[++i]);
 		else
 			usage(strcmp(argv[i], "--help") ? 2 : 0);
 	}
 	bench_opts_done(&o);
+	if (dist) {
+		if (vtpu_dist_init(NULL, NULL))
+			return 1;
+		if (vtpu_dist_rank() && !freopen("/dev/null", "w", stdout))
+			return 1;
+		ret = bench_dist(&o, model_list, batch_list,
+				 turn > 0 ? turn : 8);
+		if (ret)
+			vtpu_dist_abort(ret);
+		vtpu_dist_finalize();
+		return ret;
+	}
 	if (dev_list && !nrep)
 		nrep = 1;	/* as many as listed */
 	if (nrep) {

@@ -663,6 +663,105 @@ VTPU_API int vtpu_model_get_replica_weights(struct vtpu_model *m,
 					    float *out, uint64_t count);
 
 /**
+ * vtpu_dist_init() - join the job of processes that mpirun started
+ * @argc, @argv: main()'s, for MPI_Init_thread() (may be NULL)
+ *
+ * Under mpirun (or another launcher that says there are several ranks),
+ * initialises MPI (MPI_THREAD_FUNNELED: libvtpu calls MPI from the
+ * thread that calls fit()) unless the program did, and records this
+ * process's rank and the job's size; a single process is rank 0 of 1 and
+ * nothing is initialised. Call it before anything else reads @argv.
+ * Test hook, documented for the selftests only: VTPU_DIST_TEST_HANG=R:S
+ * makes rank R stop answering in the gradient all-reduce of step S.
+ *
+ * Return: 0, -EOPNOTSUPP (several ranks, but libvtpu was built without
+ * MPI; said on stderr) or -EIO.
+ */
+VTPU_API int vtpu_dist_init(int *argc, char ***argv);
+
+/**
+ * vtpu_dist_available() - 1 if libvtpu was built with MPI, else 0
+ */
+VTPU_API int vtpu_dist_available(void);
+
+/**
+ * vtpu_dist_rank() - this process's rank (0 without vtpu_dist_init())
+ */
+VTPU_API int vtpu_dist_rank(void);
+
+/**
+ * vtpu_dist_size() - the job's ranks (1 without vtpu_dist_init())
+ */
+VTPU_API int vtpu_dist_size(void);
+
+/**
+ * vtpu_dist_set_timeout() - how long a rank waits for the others
+ * @seconds: above 0 (default: the environment's VTPU_DIST_TIMEOUT, else
+ *           120)
+ *
+ * Every exchange between ranks (the model check, the weights' broadcast,
+ * each step's all-reduce) fails with -ETIMEDOUT and a message naming it
+ * and the step ("rank 0 of 2: no answer from the other ranks for 120 s in
+ * the gradient all-reduce of step 37; is a rank dead?") when the others
+ * do not answer for that long, instead of waiting forever.
+ * Return: 0 or -EINVAL.
+ */
+VTPU_API int vtpu_dist_set_timeout(double seconds);
+
+/**
+ * vtpu_dist_finalize() - leave the job (MPI_Finalize() if
+ * vtpu_dist_init() initialised MPI); after an exchange that timed out or
+ * failed, aborts the whole job instead (MPI_Abort(), status 1), as the
+ * other ranks may never answer.
+ * Return: 0 or -EIO.
+ */
+VTPU_API int vtpu_dist_finalize(void);
+
+/**
+ * vtpu_dist_abort() - end every rank of the job with @status
+ * (MPI_Abort()); a single process exits with @status.
+ */
+VTPU_API void vtpu_dist_abort(int status);
+
+/**
+ * vtpu_model_compile_distributed() - data-parallel training across the
+ * ranks of an MPI job, each with @n local replicas
+ * @devices: this rank's devices, as vtpu_model_compile_replicated()
+ * @n: local replicas, the same on every rank
+ * @opts: as vtpu_model_compile_replicated(); @opts->batch is the global
+ *        batch of the whole job, which must split evenly between the
+ *        vtpu_dist_size() x @n replicas
+ *
+ * vtpu_model_compile_replicated() across machines (Keras'
+ * MultiWorkerMirroredStrategy): global replica g = rank x @n + l trains on
+ * the g-th share of each global batch; every rank runs the same shuffled
+ * order (the same seed) and deals itself its shares, so each loads the
+ * whole training set and the dataset is sharded by rank step by step.
+ * Each step the ranks' local sums of the gradients (their replica 0's)
+ * are summed across the ranks in rank order, every rank summing a slice
+ * (docs/architecture.md, "Data parallelism"), so the bits do not depend
+ * on timing; with one replica per rank the result is bitwise that of
+ * vtpu_model_compile_replicated() on as many cpu backends in one process.
+ * fit() starts from rank 0's weights and optimizer state (broadcast),
+ * checks that every rank trains on as many examples, and reports the
+ * global batch's loss and accuracy on every rank. evaluate() and predict()
+ * run on each rank alone. Before compiling anything the ranks compare
+ * their models (layers, shapes, parameters, optimizer, global batch, local
+ * replicas, SIMD level, input scaling, seed) and every rank refuses a
+ * difference. Without vtpu_dist_init() (one rank), the same as
+ * vtpu_model_compile_replicated().
+ *
+ * Return: 0 or -errno (see vtpu_model_error()): as
+ * vtpu_model_compile_replicated(); -EINVAL when the ranks' models differ
+ * (naming the rank and what differs), -ETIMEDOUT when a rank does not
+ * answer (vtpu_dist_set_timeout()).
+ */
+VTPU_API int vtpu_model_compile_distributed(struct vtpu_model *m,
+					    const char *const *devices,
+					    uint32_t n,
+					    const struct vtpu_compile_opts *opts);
+
+/**
  * vtpu_model_set_learning_rate() - a compiled model's learning rate from
  * the next step on. The compiled training programs are changed in place:
  * no recompilation, and the optimizer's state (moments, step count) is

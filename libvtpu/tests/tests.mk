@@ -13,7 +13,7 @@ TEST_OPS := $(addprefix $(BIN)/test_ops_,batchnorm conv elementwise seq \
 	softmax train validate)
 HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model \
 	test_seq_model test_beam test_text test_imagefolder test_stream \
-	test_strategy) \
+	test_strategy test_dist) \
 	$(TEST_OPS)
 
 # test_data reads the real datasets beside the checkout; test_imagefolder

@@ -151,3 +151,31 @@ def test_strategy_defaults():
         model = compile_(mlp())
     model.fit(*quadrants(64, 3), batch_size=32, epochs=1, verbose=0)
     assert model._c.num_replicas() == 1
+
+
+def test_multi_worker_alone_is_one_replica(data):
+    """Not under mpirun: one worker, its one cpu replica the plain model's
+    bits (libvtpu's vtpu_model_compile_distributed() with one rank is
+    vtpu_model_compile_replicated()); under mpirun -np 2,
+    selftests/vtpu/test-mpi checks two workers against two replicas."""
+    strategy = distribute.MultiWorkerMirroredStrategy()
+    assert (strategy.worker_index, strategy.num_workers) == (0, 1)
+    assert strategy.devices == ("cpu",)
+    assert strategy.num_replicas_in_sync == 1
+    with strategy.scope():
+        model = compile_(mlp())
+    (x, y), _ = data
+    hist = model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0)
+    assert model._c.num_replicas() == 1
+    one, ref = train(data, device="cpu")
+    assert hist.history["loss"] == ref
+    for wa, wb in zip(model.get_weights(), one.get_weights()):
+        assert np.array_equal(wa, wb)
+
+
+def test_multi_worker_refuses_a_cluster_resolver():
+    with pytest.raises(ValueError, match="the MPI job's ranks"):
+        distribute.MultiWorkerMirroredStrategy(cluster_resolver=object())
+    with pytest.raises(ValueError, match="named twice"):
+        distribute.MultiWorkerMirroredStrategy(
+            devices=["/dev/vtpu0", "/dev/vtpu0"])

@@ -121,6 +121,10 @@ class CModel:
         self.check(lib.vtpu_model_compile_replicated(self.p, devices, n, co),
                    "compile")
 
+    def compile_distributed(self, devices, n, co):
+        self.check(lib.vtpu_model_compile_distributed(self.p, devices, n,
+                                                       co), "compile")
+
     def num_replicas(self):
         return lib.vtpu_model_num_replicas(self.p)
 

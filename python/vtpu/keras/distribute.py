@@ -13,12 +13,18 @@ device, each training on its share of the global batch, the gradients
 summed across the replicas (in a fixed order) before one identical
 update. evaluate, predict and the weights use replica 0 with the whole
 batch. docs/python.md, "Data parallelism".
+
+MultiWorkerMirroredStrategy does the same across the processes of an MPI
+job (`mpirun -np 2 python3 train.py`; libvtpu's
+vtpu_model_compile_distributed()).
 """
+import atexit
 import contextlib
 import glob
 import re
 
-__all__ = ["MirroredStrategy", "TPUStrategy", "get_strategy", "has_strategy"]
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "TPUStrategy",
+           "get_strategy", "has_strategy"]
 
 MAX_REPLICAS = 64
 
@@ -126,6 +132,51 @@ class TPUStrategy(MirroredStrategy):
                              "supported: the devices are this machine's "
                              "/dev/vtpuN" % (tpu_cluster_resolver,))
         super().__init__(devices=devices, **kw)
+
+
+class MultiWorkerMirroredStrategy(MirroredStrategy):
+    """Synchronous data parallelism across the processes (workers) of an
+    MPI job, each with its local replicas on @devices (default one cpu
+    backend): tf.distribute.MultiWorkerMirroredStrategy's idiom over Open
+    MPI. Run the script under mpirun (`mpirun -np 2 python3 train.py`);
+    alone it is one worker. The global batch is split between every
+    worker's replicas; each worker must build the same model and fit the
+    same data (libvtpu checks and refuses a difference on every worker);
+    the gradients are summed across the workers in a fixed order, so the
+    workers' weights stay equal. Print and save from worker 0
+    (`strategy.worker_index == 0`). Raises RuntimeError when libvtpu was
+    built without MPI and the script runs as several workers.
+    """
+
+    def __init__(self, devices=None, threads_per_replica=None,
+                 cluster_resolver=None, communication_options=None):
+        from .._ffi import ffi, lib
+
+        if cluster_resolver is not None or communication_options is not None:
+            raise ValueError("MultiWorkerMirroredStrategy: the workers are "
+                             "the MPI job's ranks (mpirun): no "
+                             "cluster_resolver or communication_options")
+        super().__init__(devices=["cpu"] if devices is None else devices,
+                         threads_per_replica=threads_per_replica)
+        if lib.vtpu_dist_init(ffi.NULL, ffi.NULL):
+            raise RuntimeError("MultiWorkerMirroredStrategy: cannot join "
+                               "the MPI job (is libvtpu built with MPI?)")
+        if not _dist_exit:
+            _dist_exit.append(atexit.register(lib.vtpu_dist_finalize))
+        self.worker_index = lib.vtpu_dist_rank()
+        self.num_workers = lib.vtpu_dist_size()
+        self.distributed = True
+
+    @property
+    def num_replicas_in_sync(self):
+        return self.num_workers * len(self._devices)
+
+    def __repr__(self):
+        return ("MultiWorkerMirroredStrategy(devices=%r, worker %d of %d)"
+                % (self._devices, self.worker_index, self.num_workers))
+
+
+_dist_exit = []
 
 
 def has_strategy():

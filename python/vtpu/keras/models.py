@@ -460,7 +460,10 @@ class Model:
             devs = [ffi.new("char[]", d.encode()) for d in devices]
             arr = ffi.new("char *[]", devs)
             cm.keep.extend(devs + [arr])
-            cm.compile_replicated(arr, len(devices), co)
+            if getattr(cfg, "distributed", False):
+                cm.compile_distributed(arr, len(devices), co)
+            else:
+                cm.compile_replicated(arr, len(devices), co)
         else:
             cm.compile(co)
 
@@ -609,6 +612,8 @@ class Model:
             devices = list(strategy.devices)
             if threads is None:
                 threads = strategy.threads_per_replica
+        distributed = (devices is not None and strategy is not None and
+                       getattr(strategy, "distributed", False))
         if devices is not None:
             device = devices[0]
             ncpu = devices.count("cpu")
@@ -616,7 +621,7 @@ class Model:
                 # the CPUs shared out between the cpu replicas, which run
                 # at once: not one worker per CPU each
                 threads = max(1, len(os.sched_getaffinity(0)) // ncpu)
-            if len(devices) == 1:
+            if len(devices) == 1 and not distributed:
                 devices = None
         if device is None:
             device = default_device()
@@ -642,6 +647,7 @@ class Model:
         cfg.ignore_class = getattr(loss, "ignore_class", None)
         cfg.fold_batch_norm = bool(fold_batch_norm)
         cfg.devices = devices
+        cfg.distributed = distributed
         if cpu_mem_cap is not None:
             cfg.cpu_mem_cap = check_int(cpu_mem_cap, "cpu_mem_cap", 1,
                                         2**64 - 1, where="compile: ")
