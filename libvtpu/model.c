@@ -2038,9 +2038,53 @@ static int replicas_step(struct vtpu_model *m, uint32_t s, size_t isz,
 }
 
 /*
+ * The last partial global batch, @p->rem examples: replica 0 trains on
+ * them as one device would (the model's own program for that batch, its
+ * loss the mean over the rem examples, the step's update), and the other
+ * replicas take its state. Every rank does the same: the same weights,
+ * the same examples (every rank holds the epoch's whole order) and seed,
+ * the same engine, so the same bits without an exchange. One device's
+ * fit trains on the remainder too, so the replicas' epoch is the same
+ * examples as one device's (they differed by the remainder before).
+ */
+static int replicas_remainder(struct vtpu_model *m, struct pass *p,
+			      char *why, size_t whylen)
+{
+	uint64_t strides[VG_NBUFS] = { 0 };
+	struct vtpu_bo *bufs[VG_NBUFS];
+	struct prog_entry *part;
+	int fence = -1, ret;
+
+	part = get_prog(m, VG_PROG_TRAIN, p->rem, NULL, &ret);
+	if (!part)
+		return ret;
+	ret = ensure_metrics(m, part->prog.metrics_stride);
+	if (ret)
+		return ret;
+	bufs[VG_BUF_STATE] = &m->state;
+	bufs[VG_BUF_WORK] = &part->work;
+	bufs[VG_BUF_IMAGES] = &m->train.images;
+	bufs[VG_BUF_LABELS] = &m->train.labels;
+	bufs[VG_BUF_METRICS] = &m->metrics;
+	/* one iteration numbered 1 whose strides point past the full steps */
+	strides[VG_BUF_IMAGES] = p->in_stride * p->steps;
+	strides[VG_BUF_LABELS] = p->lab_stride * p->steps;
+	ret = vg_run(&m->rt, &part->prog, bufs, strides, 1, 1, &fence, why,
+		     whylen);
+	if (!ret)
+		ret = vg_wait(&m->rt, fence);
+	if (ret)
+		return ret;
+	collect(p, metrics_at(m, 0, 0), p->steps, p->steps + 1, 0, p->rem);
+	replicas_sync(m);
+	return 0;
+}
+
+/*
  * A training pass of a replicated model, step by step: every replica's
  * forward and backward pass on its share, the all-reduce, every
- * replica's optimizer step. A last partial global batch is left out.
+ * replica's optimizer step; then the last partial global batch, if any,
+ * on replica 0 (replicas_remainder()).
  */
 static int run_replicated(struct vtpu_model *m, struct pass *p, size_t isz)
 {
@@ -2078,6 +2122,8 @@ static int run_replicated(struct vtpu_model *m, struct pass *p, size_t isz)
 		memcpy(met + VG_METRIC_CORRECT, &correct, 4);
 		collect(p, met, s, s + 1, sizeof(met), m->batch);
 	}
+	if (!ret && p->rem)
+		ret = replicas_remainder(m, p, why, sizeof(why));
 	if (ret && m->dfail)
 		return fail(m, ret, "%s", why);	/* names the rank and step */
 	if (ret)
@@ -2188,8 +2234,6 @@ static void pass_init(struct vtpu_model *m, struct pass *p,
 	p->lab_stride = (uint64_t)m->batch * 4;
 	p->steps = n / m->batch;
 	p->rem = n % m->batch;
-	if (kind == VG_PROG_TRAIN && m->rep)
-		p->rem = 0; /* replicas: whole global batches only */
 	if (max_steps && p->steps + !!p->rem > max_steps) {
 		p->steps = max_steps;
 		p->rem = 0;

@@ -629,8 +629,9 @@ VTPU_API int vtpu_model_fit_stream(struct vtpu_model *m,
  * a step are ordered by fences, the host waits once per step
  * (docs/architecture.md, "Data parallelism"); with every replica a cpu
  * backend, each replica's step runs on a thread of its own (replica 0 on
- * the caller's), all at once, with @opts->threads workers each. A last
- * partial global batch is left out of each epoch; streamed input and
+ * the caller's), all at once, with @opts->threads workers each. An
+ * epoch's last partial global batch trains on replica 0 alone, as on one
+ * device, and the other replicas take its state; streamed input and
  * models of token inputs are refused.
  * evaluate(), predict(), get_weights(), save() and load() use replica 0
  * (the model's own state, on @devices[0]) with the whole batch; weights
