@@ -203,6 +203,8 @@ struct vtpu_engine_reduce {
 	float *y;
 	u32 tblock;		/* columns (COLS) or rows (ROWS) per tile */
 	u32 sblock;		/* rows (COLS) or columns (ROWS) per step */
+	u32 groups;		/* COLS: groups of rows (1: none) */
+	u32 gsteps;		/* COLS in groups: steps of sblock rows each */
 };
 
 /* ARGMAX: a tile owns tblock rows, a step sblock columns of them */
