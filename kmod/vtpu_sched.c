@@ -135,8 +135,11 @@ static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
 	}
 }
 
-/* Publish @grp to the workers, help run it, and wait until it is done. */
-static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
+/*
+ * Publish the tiles of @grp's current phase to the workers, help run
+ * them, and wait until they are done.
+ */
+static void vtpu_exec_phase(struct vtpu_device *vdev, struct vtpu_kjob *job,
 			    const struct vtpu_engine_group *grp)
 {
 	struct vtpu_exec *ex = &vdev->exec;
@@ -158,6 +161,23 @@ static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
 }
 
 /*
+ * Run @grp, one phase after the other: a phase's tiles may read what the
+ * earlier phases' tiles wrote (vtpu_engine_group_phase()).
+ */
+static void vtpu_exec_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
+			    struct vtpu_engine_group *grp)
+{
+	u32 p;
+
+	for (p = 0; p < grp->nphases; p++) {
+		if (p && READ_ONCE(job->abort))
+			break;
+		vtpu_engine_group_phase(grp, p);
+		vtpu_exec_phase(vdev, job, grp);
+	}
+}
+
+/*
  * Run the gathered group, the commands from number @first of iteration
  * @iter; Return: 0, or the -errno that stops the job.
  */
@@ -165,11 +185,12 @@ static int vtpu_sched_run_group(struct vtpu_device *vdev, struct vtpu_kjob *job,
 				u32 iter, u32 first, u64 *flops)
 {
 	struct vtpu_engine_group *grp = vdev->group;
+	u32 ntiles = grp->ntiles;	/* all phases' */
 	int err;
 
 	vtpu_exec_group(vdev, job, grp);
 	trace_vtpu_job_group(job, iter, first, grp->op[0].opcode, grp->nops,
-			     grp->ntiles);
+			     ntiles);
 	err = READ_ONCE(job->abort);
 	if (!err && time_after(jiffies, job->run_deadline))
 		err = -ETIMEDOUT;
@@ -356,12 +377,12 @@ int vtpu_sched_init(struct vtpu_device *vdev)
 	spin_lock_init(&vdev->exec.lock);
 	init_completion(&vdev->exec.done);
 
-	vdev->group = kzalloc(sizeof(*vdev->group), GFP_KERNEL);
+	vdev->group = kvzalloc(sizeof(*vdev->group), GFP_KERNEL);
 	if (!vdev->group)
 		return -ENOMEM;
 	vdev->dispatcher_scratch = vtpu_scratch_alloc();
 	if (!vdev->dispatcher_scratch) {
-		kfree(vdev->group);
+		kvfree(vdev->group);
 		return -ENOMEM;
 	}
 	/* the dispatcher is one of the cores */
@@ -405,7 +426,7 @@ err_stop_workers:
 	kfree(vdev->workers);
 err_free_scratch:
 	kvfree(vdev->dispatcher_scratch);
-	kfree(vdev->group);
+	kvfree(vdev->group);
 	return ret;
 }
 
@@ -421,6 +442,6 @@ void vtpu_sched_fini(struct vtpu_device *vdev)
 	}
 	kfree(vdev->workers);
 	kvfree(vdev->dispatcher_scratch);
-	kfree(vdev->group);
+	kvfree(vdev->group);
 	WARN_ON(!list_empty(&vdev->queues));
 }

@@ -158,8 +158,11 @@ static void *cpu_helper(void *arg)
 	return NULL;
 }
 
-/* Run a group's tiles on the caller and as many helpers as it can use. */
-static void cpu_run_group(struct vtpu_cpu *cpu,
+/*
+ * Run the tiles of a group's current phase on the caller and as many
+ * helpers as it can use.
+ */
+static void cpu_run_phase(struct vtpu_cpu *cpu,
 			  const struct vtpu_engine_group *grp)
 {
 	int helpers = cpu->nthreads - 1;
@@ -189,6 +192,17 @@ static void cpu_run_group(struct vtpu_cpu *cpu,
 		while (cpu->busy)
 			pthread_cond_wait(&cpu->idle, &cpu->lock);
 		pthread_mutex_unlock(&cpu->lock);
+	}
+}
+
+/* Run a group, one phase after the other (vtpu_engine_group_phase()). */
+static void cpu_run_group(struct vtpu_cpu *cpu, struct vtpu_engine_group *grp)
+{
+	u32 p;
+
+	for (p = 0; p < grp->nphases; p++) {
+		vtpu_engine_group_phase(grp, p);
+		cpu_run_phase(cpu, grp);
 	}
 }
 
@@ -327,7 +341,7 @@ int vtpu_cpu_simd(const struct vtpu_cpu *cpu)
 /* Run the gathered ops (a lone plain f32 GEMM through OpenBLAS if asked). */
 static void cpu_run_gathered(struct vtpu_cpu *cpu)
 {
-	const struct vtpu_engine_group *grp = cpu->group;
+	struct vtpu_engine_group *grp = cpu->group;
 	const struct vtpu_engine_op *op = &grp->op[0];
 
 	/* (cblas_sgemm knows only row-major matrices, not the panels) */

@@ -30,23 +30,6 @@ static inline double BN_FN(bn_sqrt)(double x)
 }
 
 /*
- * The end of the statistics: turn the sums of channel c (j in the tile)
- * into acc0 = mean and acc1 = inv_std, save them, update the moving ones.
- */
-static void BN_FN(bn_stats_done)(const struct vtpu_engine_bn *b, u32 c,
-				 double *m, double *v)
-{
-	double var = *v / b->rows, mom = b->momentum;
-	double inv = 1.0 / BN_FN(bn_sqrt)(var + b->eps);
-
-	b->stats[c] = (float)*m;
-	b->stats[b->channels + c] = (float)inv;
-	b->mmean[c] = (float)(b->mmean[c] * mom + *m * (1.0 - mom));
-	b->mvar[c] = (float)(b->mvar[c] * mom + var * (1.0 - mom));
-	*v = inv;
-}
-
-/*
  * The passes over rows [r0, r1) of BN_LANES channels (the including
  * file's choice: what the level's registers hold), whose sums stay in
  * registers from row to row (a constant trip count and local arrays: the
@@ -54,67 +37,34 @@ static void BN_FN(bn_stats_done)(const struct vtpu_engine_bn *b, u32 c,
  * order, as the loops of any width below. A tile runs its lanes one after
  * the other over the step's rows, which the first lane brought into the
  * cache.
+ *
+ * The forward's sums are of d = x - x[0] and d * d, x[0] the channel's
+ * value in row 0: one pass for the mean and the variance, and no
+ * cancellation between a large mean and a small variance as long as
+ * x[0] is not many deviations from the mean (ops_batchnorm.c).
  */
 
-static void BN_FN(bn_fwd_lanes)(const struct vtpu_engine_bn *b, u32 pass,
-			       u32 c0, u32 r0, u32 r1, double *acc0,
-			       double *acc1)
+static void BN_FN(bn_sums_lanes)(const struct vtpu_engine_bn *b, u32 c0,
+				u32 r0, u32 r1, double *acc0, double *acc1)
 {
 	const u64 cs = b->channels;
 	const float *x = b->x + (u64)r0 * cs + c0;
-	double s[BN_LANES], m[BN_LANES], g[BN_LANES], be[BN_LANES];
-	float *y = b->y + (u64)r0 * cs + c0;
-	u32 r, j;
-
-	for (j = 0; j < BN_LANES; j++) {
-		m[j] = acc0[j];
-		s[j] = acc1[j];
-		g[j] = b->gamma[c0 + j];
-		be[j] = b->beta[c0 + j];
-	}
-	if (pass == 0) {
-		for (r = r0; r < r1; r++, x += cs)
-			for (j = 0; j < BN_LANES; j++)
-				m[j] += x[j];
-		for (j = 0; j < BN_LANES; j++)
-			acc0[j] = m[j];
-	} else if (pass == 1) {
-		for (r = r0; r < r1; r++, x += cs)
-			for (j = 0; j < BN_LANES; j++) {
-				double d = x[j] - m[j];
-
-				s[j] += d * d;
-			}
-		for (j = 0; j < BN_LANES; j++)
-			acc1[j] = s[j];
-	} else {
-		for (r = r0; r < r1; r++, x += cs, y += cs)
-			for (j = 0; j < BN_LANES; j++)
-				y[j] = (float)((x[j] - m[j]) * s[j] * g[j] +
-					       be[j]);
-	}
-}
-
-static void BN_FN(bn_bwd_lanes)(const struct vtpu_engine_bn *b, u32 pass,
-			       u32 c0, u32 r0, u32 r1, double *acc0,
-			       double *acc1)
-{
-	const u64 cs = b->channels;
-	const float *x = b->x + (u64)r0 * cs + c0;
-	const float *dy = b->dy + (u64)r0 * cs + c0;
+	const float *dy = b->dy ? b->dy + (u64)r0 * cs + c0 : NULL;
 	double s0[BN_LANES], s1[BN_LANES], m[BN_LANES], iv[BN_LANES];
-	double g[BN_LANES];
-	float *dx = b->y + (u64)r0 * cs + c0;
 	u32 r, j;
 
 	for (j = 0; j < BN_LANES; j++) {
 		s0[j] = acc0[j];
 		s1[j] = acc1[j];
-		m[j] = b->stats[c0 + j];
-		iv[j] = b->stats[b->channels + c0 + j];
-		g[j] = b->gamma[c0 + j];
+		if (b->grad) {
+			m[j] = b->stats[c0 + j];
+			iv[j] = b->stats[b->channels + c0 + j];
+		} else {
+			m[j] = b->x[c0 + j];
+			iv[j] = 0.0;
+		}
 	}
-	if (!pass) {
+	if (b->grad) {
 		for (r = r0; r < r1; r++, x += cs, dy += cs)
 			for (j = 0; j < BN_LANES; j++) {
 				double xh = (x[j] - m[j]) * iv[j];
@@ -122,116 +72,133 @@ static void BN_FN(bn_bwd_lanes)(const struct vtpu_engine_bn *b, u32 pass,
 				s0[j] += dy[j];
 				s1[j] += dy[j] * xh;
 			}
-		for (j = 0; j < BN_LANES; j++) {
-			acc0[j] = s0[j];
-			acc1[j] = s1[j];
+	} else {
+		for (r = r0; r < r1; r++, x += cs)
+			for (j = 0; j < BN_LANES; j++) {
+				double d = x[j] - m[j];
+
+				s0[j] += d;
+				s1[j] += d * d;
+			}
+	}
+	for (j = 0; j < BN_LANES; j++) {
+		acc0[j] = s0[j];
+		acc1[j] = s1[j];
+	}
+}
+
+static void BN_FN(bn_write_lanes)(const struct vtpu_engine_bn *b, u32 c0,
+				 u32 r0, u32 r1, const double *acc0,
+				 const double *acc1)
+{
+	const u64 cs = b->channels;
+	const float *x = b->x + (u64)r0 * cs + c0;
+	const float *dy = b->dy ? b->dy + (u64)r0 * cs + c0 : NULL;
+	double a0[BN_LANES], a1[BN_LANES], m[BN_LANES], iv[BN_LANES];
+	double g[BN_LANES], be[BN_LANES];
+	float *y = b->y + (u64)r0 * cs + c0;
+	u32 r, j;
+
+	for (j = 0; j < BN_LANES; j++) {
+		a0[j] = acc0[j];
+		a1[j] = acc1[j];
+		g[j] = b->gamma[c0 + j];
+		if (b->grad) {
+			m[j] = b->stats[c0 + j];
+			iv[j] = b->stats[b->channels + c0 + j];
+			be[j] = 0.0;
+		} else {
+			m[j] = iv[j] = 0.0;
+			be[j] = b->beta[c0 + j];
 		}
+	}
+	if (!b->grad) {
+		for (r = r0; r < r1; r++, x += cs, y += cs)
+			for (j = 0; j < BN_LANES; j++)
+				y[j] = (float)((x[j] - a0[j]) * a1[j] * g[j] +
+					       be[j]);
 		return;
 	}
-	for (r = r0; r < r1; r++, x += cs, dy += cs, dx += cs)
+	for (r = r0; r < r1; r++, x += cs, dy += cs, y += cs)
 		for (j = 0; j < BN_LANES; j++) {
 			double xh = (x[j] - m[j]) * iv[j];
 
-			dx[j] = (float)(g[j] * iv[j] *
-					(dy[j] - s0[j] - xh * s1[j]));
+			y[j] = (float)(g[j] * iv[j] *
+				       (dy[j] - a0[j] - xh * a1[j]));
 		}
 }
 
-void BN_FN(vtpu_bn_forward)(const struct vtpu_engine_bn *b, u32 pass, u32 k,
-			    u32 c0, u32 w, u32 r0, u32 r1, double *acc0,
-			    double *acc1)
+/*
+ * Add channels [c0, c0 + w)'s sums over rows [r0, r1) to acc0, acc1: the
+ * forward's of d and d * d, the gradient's of dy and dy * xhat.
+ */
+void BN_FN(vtpu_bn_sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
+			 u32 r0, u32 r1, double *acc0, double *acc1)
 {
-	const float *x;
+	const float *x, *dy;
+	double xh, d, m, iv;
 	u32 r, j, j0;
 
-	if (!b->train) {
-		pass = 2;
-		if (!k)
-			for (j = 0; j < w; j++) {
-				acc0[j] = b->mmean[c0 + j];
-				acc1[j] = (double)b->mvar[c0 + j] + b->eps;
-				acc1[j] = 1.0 / BN_FN(bn_sqrt)(acc1[j]);
-			}
-	}
-	if (pass < 2 && !k)
-		for (j = 0; j < w; j++)
-			(pass ? acc1 : acc0)[j] = 0.0;
 	for (j0 = 0; j0 + BN_LANES <= w; j0 += BN_LANES)
-		BN_FN(bn_fwd_lanes)(b, pass, c0 + j0, r0, r1, acc0 + j0,
-				    acc1 + j0);
+		BN_FN(bn_sums_lanes)(b, c0 + j0, r0, r1, acc0 + j0,
+				     acc1 + j0);
 	for (r = j0 < w ? r0 : r1; r < r1; r++) {
 		x = b->x + (u64)r * b->channels + c0;
-		if (pass == 0) {
-			for (j = j0; j < w; j++)
-				acc0[j] += x[j];
-		} else if (pass == 1) {
+		if (!b->grad) {
 			for (j = j0; j < w; j++) {
-				double d = x[j] - acc0[j];
-
+				m = b->x[c0 + j];
+				d = x[j] - m;
+				acc0[j] += d;
 				acc1[j] += d * d;
 			}
-		} else {
-			float *y = b->y + (u64)r * b->channels + c0;
-
-			for (j = j0; j < w; j++)
-				y[j] = (float)((x[j] - acc0[j]) * acc1[j] *
-					       b->gamma[c0 + j] +
-					       b->beta[c0 + j]);
+			continue;
 		}
-	}
-	if (k + 1 < b->nblocks || pass == 2)
-		return;
-	for (j = 0; j < w; j++) {
-		if (pass == 0)
-			acc0[j] /= b->rows;
-		else
-			BN_FN(bn_stats_done)(b, c0 + j, &acc0[j], &acc1[j]);
+		dy = b->dy + (u64)r * b->channels + c0;
+		for (j = j0; j < w; j++) {
+			m = b->stats[c0 + j];
+			iv = b->stats[b->channels + c0 + j];
+			xh = (x[j] - m) * iv;
+			acc0[j] += dy[j];
+			acc1[j] += dy[j] * xh;
+		}
 	}
 }
 
-void BN_FN(vtpu_bn_backward)(const struct vtpu_engine_bn *b, u32 pass, u32 k,
-			     u32 c0, u32 w, u32 r0, u32 r1, double *acc0,
-			     double *acc1)
+/*
+ * Write rows [r0, r1) of channels [c0, c0 + w): the forward's y from
+ * acc0 = mean and acc1 = inv_std, the gradient's dx from acc0 = dbeta /
+ * rows and acc1 = dgamma / rows.
+ */
+void BN_FN(vtpu_bn_write)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
+			  u32 r0, u32 r1, const double *acc0,
+			  const double *acc1)
 {
-	const float *mean = b->stats + c0, *inv = b->stats + b->channels + c0;
 	const float *x, *dy;
+	double xh, g, m, iv;
+	float *y;
 	u32 r, j, j0;
 
-	if (!pass && !k)
-		for (j = 0; j < w; j++)
-			acc0[j] = acc1[j] = 0.0;
 	for (j0 = 0; j0 + BN_LANES <= w; j0 += BN_LANES)
-		BN_FN(bn_bwd_lanes)(b, pass, c0 + j0, r0, r1, acc0 + j0,
-				    acc1 + j0);
+		BN_FN(bn_write_lanes)(b, c0 + j0, r0, r1, acc0 + j0,
+				      acc1 + j0);
 	for (r = j0 < w ? r0 : r1; r < r1; r++) {
 		x = b->x + (u64)r * b->channels + c0;
-		dy = b->dy + (u64)r * b->channels + c0;
-		if (!pass) {
+		y = b->y + (u64)r * b->channels + c0;
+		if (!b->grad) {
 			for (j = j0; j < w; j++) {
-				double xh = ((double)x[j] - mean[j]) * inv[j];
-
-				acc0[j] += dy[j];
-				acc1[j] += dy[j] * xh;
+				g = b->gamma[c0 + j];
+				y[j] = (float)((x[j] - acc0[j]) * acc1[j] * g +
+					       (double)b->beta[c0 + j]);
 			}
-		} else {
-			float *dx = b->y + (u64)r * b->channels + c0;
-
-			for (j = j0; j < w; j++) {
-				double xh = ((double)x[j] - mean[j]) * inv[j];
-
-				double t = dy[j] - acc0[j] - xh * acc1[j];
-
-				dx[j] = (float)((double)b->gamma[c0 + j] *
-						inv[j] * t);
-			}
+			continue;
 		}
-	}
-	if (pass || k + 1 < b->nblocks)
-		return;
-	for (j = 0; j < w; j++) {
-		b->dbeta[c0 + j] = (float)acc0[j];
-		b->dgamma[c0 + j] = (float)acc1[j];
-		acc0[j] /= b->rows;
-		acc1[j] /= b->rows;
+		dy = b->dy + (u64)r * b->channels + c0;
+		for (j = j0; j < w; j++) {
+			g = b->gamma[c0 + j];
+			m = b->stats[c0 + j];
+			iv = b->stats[b->channels + c0 + j];
+			xh = (x[j] - m) * iv;
+			y[j] = (float)(g * iv * (dy[j] - acc0[j] - xh * acc1[j]));
+		}
 	}
 }

@@ -91,6 +91,16 @@ static inline void *vtpu_operand_ptr(const struct vtpu_engine_buf *bufs,
 	return (u8 *)bufs[o->buf].base + o->offset;
 }
 
+/*
+ * The op's workspace (struct vtpu_engine_op): its tiles write their own
+ * parts of it while the op runs, though the executor hands them the op
+ * as const.
+ */
+static inline void *vtpu_op_work(const struct vtpu_engine_op *op)
+{
+	return (void *)op->work;
+}
+
 /* A binary32 the uAPI carries as its bits. */
 static inline float vtpu_f32_from_bits(u32 bits)
 {
@@ -513,18 +523,18 @@ VTPU_CONVPOOL_LEVEL(avx512);
 /*
  * The NHWC per-channel ops' loops, once per SIMD level (bn_tmpl.h,
  * dw_tmpl.h, pool_tmpl.h): BATCHNORM's passes over rows [r0, r1) of channels
- * [c0, c0 + w), step k of pass @pass, the sums in @acc0, @acc1; DWCONV's
+ * [c0, c0 + w), the sums added to @acc0, @acc1 or y (dx) written from the
+ * statistics in them; DWCONV's
  * and DWCONV_DGRAD's output elements [e, end); DWCONV_WGRAD's channels
  * [o0, o0 + len) of dw, every tap, over windows [r, r_end), the sums in
  * @acc (taps * len floats); the pools' elements [e, end) at step @step.
  */
 #define VTPU_NHWC_LEVEL(sfx)                                                   \
-	void vtpu_bn_forward_##sfx(const struct vtpu_engine_bn *b, u32 pass,   \
-				   u32 k, u32 c0, u32 w, u32 r0, u32 r1,       \
-				   double *acc0, double *acc1);                \
-	void vtpu_bn_backward_##sfx(const struct vtpu_engine_bn *b, u32 pass,  \
-				    u32 k, u32 c0, u32 w, u32 r0, u32 r1,      \
-				    double *acc0, double *acc1);               \
+	void vtpu_bn_sums_##sfx(const struct vtpu_engine_bn *b, u32 c0, u32 w, \
+				u32 r0, u32 r1, double *acc0, double *acc1);   \
+	void vtpu_bn_write_##sfx(const struct vtpu_engine_bn *b, u32 c0,       \
+				 u32 w, u32 r0, u32 r1, const double *acc0,    \
+				 const double *acc1);                          \
 	void vtpu_dwconv_range_##sfx(const struct vtpu_engine_dwconv *d,       \
 				     bool dgrad, u64 e, u64 end);              \
 	void vtpu_dwconv_wgrad_##sfx(const struct vtpu_engine_dwconv *d,       \

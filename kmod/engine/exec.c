@@ -15,7 +15,8 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 {
 	const struct vtpu_engine_op_desc *desc;
 
-	memset(op, 0, sizeof(*op));
+	/* (the workspace is the phases' to fill, not zeroed) */
+	memset(op, 0, offsetof(struct vtpu_engine_op, work));
 	op->opcode = cmd->opcode;
 	op->simd = simd;
 	op->workers = workers ? workers : 1;
@@ -26,6 +27,10 @@ void vtpu_engine_op_prepare(struct vtpu_engine_op *op,
 	desc = vtpu_engine_op_desc(cmd->opcode);
 	if (desc->prepare)	/* NOP: nothing */
 		desc->prepare(op, cmd, bufs);
+	if (op->nphases <= 1) {
+		op->nphases = 1;
+		op->phase_end[0] = op->ntiles;
+	}
 }
 
 /* Does either of two ops write what the other reads or writes? */
@@ -68,6 +73,9 @@ bool vtpu_engine_group_add(struct vtpu_engine_group *grp,
 	grp->first[n + 1] = grp->ntiles;
 	grp->flops += op->flops;
 	grp->nops = n + 1;
+	if (grp->nphases < op->nphases)
+		grp->nphases = op->nphases;
+	grp->phase = 0;
 	return true;
 }
 
@@ -83,6 +91,8 @@ void vtpu_engine_group_restart(struct vtpu_engine_group *grp)
 	grp->first[0] = 0;
 	grp->first[1] = grp->ntiles;
 	grp->flops = grp->op[0].flops;
+	grp->nphases = grp->op[0].nphases;
+	grp->phase = 0;
 }
 
 void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,

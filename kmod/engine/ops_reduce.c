@@ -9,15 +9,48 @@
  * column sums, a register for row sums) and adds it to y, which step 0
  * initialises to beta * y (or 0 when beta is 0). The steps' blocks depend
  * on m and n only, so the result is the same on any number of workers.
+ *
+ * Column sums of many rows and few columns (a bias gradient, 65536 x 64)
+ * split the rows into groups (a number that depends on m and n only) and
+ * run in two phases (vtpu_engine.h): the first's tiles sum a group's
+ * blocks of rows, in order, into the op's workspace; the second's add
+ * the groups' sums to y, in group order.
  */
 #include "engine_internal.h"
 
 /* Column sums: columns per tile; partials live in scratch. */
 #define REDUCE_COLS_BLOCK 1024u
 
+/* Column sums: elements a tile of row groups sums, about; most groups. */
+#define REDUCE_TILE_ELEMS (256u * 1024)
+#define REDUCE_GROUPS_MAX 16u
+
 size_t vtpu_reduce_scratch_size(void)
 {
 	return REDUCE_COLS_BLOCK * sizeof(float);
+}
+
+/*
+ * Column sums in groups of rows: how many groups (1: none), a function of
+ * the shape, each a whole number of steps; their float sums, [groups][n],
+ * fit in the workspace.
+ */
+static u32 reduce_groups(struct vtpu_engine_reduce *r, u32 cblocks)
+{
+	u64 want = ((u64)r->m * r->n + REDUCE_TILE_ELEMS - 1) /
+		   REDUCE_TILE_ELEMS;
+	u64 g = (want + cblocks - 1) / cblocks;
+	u64 most = VTPU_ENGINE_WORK_BYTES / (sizeof(float) * r->n);
+	u32 nblocks = vtpu_div_up(r->m, r->sblock);
+
+	if (g > REDUCE_GROUPS_MAX)
+		g = REDUCE_GROUPS_MAX;
+	if (g > most)
+		g = most;
+	if (g < 2)
+		return 1;
+	r->gsteps = vtpu_div_up(nblocks, (u32)g);
+	return vtpu_div_up(nblocks, r->gsteps);	/* none empty */
 }
 
 static void reduce_tile(struct vtpu_engine_op *op)
@@ -29,6 +62,17 @@ static void reduce_tile(struct vtpu_engine_op *op)
 		width = r->n < REDUCE_COLS_BLOCK ? r->n : REDUCE_COLS_BLOCK;
 		r->tblock = width;
 		r->sblock = VTPU_OPS_CHUNK / width;
+		r->groups = reduce_groups(r, vtpu_div_up(r->n, width));
+		if (r->groups > 1) {
+			/* (phase 1's tiles use step 0 only) */
+			op->nphases = 2;
+			op->phase_end[0] = r->groups * vtpu_div_up(r->n, width);
+			op->ntiles = op->phase_end[0] + vtpu_div_up(r->n, width);
+			op->phase_end[1] = op->ntiles;
+			op->nsteps = r->gsteps;
+			op->flops = 2ull * r->m * r->n;
+			return;
+		}
 		/*
 		 * Columns shared out among the workers when there is work for
 		 * them (a bias gradient, 128 x 512, ran on one of two), whole
@@ -146,10 +190,65 @@ static void reduce_rows(const struct vtpu_engine_reduce *r, u32 tile,
 	}
 }
 
+/*
+ * COLS in groups: phase 0's tile (g, block) sums the group's steps into
+ * its part of the workspace, phase 1's tile (block) adds the groups'
+ * sums to y in group order.
+ */
+static void reduce_cols_groups(const struct vtpu_engine_op *op, u32 tile,
+			       u32 step, float *acc)
+{
+	const struct vtpu_engine_reduce *r = &op->reduce;
+	u32 cblocks = vtpu_div_up(r->n, r->tblock), g, j0, nc, i0, nr, i, j;
+	float *work = vtpu_op_work(op), *part, *y;
+	const float *x;
+	float a = r->alpha;
+
+	if (tile >= op->phase_end[0]) {
+		if (step)
+			return;
+		j0 = (tile - op->phase_end[0]) * r->tblock;
+		nc = r->n - j0 < r->tblock ? r->n - j0 : r->tblock;
+		y = r->y + j0;
+		for (j = 0; j < nc; j++)
+			acc[j] = work[j0 + j];
+		for (g = 1; g < r->groups; g++)
+			for (j = 0; j < nc; j++)
+				acc[j] += work[(u64)g * r->n + j0 + j];
+		for (j = 0; j < nc; j++)
+			y[j] = reduce_init(r, y[j]) + acc[j];
+		return;
+	}
+	g = tile / cblocks;
+	j0 = tile % cblocks * r->tblock;
+	nc = r->n - j0 < r->tblock ? r->n - j0 : r->tblock;
+	i0 = (g * r->gsteps + step) * r->sblock;
+	part = work + (u64)g * r->n + j0;
+	if (!step)
+		for (j = 0; j < nc; j++)
+			part[j] = 0.0f;
+	if (i0 >= r->m)
+		return;		/* the last group's idle steps */
+	nr = r->m - i0 < r->sblock ? r->m - i0 : r->sblock;
+	x = r->x + (u64)i0 * r->ldx + j0;
+	for (j = 0; j < nc; j++)
+		acc[j] = a * x[j];
+	for (i = 1; i < nr; i++) {
+		const float *row = x + (u64)i * r->ldx;
+
+		for (j = 0; j < nc; j++)
+			acc[j] += a * row[j];
+	}
+	for (j = 0; j < nc; j++)
+		part[j] += acc[j];
+}
+
 void vtpu_reduce_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		     void *scratch)
 {
-	if (op->reduce.op == VTPU_REDUCE_COLS)
+	if (op->reduce.op == VTPU_REDUCE_COLS && op->reduce.groups > 1)
+		reduce_cols_groups(op, tile, step, scratch);
+	else if (op->reduce.op == VTPU_REDUCE_COLS)
 		reduce_cols(&op->reduce, tile, step, scratch);
 	else
 		reduce_rows(&op->reduce, tile, step);
@@ -158,6 +257,10 @@ void vtpu_reduce_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 int vtpu_reduce_describe(const struct vtpu_engine_op *op, char *buf,
 			 size_t len)
 {
+	if (op->reduce.groups > 1)
+		return snprintf(buf, len, "op %u, %ux%u, %u groups",
+				op->reduce.op, op->reduce.m, op->reduce.n,
+				op->reduce.groups);
 	return snprintf(buf, len, "op %u, %ux%u", op->reduce.op, op->reduce.m,
 			op->reduce.n);
 }

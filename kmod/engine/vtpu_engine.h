@@ -16,7 +16,13 @@
  *      each of op->nsteps steps that must run in order on one worker.
  *      How many workers there are may change the tiles, never the
  *      results: every output element is computed the same way whichever
- *      tile holds it.
+ *      tile holds it. An op may split its tiles into op->nphases phases
+ *      (op->phase_end): a phase's tiles start only when every tile of the
+ *      phases before it is done, so that they may read what those left
+ *      in the op's workspace (op->work: sums over blocks of rows, which
+ *      a later phase adds up in block order). Phases are numbered in
+ *      tile order: an executor that runs the tiles one after the other,
+ *      in order, keeps them without knowing.
  *   3. Workers call vtpu_engine_op_run(op, tile, step, scratch) for every
  *      (tile, step). One call is bounded work (about a millisecond on the
  *      host), so the kernel brackets each call with kernel_fpu_begin/end()
@@ -197,6 +203,8 @@ struct vtpu_engine_reduce {
 	float *y;
 	u32 tblock;		/* columns (COLS) or rows (ROWS) per tile */
 	u32 sblock;		/* rows (COLS) or columns (ROWS) per step */
+	u32 groups;		/* COLS: groups of rows (1: none) */
+	u32 gsteps;		/* COLS in groups: steps of sblock rows each */
 };
 
 /* ARGMAX: a tile owns tblock rows, a step sblock columns of them */
@@ -256,7 +264,10 @@ struct vtpu_engine_additive {
 	u64 chunks[3];
 };
 
-/* BATCHNORM, BATCHNORM_GRAD: a tile owns channels, steps walk the rows */
+/*
+ * BATCHNORM, BATCHNORM_GRAD: a tile owns @width channels of a group of
+ * @grows rows, its steps walk them @rblock rows at a time (ops_batchnorm.c)
+ */
 struct vtpu_engine_bn {
 	u32 rows, channels;
 	bool grad, train;
@@ -270,9 +281,12 @@ struct vtpu_engine_bn {
 	float *mmean, *mvar;	/* BATCHNORM: the moving statistics */
 	float *dgamma, *dbeta;	/* BATCHNORM_GRAD */
 	u32 width;		/* channels per tile */
+	u32 cblocks;		/* blocks of @width channels */
+	u32 groups;		/* groups of rows */
+	u32 grows;		/* rows per group (the last may have fewer) */
 	u32 rblock;		/* rows per step */
-	u32 nblocks;		/* row blocks: steps per pass */
-	u32 passes;		/* 3 (TRAINING), 1 (inference), 2 (GRAD) */
+	u32 nblocks;		/* row blocks of a group: steps per pass */
+	u32 passes;		/* a tile's: 2 (sums, then y or dx), or 1 */
 };
 
 /* EMBEDDING, EMBEDDING_GRAD */
@@ -312,6 +326,10 @@ struct vtpu_engine_cast {
 	void *dst;
 };
 
+/* Phases one op may have, and the bytes of its workspace. */
+#define VTPU_ENGINE_PHASES_MAX 2
+#define VTPU_ENGINE_WORK_BYTES 16384
+
 /**
  * struct vtpu_engine_op - one command, decoded and ready to run
  * @opcode: enum vtpu_opcode
@@ -321,6 +339,12 @@ struct vtpu_engine_cast {
  * @flops: floating-point operations the command performs (for statistics)
  * @seq: a number no other prepared op has had: what a worker left in its
  *	scratch for the op's next tile is known by it (gemm.h)
+ * @nphases: 1, or up to VTPU_ENGINE_PHASES_MAX
+ * @phase_end: phase p's tiles are phase_end[p - 1] (0 for p = 0) ..
+ *	phase_end[p] - 1; phase_end[nphases - 1] = ntiles
+ * @work: the op's workspace, shared by its tiles (each writes its own
+ *	part): the tiles of a phase read what those of earlier phases wrote.
+ *	Not zeroed: a phase writes what a later one reads.
  */
 struct vtpu_engine_op {
 	u32 opcode;
@@ -328,6 +352,8 @@ struct vtpu_engine_op {
 	u32 workers;
 	u32 ntiles;
 	u32 nsteps;
+	u32 nphases;
+	u32 phase_end[VTPU_ENGINE_PHASES_MAX];
 	u64 flops;
 	u64 seq;
 	u64 chunk;	/* elements per tile of the element-wise ops */
@@ -360,6 +386,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_dwconv dw;
 		struct vtpu_engine_additive add;
 	};
+	u64 work[VTPU_ENGINE_WORK_BYTES / sizeof(u64)];
 };
 
 /*
@@ -612,7 +639,10 @@ void vtpu_engine_op_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
  * next command's instead of idling (a dense layer's weight gradient, its
  * bias gradient and the gradient of its input all read dz and write three
  * different tensors). Each op keeps its own tiles and steps; the group
- * numbers the tiles op after op, in command order.
+ * numbers the tiles op after op, in command order. Ops with phases run
+ * them together: the executor runs the group once per phase
+ * (vtpu_engine_group_phase()), each time the tiles of that phase of
+ * every op that has it, and waits between phases.
  */
 #define VTPU_ENGINE_GROUP_MAX 4
 
@@ -645,8 +675,11 @@ u32 vtpu_engine_spans(const struct vtpu_cmd_hdr *cmd,
 /**
  * struct vtpu_engine_group - independent ops that run as one
  * @nops: ops in the group, op[0..nops-1]; op[nops] is the candidate
- * @ntiles: all their tiles (vtpu_engine_group_tile() maps one to its op)
+ * @ntiles: all their tiles (vtpu_engine_group_tile() maps one to its op);
+ *	after vtpu_engine_group_phase(), those of the phase
  * @flops: all their flops
+ * @nphases: the most phases one of the ops has
+ * @phase: the phase vtpu_engine_group_phase() chose (0 at first)
  * @first: op i's tiles are the group's first[i]..first[i + 1] - 1
  * @nspans: operands of each op
  * @spans: what each op reads and writes
@@ -656,6 +689,8 @@ struct vtpu_engine_group {
 	u32 nops;
 	u32 ntiles;
 	u64 flops;
+	u32 nphases;
+	u32 phase;
 	u32 first[VTPU_ENGINE_GROUP_MAX + 1];
 	u32 nspans[VTPU_ENGINE_GROUP_MAX + 1];
 	struct vtpu_engine_span spans[VTPU_ENGINE_GROUP_MAX + 1]
@@ -672,6 +707,8 @@ static inline void vtpu_engine_group_clear(struct vtpu_engine_group *grp)
 	grp->nops = 0;
 	grp->ntiles = 0;
 	grp->flops = 0;
+	grp->nphases = 0;
+	grp->phase = 0;
 }
 
 /**
@@ -716,7 +753,38 @@ vtpu_engine_group_tile(const struct vtpu_engine_group *grp, u32 t, u32 *tile)
 	while (i + 1 < grp->nops && t >= grp->first[i + 1])
 		i++;
 	*tile = t - grp->first[i];
+	if (grp->phase)
+		*tile += grp->op[i].phase_end[grp->phase - 1];
 	return &grp->op[i];
+}
+
+/**
+ * vtpu_engine_group_phase() - make the group's tiles those of one phase
+ * @grp: a group whose ops are all added (and none since)
+ * @p: 0..grp->nphases - 1
+ *
+ * The executor runs the group's phases in order, all of phase p's tiles
+ * (grp->ntiles, numbered as before, op after op: an op without phase p
+ * has none) before any of phase p + 1. Integer code: callable outside an
+ * FPU section.
+ */
+static inline void vtpu_engine_group_phase(struct vtpu_engine_group *grp,
+					   u32 p)
+{
+	const struct vtpu_engine_op *op;
+	u32 i, lo;
+
+	grp->phase = p;
+	grp->ntiles = 0;
+	for (i = 0; i < grp->nops; i++) {
+		op = &grp->op[i];
+		grp->first[i] = grp->ntiles;
+		if (p >= op->nphases)
+			continue;
+		lo = p ? op->phase_end[p - 1] : 0;
+		grp->ntiles += op->phase_end[p] - lo;
+	}
+	grp->first[grp->nops] = grp->ntiles;
 }
 
 /*

@@ -2126,6 +2126,106 @@ TEST(spans_hold_every_write)
 	vtpu_cpu_destroy(cpu);
 }
 
+/*
+ * Phases (vtpu_engine_group_phase()): a group of a one-phase op, a
+ * two-phase REDUCE COLS (65537 x 64: 13 groups of 5 steps) and another
+ * one-phase op has two phases; the first holds every tile of the
+ * one-phase ops and the REDUCE's first phase, the second only the
+ * REDUCE's second-phase tiles, and each group tile maps to its op's
+ * tile. Run that way, each phase's tiles last first, it gives the bits of
+ * the ops run alone in order, and the exact column sums.
+ */
+TEST(group_phases)
+{
+	const uint32_t m = 65537, n = 64;
+	float *x = malloc((size_t)m * n * 4), *y = calloc(n, 4);
+	float *e = calloc(4096, 4), *y1 = malloc(n * 4), *e1 = malloc(4096 * 4);
+	struct vtpu_engine_buf bufs[3] = { { x, (uint64_t)m * n * 4 },
+					   { y, n * 4 }, { e, 4096 * 4 } };
+	struct vtpu_engine_group *grp = calloc(1, sizeof(*grp));
+	struct vtpu_engine_op *alone = malloc(sizeof(*alone));
+	void *scratch = aligned_alloc(64, vtpu_engine_scratch_size());
+	struct vtpu_cmd_elementwise ew = {
+		.hdr = { VTPU_OP_ELEMENTWISE, sizeof(ew) }, .op = VTPU_EW_RELU,
+		.count = 1024, .x = { 2, 0, 0 }, .z = { 2, 0, 4096 },
+	};
+	struct vtpu_cmd_elementwise ew2 = ew;
+	struct vtpu_cmd_reduce red = {
+		.hdr = { VTPU_OP_REDUCE, sizeof(red) }, .op = VTPU_REDUCE_COLS,
+		.m = m, .n = n, .ldx = n, .alpha = f2u(1.0f),
+		.x = { 0, 0, 0 }, .y = { 1, 0, 0 },
+	};
+	const void *cmds[3] = { &ew, &red, &ew2 };
+	uint32_t i, j, p, t, tile, step, lo, bad = 0;
+	const struct vtpu_engine_op *op;
+
+	ASSERT_NE(NULL, grp);
+	ASSERT_NE(NULL, scratch);
+	ew2.x.offset = 8192;
+	ew2.z.offset = 12288;
+	for (i = 0; i < (size_t)m * n; i++)
+		x[i] = (float)(int)(i % 7) - 3;	/* exact sums */
+	for (i = 0; i < 4096; i++)
+		e[i] = (float)(int)(i % 5) - 2;
+	/* alone, in order */
+	for (i = 0; i < 3; i++) {
+		vtpu_engine_op_prepare(alone, cmds[i], bufs, VTPU_SIMD_SCALAR, 2);
+		for (t = 0; t < alone->ntiles; t++)
+			for (step = 0; step < alone->nsteps; step++)
+				vtpu_engine_op_run(alone, t, step, scratch);
+	}
+	memcpy(y1, y, n * 4);
+	memcpy(e1, e, 4096 * 4);
+	for (j = 0; j < n; j++) {
+		double want = 0;
+
+		for (i = 0; i < m; i++)
+			want += x[(size_t)i * n + j];
+		bad += y1[j] != want;
+	}
+	EXPECT_EQ(0, bad);
+	memset(y, 0xff, n * 4);
+	memset(e + 1024, 0xff, 1024 * 4);
+	memset(e + 3072, 0xff, 1024 * 4);
+
+	vtpu_engine_group_clear(grp);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(true, vtpu_engine_group_add(grp, cmds[i], bufs,
+						      VTPU_SIMD_SCALAR, 2, 4));
+	ASSERT_EQ(2, grp->op[1].nphases);
+	EXPECT_EQ(1, grp->op[0].nphases);
+	EXPECT_EQ(2, grp->nphases);
+	EXPECT_EQ(13, grp->op[1].reduce.groups);
+	for (p = 0; p < grp->nphases; p++) {
+		vtpu_engine_group_phase(grp, p);
+		lo = p ? grp->op[1].phase_end[0] : 0;
+		EXPECT_EQ(p ? grp->op[1].phase_end[1] - lo :
+			      grp->op[0].ntiles + grp->op[1].phase_end[0] +
+				      grp->op[2].ntiles,
+			  grp->ntiles);
+		for (t = grp->ntiles; t-- > 0;) {
+			op = vtpu_engine_group_tile(grp, t, &tile);
+			if (p)
+				EXPECT_EQ(&grp->op[1], op);
+			EXPECT_LT(tile, op->phase_end[op->nphases - 1]);
+			if (op == &grp->op[1])
+				EXPECT_EQ(p, tile >= op->phase_end[0]);
+			for (step = 0; step < op->nsteps; step++)
+				vtpu_engine_op_run(op, tile, step, scratch);
+		}
+	}
+	EXPECT_EQ(0, memcmp(y, y1, n * 4));
+	EXPECT_EQ(0, memcmp(e, e1, 4096 * 4));
+	free(scratch);
+	free(alone);
+	free(grp);
+	free(x);
+	free(y);
+	free(e);
+	free(y1);
+	free(e1);
+}
+
 /* Would the command join @grp? (It is prepared as the candidate.) */
 static int joins(struct vtpu_engine_group *grp, const void *cmd,
 		 const struct vtpu_engine_buf *bufs, uint32_t max_ops)

@@ -102,6 +102,14 @@ TEST(batchnorm_reference)
 	static const uint32_t shapes[][2] = {
 		{ 1, 1 }, { 7, 3 }, { 100, 70 }, { 5000, 16 }, { 3, 200 },
 		{ 70000, 1 }, { 1500, 130 },
+		/*
+		 * Groups of rows summed apart (ops_batchnorm.c): 2 and 3
+		 * groups of 1 and 3 channels, 16 of 64 channels with a
+		 * short last group, 3 of 65 (a narrow second block) and of
+		 * 256; one row of 64 and 256 channels.
+		 */
+		{ 300001, 1 }, { 200003, 3 }, { 65537, 64 }, { 20001, 65 },
+		{ 9000, 256 }, { 1, 64 }, { 1, 256 },
 	};
 	struct execs ex;
 	size_t s;
@@ -202,6 +210,73 @@ TEST(batchnorm_reference)
 		EXPECT_EQ(0, diff);
 		bn_bufs_free(&b);
 		FREE_ALL(mm0, mv0, mean, var, k1, k2);
+	}
+	execs_fini(&ex);
+}
+
+/*
+ * A mean far larger than the deviation (10000 +- 0.01: the variance is
+ * 1e-12 of the mean's square): the one-pass sums of x - x[0] and its
+ * square keep the variance to double precision, which sums of x and x^2
+ * would lose entirely. One group and several (ops_batchnorm.c).
+ */
+TEST(batchnorm_large_mean)
+{
+	static const uint32_t shapes[][2] = { { 5000, 3 }, { 65537, 64 } };
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		uint32_t rows = shapes[s][0], c = shapes[s][1], i, r;
+		size_t rc = (size_t)rows * c;
+		struct bn_bufs b;
+		struct vtpu_cmdbuf cb;
+		float *x, *y, *st;
+		void *k1 = malloc(rc * 4);
+		long bad = 0, diff = 0;
+		int e;
+
+		bn_bufs_new(&b, rc, c);
+		x = b.x.map, y = b.y.map, st = b.stats.map;
+		rng_seed(900 + s);
+		for (i = 0; i < rc; i++)
+			x[i] = 10000 + 0.01f * frand();
+		for (i = 0; i < c; i++) {
+			((float *)b.gamma.map)[i] = 1;
+			((float *)b.beta.map)[i] = 0;
+		}
+		bn_stream(&cb, &b, rows, c, VTPU_BATCHNORM_TRAINING, 0);
+		for (e = 0; e < ex.n; e++) {
+			memset(b.mm.map, 0, c * 4);
+			memset(b.mv.map, 0, c * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			diff += same_bits(y, k1, rc * 4, e);
+		}
+		vtpu_cmdbuf_fini(&cb);
+		for (i = 0; i < c; i++) {
+			double m, v, inv;
+
+			ref_moments(x, rows, c, i, &m, &v);
+			inv = 1 / sqrt(v + 1e-3f);
+			near(st[i], m, 1e-7, &bad);
+			/* the variance itself: eps would hide its error */
+			near(((float *)b.mv.map)[i], v * (1 - 0.9f), 1e-5,
+			     &bad);
+			near(st[c + i], inv, 1e-6, &bad);
+			for (r = 0; r < rows; r++) {
+				size_t k = (size_t)r * c + i;
+
+				near(y[k], (x[k] - m) * inv, 2e-6, &bad);
+			}
+		}
+		TH_LOG("batchnorm %u x %u, mean 1e4: %ld bad, %ld differ",
+		       rows, c, bad, diff);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		bn_bufs_free(&b);
+		free(k1);
 	}
 	execs_fini(&ex);
 }

@@ -828,6 +828,8 @@ TEST(reduce)
 	static const uint32_t shapes[][3] = {
 		{ 1, 1, 0 }, { 7, 13, 3 }, { 1000, 3, 0 }, { 3, 70000, 5 },
 		{ 300, 2500, 0 }, { 131072, 10, 0 }, { 1, 100003, 0 },
+		/* COLS in groups of rows: 13 (a 1-row last step), 5, 11 */
+		{ 65537, 64, 0 }, { 20001, 65, 2 }, { 9000, 300, 0 },
 	};
 	struct execs ex;
 	size_t s;

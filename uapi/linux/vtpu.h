@@ -1354,18 +1354,21 @@ struct vtpu_cmd_argmax {
  * @moving_mean: f32 [C] (MOM): read; also written with TRAINING
  * @moving_var: f32 [C] (VEL): read; also written with TRAINING
  *
- * With TRAINING: mean and var are the batch's, var the biased one (sum of
- * (x - mean)^2 over rows, divided by rows), both in double, in row order
- * (two passes: the mean, then the squared deviations, so a large mean
- * costs no accuracy); y = gamma * (x - mean) * inv_std + beta; then
+ * With TRAINING: mean and var are the batch's, var the biased one (the
+ * mean of (x - mean)^2 over rows), both in double from the sums of d = x -
+ * x[0] and d * d (x[0]: the channel's value in row 0, so a large mean
+ * costs no accuracy while x[0] is near it): mean = x[0] + sum(d) / rows,
+ * var = sum(d * d) / rows - (sum(d) / rows)^2, at least 0;
+ * y = gamma * (x - mean) * inv_std + beta; then
  * moving = moving * momentum + batch * (1 - momentum) for the mean and
  * the variance, the biased batch variance for the latter, as Keras 3
  * does (tf.keras 2's fused kernel and torch use rows / (rows - 1) times
  * it). Without TRAINING, mean and var are the moving ones, which are
  * only read. y and the outputs may not overlap the inputs or each other.
  *
- * A tile owns a block of channels and its steps walk the rows in order:
- * the result does not depend on the workers.
+ * The sums run over groups of rows in order, then add the groups' sums
+ * in order; the groups depend on rows and C only: the result does not
+ * depend on the workers.
  */
 struct vtpu_cmd_batchnorm {
 	struct vtpu_cmd_hdr hdr;
@@ -1400,10 +1403,10 @@ struct vtpu_cmd_batchnorm {
  * @dbeta: f32 [C] (DBIAS), written
  *
  * With xhat = (x - mean) * inv_std: dbeta = sum over rows of dy, dgamma =
- * sum of dy * xhat (both in double, in row order), and dx = gamma *
- * inv_std * (dy - dbeta / rows - xhat * dgamma / rows), the gradient
- * through the batch mean and variance. The outputs may not overlap the
- * inputs or each other.
+ * sum of dy * xhat (both in double, in the forward's groups of rows), and
+ * dx = gamma * inv_std * (dy - dbeta / rows - xhat * dgamma / rows), the
+ * gradient through the batch mean and variance. The outputs may not
+ * overlap the inputs or each other.
  */
 struct vtpu_cmd_batchnorm_grad {
 	struct vtpu_cmd_hdr hdr;
