@@ -25,6 +25,8 @@
 #include <vtpu_data.h>
 #include <vtpu_model.h>
 
+#include "quadrant.h"
+
 #define EPOCHS 3
 #define N_TRAIN 768	/* 24 global batches of 32 */
 #define MAX_W 4096
@@ -38,50 +40,8 @@ static void ok(int cond, const char *what)
 	failed |= !cond;
 }
 
-/* Class = the brightest quadrant of a 4x4 image (test_strategy's set). */
-static void quadrant_set(struct vtpu_dataset *ds, uint32_t count,
-			 uint64_t seed)
-{
-	struct vtpu_rng rng;
-	uint32_t i, p;
 
-	memset(ds, 0, sizeof(*ds));
-	ds->n = count;
-	ds->height = 4;
-	ds->width = 4;
-	ds->channels = 1;
-	ds->classes = 4;
-	ds->images = malloc((size_t)count * 16);
-	ds->labels = malloc(count);
-	vtpu_rng_seed(&rng, seed);
-	for (i = 0; i < count; i++) {
-		uint32_t q = (uint32_t)vtpu_rng_below(&rng, 4);
 
-		for (p = 0; p < 16; p++) {
-			uint32_t pq = (p / 4 >= 2) * 2 + (p % 4 >= 2);
-
-			ds->images[i * 16 + p] = (uint8_t)(pq == q ?
-				128 + vtpu_rng_below(&rng, 128) :
-				vtpu_rng_below(&rng, 100));
-		}
-		ds->labels[i] = (uint8_t)q;
-	}
-}
-
-static struct vtpu_model *small_model(uint32_t hidden)
-{
-	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
-
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, hidden, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
-	return m;
-}
-
-static void record_loss(void *ctx, const struct vtpu_epoch_stats *st)
-{
-	((double *)ctx)[st->epoch - 1] = st->loss;
-}
 
 struct run {
 	double loss[EPOCHS];
@@ -129,7 +89,7 @@ static void train(struct run *r, enum how how, uint32_t reps,
 			  .threads = 1);
 	VTPU_FIT_OPTS(fo, .epochs = EPOCHS, .on_epoch = record_loss,
 		      .ctx = r->loss);
-	struct vtpu_model *m = small_model(hidden);
+	struct vtpu_model *m = quadrant_model(hidden);
 	struct vtpu_dataset ds;
 
 	memset(r, 0, sizeof(*r));

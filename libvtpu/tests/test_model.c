@@ -15,6 +15,8 @@
 #include "kselftest_harness.h"
 #include <vtpu_model.h>
 
+#include "quadrant.h"
+
 /* Random u8 images and labels in [0, classes). */
 static void random_batch(uint32_t n, uint32_t isz, uint32_t classes,
 			 uint8_t *img, uint32_t *lab, uint64_t seed)
@@ -524,55 +526,13 @@ static void grey_set(struct vtpu_dataset *ds, uint32_t n, uint32_t side,
 	vtpu_rng_seed(rng, seed);
 }
 
-/*
- * A dataset with a learnable rule: class = which quadrant of a 4x4 image
- * is brightest.
- */
-static void quadrant_set(struct vtpu_dataset *ds, uint32_t n, uint64_t seed)
-{
-	struct vtpu_rng rng;
-	uint32_t i, p;
 
-	grey_set(ds, n, 4, 4, &rng, seed);
-	for (i = 0; i < n; i++) {
-		uint32_t q = (uint32_t)vtpu_rng_below(&rng, 4);
 
-		for (p = 0; p < 16; p++) {
-			uint32_t pq = (p / 4 >= 2) * 2 + (p % 4 >= 2);
-
-			ds->images[i * 16 + p] = (uint8_t)(pq == q ?
-				128 + vtpu_rng_below(&rng, 128) :
-				vtpu_rng_below(&rng, 100));
-		}
-		ds->labels[i] = (uint8_t)q;
-	}
-}
-
-/*
- * Its hidden layer's kernel is stored in panels (with the engine) from 32
- * units on; with 64 or more, that is not the row-major order.
- */
-static struct vtpu_model *quadrant_model_of(uint32_t units)
-{
-	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
-
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, units, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
-	return m;
-}
-
-static void record_loss(void *ctx, const struct vtpu_epoch_stats *st)
-{
-	double *losses = ctx;
-
-	losses[st->epoch - 1] = st->loss;
-}
 
 TEST(fit_learns_and_planner_reuses)
 {
 	struct vtpu_dataset train, test;
-	struct vtpu_model *m = quadrant_model_of(32);
+	struct vtpu_model *m = quadrant_model(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5,
 			  .learning_rate = 1e-2f);
 	double losses[6], loss, acc;
@@ -657,7 +617,7 @@ TEST(learning_rate_changes_in_place)
 					  .momentum = 0.9f,
 					  .learning_rate = i == 1 ? low : 0.02f);
 
-			m[i] = quadrant_model_of(32);
+			m[i] = quadrant_model(32);
 			ASSERT_EQ(0, vtpu_model_compile(m[i], &co));
 		}
 		/* a: 0.02 throughout; b: compiled at 0.001, set to 0.02 */
@@ -692,7 +652,7 @@ TEST(learning_rate_changes_in_place)
 			vtpu_model_destroy(m[i]);
 
 		/* the schedule sees each epoch's rate; bad rates are refused */
-		m[0] = quadrant_model_of(32);
+		m[0] = quadrant_model(32);
 		VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32,
 				  .optimizer = opt, .learning_rate = 0.02f);
 		ASSERT_EQ(0, vtpu_model_compile(m[0], &co));
@@ -721,7 +681,7 @@ TEST(learning_rate_changes_in_place)
 static int fit_losses(const struct vtpu_dataset *train,
 		      const struct vtpu_augment *aug, double losses[3])
 {
-	struct vtpu_model *m = quadrant_model_of(32);
+	struct vtpu_model *m = quadrant_model(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 3,
 			  .learning_rate = 1e-2f);
 	VTPU_FIT_OPTS(fo, .epochs = 3, .no_shuffle = true,
@@ -767,7 +727,7 @@ TEST(fit_augments_training_images)
 	TH_LOG("loss after 3 epochs: %.5f as is, %.5f flipped, %.5f shifted",
 	       l0[2], l1[2], s1[2]);
 
-	m = quadrant_model_of(32);
+	m = quadrant_model(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32);
 	VTPU_FIT_OPTS(fo, .augment = huge);
 	ASSERT_EQ(0, vtpu_model_compile(m, &co));
@@ -790,7 +750,7 @@ TEST(engine_and_openblas_agree)
 
 	quadrant_set(&train, 256, 3);
 	for (k = 0; k < 2; k++) {
-		struct vtpu_model *m = quadrant_model_of(96);
+		struct vtpu_model *m = quadrant_model(96);
 		VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 9,
 				  .cpu_gemm = k ? VTPU_CPU_GEMM_OPENBLAS :
 						  VTPU_CPU_GEMM_ENGINE);
@@ -1133,7 +1093,7 @@ TEST(augment_trains_and_evaluates_deterministically)
 TEST(predict_matches_evaluate)
 {
 	struct vtpu_dataset train, test;
-	struct vtpu_model *m = quadrant_model_of(32);
+	struct vtpu_model *m = quadrant_model(32);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .seed = 5,
 			  .learning_rate = 1e-2f);
 	VTPU_FIT_OPTS(fo, .epochs = 3);
@@ -1172,7 +1132,7 @@ TEST(predict_matches_evaluate)
 TEST(input_scale_and_shift)
 {
 	struct vtpu_dataset set;
-	struct vtpu_model *a = quadrant_model_of(32), *b = quadrant_model_of(32);
+	struct vtpu_model *a = quadrant_model(32), *b = quadrant_model(32);
 	VTPU_COMPILE_OPTS(ca, .device = "cpu", .batch = 16, .seed = 5,
 			  .input_scale = 1 / 255.0f, .input_shift = 10 / 255.0f);
 	VTPU_COMPILE_OPTS(cb, .device = "cpu", .batch = 16, .seed = 5,
@@ -1222,7 +1182,7 @@ TEST(checkpoint_round_trip_and_mismatch)
 {
 	char path[] = "/tmp/vtpu-model-XXXXXX";
 	struct vtpu_dataset train, test;
-	struct vtpu_model *m = quadrant_model_of(32), *other;
+	struct vtpu_model *m = quadrant_model(32), *other;
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5);
 	VTPU_FIT_OPTS(fo, .epochs = 2);
 	double l1, a1, l2, a2;
@@ -1283,8 +1243,8 @@ TEST(checkpoint_moves_between_layouts)
 	quadrant_set(&train, 256, 1);
 	quadrant_set(&test, 64, 2);
 	for (k = 0; k < 2; k++) {
-		struct vtpu_model *from = quadrant_model_of(96);
-		struct vtpu_model *to = quadrant_model_of(96);
+		struct vtpu_model *from = quadrant_model(96);
+		struct vtpu_model *to = quadrant_model(96);
 		VTPU_COMPILE_OPTS(cf, .device = "cpu", .batch = 32, .seed = 5,
 				  .cpu_gemm = k ? VTPU_CPU_GEMM_OPENBLAS :
 						  VTPU_CPU_GEMM_ENGINE);
@@ -1375,7 +1335,7 @@ TEST(model_bad_inputs)
  */
 TEST(weights_as_arrays)
 {
-	struct vtpu_model *m = quadrant_model_of(64), *t;
+	struct vtpu_model *m = quadrant_model(64), *t;
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 8, .seed = 5);
 	struct vtpu_weight_info wi;
 	float *a, *b, w[3 * 2], bias[2], probs[2], x[3] = { 10, 200, 7 };
@@ -1594,7 +1554,7 @@ TEST(batch_and_input_scale_keep_state)
 {
 	char path[] = "/tmp/vtpu-model-XXXXXX";
 	struct vtpu_dataset train;
-	struct vtpu_model *a = quadrant_model_of(32), *b = quadrant_model_of(32);
+	struct vtpu_model *a = quadrant_model(32), *b = quadrant_model(32);
 	VTPU_COMPILE_OPTS(c16, .device = "cpu", .batch = 16, .seed = 5);
 	VTPU_COMPILE_OPTS(c32, .device = "cpu", .batch = 32, .seed = 5);
 	VTPU_FIT_OPTS(fo, .epochs = 1, .no_shuffle = true);
@@ -1662,7 +1622,7 @@ static void stop_epoch(void *ctx, const struct vtpu_epoch_stats *st)
 TEST(fit_stops_and_validates_every_nth)
 {
 	struct vtpu_dataset train, test;
-	struct vtpu_model *m = quadrant_model_of(16);
+	struct vtpu_model *m = quadrant_model(16);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5);
 	struct stop_ctx c = { .m = m, .stop_after = 2 };
 	VTPU_FIT_OPTS(fo, .epochs = 4, .on_epoch = stop_epoch, .ctx = &c,
@@ -1696,7 +1656,7 @@ TEST(fit_stops_and_validates_every_nth)
 TEST(evaluate_sees_changed_data)
 {
 	struct vtpu_dataset test, copy;
-	struct vtpu_model *m = quadrant_model_of(16);
+	struct vtpu_model *m = quadrant_model(16);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 5);
 	double l1, a1, l2, a2, l3, a3;
 	uint32_t i;
@@ -1731,7 +1691,7 @@ TEST(many_batch_sizes_share_the_program_slots)
 {
 	static const uint32_t batches[] = { 3, 5, 7, 9, 11, 13, 15, 23 };
 	struct vtpu_dataset train, test;
-	struct vtpu_model *a = quadrant_model_of(16), *b = quadrant_model_of(16);
+	struct vtpu_model *a = quadrant_model(16), *b = quadrant_model(16);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .seed = 5);
 	VTPU_FIT_OPTS(fo, .epochs = 1);
 	float w[16 * 16 + 16 + 16 * 4 + 4], pa[50 * 4], pb[50 * 4];

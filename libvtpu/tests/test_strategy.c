@@ -16,54 +16,14 @@
 #include <vtpu_data.h>
 #include <vtpu_model.h>
 
+#include "quadrant.h"
+
 #define EPOCHS 3
 #define N_TRAIN 768	/* 24 global batches of 32: no remainder */
 #define MAX_W 4096
 
-/* Class = the brightest quadrant of a 4x4 image (test_model's rule). */
-static void quadrant_set(struct vtpu_dataset *ds, uint32_t n, uint64_t seed)
-{
-	struct vtpu_rng rng;
-	uint32_t i, p;
 
-	memset(ds, 0, sizeof(*ds));
-	ds->n = n;
-	ds->height = 4;
-	ds->width = 4;
-	ds->channels = 1;
-	ds->classes = 4;
-	ds->images = malloc((size_t)n * 16);
-	ds->labels = malloc(n);
-	vtpu_rng_seed(&rng, seed);
-	for (i = 0; i < n; i++) {
-		uint32_t q = (uint32_t)vtpu_rng_below(&rng, 4);
 
-		for (p = 0; p < 16; p++) {
-			uint32_t pq = (p / 4 >= 2) * 2 + (p % 4 >= 2);
-
-			ds->images[i * 16 + p] = (uint8_t)(pq == q ?
-				128 + vtpu_rng_below(&rng, 128) :
-				vtpu_rng_below(&rng, 100));
-		}
-		ds->labels[i] = (uint8_t)q;
-	}
-}
-
-/* 64 hidden units: a kernel in panels, as on a device. */
-static struct vtpu_model *small_model(void)
-{
-	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
-
-	vtpu_model_add_flatten(m);
-	vtpu_model_add_dense(m, 64, VTPU_ACT_RELU);
-	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
-	return m;
-}
-
-static void record_loss(void *ctx, const struct vtpu_epoch_stats *st)
-{
-	((double *)ctx)[st->epoch - 1] = st->loss;
-}
 
 /* A training run's loss curve and final weights (all tensors, in order). */
 struct run {
@@ -112,7 +72,7 @@ static int train(struct run *r, uint32_t n, enum vtpu_optimizer opt)
 			  .threads = train_threads);
 	VTPU_FIT_OPTS(fo, .epochs = EPOCHS, .on_epoch = record_loss,
 		      .ctx = r->loss);
-	struct vtpu_model *m = small_model();
+	struct vtpu_model *m = quadrant_model(64);
 	struct vtpu_dataset ds;
 	uint64_t nr;
 	int ret;
@@ -283,7 +243,7 @@ TEST(set_weights_and_rate_reach_every_replica)
 	static const char *const cpus[] = { "cpu", "cpu" };
 	VTPU_COMPILE_OPTS(co, .batch = 32, .seed = 2, .learning_rate = 1e-2f);
 	VTPU_FIT_OPTS(fo, .epochs = 1);
-	struct vtpu_model *m = small_model();
+	struct vtpu_model *m = quadrant_model(64);
 	static float w0[MAX_W], w1[MAX_W];
 	struct vtpu_weight_info wi;
 	struct vtpu_dataset ds;
@@ -378,7 +338,7 @@ TEST(bad_settings_refused_before_training)
 	VTPU_COMPILE_OPTS(ok, .batch = 32);
 	VTPU_FIT_OPTS(fo, .epochs = 1);
 	VTPU_FIT_OPTS(fs, .epochs = 1, .stream = true);
-	struct vtpu_model *m = small_model();
+	struct vtpu_model *m = quadrant_model(64);
 	struct vtpu_dataset ds, few;
 	struct vtpu_graph *g;
 
