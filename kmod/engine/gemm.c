@@ -180,8 +180,16 @@ static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
  * A plain f32 GEMM with A stored m x k on AVX-512's 14 x 32 kernel reads
  * A where it is stored (vtpu_gemm_step_avx512_ain()): splitting M would
  * only pack B again, so tiles split N, down to AIN_NT_MIN columns.
+ *
+ * Not when A's rows are a multiple of 4 KiB apart (lda 1024, 2048, ...):
+ * the microtile's 14 rows then fall in one set of the L1 cache (64 sets
+ * of 64-byte lines; 8 or 12 ways), more lines than it has ways, and every
+ * k step misses: a 1024 or 2048 square ran at 0.6x OpenBLAS, 1000 and
+ * 1040 at 1.0x. Packing A (the general kernel) lays the rows out
+ * contiguously; it costs one copy of A per column block.
  */
 #define AIN_NT_MIN 64
+#define AIN_ALIAS_BYTES 4096u
 
 static bool gemm_is_ain(const struct vtpu_engine_op *op)
 {
@@ -189,7 +197,8 @@ static bool gemm_is_ain(const struct vtpu_engine_op *op)
 
 	return gemm_simd(op->simd)->ain && g->dtype == VTPU_DTYPE_F32 &&
 	       !g->implicit && !(g->flags & VTPU_GEMM_TRANS_A) &&
-	       g->n > VTPU_GEMM_NARROW_NR;
+	       g->n > VTPU_GEMM_NARROW_NR &&
+	       ((u64)g->lda * sizeof(float)) % AIN_ALIAS_BYTES;
 }
 
 /*

@@ -523,6 +523,8 @@ TEST_F(gemm, shapes)
 		{ 200, 10, 512, .alpha = 1 },
 		{ 128, 100, 10, .alpha = 1 },
 		{ 301, 803, 270, .alpha = 1 },
+		/* A's rows 4 KiB apart: packed, not read in place (gemm.c) */
+		{ 40, 70, 1024, .alpha = 1 },
 	};
 
 	NEED_CPU();
@@ -545,6 +547,8 @@ TEST_F(gemm, strides_alpha_beta_bias_relu)
 		C(1, 1, 1, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 1, 1, 1, 0.25f, 0.5f),
 		C(150, 33, 5, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 2, 3, 4, 1.5f,
 		  0.0f),
+		/* lda 2048: rows 8 KiB apart, A packed */
+		C(30, 64, 1000, VTPU_GEMM_BIAS, 1048, 0, 0, 1.0f, 0.5f),
 	};
 #undef C
 
