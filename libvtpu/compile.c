@@ -84,6 +84,8 @@ struct cx {
 	bool *dec;	   /* decoding: a node run step by step */
 	int *bn_into;	   /* a conv or dense node -> the batch norm folded
 			    * into it, or -1 */
+	int *bn_relu;	   /* a batch norm node -> the ReLU it runs
+			    * (VTPU_BATCHNORM_RELU), or -1 */
 	struct tref *wf, *bf; /* its folded weights and bias */
 	int step;	   /* the step being emitted, or -1: all of them */
 	struct rnn_bufs *rnn; /* per LSTM or GRU node */
@@ -1117,9 +1119,11 @@ static void avgpool_bwd(struct cx *cx, int i)
 static void relu_fwd(struct cx *cx, int i)
 {
 	uint64_t count = cx->B * vg_node_size(&cx->g->nodes[i]);
+	int x = cx->g->nodes[i].in[0];
 
-	if (cx->relu_folded[i]) {
-		cx->val[i] = cx->val[cx->g->nodes[i].in[0]];
+	/* run by its CONV_POOL or its BATCHNORM: their output is its value */
+	if (cx->relu_folded[i] || cx->bn_relu[x] == i) {
+		cx->val[i] = cx->val[x];
 		return;
 	}
 
@@ -1354,7 +1358,9 @@ static void dropout_bwd(struct cx *cx, int i)
  * the batch's statistics, saved in aux for the backward, and the moving
  * ones updated in the state; otherwise the moving ones. The moving
  * statistics are parameters with a zero gradient: the optimizer leaves
- * them as they are.
+ * them as they are. With a ReLU fused (plan_bn_relu()) y is the ReLU's
+ * output, which relu_fwd() names and relu_bwd()'s mask reads: nothing
+ * reads the batch norm's own output (its gradient reads x).
  */
 static void bn_fwd(struct cx *cx, int i)
 {
@@ -1378,8 +1384,10 @@ static void bn_fwd(struct cx *cx, int i)
 	}
 	cx->val[i] = work(cx, cx->B * vg_node_size(n) * 4);
 	cmd.y = opnd(cx->val[i]);
+	if (cx->bn_relu[i] >= 0)
+		cmd.flags |= VTPU_BATCHNORM_RELU;
 	if (train) {
-		cmd.flags = VTPU_BATCHNORM_TRAINING;
+		cmd.flags |= VTPU_BATCHNORM_TRAINING;
 		cx->aux[i] = work(cx, (uint64_t)n->c * 8);
 		cmd.stats = opnd(cx->aux[i]);
 	}
@@ -2480,6 +2488,32 @@ static void plan_relu_folding(struct cx *cx)
 	}
 }
 
+/*
+ * A ReLU whose input is a batch norm that nothing else reads, and that is
+ * not folded into a conv's weights (then the ReLU runs): BATCHNORM
+ * applies it (VTPU_BATCHNORM_RELU, the same bits as the pair), one pass
+ * over the activations less in every program. The ReLU's gradient is
+ * unchanged: RELU_GRAD's mask is the fused output.
+ */
+static void plan_bn_relu(struct cx *cx)
+{
+	const struct vtpu_graph *g = cx->g;
+	int r, x;
+
+	for (r = 0; r < g->nnodes; r++)
+		cx->bn_relu[r] = -1;
+	for (r = 0; r < g->nnodes; r++) {
+		if (g->nodes[r].op != VG_RELU)
+			continue;
+		x = g->nodes[r].in[0];
+		if (x < 0 || g->nodes[x].op != VG_BATCHNORM ||
+		    consumers(g, x) != 1 ||
+		    cx->bn_into[g->nodes[x].in[0]] == x)
+			continue;
+		cx->bn_relu[x] = r;
+	}
+}
+
 static void mark_needs_grad(struct cx *cx)
 {
 	const struct vtpu_graph *g = cx->g;
@@ -2679,11 +2713,12 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	cx.rnn = calloc(g->nnodes, sizeof(*cx.rnn));
 	cx.dec = calloc(g->nnodes, sizeof(*cx.dec));
 	cx.bn_into = malloc(g->nnodes * sizeof(*cx.bn_into));
+	cx.bn_relu = malloc(g->nnodes * sizeof(*cx.bn_relu));
 	cx.wf = calloc(g->nnodes, sizeof(*cx.wf));
 	cx.bf = calloc(g->nnodes, sizeof(*cx.bf));
 	if (!cx.val || !cx.grad || !cx.aux || !cx.needs_grad || !cx.pool_of ||
 	    !cx.relu_folded || !cx.pool_relu || !cx.want_bwd || !cx.rnn ||
-	    !cx.dec || !cx.bn_into || !cx.wf || !cx.bf) {
+	    !cx.dec || !cx.bn_into || !cx.bn_relu || !cx.wf || !cx.bf) {
 		cx.err = -ENOMEM;
 		goto out;
 	}
@@ -2700,6 +2735,7 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	plan_fusion(&cx);
 	plan_relu_folding(&cx);
 	plan_bn_folding(&cx);
+	plan_bn_relu(&cx);
 
 	if (kind == VG_PROG_TRAIN && g->ndropout) {
 		/* one step more: the dropout masks of this step are new */
@@ -2772,6 +2808,7 @@ out:
 	free(cx.rnn);
 	free(cx.dec);
 	free(cx.bn_into);
+	free(cx.bn_relu);
 	free(cx.wf);
 	free(cx.bf);
 	return cx.err;

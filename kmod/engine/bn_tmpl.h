@@ -112,6 +112,16 @@ static void BN_FN(bn_write_lanes)(const struct vtpu_engine_bn *b, u32 c0,
 			be[j] = b->beta[c0 + j];
 		}
 	}
+	if (!b->grad && b->relu) {	/* as ELEMENTWISE RELU after it */
+		for (r = r0; r < r1; r++, x += cs, y += cs)
+			for (j = 0; j < BN_LANES; j++) {
+				float v = (float)((x[j] - a0[j]) * a1[j] *
+						  g[j] + be[j]);
+
+				y[j] = v < 0.0f ? 0.0f : v;
+			}
+		return;
+	}
 	if (!b->grad) {
 		for (r = r0; r < r1; r++, x += cs, y += cs)
 			for (j = 0; j < BN_LANES; j++)
@@ -166,7 +176,8 @@ void BN_FN(vtpu_bn_sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
 
 /*
  * Write rows [r0, r1) of channels [c0, c0 + w): the forward's y from
- * acc0 = mean and acc1 = inv_std, the gradient's dx from acc0 = dbeta /
+ * acc0 = mean and acc1 = inv_std (and the ReLU of it with b->relu), the
+ * gradient's dx from acc0 = dbeta /
  * rows and acc1 = dgamma / rows.
  */
 void BN_FN(vtpu_bn_write)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
@@ -175,7 +186,7 @@ void BN_FN(vtpu_bn_write)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
 {
 	const float *x, *dy;
 	double xh, g, m, iv;
-	float *y;
+	float *y, v;
 	u32 r, j, j0;
 
 	for (j0 = 0; j0 + BN_LANES <= w; j0 += BN_LANES)
@@ -187,8 +198,9 @@ void BN_FN(vtpu_bn_write)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
 		if (!b->grad) {
 			for (j = j0; j < w; j++) {
 				g = b->gamma[c0 + j];
-				y[j] = (float)((x[j] - acc0[j]) * acc1[j] * g +
-					       (double)b->beta[c0 + j]);
+				v = (float)((x[j] - acc0[j]) * acc1[j] * g +
+					    (double)b->beta[c0 + j]);
+				y[j] = b->relu && v < 0.0f ? 0.0f : v;
 			}
 			continue;
 		}

@@ -84,6 +84,7 @@ void vtpu_batchnorm_prepare(struct vtpu_engine_op *op,
 		b->dbeta = vtpu_operand_ptr(bufs, &g->dbeta);
 	} else {
 		b->train = f->flags & VTPU_BATCHNORM_TRAINING;
+		b->relu = f->flags & VTPU_BATCHNORM_RELU;
 		b->eps = vtpu_f32_from_bits(f->epsilon);
 		b->momentum = vtpu_f32_from_bits(f->momentum);
 		b->x = vtpu_operand_ptr(bufs, &f->x);
@@ -264,8 +265,8 @@ int vtpu_batchnorm_describe(const struct vtpu_engine_op *op, char *buf,
 {
 	const struct vtpu_engine_bn *b = &op->bn;
 
-	return snprintf(buf, len, "%u rows x %u channels%s, %u groups",
+	return snprintf(buf, len, "%u rows x %u channels%s%s, %u groups",
 			b->rows, b->channels,
 			b->grad ? "" : b->train ? ", training" : ", inference",
-			b->groups);
+			b->relu ? ", relu" : "", b->groups);
 }

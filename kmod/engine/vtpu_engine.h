@@ -271,6 +271,7 @@ struct vtpu_engine_additive {
 struct vtpu_engine_bn {
 	u32 rows, channels;
 	bool grad, train;
+	bool relu;		/* BATCHNORM: VTPU_BATCHNORM_RELU */
 	float eps, momentum;
 	const float *x;
 	const float *dy;	/* BATCHNORM_GRAD */

@@ -965,6 +965,105 @@ TEST(batchnorm_folding_agrees)
 }
 
 /*
+ * conv, batch norm, ReLU and dense, batch norm, ReLU; @split puts a
+ * Flatten (which moves no data) between each batch norm and its ReLU,
+ * so that the compiler does not fuse them (plan_bn_relu()).
+ */
+static struct vtpu_model *bn_relu_model(int split, uint32_t nofold)
+{
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 7,
+			  .learning_rate = 1e-2f, .no_bn_fold = nofold);
+
+	if (vtpu_model_add_conv2d(m, 4, 3, 3, VTPU_PAD_SAME, VTPU_ACT_NONE) ||
+	    vtpu_model_add_batchnorm(m, 0.9f, 1e-3f) ||
+	    (split && vtpu_model_add_flatten(m)) ||
+	    vtpu_model_add_relu(m) || (!split && vtpu_model_add_flatten(m)) ||
+	    vtpu_model_add_dense(m, 10, VTPU_ACT_NONE) ||
+	    vtpu_model_add_batchnorm(m, 0.9f, 1e-3f) ||
+	    (split && vtpu_model_add_flatten(m)) ||
+	    vtpu_model_add_relu(m) ||
+	    vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX) ||
+	    vtpu_model_compile(m, &co)) {
+		vtpu_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * A batch norm's ReLU runs inside BATCHNORM (VTPU_BATCHNORM_RELU): two
+ * commands fewer per step than the model with a Flatten between each
+ * pair, and the same bits: the losses of every epoch, the weights after
+ * training, evaluate and predict, with the batch norms folded into their
+ * layers for inference (the ReLUs run then) and not (fused there too).
+ */
+TEST(batchnorm_relu_fusion_same_bits)
+{
+	struct vtpu_dataset train, test;
+	VTPU_FIT_OPTS(fo, .epochs = 3);
+	uint32_t nofold;
+
+	quadrant_set(&train, 512, 1);
+	quadrant_set(&test, 100, 2);
+	for (nofold = 0; nofold < 2; nofold++) {
+		struct vtpu_model *a = bn_relu_model(0, nofold);
+		struct vtpu_model *b = bn_relu_model(1, nofold);
+		double la[3], lb[3], ea, eb, aa, ab;
+		struct vtpu_model_info ia, ib;
+		struct vtpu_weight_info wi;
+		float *pa, *pb;
+		int k, differ = 0;
+
+		ASSERT_NE(NULL, a);
+		ASSERT_NE(NULL, b);
+		ASSERT_EQ(0, vtpu_model_info(a, &ia));
+		ASSERT_EQ(0, vtpu_model_info(b, &ib));
+		EXPECT_EQ(ib.commands - 2, ia.commands);
+		fo.on_epoch = record_loss;
+		fo.ctx = la;
+		ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+		fo.ctx = lb;
+		ASSERT_EQ(0, vtpu_model_fit(b, &train, &fo));
+		EXPECT_EQ(0, memcmp(la, lb, sizeof(la)));
+		EXPECT_LT(la[2], la[0]);
+		ASSERT_EQ(vtpu_model_num_weights(a),
+			  vtpu_model_num_weights(b));
+		for (k = 0; k < vtpu_model_num_weights(a); k++) {
+			ASSERT_EQ(0, vtpu_model_weight_info(a, k, &wi));
+			pa = malloc(wi.count * sizeof(float));
+			pb = malloc(wi.count * sizeof(float));
+			ASSERT_EQ(0, vtpu_model_get_weights(a, k, pa,
+							    wi.count));
+			ASSERT_EQ(0, vtpu_model_get_weights(b, k, pb,
+							    wi.count));
+			differ += memcmp(pa, pb, wi.count * 4) != 0;
+			free(pa);
+			free(pb);
+		}
+		EXPECT_EQ(0, differ);
+		ASSERT_EQ(0, vtpu_model_evaluate(a, &test, &ea, &aa));
+		ASSERT_EQ(0, vtpu_model_evaluate(b, &test, &eb, &ab));
+		EXPECT_EQ(0, memcmp(&ea, &eb, sizeof(ea)));
+		EXPECT_EQ(aa, ab);
+		pa = malloc(test.n * 4 * sizeof(float));
+		pb = malloc(test.n * 4 * sizeof(float));
+		ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
+		ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
+		EXPECT_EQ(0, memcmp(pa, pb, test.n * 4 * sizeof(float)));
+		TH_LOG("fold %s: %u vs %u commands, loss %.6f -> %.6f, "
+		       "test loss %.6f, %d tensors differ", nofold ? "off" : "on",
+		       ia.commands, ib.commands, la[0], la[2], ea, differ);
+		free(pa);
+		free(pb);
+		vtpu_model_destroy(a);
+		vtpu_model_destroy(b);
+	}
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+/*
  * Rescaling between layers: its backward pass against central differences;
  * one right after the input is folded into the input's cast.
  */

@@ -215,6 +215,126 @@ TEST(batchnorm_reference)
 }
 
 /*
+ * VTPU_BATCHNORM_RELU, training and inference: the same bits as
+ * BATCHNORM then ELEMENTWISE RELU on every executor (the statistics
+ * too), and max(0, the double reference). Shapes with one group and
+ * several, narrow last channel blocks and tails under a SIMD width; one
+ * channel with gamma 0 and beta -0 (a signed zero the ReLU keeps).
+ */
+TEST(batchnorm_relu)
+{
+	static const uint32_t shapes[][2] = {
+		{ 1, 1 }, { 7, 3 }, { 100, 70 }, { 3, 200 }, { 200003, 3 },
+		{ 65537, 64 }, { 20001, 65 }, { 1, 64 },
+	};
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		uint32_t rows = shapes[s][0], c = shapes[s][1], i, r, mode;
+		size_t rc = (size_t)rows * c;
+		struct bn_bufs b;
+		float *x, *y, *g, *be, *st, *mm, *mv, *y2;
+		float *mm0 = malloc(c * 4), *mv0 = malloc(c * 4);
+		float *st1 = malloc(c * 8), *mm1 = malloc(c * 4);
+		float *mv1 = malloc(c * 4);
+		double *mean = malloc(c * 8), *var = malloc(c * 8);
+		long bad = 0, diff = 0, zeros = 0;
+
+		bn_bufs_new(&b, rc, c);
+		x = b.x.map, y = b.y.map, g = b.gamma.map, be = b.beta.map;
+		st = b.stats.map, mm = b.mm.map, mv = b.mv.map;
+		y2 = b.dy.map;		/* the unfused pair's output */
+		rng_seed(700 + s);
+		for (i = 0; i < rc; i++)
+			x[i] = 5 + 3 * frand();
+		for (i = 0; i < c; i++) {
+			g[i] = 1 + frand() / 2;
+			be[i] = frand();
+			mm0[i] = 5 + frand();
+			mv0[i] = 3 + frand();
+			ref_moments(x, rows, c, i, &mean[i], &var[i]);
+		}
+		g[c - 1] = 0.0f;
+		be[c - 1] = -0.0f;
+		for (mode = 0; mode < 2; mode++) {
+			uint32_t fl = mode ? 0 : VTPU_BATCHNORM_TRAINING;
+			struct vtpu_cmdbuf cf, cu;
+			int e;
+
+			bn_stream(&cf, &b, rows, c, fl | VTPU_BATCHNORM_RELU,
+				  0);
+			/* unfused: BATCHNORM into dx, then RELU into dy */
+			vtpu_cmdbuf_init(&cu);
+			{
+				struct vtpu_batchnorm_desc d = {
+					.rows = rows, .channels = c,
+					.epsilon = 1e-3f, .momentum = 0.9f,
+					.flags = fl,
+				};
+
+				d.x = BN_REF(&cu, &b.x);
+				d.y = BN_REF(&cu, &b.dx);
+				d.gamma = BN_REF(&cu, &b.gamma);
+				d.beta = BN_REF(&cu, &b.beta);
+				d.stats = BN_REF(&cu, &b.stats);
+				d.moving_mean = BN_REF(&cu, &b.mm);
+				d.moving_var = BN_REF(&cu, &b.mv);
+				ASSERT_EQ(0, vtpu_cmdbuf_batchnorm(&cu, &d));
+				ASSERT_EQ(0, vtpu_cmdbuf_elementwise(&cu,
+					VTPU_EW_RELU, rc, 0, 0,
+					BN_REF(&cu, &b.dx), VTPU_REF_NONE,
+					BN_REF(&cu, &b.dy)));
+			}
+			for (e = 0; e < ex.n; e++) {
+				memcpy(mm, mm0, c * 4);
+				memcpy(mv, mv0, c * 4);
+				memset(y2, 0xff, rc * 4);
+				ASSERT_EQ(0, run(ex.cpu[e], &cu));
+				memcpy(st1, st, c * 8);
+				memcpy(mm1, mm, c * 4);
+				memcpy(mv1, mv, c * 4);
+				memcpy(mm, mm0, c * 4);
+				memcpy(mv, mv0, c * 4);
+				memset(y, 0xff, rc * 4);
+				ASSERT_EQ(0, run(ex.cpu[e], &cf));
+				diff += memcmp(y, y2, rc * 4) != 0;
+				diff += memcmp(st, st1, c * 8) != 0;
+				diff += memcmp(mm, mm1, c * 4) != 0;
+				diff += memcmp(mv, mv1, c * 4) != 0;
+			}
+			vtpu_cmdbuf_fini(&cf);
+			vtpu_cmdbuf_fini(&cu);
+			for (i = 0; i < c; i++) {
+				double m = mode ? mm0[i] : mean[i];
+				double v = mode ? mv0[i] : var[i];
+				double inv = 1 / sqrt(v + 1e-3f);
+
+				for (r = 0; r < rows; r++) {
+					size_t k = (size_t)r * c + i;
+					double want = g[i] * (x[k] - m) * inv +
+						      be[i];
+
+					near(y[k], want < 0 ? 0 : want, 2e-6,
+					     &bad);
+					zeros += y[k] == 0;
+				}
+			}
+		}
+		TH_LOG("batchnorm relu %u x %u: %ld bad, %ld differ, %ld zeros",
+		       rows, c, bad, diff, zeros);
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, diff);
+		EXPECT_GT(zeros, 0);
+		bn_bufs_free(&b);
+		FREE_ALL(mm0, mv0, st1, mm1, mv1, mean, var);
+	}
+	execs_fini(&ex);
+}
+
+/*
  * A mean far larger than the deviation (10000 +- 0.01: the variance is
  * 1e-12 of the mean's square): the one-pass sums of x - x[0] and its
  * square keep the variance to double precision, which sums of x and x^2

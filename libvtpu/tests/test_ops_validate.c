@@ -1337,7 +1337,16 @@ TEST(batchnorm_validator)
 	      bn.moving_mean.buf = 0, bn.moving_mean.offset = 2048,
 	      bn.moving_var = bn.moving_mean),
 	     VTPU_ERR_NONE, 0);
-	CASE(bn, bn0, "batchnorm flags 2", bn.flags = 2, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(bn, bn0, "batchnorm relu ok",
+	     bn.flags = VTPU_BATCHNORM_TRAINING | VTPU_BATCHNORM_RELU,
+	     VTPU_ERR_NONE, 0);
+	CASE(bn, bn0, "batchnorm inference relu ok",
+	     (bn.flags = VTPU_BATCHNORM_RELU,
+	      bn.stats = (struct vtpu_operand){ 0 }), VTPU_ERR_NONE, 0);
+	CASE(bn, bn0, "batchnorm flags 4", bn.flags = 4, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(bn, bn0, "batchnorm unknown flag with relu",
+	     bn.flags = VTPU_BATCHNORM_RELU | (1u << 31), VTPU_ERR_BAD_FLAGS,
+	     0);
 	CASE(bn, bn0, "batchnorm pad", bn.pad = 1, VTPU_ERR_BAD_PAD, 0);
 	CASE(bn, bn0, "batchnorm rows 0", bn.rows = 0, VTPU_ERR_BAD_SHAPE, 0);
 	CASE(bn, bn0, "batchnorm channels 0", bn.channels = 0,

@@ -458,6 +458,10 @@ static void seeds_train(void)
 		vtpu_cmdbuf_batchnorm(&cb, &bn);
 		seed("batchnorm", &cb, sz, 6, 0, NULL);
 		vtpu_cmdbuf_reset(&cb);
+		bn.flags = VTPU_BATCHNORM_TRAINING | VTPU_BATCHNORM_RELU;
+		vtpu_cmdbuf_batchnorm(&cb, &bn);
+		seed("batchnorm_relu", &cb, sz, 6, 0, NULL);
+		vtpu_cmdbuf_reset(&cb);
 		bn.flags = 0;
 		bn.stats = VTPU_REF_NONE;
 		vtpu_cmdbuf_batchnorm(&cb, &bn);

@@ -509,7 +509,9 @@ static inline int gen_shape_batchnorm(struct gen_ctx *g, uint32_t op,
 	if (op == VTPU_OP_BATCHNORM_GRAD)
 		return vtpu_cmdbuf_batchnorm_grad(g->cb, &d);
 	d.flags = gen_below(r, 2) ? VTPU_BATCHNORM_TRAINING : 0;
-	if (!d.flags)
+	if (gen_below(r, 2))
+		d.flags |= VTPU_BATCHNORM_RELU;
+	if (!(d.flags & VTPU_BATCHNORM_TRAINING))
 		p->unused = GEN_BIT(VTPU_OPERAND_STATE);
 	return vtpu_cmdbuf_batchnorm(g->cb, &d);
 }

@@ -58,8 +58,12 @@ extern "C" {
  *      30 is unassigned); MAXPOOL's VTPU_POOL_PAD_END_H/W flags
  *   8: ADDITIVE_SCORE, ADDITIVE_SCORE_GRAD (Bahdanau attention; opcodes
  *      37-38), operands VTPU_OPERAND_DA and VTPU_OPERAND_DB
+ *   9: BATCHNORM's VTPU_BATCHNORM_RELU (the ReLU after it, fused); an op
+ *      may run its tiles in two phases (BATCHNORM, BATCHNORM_GRAD and
+ *      REDUCE over many rows: partial sums by groups of rows, in a fixed
+ *      order; no struct changed)
  */
-#define VTPU_API_VERSION 8
+#define VTPU_API_VERSION 9
 
 /*
  * VTPU_PARAM_DRIVER_VERSION's encoding of a release MAJOR.MINOR.PATCH
@@ -1331,7 +1335,8 @@ struct vtpu_cmd_argmax {
 
 /* struct vtpu_cmd_batchnorm.flags */
 #define VTPU_BATCHNORM_TRAINING (1u << 0) /* batch statistics, update moving */
-#define VTPU_BATCHNORM_FLAGS VTPU_BATCHNORM_TRAINING
+#define VTPU_BATCHNORM_RELU (1u << 1) /* y = max(0, y): a ReLU fused in */
+#define VTPU_BATCHNORM_FLAGS (VTPU_BATCHNORM_TRAINING | VTPU_BATCHNORM_RELU)
 
 /**
  * struct vtpu_cmd_batchnorm - batch normalisation over the rows, per
@@ -1365,6 +1370,9 @@ struct vtpu_cmd_argmax {
  * does (tf.keras 2's fused kernel and torch use rows / (rows - 1) times
  * it). Without TRAINING, mean and var are the moving ones, which are
  * only read. y and the outputs may not overlap the inputs or each other.
+ * With RELU (either mode), y = v < 0 ? 0 : v of the binary32 v above: the
+ * same bits as BATCHNORM without it then ELEMENTWISE RELU, one pass less
+ * over y.
  *
  * The sums run over groups of rows in order, then add the groups' sums
  * in order; the groups depend on rows and C only: the result does not
