@@ -9,6 +9,7 @@
 #ifndef VTPU_TESTS_QUADRANT_H
 #define VTPU_TESTS_QUADRANT_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,32 @@ static inline struct vtpu_model *quadrant_model(uint32_t units)
 	vtpu_model_add_dense(m, units, VTPU_ACT_RELU);
 	vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
 	return m;
+}
+
+/*
+ * Replica @replica's weights, every tensor in order, into @out (at most
+ * @max floats), their count into @total. Return: 0, -ENOSPC, or as
+ * vtpu_model_get_replica_weights().
+ */
+static inline int all_weights(struct vtpu_model *m, uint32_t replica,
+			      float *out, uint64_t max, uint64_t *total)
+{
+	struct vtpu_weight_info wi;
+	uint64_t at = 0;
+	int i, ret;
+
+	for (i = 0; i < vtpu_model_num_weights(m); i++) {
+		ret = vtpu_model_weight_info(m, i, &wi);
+		if (ret || at + wi.count > max)
+			return ret ?: -ENOSPC;
+		ret = vtpu_model_get_replica_weights(m, replica, i, out + at,
+						     wi.count);
+		if (ret)
+			return ret;
+		at += wi.count;
+	}
+	*total = at;
+	return 0;
 }
 
 /* vtpu_fit_opts.on_epoch: @ctx is a double per epoch */

@@ -51,24 +51,6 @@ struct run {
 	int ret;
 };
 
-static int weights(struct vtpu_model *m, float *out, uint64_t *total)
-{
-	struct vtpu_weight_info wi;
-	uint64_t at = 0;
-	int i, ret;
-
-	for (i = 0; i < vtpu_model_num_weights(m); i++) {
-		ret = vtpu_model_weight_info(m, i, &wi);
-		if (ret || at + wi.count > MAX_W)
-			return ret ?: -ENOSPC;
-		ret = vtpu_model_get_weights(m, i, out + at, wi.count);
-		if (ret)
-			return ret;
-		at += wi.count;
-	}
-	*total = at;
-	return 0;
-}
 
 enum how { PLAIN, REPLICATED, DISTRIBUTED };
 
@@ -101,7 +83,7 @@ static void train(struct run *r, enum how how, uint32_t reps,
 	if (!r->ret)
 		r->ret = vtpu_model_fit(m, &ds, &fo);
 	if (!r->ret)
-		r->ret = weights(m, r->w, &r->nw);
+		r->ret = all_weights(m, 0, r->w, MAX_W, &r->nw);
 	snprintf(r->err, sizeof(r->err), "%s", vtpu_model_error(m));
 	if (r->ret)
 		printf("# rank %d: %s\n", rank, r->err);

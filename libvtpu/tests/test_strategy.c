@@ -34,26 +34,6 @@ struct run {
 	float rw[MAX_W];	/* the last replica's copy */
 };
 
-static int weights(struct vtpu_model *m, uint32_t replica, float *out,
-		   uint64_t *total)
-{
-	struct vtpu_weight_info wi;
-	uint64_t at = 0;
-	int i, ret;
-
-	for (i = 0; i < vtpu_model_num_weights(m); i++) {
-		ret = vtpu_model_weight_info(m, i, &wi);
-		if (ret || at + wi.count > MAX_W)
-			return ret ?: -ENOSPC;
-		ret = vtpu_model_get_replica_weights(m, replica, i, out + at,
-						     wi.count);
-		if (ret)
-			return ret;
-		at += wi.count;
-	}
-	*total = at;
-	return 0;
-}
 
 /* Workers of each cpu backend in train(), and its examples. */
 static int train_threads = 2;
@@ -86,9 +66,9 @@ static int train(struct run *r, uint32_t n, enum vtpu_optimizer opt)
 		fprintf(stderr, "# %s\n", vtpu_model_error(m));
 	r->replicas = vtpu_model_num_replicas(m);
 	if (!ret)
-		ret = weights(m, 0, r->w, &r->nw);
+		ret = all_weights(m, 0, r->w, MAX_W, &r->nw);
 	if (!ret)
-		ret = weights(m, r->replicas - 1, r->rw, &nr);
+		ret = all_weights(m, r->replicas - 1, r->rw, MAX_W, &nr);
 	vtpu_model_destroy(m);
 	vtpu_dataset_free(&ds);
 	return ret;
