@@ -241,10 +241,10 @@ static const struct vtpu_gemm_level *gemm_op_level(const struct vtpu_engine_op *
 }
 
 /*
- * CONV and CONV_DGRAD of a 3 x 3 window at stride 1 with 16 to
- * VTPU_WINO_CMAX input channels, on AVX-512: Winograd F(2 x 2, 3 x 3)
- * (vtpu_gemm_step_avx512_wino()). A first layer's few channels would
- * spend more on the transforms than they save.
+ * CONV, CONV_DGRAD and CONV_WGRAD of a 3 x 3 window at stride 1 with 16
+ * to VTPU_WINO_CMAX_ALL input channels, on AVX-512: Winograd F(2 x 2, 3 x
+ * 3) (vtpu_gemm_step_avx512_wino(), _wino_wgrad()). A first layer's few
+ * channels would spend more on the transforms than they save.
  */
 #define WINO_CMIN 16
 
@@ -258,7 +258,7 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 	if ((g->flags & VTPU_GEMM_TRANS_A) ? !lv->wino_wgrad : !lv->wino)
 		return false;
 	return g->implicit && w->kh == 3 && w->kw == 3 && w->sh == 1 &&
-	       w->sw == 1 && w->c >= WINO_CMIN && w->c <= VTPU_WINO_CMAX &&
+	       w->sw == 1 && w->c >= WINO_CMIN && w->c <= VTPU_WINO_CMAX_ALL &&
 	       ((g->flags & VTPU_GEMM_TRANS_A) || g->n > VTPU_GEMM_NARROW_NR);
 }
 
@@ -335,7 +335,8 @@ static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 	u32 c = g->win.c, groups = vtpu_div_up(g->n, WINO_WG_NT), ct;
 	u32 wt = wino_tiles(&g->win), splits = 1;
 
-	while (groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16)
+	while ((groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16) ||
+	       vtpu_div_up(c, splits) > VTPU_WINO_CMAX)
 		splits++;
 	/* whole 8-row microtiles of channels */
 	ct = round_up(vtpu_div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
@@ -351,17 +352,17 @@ static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 }
 
 /*
- * CONV and CONV_DGRAD: tiles of Winograd tiles by up to VTPU_WINO_NT
- * columns, K in one step. Each tile transforms its columns' filters
- * first, so it should be much more work than that, and at most
- * GEMM_CALL_FLOPS_MAX.
+ * CONV and CONV_DGRAD: tiles of Winograd tiles by up to
+ * vtpu_gemm_wino_nt() columns, K in one step. Each tile transforms its
+ * columns' filters first, so it should be much more work than that, and
+ * at most GEMM_CALL_FLOPS_MAX.
  */
 static void gemm_prepare_wino(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 wt = wino_tiles(&g->win);
-	u32 groups = vtpu_div_up(g->n, VTPU_WINO_NT), mtiles, mt;
-	u64 work = 2ull * g->m * gemm_min(g->n, VTPU_WINO_NT) * g->k;
+	u32 wt = wino_tiles(&g->win), nt = vtpu_gemm_wino_nt(g->win.c);
+	u32 groups = vtpu_div_up(g->n, nt), mtiles, mt;
+	u64 work = 2ull * g->m * gemm_min(g->n, nt) * g->k;
 
 	mtiles = vtpu_div_up(GEMM_TILES_WANTED, groups);
 	while (mtiles > 1 && work / mtiles < 8 * GEMM_TILE_FLOPS_MIN)

@@ -55,11 +55,23 @@
 
 /*
  * AVX-512's Winograd CONV, CONV_DGRAD and CONV_WGRAD
- * (gemm_winograd_avx512.c): at most CMAX input channels; CONV's and
- * CONV_DGRAD's tiles of at most NT columns.
+ * (gemm_winograd_avx512.c): input channels taken CMAX at a time, at most
+ * CMAX_ALL in all; CONV's and CONV_DGRAD's tiles of at most NT columns,
+ * and fewer for many channels, their filters' transforms (channels x
+ * columns) at most U_FLOATS / 16 (vtpu_gemm_wino_nt()).
  */
 #define VTPU_WINO_CMAX 64
+#define VTPU_WINO_CMAX_ALL 256
 #define VTPU_WINO_NT 64
+#define VTPU_WINO_U_FLOATS (16 * 8192)
+
+/* (U's panels are the microkernel's 32 columns wide) */
+static inline u32 vtpu_gemm_wino_nt(u32 c)
+{
+	u32 nt = VTPU_WINO_U_FLOATS / 16 / (c ? c : 1) / 32 * 32;
+
+	return nt < VTPU_WINO_NT ? nt : VTPU_WINO_NT;
+}
 
 /* Largest of the above (scratch sizing). */
 #define VTPU_GEMM_MR_MAX 32

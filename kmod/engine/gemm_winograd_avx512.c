@@ -20,7 +20,7 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
 #else
 
 /*
- * CONV and CONV_DGRAD with a 3 x 3 window at stride 1 and 16 to 64 input
+ * CONV and CONV_DGRAD with a 3 x 3 window at stride 1 and 16 to 256 input
  * channels (gemm.c: gemm_is_wino()) take each 2 x 2 block of output
  * pixels, a Winograd tile, from the 4 x 4 input patch d around it:
  *
@@ -39,20 +39,24 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
  *
  * A step is a tile's whole job (K in one step): it transforms its
  * columns' filters into U, then takes its Winograd tiles WINO_TB at a time:
- * their patches into V, the 16 GEMMs on the 14 x 32 microkernel into M,
+ * their patches into V and the 16 GEMMs on the 14 x 32 microkernel into M,
+ * VTPU_WINO_CMAX channels at a time (M summed over them in their order),
  * and M through A into C, with the epilogue (beta, bias, ReLU). The
  * results differ from the direct kernel's in rounding only; on small
  * integers, where every sum is exact, they are the same. CONV_WGRAD of
  * the same convolutions follows the same way (further below).
  */
 #define WINO_TB (UKR_MR * 4)	/* Winograd tiles per block */
-#define WINO_CP VTPU_WINO_CMAX	/* V's row pitch: channels at most */
+#define WINO_CP VTPU_WINO_CMAX	/* V's row pitch: channels at a time */
 #define WINO_MP VTPU_WINO_NT	/* M's row pitch: a tile's columns at most */
-#define WINO_V_OFF (16 * VTPU_WINO_CMAX * VTPU_WINO_NT)
+#define WINO_V_OFF VTPU_WINO_U_FLOATS
 #define WINO_M_OFF (WINO_V_OFF + 16 * WINO_TB * WINO_CP)
-_Static_assert(WINO_M_OFF + 16 * WINO_TB * WINO_MP <=
-		       VTPU_GEMM_SCRATCH_FLOATS,
+/* (below the memo of the B block the plain GEMM steps packed) */
+_Static_assert(WINO_M_OFF + 16 * WINO_TB * WINO_MP <= VTPU_GEMM_MEMO_OFF,
 	       "Winograd's U, V and M fit in the GEMM scratch");
+_Static_assert(VTPU_WINO_CMAX_ALL * UKR_NR <= VTPU_WINO_U_FLOATS / 16 &&
+		       VTPU_WINO_CMAX * VTPU_WINO_NT <= VTPU_WINO_U_FLOATS / 16,
+	       "U holds a panel of the most channels, CMAX's tiles whole");
 
 /* B^T d B of one 4 x 4 patch (d[row * 4 + col]), in place */
 static __always_inline void wino_in(V16F *d)
@@ -238,6 +242,29 @@ static void wino_out(const struct vtpu_gemm_step *st, const float *mb, u32 t,
 	}
 }
 
+/*
+ * M (@nt rows of a product, @cols columns of a panel, pitch WINO_MP) = V
+ * (pitch WINO_CP) x U's panel @bp over @ck channels, plus @beta M.
+ */
+static void wino_m(const float *bp, const float *v, float *m, u32 ck,
+		   u32 nt, u32 cols, float beta)
+{
+	u32 r;
+
+	for (r = 0; r < nt; r += UKR_MR) {
+		V16F acc[UKR_MR][2];
+
+		if (cols > 16)
+			ukr_acc(ck, v + (u64)r * WINO_CP, bp, acc, 2, WINO_CP,
+				1, UKR_MR);
+		else
+			ukr_acc(ck, v + (u64)r * WINO_CP, bp, acc, 1, WINO_CP,
+				1, UKR_MR);
+		ukr_store(acc, m + (u64)r * WINO_MP, WINO_MP, UKR_MR, UKR_NR,
+			  1.0f, beta, NULL, 0, UKR_MR);
+	}
+}
+
 void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 				void *scratch)
 {
@@ -245,38 +272,27 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 	const struct vtpu_engine_window *w = &g->win;
 	float *u = scratch, *v = u + WINO_V_OFF, *mb = u + WINO_M_OFF;
 	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2, tx, ty, n;
-	u32 c = w->c, np = (st->nt + UKR_NR - 1) / UKR_NR, i, t, x, jp, r;
+	u32 c = w->c, np = (st->nt + UKR_NR - 1) / UKR_NR, i, t, x, jp;
+	u32 c0, ck;
 
 	wino_u(st, u);
 	vtpu_xy_of(st->i0, twx, twy, &tx, &ty, &n);
 	for (i = 0; i < st->mt; i += WINO_TB) {
 		u32 nt = gemm_min(WINO_TB, st->mt - i);
 
-		wino_v(g, tx, ty, n, nt, 0, c, v);
-		for (x = 0; x < 16; x++) {
-			for (jp = 0; jp < np; jp++) {
-				const float *bp = u + ((u64)x * np + jp) *
-						      c * UKR_NR;
-				u32 cols = gemm_min(UKR_NR,
-						    st->nt - jp * UKR_NR);
-
-				for (r = 0; r < nt; r += UKR_MR) {
-					V16F acc[UKR_MR][2];
-					u64 row = (u64)x * WINO_TB + r;
-
-					if (cols > 16)
-						ukr_acc(c, v + row * WINO_CP,
-							bp, acc, 2, WINO_CP,
-							1, UKR_MR);
-					else
-						ukr_acc(c, v + row * WINO_CP,
-							bp, acc, 1, WINO_CP,
-							1, UKR_MR);
-					ukr_store(acc, mb + row * WINO_MP +
-						  jp * UKR_NR, WINO_MP,
-						  UKR_MR, UKR_NR, 1.0f,
-						  0.0f, NULL, 0, UKR_MR);
-				}
+		for (c0 = 0; c0 < c; c0 += ck) {
+			ck = gemm_min(WINO_CP, c - c0);
+			wino_v(g, tx, ty, n, nt, c0, ck, v);
+			for (x = 0; x < 16; x++) {
+				for (jp = 0; jp < np; jp++)
+					wino_m(u + (((u64)x * np + jp) * c +
+						    c0) * UKR_NR,
+					       v + (u64)x * WINO_TB * WINO_CP,
+					       mb + (u64)x * WINO_TB * WINO_MP +
+					       jp * UKR_NR, ck, nt,
+					       gemm_min(UKR_NR,
+							st->nt - jp * UKR_NR),
+					       c0 ? 1.0f : 0.0f);
 			}
 		}
 		for (t = 0; t < nt; t++) {

@@ -870,12 +870,12 @@ static const uint32_t cv_shapes[][12] = {
 	{ 1, 6, 6, 70, 3, 3, 1, 1, 1, 1, 3, VTPU_CONV_BIAS },
 	{ 2, 9, 8, 5, 4, 3, 2, 3, 3, 2, 33, 0 },
 	/* CONV_WGRAD on AVX-512's narrow kernel with a tall tile (m 720) */
-	{ 4, 8, 8, 80, 3, 3, 1, 1, 1, 1, 8, VTPU_CONV_BIAS },
+	{ 4, 8, 8, 40, 3, 6, 1, 1, 1, 2, 8, VTPU_CONV_BIAS },
 	/* CIFAR-10's first layer, four images: many row tiles */
 	{ 4, 32, 32, 3, 3, 3, 1, 1, 1, 1, 32,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
 	/*
-	 * Winograd (AVX-512, 3 x 3 at stride 1, 16-64 channels): odd output
+	 * Winograd (AVX-512, 3 x 3 at stride 1, 16-256 channels): odd output
 	 * sizes (tiles cut at the edge), channels and columns in partial
 	 * vectors; 64 channels, two or three column groups, pads 2 and 0;
 	 * several tiles, blocks of WINO_TB, and CONV_WGRAD's channel splits
@@ -885,6 +885,16 @@ static const uint32_t cv_shapes[][12] = {
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
 	{ 1, 5, 6, 64, 3, 3, 1, 1, 2, 0, 80, VTPU_CONV_BIAS },
 	{ 8, 16, 16, 32, 3, 3, 1, 1, 1, 1, 32, VTPU_CONV_RELU },
+	/*
+	 * Winograd over more than VTPU_WINO_CMAX (64) channels, taken 64 at
+	 * a time: 130 (tiles of 32 columns, a last chunk of 2 channels; its
+	 * DGRAD 72 channels by 130 columns), 256 (four chunks; DGRAD 40),
+	 * DGRAD over 256; CONV_WGRAD's channels split into tiles of 64 at most
+	 */
+	{ 2, 6, 7, 130, 3, 3, 1, 1, 1, 1, 72,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	{ 1, 5, 5, 256, 3, 3, 1, 1, 1, 1, 40, 0 },
+	{ 1, 4, 5, 48, 3, 3, 1, 1, 1, 1, 256, VTPU_CONV_BIAS },
 	/*
 	 * Few channels (a LeNet's second layer): CONV with 16 and 7 columns,
 	 * CONV_DGRAD with 6, on AVX-512's rows kernel with one vector of
