@@ -141,6 +141,7 @@ static void wino_u(const struct vtpu_gemm_step *st, float *u)
 					g->flip_oc + ci, idx, m, 4);
 			}
 			wino_filter(f, w);
+#pragma GCC unroll 16
 			for (x = 0; x < 16; x++)
 				gemm_storeu(d + (u64)x * np * c * UKR_NR, w[x]);
 		}
@@ -187,6 +188,8 @@ static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
 						     ry[r] && rx[s] ? m : 0);
 			}
 			wino_in(d);
+			/* (unrolled: stored from registers, not a copy) */
+#pragma GCC unroll 16
 			for (x = 0; x < 16; x++)
 				gemm_storeu(v + ((u64)x * WINO_TB + t) *
 					    WINO_CP + ci, d[x]);
