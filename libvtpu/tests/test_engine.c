@@ -1896,7 +1896,7 @@ TEST(spans_cover_every_operand)
 		h->opcode = op;
 		h->size = vtpu_engine_cmd_size(op);
 		ASSERT_GE(sizeof(cmd), h->size);
-		for (id = 0, have = 0; id < 32; id++)
+		for (id = 0, have = 0; id < 64; id++)
 			have += !vtpu_engine_operand(h, id, &o, &bytes);
 		n = vtpu_engine_spans(h, bufs, spans);
 		if (n != have || n > VTPU_ENGINE_SPANS_MAX) {
