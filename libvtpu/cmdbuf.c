@@ -543,6 +543,45 @@ int vtpu_cmdbuf_additive_score_grad(struct vtpu_cmdbuf *cb,
 	return cmdbuf_additive(cb, VTPU_OP_ADDITIVE_SCORE_GRAD, d);
 }
 
+int vtpu_cmdbuf_lstm_cell(struct vtpu_cmdbuf *cb,
+			  const struct vtpu_lstm_desc *d)
+{
+	struct vtpu_cmd_lstm_cell c;
+
+	CMD_INIT(&c, VTPU_OP_LSTM_CELL);
+	c.batch = d->batch;
+	c.hidden = d->hidden;
+	c.row_stride = d->row_stride;
+	c.gate_stride = d->gate_stride;
+	c.gates = opnd(d->gates);
+	c.c_prev = opnd(d->c_prev);
+	c.act = opnd(d->act);
+	c.c = opnd(d->c);
+	c.tc = opnd(d->tc);
+	c.h = opnd(d->h);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
+int vtpu_cmdbuf_lstm_cell_grad(struct vtpu_cmdbuf *cb,
+			       const struct vtpu_lstm_desc *d)
+{
+	struct vtpu_cmd_lstm_cell_grad c;
+
+	CMD_INIT(&c, VTPU_OP_LSTM_CELL_GRAD);
+	c.batch = d->batch;
+	c.hidden = d->hidden;
+	c.row_stride = d->row_stride;
+	c.gate_stride = d->gate_stride;
+	c.act = opnd(d->act);
+	c.c_prev = opnd(d->c_prev);
+	c.tc = opnd(d->tc);
+	c.dh = opnd(d->dh);
+	c.dc_next = opnd(d->dc_next);
+	c.dgates = opnd(d->dgates);
+	c.dc_prev = opnd(d->dc_prev);
+	return vtpu_cmdbuf_append(cb, &c);
+}
+
 int vtpu_cmdbuf_batchnorm(struct vtpu_cmdbuf *cb,
 			  const struct vtpu_batchnorm_desc *d)
 {

@@ -29,7 +29,7 @@
 #include "vtpu_engine.h"
 
 #define ALIGN 64
-#define MAX_OPERAND_ID 32
+#define MAX_OPERAND_ID 63
 /* The cols workspace of a strided conv's dx (GEMM + COL2IM) per chunk. */
 #define CONV_CHUNK_BYTES (4u << 20)
 /* Per chunk of a convolution fused with its pooling: its output (+ cols). */
@@ -88,6 +88,7 @@ struct cx {
 			    * (VTPU_BATCHNORM_RELU), or -1 */
 	struct tref *wf, *bf; /* its folded weights and bias */
 	int step;	   /* the step being emitted, or -1: all of them */
+	bool unfused_lstm; /* VTPU_UNFUSED_LSTM: ELEMENTWISE, not LSTM_CELL */
 	struct rnn_bufs *rnn; /* per LSTM or GRU node */
 	int state, images, labels, metrics, grads;
 	uint32_t lr_at; /* where the optimizer command's lr is in cb */
@@ -1644,8 +1645,10 @@ static void lstm_input_part(struct cx *cx, int i, uint32_t t0, uint32_t nt)
 }
 
 /*
- * Step t: h W_rec added to the gates, then nine element-wise commands:
- * i, f, o = sigmoid, g = tanh, c = f c' + i g, h = o tanh(c).
+ * Step t: h W_rec added to the gates, then one LSTM_CELL: i, f, o =
+ * sigmoid, g = tanh (the gates in place), c = f c' + i g, tanh(c) (kept
+ * for the backward), h = o tanh(c). With VTPU_UNFUSED_LSTM, the nine
+ * element-wise commands that give the same bits instead.
  */
 static void lstm_step(struct cx *cx, int i, uint64_t t, struct tref tmp)
 {
@@ -1656,6 +1659,21 @@ static void lstm_step(struct cx *cx, int i, uint64_t t, struct tref tmp)
 	struct tref c = step_of(cx, l->cx, H, t + 1);
 
 	rnn_recurrent(cx, i, t, 4);
+	if (!cx->unfused_lstm) {
+		struct vtpu_cmd_lstm_cell cmd = {
+			.hdr = { VTPU_OP_LSTM_CELL, sizeof(cmd) },
+			.batch = cx->B, .hidden = H, .row_stride = H,
+			.gate_stride = (uint64_t)n->h * bh,
+			.gates = opnd(gate_of(cx, i, GATE_I, t)),
+			.c_prev = opnd(step_of(cx, l->cx, H, t)),
+			.act = opnd(gate_of(cx, i, GATE_I, t)), .c = opnd(c),
+			.tc = opnd(step_of(cx, l->tc, H, t)),
+			.h = opnd(step_of(cx, l->hx, H, t + 1)),
+		};
+
+		emit(cx, &cmd);
+		return;
+	}
 	ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_I, t), at(0, 0),
 	   gate_of(cx, i, GATE_I, t));
 	ew(cx, VTPU_EW_SIGMOID, bh, gate_of(cx, i, GATE_F, t), at(0, 0),
@@ -1874,52 +1892,80 @@ static void rnn_param_grads(struct cx *cx, int i, struct tref dz,
 }
 
 /*
- * Backward through time: per step (last first) twelve element-wise
- * commands give the gates' dz from dh and dc, then dh of the step before
- * gets dz W_rec^T; after the loop, dW, dW_rec, db and dx each over all
- * steps at once.
+ * Step t's gates' dz (at @dzt, the slots @gs apart) from dh and dc, and
+ * dc of the step before in @dc: one LSTM_CELL_GRAD, or with
+ * VTPU_UNFUSED_LSTM twelve element-wise commands with the same bits
+ * (@y their temporary).
+ */
+static void lstm_cell_bwd(struct cx *cx, int i, uint64_t t, struct tref dh,
+			  struct tref dc, struct tref dzt, struct tref y)
+{
+	uint32_t H = cx->g->nodes[i].c;
+	uint64_t bh = (uint64_t)cx->B * H, gs = cx->g->nodes[i].h * bh;
+	const struct rnn_bufs *l = &cx->rnn[i];
+	struct tref tc = step_of(cx, l->tc, H, t);
+	struct tref cp = step_of(cx, l->cx, H, t);
+	struct tref gi = gate_of(cx, i, GATE_I, t);
+	struct tref gf = gate_of(cx, i, GATE_F, t);
+	struct tref gg = gate_of(cx, i, GATE_G, t);
+	struct tref go = gate_of(cx, i, GATE_O, t);
+	struct vtpu_cmd_lstm_cell_grad cmd = {
+		.hdr = { VTPU_OP_LSTM_CELL_GRAD, sizeof(cmd) },
+		.batch = cx->B, .hidden = H, .row_stride = H,
+		.gate_stride = gs, .act = opnd(gi), .c_prev = opnd(cp),
+		.tc = opnd(tc), .dh = opnd(dh), .dc_next = opnd(dc),
+		.dgates = opnd(dzt), .dc_prev = opnd(dc),
+	};
+
+	if (!cx->unfused_lstm) {
+		emit(cx, &cmd);
+		return;
+	}
+	/* dc += dh o (1 - tanh(c)^2) */
+	ew(cx, VTPU_EW_MUL, bh, dh, go, y);
+	ew(cx, VTPU_EW_TANH_GRAD, bh, tc, y, y);
+	ew(cx, VTPU_EW_ADD, bh, y, dc, dc);
+	/* the gates' dz: o from dh tanh(c); i, f, g from dc */
+	ew(cx, VTPU_EW_MUL, bh, dh, tc, y);
+	ew(cx, VTPU_EW_SIGMOID_GRAD, bh, go, y, shifted(dzt, GATE_O * gs * 4));
+	ew(cx, VTPU_EW_MUL, bh, dc, gg, y);
+	ew(cx, VTPU_EW_SIGMOID_GRAD, bh, gi, y, shifted(dzt, GATE_I * gs * 4));
+	ew(cx, VTPU_EW_MUL, bh, dc, cp, y);
+	ew(cx, VTPU_EW_SIGMOID_GRAD, bh, gf, y, shifted(dzt, GATE_F * gs * 4));
+	ew(cx, VTPU_EW_MUL, bh, dc, gi, y);
+	ew(cx, VTPU_EW_TANH_GRAD, bh, gg, y, shifted(dzt, GATE_G * gs * 4));
+	/* dc of the step before: through the forget gate */
+	ew(cx, VTPU_EW_MUL, bh, dc, gf, dc);
+}
+
+/*
+ * Backward through time: per step (last first) the cell's gradient
+ * (lstm_cell_bwd()) gives the gates' dz from dh and dc, then dh of the
+ * step before gets dz W_rec^T; after the loop, dW, dW_rec, db and dx
+ * each over all steps at once.
  */
 static void lstm_bwd(struct cx *cx, int i)
 {
 	const struct vg_node *n = &cx->g->nodes[i];
 	uint32_t H = n->c, T = n->h, B = cx->B;
 	uint64_t bh = (uint64_t)B * H, gs = (uint64_t)T * bh, t;
-	const struct rnn_bufs *l = &cx->rnn[i];
 	struct tref dc_last = rnn_state_grad(cx, i, 1);
 	struct tref dhs = work(cx, T * bh * 4), dc = work(cx, bh * 4);
-	struct tref dz = work(cx, 4 * gs * 4), y = work(cx, bh * 4);
+	struct tref dz = work(cx, 4 * gs * 4), y = at(0, 0);
 	struct tref u = param(cx, n->weight2);
 	struct tref dx, tmp;
 
+	if (cx->unfused_lstm)
+		y = work(cx, bh * 4);
 	rnn_dh(cx, i, dhs);
 	rnn_init(cx, -1, dc, bh);
 	if (dc_last.sid)
 		ew(cx, VTPU_EW_ADD, bh, dc, dc_last, dc);
 
 	for (t = T; t-- > 0;) {
-		struct tref dh = step_of(cx, dhs, H, t);
-		struct tref tc = step_of(cx, l->tc, H, t);
-		struct tref gi = gate_of(cx, i, GATE_I, t);
-		struct tref gf = gate_of(cx, i, GATE_F, t);
-		struct tref gg = gate_of(cx, i, GATE_G, t);
-		struct tref go = gate_of(cx, i, GATE_O, t);
 		struct tref dzt = step_of(cx, dz, H, t);
 
-		/* dc += dh o (1 - tanh(c)^2) */
-		ew(cx, VTPU_EW_MUL, bh, dh, go, y);
-		ew(cx, VTPU_EW_TANH_GRAD, bh, tc, y, y);
-		ew(cx, VTPU_EW_ADD, bh, y, dc, dc);
-		/* the gates' dz: o from dh tanh(c); i, f, g from dc */
-		ew(cx, VTPU_EW_MUL, bh, dh, tc, y);
-		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, go, y, shifted(dzt, GATE_O * gs * 4));
-		ew(cx, VTPU_EW_MUL, bh, dc, gg, y);
-		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, gi, y, shifted(dzt, GATE_I * gs * 4));
-		ew(cx, VTPU_EW_MUL, bh, dc, step_of(cx, l->cx, H, t), y);
-		ew(cx, VTPU_EW_SIGMOID_GRAD, bh, gf, y, shifted(dzt, GATE_F * gs * 4));
-		ew(cx, VTPU_EW_MUL, bh, dc, gi, y);
-		ew(cx, VTPU_EW_TANH_GRAD, bh, gg, y, shifted(dzt, GATE_G * gs * 4));
-		/* dc of the step before: through the forget gate */
-		ew(cx, VTPU_EW_MUL, bh, dc, gf, dc);
+		lstm_cell_bwd(cx, i, t, step_of(cx, dhs, H, t), dc, dzt, y);
 		if (t)
 			rnn_back_gates(cx, i, dzt, gs, lstm_slots, 4, B, u, H,
 				       step_of(cx, dhs, H, t - 1), true);
@@ -2690,8 +2736,10 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 	       struct vg_program *prog)
 {
 	double t0 = now_ms();
+	const char *unfused = getenv("VTPU_UNFUSED_LSTM");
 	struct cx cx = { .g = g, .kind = kind, .B = batch, .opt = opt,
-			  .step = -1 };
+			  .step = -1,
+			  .unfused_lstm = unfused && atoi(unfused) > 0 };
 	uint32_t classes;
 	int i;
 

@@ -532,6 +532,42 @@ static u64 additive_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	return rows * b * u * 4;
 }
 
+/*
+ * An LSTM_CELL's or LSTM_CELL_GRAD's gates: the highest element + 1 of a
+ * 4-gate operand (3 * gs + (B - 1) * rs + H), or 0 when the fields are out
+ * of range or the 4 * B blocks of H may share an element. The two structs
+ * begin alike (batch .. gate_stride). Strides at most 2^36, B below 2^25:
+ * no term reaches 2^61, no overflow.
+ */
+u64 vtpu_lstm_gates_span(const struct vtpu_cmd_lstm_cell *l)
+{
+	u64 h = l->hidden, rs = l->row_stride, gs = l->gate_stride, span;
+
+	if (!window_dim_ok(l->batch) || !window_dim_ok(l->hidden) ||
+	    (u64)l->batch * h > VTPU_MAX_ELEMS)
+		return 0;
+	if (rs < h || gs < h || rs > VTPU_MAX_ELEMS || gs > VTPU_MAX_ELEMS)
+		return 0;
+	/* planes of gates, or each row's four gates side by side */
+	if (gs < (l->batch - 1) * rs + h && rs < 3 * gs + h)
+		return 0;
+	span = 3 * gs + (l->batch - 1) * rs + h;
+	return span <= VTPU_MAX_ELEMS ? span : 0;
+}
+
+static u64 lstm_extent(const struct vtpu_cmd_hdr *cmd, u32 id, u32 *align)
+{
+	const struct vtpu_cmd_lstm_cell *l = (const void *)cmd;
+	u64 span = vtpu_lstm_gates_span(l);
+
+	if (!span)
+		return 0;
+	if (id == VTPU_OPERAND_GATES || id == VTPU_OPERAND_ACT ||
+	    id == VTPU_OPERAND_DGATES)
+		return span * 4;
+	return (u64)l->batch * l->hidden * 4;	/* [B, H] */
+}
+
 static u64 batchnorm_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 			    u32 *align)
 {
@@ -793,6 +829,8 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 #define SOFTMAX_RULES "m * n at most the element limit"
 #define ADDITIVE_RULES \
 	"tq*units, tk*units <= 2^18; B*tq*tk, B*tq*units, B*tk*units in the limit"
+#define LSTM_RULES \
+	"B*H in the limit; strides >= H, gates planes or rows, span in the limit"
 #define AVGPOOL_RULES \
 	"pad < k <= size + 2 pad + 1, (o - 1) * stride < size + pad"
 
@@ -842,6 +880,16 @@ static u64 gemm_batched_extent(const struct vtpu_cmd_hdr *cmd, u32 id,
 	.rules = ADDITIVE_RULES, .extent = additive_extent,                    \
 	.check = vtpu_additive_check, .prepare = vtpu_additive_prepare,        \
 	.run = vtpu_additive_run, .describe = vtpu_additive_describe
+
+#define LSTM_COMMON(cmd)                                                       \
+	.size = sizeof(struct cmd), .flags_at = FLAGS_AT(cmd),                 \
+	.fields = { FIELD(cmd, batch, 1, VTPU_MAX_DIM),                        \
+		    FIELD(cmd, hidden, 1, VTPU_MAX_DIM),                       \
+		    FIELD(cmd, row_stride, 1, VTPU_MAX_ELEMS),                 \
+		    FIELD(cmd, gate_stride, 1, VTPU_MAX_ELEMS) },              \
+	.rules = LSTM_RULES, .extent = lstm_extent,                            \
+	.check = vtpu_lstm_check, .prepare = vtpu_lstm_prepare,                \
+	.run = vtpu_lstm_run, .describe = vtpu_lstm_describe
 
 /*
  * Operands are listed in the order the validator checks them and names
@@ -1419,6 +1467,30 @@ static const struct vtpu_engine_op_desc op_table[VTPU_OP_COUNT] = {
 			      IN(C, vtpu_cmd_additive_score, s, 4) },
 		ADDITIVE_COMMON,
 	},
+	[VTPU_OP_LSTM_CELL] = {
+		.name = "LSTM_CELL",
+		.noperands = 6,
+		.operands = { IN(GATES, vtpu_cmd_lstm_cell, gates, 4),
+			      IN(CELL_PREV, vtpu_cmd_lstm_cell, c_prev, 4),
+			      OUT(ACT, vtpu_cmd_lstm_cell, act, 4),
+			      OUT(CELL, vtpu_cmd_lstm_cell, c, 4),
+			      OUT(TANH_CELL, vtpu_cmd_lstm_cell, tc, 4),
+			      OUT(HIDDEN, vtpu_cmd_lstm_cell, h, 4) },
+		LSTM_COMMON(vtpu_cmd_lstm_cell),
+	},
+	[VTPU_OP_LSTM_CELL_GRAD] = {
+		.name = "LSTM_CELL_GRAD",
+		.noperands = 7,
+		.operands = { IN(ACT, vtpu_cmd_lstm_cell_grad, act, 4),
+			      IN(CELL_PREV, vtpu_cmd_lstm_cell_grad, c_prev, 4),
+			      IN(TANH_CELL, vtpu_cmd_lstm_cell_grad, tc, 4),
+			      IN(DHIDDEN, vtpu_cmd_lstm_cell_grad, dh, 4),
+			      IN(DCELL, vtpu_cmd_lstm_cell_grad, dc_next, 4),
+			      OUT(DGATES, vtpu_cmd_lstm_cell_grad, dgates, 4),
+			      OUT(DCELL_PREV, vtpu_cmd_lstm_cell_grad, dc_prev,
+				  4) },
+		LSTM_COMMON(vtpu_cmd_lstm_cell_grad),
+	},
 };
 
 const struct vtpu_engine_op_desc *vtpu_engine_op_desc(u32 opcode)
@@ -1441,8 +1513,11 @@ u32 vtpu_engine_cmd_size(u32 opcode)
 	return d ? d->size : 0;
 }
 
-/* Operand ids are below 32 (libvtpu's planner walks them as a bitmask). */
-#define OPERAND_IDS 32
+/*
+ * Operand ids are below 64 (the selftests' generator walks them as a
+ * bitmask; libvtpu's planner up to its MAX_OPERAND_ID).
+ */
+#define OPERAND_IDS 64
 
 const char *vtpu_engine_operand_name(u32 id)
 {
@@ -1478,6 +1553,16 @@ const char *vtpu_engine_operand_name(u32 id)
 		[VTPU_OPERAND_SUMSQ] = "sumsq",
 		[VTPU_OPERAND_DA] = "da",
 		[VTPU_OPERAND_DB] = "db",
+		[VTPU_OPERAND_GATES] = "gates",
+		[VTPU_OPERAND_ACT] = "act",
+		[VTPU_OPERAND_CELL_PREV] = "c_prev",
+		[VTPU_OPERAND_CELL] = "c",
+		[VTPU_OPERAND_TANH_CELL] = "tc",
+		[VTPU_OPERAND_HIDDEN] = "h",
+		[VTPU_OPERAND_DHIDDEN] = "dh",
+		[VTPU_OPERAND_DCELL] = "dc_next",
+		[VTPU_OPERAND_DGATES] = "dgates",
+		[VTPU_OPERAND_DCELL_PREV] = "dc_prev",
 	};
 
 	if (id >= OPERAND_IDS || !names[id])

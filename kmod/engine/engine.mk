@@ -33,7 +33,8 @@ ENGINE_SRCS := \
 	ops_dwconv.c \
 	ops_nhwc_avx2.c \
 	ops_nhwc_avx512.c \
-	ops_additive.c
+	ops_additive.c \
+	ops_lstm.c
 
 # Integer-only objects, callable outside kernel_fpu_begin()/end().
 ENGINE_NOFPU_SRCS := cmd.c validate.c iterate.c
@@ -72,6 +73,7 @@ ENGINE_CFLAGS_ops_loss := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_embedding := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_softmax := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_additive := $(ENGINE_VEC_CFLAGS) -ffp-contract=off
+ENGINE_CFLAGS_ops_lstm := $(ENGINE_VEC_CFLAGS) -ffp-contract=off
 # -fno-math-errno: sqrt is an instruction, never a libm call (vectorised
 # as sqrtps in user space and in the kernel alike).
 ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno

@@ -67,6 +67,11 @@ bool vtpu_embedding_ok(const struct vtpu_cmd_embedding *e);
 bool vtpu_gemm_batched_ok(const struct vtpu_cmd_gemm_batched *g);
 /* cmd.c: are an ADDITIVE_SCORE's fields in range (the pads aside)? */
 bool vtpu_additive_ok(const struct vtpu_cmd_additive_score *a);
+/*
+ * cmd.c: an LSTM_CELL's (or, the same fields, LSTM_CELL_GRAD's) highest
+ * 4-gate element + 1, or 0 when its fields or strides are invalid
+ */
+u64 vtpu_lstm_gates_span(const struct vtpu_cmd_lstm_cell *l);
 /* cmd.c: do a GEMM_BATCHED's Cs share no element (apart or interleaved)? */
 bool vtpu_gemm_batched_disjoint(const struct vtpu_cmd_gemm_batched *g);
 
@@ -425,6 +430,7 @@ VTPU_CHECK(vtpu_argmax_check);
 VTPU_CHECK(vtpu_batchnorm_check);
 VTPU_CHECK(vtpu_dwconv_check);
 VTPU_CHECK(vtpu_additive_check);
+VTPU_CHECK(vtpu_lstm_check);
 
 VTPU_PREPARE(vtpu_gemm_cmd_prepare);		/* ops_gemm.c */
 VTPU_PREPARE(vtpu_conv_gemm_prepare);
@@ -489,6 +495,10 @@ VTPU_PREPARE(vtpu_additive_prepare);		/* ops_additive.c */
 VTPU_RUN(vtpu_additive_run);
 VTPU_DESCRIBE(vtpu_additive_describe);
 size_t vtpu_additive_scratch_size(void);
+VTPU_PREPARE(vtpu_lstm_prepare);		/* ops_lstm.c */
+VTPU_RUN(vtpu_lstm_run);
+VTPU_DESCRIBE(vtpu_lstm_describe);
+size_t vtpu_lstm_scratch_size(void);
 
 /* ops_conv.c, for CONV_POOL: im2col rows [q, q + len) of one window row */
 void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
@@ -515,6 +525,21 @@ void vtpu_im2col_cols(const struct vtpu_engine_window *g, const float *image,
 VTPU_ACT_LEVEL(scalar);
 VTPU_ACT_LEVEL(avx2);
 VTPU_ACT_LEVEL(avx512);
+
+/*
+ * LSTM_CELL's and LSTM_CELL_GRAD's cells [j, j + n) of row @r, once per
+ * SIMD level (lstm_tmpl.h, with the activations); @scratch:
+ * VTPU_LSTM_BLOCK floats.
+ */
+#define VTPU_LSTM_BLOCK 512u
+#define VTPU_LSTM_LEVEL(sfx)                                                   \
+	void vtpu_lstm_fwd_##sfx(const struct vtpu_engine_lstm *l, u64 r,      \
+				 u32 j, u32 n);                                \
+	void vtpu_lstm_bwd_##sfx(const struct vtpu_engine_lstm *l, u64 r,      \
+				 u32 j, u32 n, float *scratch)
+VTPU_LSTM_LEVEL(scalar);
+VTPU_LSTM_LEVEL(avx2);
+VTPU_LSTM_LEVEL(avx512);
 
 VTPU_CONVPOOL_LEVEL(scalar);
 VTPU_CONVPOOL_LEVEL(avx2);

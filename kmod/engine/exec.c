@@ -110,6 +110,7 @@ size_t vtpu_engine_scratch_size(void)
 	size_t b = vtpu_batchnorm_scratch_size();
 	size_t a = vtpu_additive_scratch_size();
 	size_t d = vtpu_dwconv_scratch_size();
+	size_t l = vtpu_lstm_scratch_size();
 
 	if (r < b)
 		r = b;
@@ -117,5 +118,7 @@ size_t vtpu_engine_scratch_size(void)
 		r = a;
 	if (r < d)
 		r = d;
+	if (r < l)
+		r = l;
 	return g > r ? g : r;
 }

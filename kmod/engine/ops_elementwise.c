@@ -42,6 +42,7 @@ void vtpu_ops_tile(struct vtpu_engine_op *op, u64 count)
  */
 #define ACT_SFX scalar
 #include "act_tmpl.h"
+#include "lstm_tmpl.h"	/* LSTM_CELL's loops, at the same width */
 
 static const struct {
 	void (*sigmoid)(const float *x, float *z, u64 n);

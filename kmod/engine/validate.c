@@ -850,6 +850,76 @@ int vtpu_gemm_batched_check(struct vtpu_engine_check *v,
 	return 0;
 }
 
+/* Output @out may be exactly input @in (in place), else not overlap it. */
+static int check_same_or_apart(struct vtpu_engine_check *v,
+			       const struct vtpu_cmd_hdr *cmd, u32 out, u32 in)
+{
+	const struct vtpu_operand *o, *i;
+	u64 bytes;
+
+	vtpu_engine_operand(cmd, out, &o, &bytes);
+	vtpu_engine_operand(cmd, in, &i, &bytes);
+	if (o->buf == i->buf && o->offset == i->offset)
+		return 0;
+	if (overlap(cmd, out, in))
+		return reject(v, out, VTPU_ERR_OVERLAP);
+	return 0;
+}
+
+/*
+ * LSTM_CELL: inputs gates, c_prev; outputs act (may be gates in place), c,
+ * tc, h. LSTM_CELL_GRAD: inputs act, c_prev, tc, dh, dc_next; outputs
+ * dgates (may be act in place), dc_prev (may be dc_next in place). Both
+ * 4-gate operands of a command share the strides, so in place is the
+ * same elements.
+ */
+int vtpu_lstm_check(struct vtpu_engine_check *v,
+		    const struct vtpu_cmd_hdr *hdr)
+{
+	const struct vtpu_cmd_lstm_cell *l = (const void *)hdr;
+	bool grad = hdr->opcode == VTPU_OP_LSTM_CELL_GRAD;
+	static const u32 fwd[] = { VTPU_OPERAND_GATES, VTPU_OPERAND_CELL_PREV,
+				   VTPU_OPERAND_ACT, VTPU_OPERAND_CELL,
+				   VTPU_OPERAND_TANH_CELL,
+				   VTPU_OPERAND_HIDDEN };
+	static const u32 bwd[] = { VTPU_OPERAND_ACT, VTPU_OPERAND_CELL_PREV,
+				   VTPU_OPERAND_TANH_CELL,
+				   VTPU_OPERAND_DHIDDEN, VTPU_OPERAND_DCELL,
+				   VTPU_OPERAND_DGATES,
+				   VTPU_OPERAND_DCELL_PREV };
+	const u32 *ids = grad ? bwd : fwd;
+	u32 nin = grad ? 5 : 2, nout = grad ? 2 : 4;
+	u64 h = l->hidden;
+	int ret;
+
+	if (l->flags)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_FLAGS);
+	if (l->pad)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_PAD);
+	if (!dim_ok(l->batch) || !dim_ok(l->hidden) ||
+	    (u64)l->batch * h > VTPU_MAX_ELEMS)
+		return reject(v, VTPU_OPERAND_NONE, VTPU_ERR_BAD_SHAPE);
+	/* the strides' range, disjoint blocks, the span in the limit */
+	if (!vtpu_lstm_gates_span(l))
+		return reject(v, ids[0], VTPU_ERR_BAD_STRIDE);
+	ret = check_operands(v, hdr, ids, nin + nout);
+	if (ret)
+		return ret;
+	/* the in-place pairs, then everything else apart */
+	ret = check_same_or_apart(v, hdr, ids[nin], ids[0]);
+	if (!ret && grad)
+		ret = check_same_or_apart(v, hdr, VTPU_OPERAND_DCELL_PREV,
+					  VTPU_OPERAND_DCELL);
+	if (!ret)	/* outputs against each other and the inputs but one */
+		ret = check_outputs(v, hdr, ids + nin, nout, ids + 1,
+				    grad ? 3 : 1);
+	if (!ret)	/* the other outputs against the in-place input */
+		ret = check_outputs(v, hdr, ids + nin + 1, nout - 1, ids, 1);
+	if (!ret && grad)	/* dgates against dc_next */
+		ret = check_outputs(v, hdr, ids + nin, 1, ids + 4, 1);
+	return ret;
+}
+
 int vtpu_engine_validate(const void *cmds, u32 size, const u64 *buf_sizes,
 			 u32 nbufs, struct vtpu_engine_error *err)
 {

@@ -243,6 +243,28 @@ struct vtpu_engine_softmax {
 };
 
 /*
+ * LSTM_CELL, LSTM_CELL_GRAD: the B * H cells, row by row, cut into tiles
+ * of @chunk cells. Gate k of row b is at k * @gs + b * @rs of the 4-gate
+ * operands; the others are [B][H].
+ */
+struct vtpu_engine_lstm {
+	bool grad;
+	u32 hidden;		/* H */
+	u64 cells;		/* B * H */
+	u64 chunk;		/* cells per tile */
+	u64 rs, gs;		/* row and gate strides, elements */
+	const float *gates;	/* forward: z; grad: act */
+	const float *c_prev;
+	const float *tc;	/* grad: the forward's tanh(c) */
+	const float *dh;	/* grad */
+	const float *dc_next;	/* grad */
+	float *out4;		/* forward: act; grad: dgates */
+	float *out_c;		/* forward: c; grad: dc_prev */
+	float *out_tc;		/* forward: tanh(c) */
+	float *out_h;		/* forward: h */
+};
+
+/*
  * ADDITIVE_SCORE: tiles take chunks of @per scores. _GRAD: tiles
  * [0, @tiles[0]) chunks of @rows[0] rows of dq, the next @tiles[1] chunks
  * of @rows[1] rows of dk, the last @tiles[2] blocks of 64 units of dv
@@ -386,6 +408,7 @@ struct vtpu_engine_op {
 		struct vtpu_engine_bn bn;
 		struct vtpu_engine_dwconv dw;
 		struct vtpu_engine_additive add;
+		struct vtpu_engine_lstm lstm;
 	};
 	u64 work[VTPU_ENGINE_WORK_BYTES / sizeof(u64)];
 };

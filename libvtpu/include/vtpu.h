@@ -503,6 +503,37 @@ VTPU_API int vtpu_cmdbuf_additive_score(struct vtpu_cmdbuf *cb,
 VTPU_API int vtpu_cmdbuf_additive_score_grad(struct vtpu_cmdbuf *cb,
 					     const struct vtpu_additive_desc *d);
 /**
+ * struct vtpu_lstm_desc - an LSTM_CELL or LSTM_CELL_GRAD (struct
+ * vtpu_cmd_lstm_cell, struct vtpu_cmd_lstm_cell_grad): one description
+ * serves both. gates, act and dgates hold gate k (i, f, g, o) of row b,
+ * column j at k * gate_stride + b * row_stride + j (a [B][4H] matrix:
+ * gate_stride H, row_stride 4H; planes [4][B][H]: gate_stride B * H,
+ * row_stride H); c_prev, c, tc, dh, dc_next and dc_prev are [B][H]. The
+ * forward reads gates and c_prev and writes act (may be gates: in place),
+ * c, tc = tanh(c) and h; the gradient reads act, c_prev, tc, dh and
+ * dc_next and writes dgates (may be act) and dc_prev (may be dc_next).
+ * Each builder takes the fields its command has.
+ */
+struct vtpu_lstm_desc {
+	uint32_t batch, hidden;
+	uint64_t row_stride, gate_stride;
+	struct vtpu_ref gates, c_prev, act, c, tc, h;
+	struct vtpu_ref dh, dc_next, dgates, dc_prev;
+};
+/**
+ * vtpu_cmdbuf_lstm_cell() - an LSTM step's element-wise part: i, f, o =
+ * sigmoid, g = tanh of the gates, c = f * c_prev + i * g, tc = tanh(c),
+ * h = o * tc, bitwise as the ELEMENTWISE commands that do it.
+ */
+VTPU_API int vtpu_cmdbuf_lstm_cell(struct vtpu_cmdbuf *cb,
+				   const struct vtpu_lstm_desc *d);
+/**
+ * vtpu_cmdbuf_lstm_cell_grad() - dgates and dc_prev of an LSTM step from
+ * its act, c_prev, tc, dh and dc_next.
+ */
+VTPU_API int vtpu_cmdbuf_lstm_cell_grad(struct vtpu_cmdbuf *cb,
+					const struct vtpu_lstm_desc *d);
+/**
  * struct vtpu_batchnorm_desc - a BATCHNORM or BATCHNORM_GRAD (struct
  * vtpu_cmd_batchnorm, _grad): one description serves both. x [rows][C];
  * gamma, beta, moving_mean, moving_var [C]; stats [2][C] (mean, inv_std:

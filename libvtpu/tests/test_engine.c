@@ -1532,6 +1532,11 @@ TEST(calls_bounded)
 		{ 1, 1 << 18, 1 << 18, 1 },
 		{ 1 << 12, 64, 64, VTPU_ADDITIVE_MAX_UNITS / 64 },
 	};
+	/* LSTM_CELL: B H, gates [B][4H] of up to 2^36 elements */
+	static const uint32_t lstms[][2] = {
+		{ VTPU_MAX_DIM, 1024 }, { 1, VTPU_MAX_DIM },
+		{ 1024, VTPU_MAX_DIM }, { 64, 128 },
+	};
 	/* IMAGE_AUGMENT: n h w c oh ow */
 	static const uint32_t augs[][6] = {
 		{ 1, 1, 1, VTPU_MAX_DIM, 1, 1 },
@@ -1769,6 +1774,25 @@ TEST(calls_bounded)
 		ASSERT_EQ(0, vtpu_cmdbuf_additive_score(&cb, &d));
 		ASSERT_EQ(0, vtpu_cmdbuf_additive_score_grad(&cb, &d));
 	}
+	/*
+	 * The LSTM cell and its gradient at the largest spans (2^36 gate
+	 * elements): the most rows, the widest row, both with many cells
+	 */
+	for (i = 0; i < sizeof(lstms) / sizeof(lstms[0]); i++) {
+		struct vtpu_lstm_desc d = {
+			.batch = lstms[i][0], .hidden = lstms[i][1],
+			.row_stride = 4ull * lstms[i][1],
+			.gate_stride = lstms[i][1],
+			.gates = VTPU_REF(0, 0), .c_prev = VTPU_REF(1, 0),
+			.act = VTPU_REF(2, 0), .c = VTPU_REF(3, 0),
+			.tc = VTPU_REF(1, 0), .h = VTPU_REF(1, 0),
+			.dh = VTPU_REF(1, 0), .dc_next = VTPU_REF(3, 0),
+			.dgates = VTPU_REF(0, 0), .dc_prev = VTPU_REF(2, 0),
+		};
+
+		ASSERT_EQ(0, vtpu_cmdbuf_lstm_cell(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_lstm_cell_grad(&cb, &d));
+	}
 	ASSERT_EQ(0, cb.error);
 	for (b = 0; b < 4; b++)
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
@@ -1808,6 +1832,11 @@ TEST(calls_bounded)
 			    cmd->opcode == VTPU_OP_ADDITIVE_SCORE_GRAD)
 				per = additive_call(&op) >
 					      VTPU_ADDITIVE_MAX_WORK ? ~0ull : 0;
+			/* LSTM_CELL(_GRAD): chunk cells of ~8 passes a call */
+			if (cmd->opcode == VTPU_OP_LSTM_CELL ||
+			    cmd->opcode == VTPU_OP_LSTM_CELL_GRAD)
+				per = op.lstm.chunk * 8 > EMB_CALL_MAX ?
+					      ~0ull : 0;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
@@ -1825,7 +1854,8 @@ TEST(calls_bounded)
 		  3 * sizeof(dwconvs) / sizeof(dwconvs[0]) +
 		  2 /* AVGPOOL(_GRAD) */ +
 		  sizeof(augs) / sizeof(augs[0]) +
-		  2 * sizeof(adds) / sizeof(adds[0]), cmds);
+		  2 * sizeof(adds) / sizeof(adds[0]) +
+		  2 * sizeof(lstms) / sizeof(lstms[0]), cmds);
 	EXPECT_EQ(0, over);
 	vtpu_cmdbuf_fini(&cb);
 }
@@ -1896,7 +1926,7 @@ TEST(spans_cover_every_operand)
 		h->opcode = op;
 		h->size = vtpu_engine_cmd_size(op);
 		ASSERT_GE(sizeof(cmd), h->size);
-		for (id = 0, have = 0; id < 32; id++)
+		for (id = 0, have = 0; id < 64; id++)
 			have += !vtpu_engine_operand(h, id, &o, &bytes);
 		n = vtpu_engine_spans(h, bufs, spans);
 		if (n != have || n > VTPU_ENGINE_SPANS_MAX) {

@@ -939,6 +939,158 @@ TEST(additive_validator)
 	rej_fini(&r);
 }
 
+TEST(lstm_validator)
+{
+	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),
+			 .b0 = bo_new(4096), .b1 = bo_new(4096) };
+	/*
+	 * B 2, H 3, gates [B][4H] (gate stride 3, row stride 12): 24 floats,
+	 * 96 bytes; the states 24 bytes each
+	 */
+	const struct vtpu_cmd_lstm_cell lf0 = {
+		.hdr = HDR(VTPU_OP_LSTM_CELL, vtpu_cmd_lstm_cell),
+		.batch = 2, .hidden = 3, .row_stride = 12, .gate_stride = 3,
+		.gates = (struct vtpu_operand)OPND(0, 0), .c_prev = (struct vtpu_operand)OPND(0, 128),
+		.act = (struct vtpu_operand)OPND(1, 0), .c = (struct vtpu_operand)OPND(1, 128), .tc = (struct vtpu_operand)OPND(1, 192),
+		.h = (struct vtpu_operand)OPND(1, 256),
+	};
+	/* the gradient: its inputs in b0, its outputs in b1 */
+	const struct vtpu_cmd_lstm_cell_grad lg0 = {
+		.hdr = HDR(VTPU_OP_LSTM_CELL_GRAD, vtpu_cmd_lstm_cell_grad),
+		.batch = 2, .hidden = 3, .row_stride = 12, .gate_stride = 3,
+		.act = (struct vtpu_operand)OPND(0, 0), .c_prev = (struct vtpu_operand)OPND(0, 128), .tc = (struct vtpu_operand)OPND(0, 192),
+		.dh = (struct vtpu_operand)OPND(0, 256), .dc_next = (struct vtpu_operand)OPND(0, 320),
+		.dgates = (struct vtpu_operand)OPND(1, 0), .dc_prev = (struct vtpu_operand)OPND(1, 128),
+	};
+	struct vtpu_cmd_lstm_cell lf;
+	struct vtpu_cmd_lstm_cell_grad lg;
+
+	ASSERT_NE(NULL, r.cpu);
+
+	CASE(lf, lf0, "lstm ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(lg, lg0, "lstm_grad ok", (void)0, VTPU_ERR_NONE, 0);
+	CASE(lf, lf0, "lstm planes [4][B][H]",
+	     (lf.row_stride = 3, lf.gate_stride = 6), VTPU_ERR_NONE, 0);
+	CASE(lg, lg0, "lstm_grad planes with gaps",
+	     (lg.row_stride = 5, lg.gate_stride = 100,
+	      lg.dc_prev.offset = 2048), VTPU_ERR_NONE, 0);
+	CASE(lf, lf0, "lstm act over gates (in place)", lf.act = lf.gates,
+	     VTPU_ERR_NONE, 0);
+	CASE(lg, lg0, "lstm_grad dgates over act, dc_prev over dc_next",
+	     (lg.dgates = lg.act, lg.dc_prev = lg.dc_next), VTPU_ERR_NONE, 0);
+	CASE(lg, lg0, "lstm_grad inputs may overlap",
+	     (lg.dh = lg.c_prev, lg.tc.offset = 4), VTPU_ERR_NONE, 0);
+	/* flags, pad, shape */
+	CASE(lf, lf0, "lstm flags", lf.flags = 1, VTPU_ERR_BAD_FLAGS, 0);
+	CASE(lg, lg0, "lstm_grad flags", lg.flags = 1u << 31,
+	     VTPU_ERR_BAD_FLAGS, 0);
+	CASE(lf, lf0, "lstm pad", lf.pad = 1, VTPU_ERR_BAD_PAD, 0);
+	CASE(lg, lg0, "lstm_grad pad", lg.pad = 1u << 31, VTPU_ERR_BAD_PAD,
+	     0);
+	CASE(lf, lf0, "lstm batch 0", lf.batch = 0, VTPU_ERR_BAD_SHAPE, 0);
+	CASE(lg, lg0, "lstm_grad hidden 0", lg.hidden = 0, VTPU_ERR_BAD_SHAPE,
+	     0);
+	CASE(lf, lf0, "lstm batch past 2^24", lf.batch = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(lf, lf0, "lstm hidden past 2^24", lf.hidden = VTPU_MAX_DIM + 1,
+	     VTPU_ERR_BAD_SHAPE, 0);
+	CASE(lg, lg0, "lstm_grad B * H past 2^36",
+	     (lg.batch = VTPU_MAX_DIM, lg.hidden = VTPU_MAX_DIM,
+	      lg.row_stride = 4ull * VTPU_MAX_DIM,
+	      lg.gate_stride = VTPU_MAX_DIM), VTPU_ERR_BAD_SHAPE, 0);
+	/* strides: the forward names gates, the gradient act */
+	CASE(lf, lf0, "lstm row stride below H", lf.row_stride = 2,
+	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_GATES);
+	CASE(lg, lg0, "lstm_grad gate stride below H", lg.gate_stride = 2,
+	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_ACT);
+	CASE(lf, lf0, "lstm gate stride 0", lf.gate_stride = 0,
+	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_GATES);
+	CASE(lf, lf0, "lstm strides H, H: gate 1 of row 0 is gate 0 of row 1",
+	     (lf.row_stride = 3, lf.gate_stride = 3), VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_GATES);
+	CASE(lf, lf0, "lstm rows one short of the four gates",
+	     lf.row_stride = 11, VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_GATES);
+	CASE(lg, lg0, "lstm_grad planes one short of B rows",
+	     (lg.row_stride = 3, lg.gate_stride = 5), VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_ACT);
+	CASE(lf, lf0, "lstm gate stride past 2^36",
+	     (lf.row_stride = 3, lf.gate_stride = VTPU_MAX_ELEMS + 1),
+	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_GATES);
+	CASE(lg, lg0, "lstm_grad row stride past 2^36",
+	     lg.row_stride = VTPU_MAX_ELEMS + 1, VTPU_ERR_BAD_STRIDE,
+	     VTPU_OPERAND_ACT);
+	CASE(lf, lf0, "lstm strides of 2^64 / 3: no wrap",
+	     (lf.row_stride = 3, lf.gate_stride = ~0ull / 3 + 1),
+	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_GATES);
+	CASE(lf, lf0, "lstm span past 2^36 (strides each in range)",
+	     (lf.batch = 1u << 20, lf.hidden = 16, lf.row_stride = 1u << 17,
+	      lf.gate_stride = 16), VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_GATES);
+	CASE(lf, lf0, "lstm largest span fits the shape, not b0",
+	     (lf.batch = 1u << 20, lf.hidden = 16, lf.row_stride = 1u << 16,
+	      lf.gate_stride = 16), VTPU_ERR_OUT_OF_BOUNDS,
+	     VTPU_OPERAND_GATES);
+	CASE(lg, lg0, "lstm_grad gaps past b0's end",
+	     lg.gate_stride = 400, VTPU_ERR_OUT_OF_BOUNDS, VTPU_OPERAND_ACT);
+	/* operands */
+	OPERAND_CASES(lf, lf0, "lstm gates", gates, VTPU_OPERAND_GATES,
+		      4096 - 92, 2);
+	OPERAND_CASES(lf, lf0, "lstm c_prev", c_prev, VTPU_OPERAND_CELL_PREV,
+		      4096 - 20, 1);
+	OPERAND_CASES(lf, lf0, "lstm act", act, VTPU_OPERAND_ACT, 4096 - 92,
+		      3);
+	OPERAND_CASES(lf, lf0, "lstm c", c, VTPU_OPERAND_CELL, 4096 - 20, 2);
+	OPERAND_CASES(lf, lf0, "lstm tc", tc, VTPU_OPERAND_TANH_CELL,
+		      4096 - 20, 2);
+	OPERAND_CASES(lf, lf0, "lstm h", h, VTPU_OPERAND_HIDDEN, 4096 - 20, 1);
+	OPERAND_CASES(lg, lg0, "lstm_grad act", act, VTPU_OPERAND_ACT,
+		      4096 - 92, 2);
+	OPERAND_CASES(lg, lg0, "lstm_grad c_prev", c_prev,
+		      VTPU_OPERAND_CELL_PREV, 4096 - 20, 1);
+	OPERAND_CASES(lg, lg0, "lstm_grad tc", tc, VTPU_OPERAND_TANH_CELL,
+		      4096 - 20, 1);
+	OPERAND_CASES(lg, lg0, "lstm_grad dh", dh, VTPU_OPERAND_DHIDDEN,
+		      4096 - 20, 3);
+	OPERAND_CASES(lg, lg0, "lstm_grad dc_next", dc_next,
+		      VTPU_OPERAND_DCELL, 4096 - 20, 2);
+	OPERAND_CASES(lg, lg0, "lstm_grad dgates", dgates, VTPU_OPERAND_DGATES,
+		      4096 - 92, 1);
+	OPERAND_CASES(lg, lg0, "lstm_grad dc_prev", dc_prev,
+		      VTPU_OPERAND_DCELL_PREV, 4096 - 20, 1);
+	/* overlaps: in place is exactly the same place, nothing else */
+	CASE(lf, lf0, "lstm act a float past gates", lf.act = (struct vtpu_operand)OPND(0, 4),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_ACT);
+	CASE(lf, lf0, "lstm act overlaps c_prev", lf.act = (struct vtpu_operand)OPND(0, 64),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_ACT);
+	CASE(lf, lf0, "lstm c overlaps c_prev", lf.c = lf0.c_prev,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_CELL);
+	CASE(lf, lf0, "lstm c overlaps act", lf.c.offset = 80,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_ACT);
+	CASE(lf, lf0, "lstm tc overlaps h", lf.tc.offset = 240,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_TANH_CELL);
+	CASE(lf, lf0, "lstm h overlaps gates", lf.h = (struct vtpu_operand)OPND(0, 8),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_HIDDEN);
+	CASE(lf, lf0, "lstm h over act in place (names act, the first)",
+	     (lf.act = lf.gates, lf.h = lf.gates), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_ACT);
+	CASE(lg, lg0, "lstm_grad dgates a float past act",
+	     lg.dgates = (struct vtpu_operand)OPND(0, 4), VTPU_ERR_OVERLAP, VTPU_OPERAND_DGATES);
+	CASE(lg, lg0, "lstm_grad dgates overlaps tc", lg.dgates = (struct vtpu_operand)OPND(0, 160),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DGATES);
+	CASE(lg, lg0, "lstm_grad dgates overlaps dc_next",
+	     lg.dgates = (struct vtpu_operand)OPND(0, 300), VTPU_ERR_OVERLAP, VTPU_OPERAND_DGATES);
+	CASE(lg, lg0, "lstm_grad dc_prev a float past dc_next",
+	     lg.dc_prev = (struct vtpu_operand)OPND(0, 324), VTPU_ERR_OVERLAP,
+	     VTPU_OPERAND_DCELL_PREV);
+	CASE(lg, lg0, "lstm_grad dc_prev over dh", lg.dc_prev = lg0.dh,
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DCELL_PREV);
+	CASE(lg, lg0, "lstm_grad dc_prev overlaps act", lg.dc_prev = (struct vtpu_operand)OPND(0, 8),
+	     VTPU_ERR_OVERLAP, VTPU_OPERAND_DCELL_PREV);
+	CASE(lg, lg0, "lstm_grad dc_prev overlaps dgates",
+	     lg.dc_prev = (struct vtpu_operand)OPND(1, 88), VTPU_ERR_OVERLAP, VTPU_OPERAND_DGATES);
+	EXPECT_EQ(0, r.fails);
+	rej_fini(&r);
+}
+
 TEST(dwconv_validator)
 {
 	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),

@@ -20,6 +20,7 @@
 #include "test_seq.h"
 
 #include "../graph_priv.h"
+#include "vtpu_engine.h"
 
 /* The encoder-decoder of the translation example, small; LSTMs or GRUs. */
 struct s2s {
@@ -1010,6 +1011,94 @@ TEST(buckets_match_full_length_lstm)
 TEST(buckets_match_full_length_gru)
 {
 	check_buckets(_metadata, true);
+}
+
+/* LSTM_CELL and LSTM_CELL_GRAD commands, and ELEMENTWISE ones, of @kind */
+static void count_lstm_cmds(struct vtpu_graph *g, enum vg_prog_kind kind,
+			    uint32_t *cells, uint32_t *ew)
+{
+	const struct vg_optim opt = { .kind = VTPU_OPT_ADAM };
+	const struct vtpu_cmd_hdr *h;
+	struct vg_program prog;
+	uint32_t pos = 0;
+
+	*cells = *ew = 0;
+	vg_set_layouts(g, false);
+	if (vg_compile(g, kind, 16, &opt, &prog))
+		return;
+	while ((h = vtpu_engine_next(prog.cb.data, prog.cb.size, &pos))) {
+		*cells += h->opcode == VTPU_OP_LSTM_CELL ||
+			  h->opcode == VTPU_OP_LSTM_CELL_GRAD;
+		*ew += h->opcode == VTPU_OP_ELEMENTWISE;
+	}
+	vg_program_fini(&prog);
+}
+
+/*
+ * The translation benchmark's model (tools/bench_train.c's translate:
+ * Luong attention, H 128) trained a few steps with the fused LSTM cell
+ * and with VTPU_UNFUSED_LSTM=1 (the ELEMENTWISE sequence): the same
+ * weights, loss and decoded ids, bit for bit. The variable is read at
+ * compile: set for everything the unfused model does.
+ */
+TEST(fused_lstm_same_bits)
+{
+	enum { N = 40, TS = 24, TT = 12 };
+	static uint32_t src[N * TS], tgt[N * TT], lab[N * TT];
+	static uint32_t out[2][N * TT];
+	struct vtpu_token_dataset ds = { .n = N };
+	const uint32_t *in[2] = { src, tgt };
+	struct vtpu_fit_opts fo = { .sz = sizeof(fo), .epochs = 2 };
+	uint32_t seed = 11, cells[2], ew[2], k;
+	struct vtpu_model *m[2];
+	double loss[2], acc[2];
+	float first = 0;
+	int w;
+
+	short_rows(src, N, TS, 48, 3, TS, &seed);
+	short_rows(tgt, N, TT, 16, 2, TT, &seed);
+	next_token_labels(lab, tgt, N, TT);
+	ds.inputs[0] = src;
+	ds.inputs[1] = tgt;
+	ds.labels = lab;
+	for (w = 0; w < 2; w++) {	/* 0: fused, 1: unfused */
+		struct s2s s = { .ts = TS, .tt = TT, .vs = 48, .vt = 16,
+				 .e = 32, .h = 128, .a = 128 };
+		VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 16, .seed = 9,
+				  .threads = 2, .optimizer = VTPU_OPT_ADAM);
+		struct vtpu_graph *g = build_s2s(&s, true);
+
+		ASSERT_NE(NULL, g);
+		if (w)
+			ASSERT_EQ(0, setenv("VTPU_UNFUSED_LSTM", "1", 1));
+		count_lstm_cmds(g, VG_PROG_TRAIN, &cells[w], &ew[w]);
+		m[w] = vtpu_model_create_graph(g);
+		ASSERT_NE(NULL, m[w]);
+		ASSERT_EQ(0, vtpu_model_compile(m[w], &co))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+		ASSERT_EQ(0, vtpu_model_fit_tokens(m[w], &ds, &fo))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+		ASSERT_EQ(0, vtpu_model_evaluate_tokens(m[w], &ds, &loss[w],
+							&acc[w]));
+		ASSERT_EQ(0, vtpu_model_decode(m[w], s.tgt, in, N, out[w]))
+			TH_LOG("%s", vtpu_model_error(m[w]));
+		unsetenv("VTPU_UNFUSED_LSTM");
+	}
+	TH_LOG("train program: %u LSTM cell commands and %u ELEMENTWISE fused, %u and %u unfused; loss %.9g and %.9g",
+	       cells[0], ew[0], cells[1], ew[1], loss[0], loss[1]);
+	/* a cell and its gradient per step of both LSTMs */
+	EXPECT_EQ(2u * (TS + TT), cells[0]);
+	EXPECT_EQ(0u, cells[1]);
+	EXPECT_LE(ew[0] + 20u * (TS + TT), ew[1]);
+	EXPECT_EQ(0, memcmp(&loss[0], &loss[1], sizeof(loss[0])));
+	EXPECT_EQ(acc[0], acc[1]);
+	EXPECT_EQ(0.0, weights_diff(m[0], m[1]));
+	EXPECT_EQ(0, memcmp(out[0], out[1], sizeof(out[0])));
+	for (k = 1; k < N * TT; k++)	/* the ids depend on the input */
+		first += out[0][k] != out[0][0];
+	EXPECT_LT(0, first);
+	vtpu_model_destroy(m[0]);
+	vtpu_model_destroy(m[1]);
 }
 
 /*

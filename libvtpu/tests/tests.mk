@@ -9,7 +9,7 @@
 # loss and optimizers, the sequence ops, the validator), sharing
 # test_ops.h; one binary each, as the harness (6.1) registers tests in a
 # per-file static list.
-TEST_OPS := $(addprefix $(BIN)/test_ops_,batchnorm conv elementwise seq \
+TEST_OPS := $(addprefix $(BIN)/test_ops_,batchnorm conv elementwise lstm seq \
 	softmax train validate)
 HOST_TESTS := $(addprefix $(BIN)/,test_engine test_data test_model \
 	test_seq_model test_beam test_text test_imagefolder test_stream \

@@ -317,6 +317,63 @@ def test_softmax_masked_and_grad(dev):
     assert not y.array[0, 1:].any() and not dx.array[0, 1:].any()
 
 
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def test_lstm_cell_and_grad(dev):
+    b, h = 3, 5
+    z, act, dz = (dev.buffer((b, 4 * h)) for _ in range(3))
+    cp, c, tc, hh, dh, dcn, dcp = (dev.buffer((b, h)) for _ in range(7))
+    z.array[:] = rand((b, 4 * h), 11) * 3
+    cp.array[:] = rand((b, h), 12)
+    dh.array[:] = rand((b, h), 13)
+    dcn.array[:] = rand((b, h), 14)
+    run(dev, vtpu.CommandBuffer(dev)
+        .lstm_cell(z, cp, act, c, tc, hh)
+        .lstm_cell_grad(act, cp, tc, dh, dcn, dz, dcp))
+    zz = z.array.astype(np.float64)
+    i, f = _sigmoid(zz[:, :h]), _sigmoid(zz[:, h:2 * h])
+    g, o = np.tanh(zz[:, 2 * h:3 * h]), _sigmoid(zz[:, 3 * h:])
+    wc = f * cp.array + i * g
+    t = np.tanh(wc)
+    assert np.allclose(act.array, np.hstack([i, f, g, o]), atol=1e-6)
+    assert np.allclose(c.array, wc, atol=1e-6)
+    assert np.allclose(tc.array, t, atol=1e-6)
+    assert np.allclose(hh.array, o * t, atol=1e-6)
+    d = dh.array * o * (1 - t * t) + dcn.array
+    want = np.hstack([d * g * i * (1 - i), d * cp.array * f * (1 - f),
+                      d * i * (1 - g * g), dh.array * t * o * (1 - o)])
+    assert np.allclose(dz.array, want, atol=1e-6)
+    assert np.allclose(dcp.array, d * f, atol=1e-6)
+    # in place: act over z, dgates over act, dc_prev over dc_next
+    got = dz.array.copy(), dcp.array.copy()
+    z.array[:] = zz
+    run(dev, vtpu.CommandBuffer(dev)
+        .lstm_cell(z, cp, z, c, tc, hh)
+        .lstm_cell_grad(z, cp, tc, dh, dcn, z, dcn))
+    assert np.array_equal(z.array, got[0])
+    assert np.array_equal(dcn.array, got[1])
+    # planes [4][B][H]: the same bits
+    zp, dzp = dev.buffer((4, b, h)), dev.buffer((4, b, h))
+    dcn.array[:] = rand((b, h), 14)
+    zp.array[:] = zz.reshape(b, 4, h).transpose(1, 0, 2)
+    run(dev, vtpu.CommandBuffer(dev)
+        .lstm_cell(zp, cp, zp, c, tc, hh, row_stride=h,
+                   gate_stride=b * h)
+        .lstm_cell_grad(zp, cp, tc, dh, dcn, dzp, dcp, row_stride=h,
+                        gate_stride=b * h))
+    assert np.array_equal(dzp.array.transpose(1, 0, 2).reshape(b, 4 * h),
+                          got[0])
+    assert np.array_equal(dcp.array, got[1])
+    # rejected: a row stride below 4H with the gates side by side
+    with pytest.raises(vtpu.VtpuError):
+        run(dev, vtpu.CommandBuffer(dev)
+            .lstm_cell(z, cp, act, c, tc, hh, row_stride=4 * h - 1))
+    with pytest.raises(ValueError):
+        vtpu.CommandBuffer(dev).lstm_cell(z, (cp, 0), act, c, tc, hh)
+
+
 def test_softmax_xent_mean_valid(dev):
     m, n = 6, 4
     x, d = dev.buffer((m, n)), dev.buffer((m, n))

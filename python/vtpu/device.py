@@ -1144,6 +1144,46 @@ class CommandBuffer:
         self._softmax("softmax_grad", lib.vtpu_cmdbuf_softmax_grad, dx, y,
                       dy, lengths, m, n, rows_per_group, causal)
 
+    def _lstm(self, name, fn, state, batch, hidden, row_stride,
+              gate_stride, **operands):
+        shape = self._shape2(state)
+        batch = shape[0] if batch is None and shape else batch
+        hidden = shape[1] if hidden is None and shape else hidden
+        if batch is None or hidden is None:
+            raise ValueError("%s: give batch and hidden" % name)
+        r = self._refs(**{k: (v, _F32) for k, v in operands.items()})
+        desc = ffi.new("struct vtpu_lstm_desc *", dict(
+            r, batch=batch, hidden=hidden,
+            row_stride=4 * hidden if row_stride is None else row_stride,
+            gate_stride=hidden if gate_stride is None else gate_stride))
+        self._emit(name, fn, desc)
+
+    @_command
+    def lstm_cell(self, gates, c_prev, act, c, tc, h, *, batch=None,
+                  hidden=None, row_stride=None, gate_stride=None):
+        """One LSTM step after its gates' GEMMs: gates (gate k of row b,
+        column j at k * gate_stride + b * row_stride + j; by default
+        [B, 4H], rows of the blocks i, f, g, o, PyTorch's order), c_prev
+        [B, H] -> act (the activated gates, the layout of gates; may be
+        gates itself), c = f * c_prev + i * g, tc = tanh(c), h = o * tc.
+        batch and hidden default to c_prev's 2-D shape."""
+        self._lstm("lstm_cell", lib.vtpu_cmdbuf_lstm_cell, c_prev, batch,
+                   hidden, row_stride, gate_stride, gates=gates,
+                   c_prev=c_prev, act=act, c=c, tc=tc, h=h)
+
+    @_command
+    def lstm_cell_grad(self, act, c_prev, tc, dh, dc_next, dgates, dc_prev,
+                       *, batch=None, hidden=None, row_stride=None,
+                       gate_stride=None):
+        """The gradient of lstm_cell: from its act, c_prev and tc, dh and
+        dc_next (the gradient of c from the next step), dgates (the
+        layout of act; may be act itself) and dc_prev [B, H] (may be
+        dc_next itself)."""
+        self._lstm("lstm_cell_grad", lib.vtpu_cmdbuf_lstm_cell_grad, c_prev,
+                   batch, hidden, row_stride, gate_stride, act=act,
+                   c_prev=c_prev, tc=tc, dh=dh, dc_next=dc_next,
+                   dgates=dgates, dc_prev=dc_prev)
+
     @_command
     def cast(self, mode, src, dst, count=None, *, scale=0.0, shift=0.0):
         """Convert count elements (default: all of src): mode

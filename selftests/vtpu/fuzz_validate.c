@@ -590,6 +590,24 @@ static void seeds_seq(void)
 	vtpu_cmdbuf_argmax(&cb, 6, 37, 40, R(0, 0), R(1, 0));
 	vtpu_cmdbuf_embedding(&cb, 6, 37, 8, R(1, 0), R(2, 0), R(3, 0));
 	seed("argmax", &cb, sz, 5, 0, NULL);
+	vtpu_cmdbuf_reset(&cb);
+	{
+		/*
+		 * an LSTM step and its gradient, B 3, H 8: the gates as
+		 * compile.c keeps them (planes, here of 2 steps), in place
+		 */
+		struct vtpu_lstm_desc ls = {
+			.batch = 3, .hidden = 8, .row_stride = 8,
+			.gate_stride = 48, .gates = R(0, 96), .act = R(0, 96),
+			.c_prev = R(1, 0), .c = R(1, 128), .tc = R(1, 256),
+			.h = R(1, 384), .dh = R(2, 0), .dc_next = R(3, 0),
+			.dgates = R(4, 0), .dc_prev = R(3, 0),
+		};
+
+		vtpu_cmdbuf_lstm_cell(&cb, &ls);
+		vtpu_cmdbuf_lstm_cell_grad(&cb, &ls);
+		seed("lstm_cell", &cb, sz, 5, 0, NULL);
+	}
 	vtpu_cmdbuf_fini(&cb);
 }
 

@@ -274,7 +274,7 @@ static inline void gen_window(struct gen_ctx *g, struct vtpu_window *w,
  * state) names them fresh and writes them in its fill().
  */
 
-#define GEN_BIT(id) (1u << (id))
+#define GEN_BIT(id) (1ull << (id))	/* operand ids are below 64 */
 
 /**
  * struct gen_plan - what a shape leaves to gen_cmd()
@@ -284,7 +284,7 @@ static inline void gen_window(struct gen_ctx *g, struct vtpu_window *w,
  *	@as is made fresh)
  */
 struct gen_plan {
-	uint32_t unused, fresh;
+	uint64_t unused, fresh;
 	uint8_t same, as;
 };
 
@@ -620,6 +620,40 @@ static inline int gen_shape_additive(struct gen_ctx *g, uint32_t op,
 	return vtpu_cmdbuf_additive_score(g->cb, &d);
 }
 
+/*
+ * LSTM_CELL(_GRAD): a few rows, the gates [B][4H] (row-major), planes
+ * [4][B][H] or planes with gaps (a sequence's step); in place 1 in 3
+ */
+static inline int gen_shape_lstm(struct gen_ctx *g, uint32_t op,
+				 struct gen_plan *p)
+{
+	struct gen_rng *r = g->rng;
+	struct vtpu_lstm_desc d = { 0 };
+	uint32_t layout;
+
+	d.batch = gen_range(r, 1, 6);
+	d.hidden = gen_range(r, 1, 40);
+	layout = gen_below(r, 3);
+	d.row_stride = layout ? d.hidden : 4ull * d.hidden;
+	d.gate_stride = layout ? (uint64_t)d.batch * d.hidden * layout :
+				 d.hidden;
+	if (op == VTPU_OP_LSTM_CELL) {
+		if (gen_one_in(r, 3)) {		/* act over gates */
+			p->same = VTPU_OPERAND_ACT;
+			p->as = VTPU_OPERAND_GATES;
+		}
+		return vtpu_cmdbuf_lstm_cell(g->cb, &d);
+	}
+	if (gen_one_in(r, 3)) {			/* dgates over act */
+		p->same = VTPU_OPERAND_DGATES;
+		p->as = VTPU_OPERAND_ACT;
+	} else if (gen_one_in(r, 2)) {		/* dc_prev over dc_next */
+		p->same = VTPU_OPERAND_DCELL_PREV;
+		p->as = VTPU_OPERAND_DCELL;
+	}
+	return vtpu_cmdbuf_lstm_cell_grad(g->cb, &d);
+}
+
 static inline int gen_shape_sgd(struct gen_ctx *g, uint32_t op,
 				struct gen_plan *p)
 {
@@ -925,6 +959,8 @@ static const struct gen_op gen_ops[VTPU_OP_COUNT] = {
 	[VTPU_OP_IMAGE_AUGMENT] = { gen_shape_augment },
 	[VTPU_OP_ADDITIVE_SCORE] = { gen_shape_additive },
 	[VTPU_OP_ADDITIVE_SCORE_GRAD] = { gen_shape_additive },
+	[VTPU_OP_LSTM_CELL] = { gen_shape_lstm },
+	[VTPU_OP_LSTM_CELL_GRAD] = { gen_shape_lstm },
 };
 
 static inline int gen_known(uint32_t op)

@@ -334,6 +334,16 @@ enum vtpu_operand_id {
 	VTPU_OPERAND_SUMSQ = 28,	/* CLIP_NORM's sum of squares */
 	VTPU_OPERAND_DA = 29,	/* gradient of A (output) */
 	VTPU_OPERAND_DB = 30,	/* gradient of B (output) */
+	VTPU_OPERAND_GATES = 31,	/* LSTM: the gates' pre-activations */
+	VTPU_OPERAND_ACT = 32,	/* LSTM: the activated gates */
+	VTPU_OPERAND_CELL_PREV = 33,	/* LSTM: the previous cell state */
+	VTPU_OPERAND_CELL = 34,	/* LSTM: the new cell state */
+	VTPU_OPERAND_TANH_CELL = 35,	/* LSTM: tanh of the new cell state */
+	VTPU_OPERAND_HIDDEN = 36,	/* LSTM: the new hidden state */
+	VTPU_OPERAND_DHIDDEN = 37,	/* gradient of HIDDEN (input) */
+	VTPU_OPERAND_DCELL = 38,	/* gradient of CELL (input) */
+	VTPU_OPERAND_DGATES = 39,	/* gradient of GATES (output) */
+	VTPU_OPERAND_DCELL_PREV = 40,	/* gradient of CELL_PREV (output) */
 };
 
 /**
@@ -533,6 +543,8 @@ struct vtpu_wait {
  * @VTPU_OP_IMAGE_AUGMENT: struct vtpu_cmd_image_augment
  * @VTPU_OP_ADDITIVE_SCORE: struct vtpu_cmd_additive_score
  * @VTPU_OP_ADDITIVE_SCORE_GRAD: struct vtpu_cmd_additive_score
+ * @VTPU_OP_LSTM_CELL: struct vtpu_cmd_lstm_cell
+ * @VTPU_OP_LSTM_CELL_GRAD: struct vtpu_cmd_lstm_cell_grad
  */
 enum vtpu_opcode {
 	VTPU_OP_NOP = 0,
@@ -573,6 +585,8 @@ enum vtpu_opcode {
 	VTPU_OP_IMAGE_AUGMENT = 36,
 	VTPU_OP_ADDITIVE_SCORE = 37,
 	VTPU_OP_ADDITIVE_SCORE_GRAD = 38,
+	VTPU_OP_LSTM_CELL = 39,
+	VTPU_OP_LSTM_CELL_GRAD = 40,
 	VTPU_OP_COUNT
 };
 
@@ -1774,6 +1788,108 @@ struct vtpu_cmd_additive_score {
 	struct vtpu_operand dq;
 	struct vtpu_operand dk;
 	struct vtpu_operand dv;
+};
+
+/**
+ * struct vtpu_cmd_lstm_cell - one LSTM time step's element-wise part,
+ * after the GEMMs that make its four gates' pre-activations
+ * @hdr: opcode VTPU_OP_LSTM_CELL
+ * @batch: B, rows, 1..VTPU_MAX_DIM
+ * @hidden: H, 1..VTPU_MAX_DIM; B * H at most VTPU_MAX_ELEMS
+ * @flags: must be zero
+ * @pad: must be zero
+ * @row_stride: elements from row b to row b + 1 of a gate in @gates and
+ *              @act, H..VTPU_MAX_ELEMS
+ * @gate_stride: elements from gate k to gate k + 1 (i, f, g, o: PyTorch's
+ *               and Keras's order), H..VTPU_MAX_ELEMS. Element j of gate
+ *               k of row b is at k * gate_stride + b * row_stride + j.
+ *               The 4 * B blocks of H may not share an element
+ *               (VTPU_ERR_BAD_STRIDE on @gates): either the gates are
+ *               planes (gate_stride >= (B - 1) * row_stride + H: a
+ *               sequence's [4][T][B][H], gate_stride T * B * H, row_stride
+ *               H) or each row holds its four gates (row_stride >= 3 *
+ *               gate_stride + H: [B][4H] is gate_stride H, row_stride 4H);
+ *               the highest element, 3 * gate_stride + (B - 1) *
+ *               row_stride + H - 1, below VTPU_MAX_ELEMS
+ * @gates: f32 (GATES), read: the gates' pre-activations z (x W + h U + b);
+ *         the operand spans up to its highest element
+ * @c_prev: f32 [B, H] (CELL_PREV), read: the previous cell state
+ * @act: f32 (ACT), the layout of @gates, written: the activated gates, for
+ *       LSTM_CELL_GRAD. It may be exactly @gates (the same buffer and
+ *       offset: in place), else it overlaps nothing
+ * @c: f32 [B, H] (CELL), written: the new cell state
+ * @tc: f32 [B, H] (TANH_CELL), written: tanh(c), for LSTM_CELL_GRAD
+ * @h: f32 [B, H] (HIDDEN), written: the new hidden state
+ *
+ * i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_g), o = sigmoid(z_o),
+ * c = f * c_prev + i * g, tc = tanh(c), h = o * tc. sigmoid and tanh are
+ * ELEMENTWISE's (VTPU_EW_SIGMOID, VTPU_EW_TANH: in double, rounded once,
+ * the same bits at every SIMD level); f * c_prev and i * g are each
+ * rounded to f32, then their sum: the results are bitwise those of the
+ * ELEMENTWISE commands that do the same (SIGMOID, SIGMOID, TANH, SIGMOID,
+ * MUL, MUL, ADD, TANH, MUL). Cells (row, column) are split among tiles;
+ * each cell's results depend on its own inputs only: deterministic. The
+ * outputs overlap nothing but @act's in-place @gates.
+ */
+struct vtpu_cmd_lstm_cell {
+	struct vtpu_cmd_hdr hdr;
+	__u32 batch;
+	__u32 hidden;
+	__u32 flags;
+	__u32 pad;
+	__u64 row_stride;
+	__u64 gate_stride;
+	struct vtpu_operand gates;
+	struct vtpu_operand c_prev;
+	struct vtpu_operand act;
+	struct vtpu_operand c;
+	struct vtpu_operand tc;
+	struct vtpu_operand h;
+};
+
+/**
+ * struct vtpu_cmd_lstm_cell_grad - the gradient of an LSTM_CELL
+ * @hdr: opcode VTPU_OP_LSTM_CELL_GRAD
+ * @batch: B, as the forward's
+ * @hidden: H, as the forward's
+ * @flags: must be zero
+ * @pad: must be zero
+ * @row_stride: as the forward's, for @act and @dgates
+ * @gate_stride: as the forward's (VTPU_ERR_BAD_STRIDE names @act)
+ * @act: f32 (ACT), read: the forward's activated gates
+ * @c_prev: f32 [B, H] (CELL_PREV), read: the forward's c_prev
+ * @tc: f32 [B, H] (TANH_CELL), read: the forward's tanh(c)
+ * @dh: f32 [B, H] (DHIDDEN), read: the loss's gradient of h
+ * @dc_next: f32 [B, H] (DCELL), read: the gradient of c from the next
+ *           time step (zeros at the last)
+ * @dgates: f32 (DGATES), the layout of @act, written: the gradient of the
+ *          forward's @gates, for the GEMMs of dW, dU, db, dx and dh_prev.
+ *          It may be exactly @act (in place), else it overlaps nothing
+ * @dc_prev: f32 [B, H] (DCELL_PREV), written: the gradient of c_prev. It
+ *           may be exactly @dc_next (in place), else it overlaps nothing
+ *
+ * dc = dh * o * (1 - tc * tc) + dc_next, dz_o = dh * tc * o * (1 - o),
+ * dz_i = dc * g * i * (1 - i), dz_f = dc * c_prev * f * (1 - f), dz_g =
+ * dc * i * (1 - g * g), dc_prev = dc * f: in f32, each product rounded
+ * left to right, as the ELEMENTWISE sequence MUL, TANH_GRAD, ADD, MUL,
+ * SIGMOID_GRAD, MUL, SIGMOID_GRAD, MUL, SIGMOID_GRAD, MUL, TANH_GRAD, MUL
+ * does, whose results they are bitwise. Deterministic, as the forward.
+ */
+struct vtpu_cmd_lstm_cell_grad {
+	struct vtpu_cmd_hdr hdr;
+	__u32 batch;
+	__u32 hidden;
+	__u32 flags;
+	__u32 pad;
+	__u64 row_stride;
+	__u64 gate_stride;
+	struct vtpu_operand act;
+	struct vtpu_operand c_prev;
+	struct vtpu_operand tc;
+	struct vtpu_operand dh;
+	struct vtpu_operand dc_next;
+	struct vtpu_operand dgates;
+	struct vtpu_operand dc_prev;
 };
 
 #if defined(__cplusplus)
