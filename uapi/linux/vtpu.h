@@ -62,8 +62,10 @@ extern "C" {
  *      may run its tiles in two phases (BATCHNORM, BATCHNORM_GRAD and
  *      REDUCE over many rows: partial sums by groups of rows, in a fixed
  *      order; no struct changed)
+ *  10: LSTM_CELL, LSTM_CELL_GRAD (an LSTM step's element-wise part, fused;
+ *      opcodes 39-40), operands VTPU_OPERAND_GATES .. DCELL_PREV
  */
-#define VTPU_API_VERSION 9
+#define VTPU_API_VERSION 10
 
 /*
  * VTPU_PARAM_DRIVER_VERSION's encoding of a release MAJOR.MINOR.PATCH
