@@ -801,7 +801,7 @@ static void report(const struct bench_opts *o, const struct model_def *md,
 		printf("}\n");
 		return;
 	}
-	printf("%-14s %6u %-15s %10.2f %10.2f %9.4f %7.1f", md->name, batch,
+	printf("%-14s %6u %-16s %10.2f %10.2f %9.4f %7.1f", md->name, batch,
 	       ref ? torch_name_marked(backend) : backend, ms, epoch,
 	       flops / 1e9, pct);
 	if (torch_steps_per_s > 0)
@@ -868,7 +868,7 @@ static void header(const struct bench_opts *o, const struct torch_runner *torch,
 		printf("# ratios: against the faster PyTorch row of each model and batch, marked *\n");
 	printf("# FMA peak (%s, measured): %.1f GFLOP/s on %d thread(s), %.1f on one; %s; %% peak = GFLOP/step / step time / peak\n",
 	       pk->simd, pk->all, pk->threads, pk->per_thread, FLOPS_RULE);
-	printf("%-14s %6s %-15s %10s %10s %9s %7s %10s%s\n", "model", "batch",
+	printf("%-14s %6s %-16s %10s %10s %9s %7s %10s%s\n", "model", "batch",
 	       "backend", "ms/step", "s/epoch", "GFLOP/st", "% peak",
 	       "vs torch", ntorch ? "  reps' range" : "");
 }
