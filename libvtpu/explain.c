@@ -8,6 +8,7 @@
  * panels and leading dimensions, REDUCE's.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -210,6 +211,56 @@ static bool explain_batched(struct strbuf *sb, const void *cmd,
 			  (unsigned long long)stride,
 			  (unsigned long long)(g->m - 1) * g->ldc + g->n,
 			  g->ldc);
+	return true;
+}
+
+/* a * b + c, or UINT64_MAX if it would wrap */
+static uint64_t sat_mad(uint64_t a, uint64_t b, uint64_t c)
+{
+	if (b && a > (UINT64_MAX - c) / b)
+		return UINT64_MAX;
+	return a * b + c;
+}
+
+/* The LSTM commands share their leading fields (explain_lstm()). */
+_Static_assert(offsetof(struct vtpu_cmd_lstm_cell, gate_stride) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, gate_stride) &&
+	       offsetof(struct vtpu_cmd_lstm_cell, batch) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, batch) &&
+	       offsetof(struct vtpu_cmd_lstm_cell, hidden) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, hidden) &&
+	       offsetof(struct vtpu_cmd_lstm_cell, row_stride) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, row_stride),
+	       "LSTM_CELL and LSTM_CELL_GRAD lead with the same fields");
+
+/*
+ * An LSTM_CELL's or LSTM_CELL_GRAD's bad strides (named on gates or act):
+ * the validator's rule with the command's numbers; false if the command
+ * is not one.
+ */
+static bool explain_lstm(struct strbuf *sb, const void *cmd, uint32_t avail,
+			 const char *oname)
+{
+	const struct vtpu_cmd_lstm_cell *l = cmd;
+	uint64_t planes, rows;
+
+	if (!cmd || avail < offsetof(struct vtpu_cmd_lstm_cell, gates) ||
+	    (l->hdr.opcode != VTPU_OP_LSTM_CELL &&
+	     l->hdr.opcode != VTPU_OP_LSTM_CELL_GRAD))
+		return false;
+	planes = sat_mad(l->batch ? l->batch - 1 : 0, l->row_stride,
+			 l->hidden);
+	rows = sat_mad(3, l->gate_stride, l->hidden);
+	sb_printf(sb, "operand %s: row_stride %llu, gate_stride %llu (B %u, "
+		  "H %u): each from H to %llu, and the gates either planes "
+		  "(gate_stride >= (B - 1) * row_stride + H = %llu) or side by "
+		  "side in each row (row_stride >= 3 * gate_stride + H = "
+		  "%llu), the highest element below %llu", oname,
+		  (unsigned long long)l->row_stride,
+		  (unsigned long long)l->gate_stride, l->batch, l->hidden,
+		  (unsigned long long)VTPU_MAX_ELEMS,
+		  (unsigned long long)planes, (unsigned long long)rows,
+		  (unsigned long long)VTPU_MAX_ELEMS);
 	return true;
 }
 
@@ -471,7 +522,8 @@ char *vtpu_job_strerror(const struct vtpu_cmdbuf *cb,
 		break;
 	case VTPU_ERR_BAD_STRIDE:
 		if (explain_panels(&sb, cmd, avail, reason, operand, oname) ||
-		    explain_batched(&sb, cmd, avail, operand, oname))
+		    explain_batched(&sb, cmd, avail, operand, oname) ||
+		    explain_lstm(&sb, cmd, avail, oname))
 			break;
 		if (cmd && !operand_lookup(cmd, &hdr, avail, operand, &oi) &&
 		    oi.ld_name)

@@ -939,6 +939,21 @@ TEST(additive_validator)
 	rej_fini(&r);
 }
 
+/* What the library says of @cmd, run alone on b0, b1: in @msg. */
+static void words_of(struct rej *r, const void *cmd, char *msg, size_t len)
+{
+	struct vtpu_cmdbuf cb;
+	struct vtpu_job job = { 0 };
+
+	vtpu_cmdbuf_init(&cb);
+	vtpu_cmdbuf_use(&cb, &r->b0);
+	vtpu_cmdbuf_use(&cb, &r->b1);
+	vtpu_cmdbuf_append(&cb, cmd);
+	vtpu_cpu_run(r->cpu, &cb, &job);
+	vtpu_job_strerror(&cb, &job, msg, len);
+	vtpu_cmdbuf_fini(&cb);
+}
+
 TEST(lstm_validator)
 {
 	struct rej r = { .cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE),
@@ -964,6 +979,7 @@ TEST(lstm_validator)
 	};
 	struct vtpu_cmd_lstm_cell lf;
 	struct vtpu_cmd_lstm_cell_grad lg;
+	char msg[512];
 
 	ASSERT_NE(NULL, r.cpu);
 
@@ -1013,6 +1029,16 @@ TEST(lstm_validator)
 	CASE(lg, lg0, "lstm_grad planes one short of B rows",
 	     (lg.row_stride = 3, lg.gate_stride = 5), VTPU_ERR_BAD_STRIDE,
 	     VTPU_OPERAND_ACT);
+	/* what the library says of one: the rule, with its numbers */
+	lf = lf0;
+	lf.row_stride = 11;
+	words_of(&r, &lf, msg, sizeof(msg));
+	EXPECT_NE(NULL, strstr(msg, "operand gates: row_stride 11, "
+			       "gate_stride 3 (B 2, H 3)")) TH_LOG("%s", msg);
+	EXPECT_NE(NULL, strstr(msg, "(B - 1) * row_stride + H = 14)"))
+		TH_LOG("%s", msg);
+	EXPECT_NE(NULL, strstr(msg, "3 * gate_stride + H = 12)"))
+		TH_LOG("%s", msg);
 	CASE(lf, lf0, "lstm gate stride past 2^36",
 	     (lf.row_stride = 3, lf.gate_stride = VTPU_MAX_ELEMS + 1),
 	     VTPU_ERR_BAD_STRIDE, VTPU_OPERAND_GATES);
@@ -1198,21 +1224,6 @@ TEST(dwconv_validator)
 	     VTPU_OPERAND_DW);
 
 	rej_fini(&r);
-}
-
-/* What the library says of @cmd, run alone on b0, b1: in @msg. */
-static void words_of(struct rej *r, const void *cmd, char *msg, size_t len)
-{
-	struct vtpu_cmdbuf cb;
-	struct vtpu_job job = { 0 };
-
-	vtpu_cmdbuf_init(&cb);
-	vtpu_cmdbuf_use(&cb, &r->b0);
-	vtpu_cmdbuf_use(&cb, &r->b1);
-	vtpu_cmdbuf_append(&cb, cmd);
-	vtpu_cpu_run(r->cpu, &cb, &job);
-	vtpu_job_strerror(&cb, &job, msg, len);
-	vtpu_cmdbuf_fini(&cb);
 }
 
 /* EMBEDDING, EMBEDDING_GRAD and GEMM_BATCHED: every rejection path. */
