@@ -222,21 +222,10 @@ static uint64_t sat_mad(uint64_t a, uint64_t b, uint64_t c)
 	return a * b + c;
 }
 
-/* The LSTM commands share their leading fields (explain_lstm()). */
-_Static_assert(offsetof(struct vtpu_cmd_lstm_cell, gate_stride) ==
-		       offsetof(struct vtpu_cmd_lstm_cell_grad, gate_stride) &&
-	       offsetof(struct vtpu_cmd_lstm_cell, batch) ==
-		       offsetof(struct vtpu_cmd_lstm_cell_grad, batch) &&
-	       offsetof(struct vtpu_cmd_lstm_cell, hidden) ==
-		       offsetof(struct vtpu_cmd_lstm_cell_grad, hidden) &&
-	       offsetof(struct vtpu_cmd_lstm_cell, row_stride) ==
-		       offsetof(struct vtpu_cmd_lstm_cell_grad, row_stride),
-	       "LSTM_CELL and LSTM_CELL_GRAD lead with the same fields");
-
 /*
  * An LSTM_CELL's or LSTM_CELL_GRAD's bad strides (named on gates or act):
  * the validator's rule with the command's numbers; false if the command
- * is not one.
+ * is not one. Both lead with the same fields (ops_lstm.c asserts it).
  */
 static bool explain_lstm(struct strbuf *sb, const void *cmd, uint32_t avail,
 			 const char *oname)

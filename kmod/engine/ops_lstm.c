@@ -19,6 +19,17 @@
 
 #define LSTM_CELL_WEIGHT 8u	/* elements a cell counts for in tiling */
 
+/* Both commands lead with the shape and strides (read through either). */
+_Static_assert(offsetof(struct vtpu_cmd_lstm_cell, batch) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, batch) &&
+	       offsetof(struct vtpu_cmd_lstm_cell, hidden) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, hidden) &&
+	       offsetof(struct vtpu_cmd_lstm_cell, row_stride) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, row_stride) &&
+	       offsetof(struct vtpu_cmd_lstm_cell, gate_stride) ==
+		       offsetof(struct vtpu_cmd_lstm_cell_grad, gate_stride),
+	       "LSTM_CELL and LSTM_CELL_GRAD lead with the same fields");
+
 static const struct {
 	void (*fwd)(const struct vtpu_engine_lstm *l, u64 r, u32 j, u32 n);
 	void (*bwd)(const struct vtpu_engine_lstm *l, u64 r, u32 j, u32 n,
@@ -38,18 +49,20 @@ void vtpu_lstm_prepare(struct vtpu_engine_op *op,
 		       const struct vtpu_cmd_hdr *cmd,
 		       const struct vtpu_engine_buf *bufs)
 {
+	const struct vtpu_cmd_lstm_cell *f = (const void *)cmd;
 	struct vtpu_engine_lstm *l = &op->lstm;
 	u64 tiles;
 
 	memset(l, 0, sizeof(*l));
 	l->grad = cmd->opcode == VTPU_OP_LSTM_CELL_GRAD;
+	/* the shape and strides: the same leading fields in both */
+	l->hidden = f->hidden;
+	l->cells = (u64)f->batch * f->hidden;
+	l->rs = f->row_stride;
+	l->gs = f->gate_stride;
 	if (l->grad) {
 		const struct vtpu_cmd_lstm_cell_grad *c = (const void *)cmd;
 
-		l->hidden = c->hidden;
-		l->cells = (u64)c->batch * c->hidden;
-		l->rs = c->row_stride;
-		l->gs = c->gate_stride;
 		l->gates = vtpu_operand_ptr(bufs, &c->act);
 		l->c_prev = vtpu_operand_ptr(bufs, &c->c_prev);
 		l->tc = vtpu_operand_ptr(bufs, &c->tc);
@@ -58,18 +71,12 @@ void vtpu_lstm_prepare(struct vtpu_engine_op *op,
 		l->out4 = vtpu_operand_ptr(bufs, &c->dgates);
 		l->out_c = vtpu_operand_ptr(bufs, &c->dc_prev);
 	} else {
-		const struct vtpu_cmd_lstm_cell *c = (const void *)cmd;
-
-		l->hidden = c->hidden;
-		l->cells = (u64)c->batch * c->hidden;
-		l->rs = c->row_stride;
-		l->gs = c->gate_stride;
-		l->gates = vtpu_operand_ptr(bufs, &c->gates);
-		l->c_prev = vtpu_operand_ptr(bufs, &c->c_prev);
-		l->out4 = vtpu_operand_ptr(bufs, &c->act);
-		l->out_c = vtpu_operand_ptr(bufs, &c->c);
-		l->out_tc = vtpu_operand_ptr(bufs, &c->tc);
-		l->out_h = vtpu_operand_ptr(bufs, &c->h);
+		l->gates = vtpu_operand_ptr(bufs, &f->gates);
+		l->c_prev = vtpu_operand_ptr(bufs, &f->c_prev);
+		l->out4 = vtpu_operand_ptr(bufs, &f->act);
+		l->out_c = vtpu_operand_ptr(bufs, &f->c);
+		l->out_tc = vtpu_operand_ptr(bufs, &f->tc);
+		l->out_h = vtpu_operand_ptr(bufs, &f->h);
 	}
 	/* tiles as ELEMENTWISE's of LSTM_CELL_WEIGHT elements a cell */
 	vtpu_ops_tile(op, l->cells * LSTM_CELL_WEIGHT);
