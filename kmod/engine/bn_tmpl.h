@@ -9,8 +9,8 @@
  * FMA (-ffp-contract=off, engine.mk) and sqrt is the correctly rounded
  * instruction: every level gives the same bits.
  */
-#if !defined(BN_SFX) || !defined(BN_LANES)
-#error "define BN_SFX and BN_LANES before including this"
+#ifndef BN_SFX
+#error "define BN_SFX before including this"
 #endif
 
 #include "engine_internal.h"
@@ -30,13 +30,15 @@ static inline double BN_FN(bn_sqrt)(double x)
 }
 
 /*
- * The passes over rows [r0, r1) of BN_LANES channels (the including
- * file's choice: what the level's registers hold), whose sums stay in
- * registers from row to row (a constant trip count and local arrays: the
- * compiler keeps them in vectors); the same operations, in the same
- * order, as the loops of any width below. A tile runs its lanes one after
- * the other over the step's rows, which the first lane brought into the
- * cache.
+ * The passes over rows [r0, r1) of the tile's channels [c0, c0 + w): row
+ * after row, each row's w channels in one loop that the compiler
+ * vectorises at the level's width, so that the tile's rows are read whole
+ * and in order (lanes of channels one after the other, each reading one
+ * cache line of every row, ran at half the bandwidth: the prefetchers
+ * follow a stride worse than a stream). The sums are @acc0, @acc1 and the
+ * per-channel constants @k (both in L1: scratch, or the op's workspace);
+ * each channel's sums take the rows in order, the same operations in the
+ * same order at every width.
  *
  * The forward's sums are of d = x - x[0] and d * d, x[0] the channel's
  * value in row 0: one pass for the mean and the variance, and no
@@ -44,78 +46,114 @@ static inline double BN_FN(bn_sqrt)(double x)
  * x[0] is not many deviations from the mean (ops_batchnorm.c).
  */
 
-static void BN_FN(bn_sums_lanes)(const struct vtpu_engine_bn *b, u32 c0,
-				u32 r0, u32 r1, double *acc0, double *acc1)
+/*
+ * The most channels whose sums the compiler keeps in registers from row
+ * to row (a local array with a constant trip count: 16 vectors of doubles
+ * at AVX-512, the add chain's latency hidden across them); other widths
+ * run the same loop with the trip count known at run time.
+ */
+#define BN_REG_LANES 64u
+
+static __always_inline void
+BN_FN(bn_sums_n)(const struct vtpu_engine_bn *b, const float *x,
+		 const float *dy, u32 rows, double *acc0, double *acc1,
+		 const double *m, const double *iv, u32 w, const u32 lanes)
 {
 	const u64 cs = b->channels;
-	const float *x = b->x + (u64)r0 * cs + c0;
-	const float *dy = b->dy ? b->dy + (u64)r0 * cs + c0 : NULL;
-	double s0[BN_LANES], s1[BN_LANES], m[BN_LANES], iv[BN_LANES];
+	double s0[BN_REG_LANES], s1[BN_REG_LANES];
+	const u32 n = lanes ? lanes : w;
 	u32 r, j;
 
-	for (j = 0; j < BN_LANES; j++) {
+	for (j = 0; j < n; j++) {
 		s0[j] = acc0[j];
 		s1[j] = acc1[j];
-		if (b->grad) {
-			m[j] = b->stats[c0 + j];
-			iv[j] = b->stats[b->channels + c0 + j];
-		} else {
-			m[j] = b->x[c0 + j];
-			iv[j] = 0.0;
-		}
 	}
-	if (b->grad) {
-		for (r = r0; r < r1; r++, x += cs, dy += cs)
-			for (j = 0; j < BN_LANES; j++) {
+	if (dy) {
+		for (r = 0; r < rows; r++, x += cs, dy += cs)
+			for (j = 0; j < n; j++) {
 				double xh = (x[j] - m[j]) * iv[j];
 
 				s0[j] += dy[j];
 				s1[j] += dy[j] * xh;
 			}
 	} else {
-		for (r = r0; r < r1; r++, x += cs)
-			for (j = 0; j < BN_LANES; j++) {
+		for (r = 0; r < rows; r++, x += cs)
+			for (j = 0; j < n; j++) {
 				double d = x[j] - m[j];
 
 				s0[j] += d;
 				s1[j] += d * d;
 			}
 	}
-	for (j = 0; j < BN_LANES; j++) {
+	for (j = 0; j < n; j++) {
 		acc0[j] = s0[j];
 		acc1[j] = s1[j];
 	}
 }
 
-static void BN_FN(bn_write_lanes)(const struct vtpu_engine_bn *b, u32 c0,
-				 u32 r0, u32 r1, const double *acc0,
-				 const double *acc1)
+/*
+ * Add channels [c0, c0 + w)'s sums over rows [r0, r1) to acc0, acc1: the
+ * forward's of d and d * d, the gradient's of dy and dy * xhat. @k holds
+ * 2 * w doubles of scratch; w is at most BN_REG_LANES.
+ */
+void BN_FN(vtpu_bn_sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
+			 u32 r0, u32 r1, double *acc0, double *acc1,
+			 double *k)
 {
 	const u64 cs = b->channels;
 	const float *x = b->x + (u64)r0 * cs + c0;
-	const float *dy = b->dy ? b->dy + (u64)r0 * cs + c0 : NULL;
-	double a0[BN_LANES], a1[BN_LANES], m[BN_LANES], iv[BN_LANES];
-	double g[BN_LANES], be[BN_LANES];
+	const float *dy = b->grad ? b->dy + (u64)r0 * cs + c0 : NULL;
+	double *m = k, *iv = k + w;
+	u32 j;
+
+	for (j = 0; j < w; j++) {
+		if (b->grad) {
+			m[j] = b->stats[c0 + j];
+			iv[j] = b->stats[b->channels + c0 + j];
+		} else {
+			m[j] = b->x[c0 + j];
+		}
+	}
+	if (w == BN_REG_LANES)
+		BN_FN(bn_sums_n)(b, x, dy, r1 - r0, acc0, acc1, m, iv, w,
+				 BN_REG_LANES);
+	else if (w == 32)
+		BN_FN(bn_sums_n)(b, x, dy, r1 - r0, acc0, acc1, m, iv, w, 32);
+	else
+		BN_FN(bn_sums_n)(b, x, dy, r1 - r0, acc0, acc1, m, iv,
+				 w < BN_REG_LANES ? w : BN_REG_LANES, 0);
+}
+
+/*
+ * Write rows [r0, r1) of channels [c0, c0 + w): the forward's y from
+ * acc0 = mean and acc1 = inv_std (and the ReLU of it with b->relu), the
+ * gradient's dx from acc0 = dbeta / rows and acc1 = dgamma / rows. @k
+ * holds 4 * w doubles of scratch.
+ */
+void BN_FN(vtpu_bn_write)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
+			  u32 r0, u32 r1, const double *acc0,
+			  const double *acc1, double *k)
+{
+	const u64 cs = b->channels;
+	const float *x = b->x + (u64)r0 * cs + c0;
+	const float *dy = b->grad ? b->dy + (u64)r0 * cs + c0 : NULL;
+	double *g = k, *m = k + w, *iv = k + 2 * w, *be = k + 3 * w;
 	float *y = b->y + (u64)r0 * cs + c0;
 	u32 r, j;
 
-	for (j = 0; j < BN_LANES; j++) {
-		a0[j] = acc0[j];
-		a1[j] = acc1[j];
+	for (j = 0; j < w; j++) {
 		g[j] = b->gamma[c0 + j];
 		if (b->grad) {
 			m[j] = b->stats[c0 + j];
 			iv[j] = b->stats[b->channels + c0 + j];
-			be[j] = 0.0;
 		} else {
-			m[j] = iv[j] = 0.0;
 			be[j] = b->beta[c0 + j];
 		}
 	}
 	if (!b->grad && b->relu) {	/* as ELEMENTWISE RELU after it */
 		for (r = r0; r < r1; r++, x += cs, y += cs)
-			for (j = 0; j < BN_LANES; j++) {
-				float v = (float)((x[j] - a0[j]) * a1[j] *
+			for (j = 0; j < w; j++) {
+				float v = (float)((x[j] - acc0[j]) * acc1[j] *
 						  g[j] + be[j]);
 
 				y[j] = v < 0.0f ? 0.0f : v;
@@ -124,93 +162,16 @@ static void BN_FN(bn_write_lanes)(const struct vtpu_engine_bn *b, u32 c0,
 	}
 	if (!b->grad) {
 		for (r = r0; r < r1; r++, x += cs, y += cs)
-			for (j = 0; j < BN_LANES; j++)
-				y[j] = (float)((x[j] - a0[j]) * a1[j] * g[j] +
-					       be[j]);
+			for (j = 0; j < w; j++)
+				y[j] = (float)((x[j] - acc0[j]) * acc1[j] *
+					       g[j] + be[j]);
 		return;
 	}
 	for (r = r0; r < r1; r++, x += cs, dy += cs, y += cs)
-		for (j = 0; j < BN_LANES; j++) {
+		for (j = 0; j < w; j++) {
 			double xh = (x[j] - m[j]) * iv[j];
 
 			y[j] = (float)(g[j] * iv[j] *
-				       (dy[j] - a0[j] - xh * a1[j]));
+				       (dy[j] - acc0[j] - xh * acc1[j]));
 		}
-}
-
-/*
- * Add channels [c0, c0 + w)'s sums over rows [r0, r1) to acc0, acc1: the
- * forward's of d and d * d, the gradient's of dy and dy * xhat.
- */
-void BN_FN(vtpu_bn_sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
-			 u32 r0, u32 r1, double *acc0, double *acc1)
-{
-	const float *x, *dy;
-	double xh, d, m, iv;
-	u32 r, j, j0;
-
-	for (j0 = 0; j0 + BN_LANES <= w; j0 += BN_LANES)
-		BN_FN(bn_sums_lanes)(b, c0 + j0, r0, r1, acc0 + j0,
-				     acc1 + j0);
-	for (r = j0 < w ? r0 : r1; r < r1; r++) {
-		x = b->x + (u64)r * b->channels + c0;
-		if (!b->grad) {
-			for (j = j0; j < w; j++) {
-				m = b->x[c0 + j];
-				d = x[j] - m;
-				acc0[j] += d;
-				acc1[j] += d * d;
-			}
-			continue;
-		}
-		dy = b->dy + (u64)r * b->channels + c0;
-		for (j = j0; j < w; j++) {
-			m = b->stats[c0 + j];
-			iv = b->stats[b->channels + c0 + j];
-			xh = (x[j] - m) * iv;
-			acc0[j] += dy[j];
-			acc1[j] += dy[j] * xh;
-		}
-	}
-}
-
-/*
- * Write rows [r0, r1) of channels [c0, c0 + w): the forward's y from
- * acc0 = mean and acc1 = inv_std (and the ReLU of it with b->relu), the
- * gradient's dx from acc0 = dbeta /
- * rows and acc1 = dgamma / rows.
- */
-void BN_FN(vtpu_bn_write)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
-			  u32 r0, u32 r1, const double *acc0,
-			  const double *acc1)
-{
-	const float *x, *dy;
-	double xh, g, m, iv;
-	float *y, v;
-	u32 r, j, j0;
-
-	for (j0 = 0; j0 + BN_LANES <= w; j0 += BN_LANES)
-		BN_FN(bn_write_lanes)(b, c0 + j0, r0, r1, acc0 + j0,
-				      acc1 + j0);
-	for (r = j0 < w ? r0 : r1; r < r1; r++) {
-		x = b->x + (u64)r * b->channels + c0;
-		y = b->y + (u64)r * b->channels + c0;
-		if (!b->grad) {
-			for (j = j0; j < w; j++) {
-				g = b->gamma[c0 + j];
-				v = (float)((x[j] - acc0[j]) * acc1[j] * g +
-					    (double)b->beta[c0 + j]);
-				y[j] = b->relu && v < 0.0f ? 0.0f : v;
-			}
-			continue;
-		}
-		dy = b->dy + (u64)r * b->channels + c0;
-		for (j = j0; j < w; j++) {
-			g = b->gamma[c0 + j];
-			m = b->stats[c0 + j];
-			iv = b->stats[b->channels + c0 + j];
-			xh = (x[j] - m) * iv;
-			y[j] = (float)(g * iv * (dy[j] - acc0[j] - xh * acc1[j]));
-		}
-	}
 }

@@ -549,17 +549,18 @@ VTPU_CONVPOOL_LEVEL(avx512);
  * The NHWC per-channel ops' loops, once per SIMD level (bn_tmpl.h,
  * dw_tmpl.h, pool_tmpl.h): BATCHNORM's passes over rows [r0, r1) of channels
  * [c0, c0 + w), the sums added to @acc0, @acc1 or y (dx) written from the
- * statistics in them; DWCONV's
+ * statistics in them, @k scratch for the channels' constants; DWCONV's
  * and DWCONV_DGRAD's output elements [e, end); DWCONV_WGRAD's channels
  * [o0, o0 + len) of dw, every tap, over windows [r, r_end), the sums in
  * @acc (taps * len floats); the pools' elements [e, end) at step @step.
  */
 #define VTPU_NHWC_LEVEL(sfx)                                                   \
 	void vtpu_bn_sums_##sfx(const struct vtpu_engine_bn *b, u32 c0, u32 w, \
-				u32 r0, u32 r1, double *acc0, double *acc1);   \
+				u32 r0, u32 r1, double *acc0, double *acc1,    \
+				double *k);                                    \
 	void vtpu_bn_write_##sfx(const struct vtpu_engine_bn *b, u32 c0,       \
 				 u32 w, u32 r0, u32 r1, const double *acc0,    \
-				 const double *acc1);                          \
+				 const double *acc1, double *k);               \
 	void vtpu_dwconv_range_##sfx(const struct vtpu_engine_dwconv *d,       \
 				     bool dgrad, u64 e, u64 end);              \
 	void vtpu_dwconv_wgrad_##sfx(const struct vtpu_engine_dwconv *d,       \

@@ -35,10 +35,15 @@
 #define BN_TILE_ELEMS (256u * 1024)
 #define BN_GROUPS_MAX 16u
 
-/* Scratch: two double accumulators per channel of the tile. */
+/*
+ * Scratch: two double accumulators per channel of the tile, and four
+ * doubles of its constants (bn_tmpl.h).
+ */
+#define BN_SCRATCH_K (2 * BN_WIDTH)
+
 size_t vtpu_batchnorm_scratch_size(void)
 {
-	return 2 * BN_WIDTH * sizeof(double);
+	return (BN_SCRATCH_K + 4 * BN_WIDTH) * sizeof(double);
 }
 
 /*
@@ -122,14 +127,14 @@ void vtpu_batchnorm_prepare(struct vtpu_engine_op *op,
  * bits (bn_tmpl.h).
  */
 #define BN_SFX scalar
-#define BN_LANES 4u
 #include "bn_tmpl.h"
 
 static const struct {
 	void (*sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w, u32 r0,
-		     u32 r1, double *acc0, double *acc1);
+		     u32 r1, double *acc0, double *acc1, double *k);
 	void (*write)(const struct vtpu_engine_bn *b, u32 c0, u32 w, u32 r0,
-		      u32 r1, const double *acc0, const double *acc1);
+		      u32 r1, const double *acc0, const double *acc1,
+		      double *k);
 } bn_levels[] = {
 	[VTPU_SIMD_SCALAR] = { vtpu_bn_sums_scalar, vtpu_bn_write_scalar },
 	[VTPU_SIMD_AVX2] = { vtpu_bn_sums_avx2, vtpu_bn_write_avx2 },
@@ -200,6 +205,7 @@ void vtpu_batchnorm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 {
 	const struct vtpu_engine_bn *b = &op->bn;
 	double *acc0 = scratch, *acc1 = acc0 + BN_WIDTH;
+	double *kon = (double *)scratch + BN_SCRATCH_K;
 	double *work = vtpu_op_work(op);
 	u32 pass = step / b->nblocks, k = step % b->nblocks;
 	u32 simd = op->simd <= VTPU_SIMD_AVX512 ? op->simd : VTPU_SIMD_SCALAR;
@@ -228,7 +234,7 @@ void vtpu_batchnorm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 				acc1[j] = (double)b->mvar[c0 + j] + b->eps;
 				acc1[j] = 1.0 / bn_sqrt_scalar(acc1[j]);
 			}
-		bn_levels[simd].write(b, c0, w, r0, r1, acc0, acc1);
+		bn_levels[simd].write(b, c0, w, r0, r1, acc0, acc1, kon);
 		return;
 	}
 	if (op->nphases > 1 && !phase) {	/* the group's sums */
@@ -237,7 +243,7 @@ void vtpu_batchnorm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		if (!k)
 			for (j = 0; j < w; j++)
 				acc0[j] = acc1[j] = 0.0;
-		bn_levels[simd].sums(b, c0, w, r0, r1, acc0, acc1);
+		bn_levels[simd].sums(b, c0, w, r0, r1, acc0, acc1, kon);
 		return;
 	}
 	if (op->nphases > 1) {			/* all groups' sums, then y */
@@ -245,17 +251,17 @@ void vtpu_batchnorm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 			bn_gather(b, work, c0, w, acc0, acc1);
 			bn_stats(b, c0, w, acc0, acc1, !g);
 		}
-		bn_levels[simd].write(b, c0, w, r0, r1, acc0, acc1);
+		bn_levels[simd].write(b, c0, w, r0, r1, acc0, acc1, kon);
 		return;
 	}
 	if (pass) {				/* one group: y */
-		bn_levels[simd].write(b, c0, w, r0, r1, acc0, acc1);
+		bn_levels[simd].write(b, c0, w, r0, r1, acc0, acc1, kon);
 		return;
 	}
 	if (!k)
 		for (j = 0; j < w; j++)
 			acc0[j] = acc1[j] = 0.0;
-	bn_levels[simd].sums(b, c0, w, r0, r1, acc0, acc1);
+	bn_levels[simd].sums(b, c0, w, r0, r1, acc0, acc1, kon);
 	if (k + 1 == b->nblocks)
 		bn_stats(b, c0, w, acc0, acc1, true);
 }

@@ -4,7 +4,6 @@
  * AVX2 (compiled with its flags: engine.mk).
  */
 #define BN_SFX avx2
-#define BN_LANES 8u
 #include "bn_tmpl.h"
 #define DW_SFX avx2
 #include "dw_tmpl.h"
