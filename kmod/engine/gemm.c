@@ -428,6 +428,48 @@ static u32 wgrad_row(const struct vtpu_engine_gemm *g, u32 b)
 	return b / g->wg_nb * run + (u32)((u64)(b % g->wg_nb) * run / g->wg_nb);
 }
 
+/*
+ * A product with a small C and a long K, a weight gradient over every
+ * pixel of the batch (64 x 64 x 65536, A transposed), has a tile or two:
+ * it ran on one worker, which packed all of A and B on its own while the
+ * others waited (8 ms, where OpenBLAS's two threads took 4.6). Such a
+ * product splits K into KSPLIT parts, each part's tiles over the same
+ * grid: the first part sums into C, the others into the op's workspace
+ * (C must fit it, m x n floats a part), and a second phase adds those to
+ * C in part order. How many parts depends on the shape only (so do the
+ * bits): as many as the workspace holds, at most KSPLIT_MAX, a power of
+ * two (tiles that the workers share evenly), each of at least
+ * KSPLIT_MIN_K. Not with an epilogue (bias, ReLU: after the whole sum),
+ * nor a convolution's or a batch's product.
+ */
+#define KSPLIT_MIN_K (16u * VTPU_GEMM_KC)
+#define KSPLIT_MAX 4u
+
+static void gemm_prepare_ksplit(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	u64 mn = (u64)g->m * g->n, parts;
+
+	if (g->implicit || g->batch || !mn || g->k < 2 * KSPLIT_MIN_K ||
+	    (g->flags & (VTPU_GEMM_BIAS | VTPU_GEMM_RELU)))
+		return;
+	parts = 1 + VTPU_ENGINE_WORK_BYTES / sizeof(float) / mn;
+	parts = vtpu_min_u64(parts, vtpu_min_u64(KSPLIT_MAX,
+						 g->k / KSPLIT_MIN_K));
+	if (parts < 2)
+		return;
+	if (parts == 3)
+		parts = 2;
+	g->ksteps = vtpu_div_up(op->nsteps, (u32)parts);
+	g->ksplit = vtpu_div_up(op->nsteps, g->ksteps);	/* none empty */
+	g->kgrid = op->ntiles;
+	op->nsteps = g->ksteps;
+	op->nphases = 2;
+	op->phase_end[0] = g->kgrid * g->ksplit;
+	op->ntiles = op->phase_end[0] + 1;
+	op->phase_end[1] = op->ntiles;
+}
+
 void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
@@ -462,6 +504,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 		op->ntiles = g->ntiles_n;
 		op->nsteps = nsteps;
 		op->flops = 2ull * m * n * g->k;
+		gemm_prepare_ksplit(op);
 		return;
 	}
 
@@ -526,6 +569,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	op->ntiles = mtiles * ntiles;
 	op->nsteps = nsteps;
 	op->flops = 2ull * m * n * g->k;
+	gemm_prepare_ksplit(op);
 }
 
 /*
@@ -567,10 +611,14 @@ void vtpu_gemm_prepare_batched(struct vtpu_engine_op *op)
 	op->flops *= batch;
 }
 
-/* One tile of a GEMM; @g is op->gemm, or one of a batch's products. */
+/*
+ * One tile of a GEMM; @g is op->gemm, or one of a batch's products, or
+ * one part of a product split along K, whose @step counts the whole
+ * product's steps (the part's first takes g->beta, the others 1).
+ */
 static void gemm_run_tile(const struct vtpu_engine_op *op,
 			  const struct vtpu_engine_gemm *g, u32 tile,
-			  u32 step, void *scratch)
+			  u32 step, bool first, void *scratch)
 {
 	const struct vtpu_gemm_level *lv = gemm_simd(op->simd);
 	u32 ti = tile / g->ntiles_n, tj = tile - ti * g->ntiles_n;
@@ -607,8 +655,8 @@ static void gemm_run_tile(const struct vtpu_engine_op *op,
 	st.nt = gemm_min(g->nt, g->n - st.j0);
 	st.p0 = step * g->kc;
 	st.kc = k ? gemm_min(g->kc, k - st.p0) : 0;
-	st.beta = step == 0 ? g->beta : 1.0f;
-	st.last = step == op->nsteps - 1;
+	st.beta = first ? g->beta : 1.0f;
+	st.last = step == op->nsteps - 1;	/* no epilogue if split */
 	st.seq = op->seq;
 	/* the kernel vtpu_gemm_prepare() tiled for, from the level's table */
 	if (g->dgs)
@@ -648,8 +696,51 @@ static void gemm_run_batched(const struct vtpu_engine_op *op, u32 tile,
 		one.a = (const u8 *)g->a + b * g->stride_a * es;
 		one.b = (const u8 *)g->b + b * g->stride_b * es;
 		one.c = g->c + b * g->stride_c;
-		gemm_run_tile(op, &one, tile, step, scratch);
+		gemm_run_tile(op, &one, tile, step, !step, scratch);
 	}
+}
+
+/*
+ * A tile of a product split along K (gemm_prepare_ksplit()): in the first
+ * phase, a grid tile of one part, its steps those of the part's K, into C
+ * or the part's block of the workspace ([m][n]); in the second, the one
+ * tile that adds the parts to C in order.
+ */
+static void gemm_run_ksplit(const struct vtpu_engine_op *op, u32 tile,
+			    u32 step, void *scratch)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+	u32 part = tile / g->kgrid, i, j, q;
+	u64 mn = (u64)g->m * g->n, p0;
+	float *work = vtpu_op_work(op);
+	struct vtpu_engine_gemm one = *g;
+
+	if (part >= g->ksplit) {
+		/* the second phase: C += the parts after the first */
+		if (step)
+			return;
+		for (i = 0; i < g->m; i++)
+			for (j = 0; j < g->n; j++) {
+				float *c = vtpu_gemm_c_at(g, i, j);
+
+				for (q = 1; q < g->ksplit; q++)
+					*c += work[(q - 1) * mn +
+						   (u64)i * g->n + j];
+			}
+		return;
+	}
+	step += part * g->ksteps;
+	p0 = (u64)step * g->kc;
+	if (p0 >= g->k)
+		return;		/* the last part's spare steps */
+	if (part) {
+		one.c = work + (part - 1) * mn;
+		one.ldc = g->n;
+		one.flags &= ~VTPU_GEMM_C_PANELS;
+		one.beta = 0.0f;
+	}
+	gemm_run_tile(op, &one, tile % g->kgrid, step,
+		      step == part * g->ksteps, scratch);
 }
 
 void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
@@ -657,8 +748,10 @@ void vtpu_gemm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 {
 	if (op->gemm.batch)
 		gemm_run_batched(op, tile, step, scratch);
+	else if (op->gemm.ksplit)
+		gemm_run_ksplit(op, tile, step, scratch);
 	else
-		gemm_run_tile(op, &op->gemm, tile, step, scratch);
+		gemm_run_tile(op, &op->gemm, tile, step, !step, scratch);
 }
 
 size_t vtpu_gemm_scratch_size(void)

@@ -30,16 +30,22 @@ void vtpu_gemm_cmd_prepare(struct vtpu_engine_op *op,
 	vtpu_gemm_prepare(op);
 }
 
-/* m x n x k, and which operands are turned or in panels (Bp, Cp) */
+/*
+ * m x n x k, which operands are turned or in panels (Bp, Cp), and the
+ * parts K is split into (K/2)
+ */
 int vtpu_gemm_describe(const struct vtpu_engine_op *op, char *buf, size_t len)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
+	int n = snprintf(buf, len, "%ux%ux%u%s%s%s%s", g->m, g->n, g->k,
+			 g->flags & VTPU_GEMM_TRANS_A ? " At" : "",
+			 g->flags & VTPU_GEMM_TRANS_B ? " Bt" : "",
+			 g->flags & VTPU_GEMM_B_PANELS ? " Bp" : "",
+			 g->flags & VTPU_GEMM_C_PANELS ? " Cp" : "");
 
-	return snprintf(buf, len, "%ux%ux%u%s%s%s%s", g->m, g->n, g->k,
-			g->flags & VTPU_GEMM_TRANS_A ? " At" : "",
-			g->flags & VTPU_GEMM_TRANS_B ? " Bt" : "",
-			g->flags & VTPU_GEMM_B_PANELS ? " Bp" : "",
-			g->flags & VTPU_GEMM_C_PANELS ? " Cp" : "");
+	if (g->ksplit && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " K/%u", g->ksplit);
+	return n;
 }
 
 void vtpu_conv_gemm_prepare(struct vtpu_engine_op *op,

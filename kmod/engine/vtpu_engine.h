@@ -106,6 +106,12 @@ struct vtpu_engine_gemm {
 	u32 wino;		/* Winograd: its 2 x 2 output tiles, or 0 */
 	u32 dgs;		/* CONV_DGRAD scattered from dy (gemm.c) */
 	/*
+	 * K split into @ksplit parts of @ksteps steps (0: not split), each
+	 * over the grid's @kgrid tiles; parts after the first sum into the
+	 * op's workspace, added to C in part order by a second phase.
+	 */
+	u32 ksplit, ksteps, kgrid;
+	/*
 	 * CONV, CONV_DGRAD, CONV_WGRAD: with @implicit, A is the im2col
 	 * matrix of the NHWC image at a over @win (as stored: m x k, or
 	 * k x m with VTPU_GEMM_TRANS_A), gathered while packing, never

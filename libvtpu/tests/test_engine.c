@@ -556,6 +556,30 @@ TEST_F(gemm, strides_alpha_beta_bias_relu)
 				 sizeof(cases) / sizeof(cases[0])));
 }
 
+/*
+ * Products whose K is split into parts (gemm.c: a small C, a long K): two
+ * and four parts, beta and alpha, padded strides, bf16, a K that is not a
+ * multiple of the step, against the double reference.
+ */
+TEST_F(gemm, long_k_split)
+{
+	NEED_CPU();
+#define C(m_, n_, k_, pa, pb, pc, al, be, bf)                                  \
+	{ .m = m_, .n = n_, .k = k_, .lda_pad = pa, .ldb_pad = pb,             \
+	  .ldc_pad = pc, .alpha = al, .beta = be, .bf16 = bf }
+	static const struct gemm_case cases[] = {
+		C(64, 64, 9000, 0, 0, 0, 1.0f, 0.0f, 0),
+		C(16, 48, 20000, 3, 5, 7, -0.5f, 0.5f, 0),
+		C(40, 96, 8300, 0, 0, 0, 1.0f, 1.0f, 0),
+		C(9, 64, 17000, 0, 0, 0, 2.0f, 0.0f, 0),
+		C(32, 64, 8500, 0, 0, 0, 1.0f, 0.0f, 1),
+	};
+#undef C
+
+	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
+				 sizeof(cases) / sizeof(cases[0])));
+}
+
 TEST_F(gemm, beta0_nan_c_vanishes)
 {
 	static const struct gemm_case cases[] = {
@@ -686,6 +710,7 @@ TEST_F_TIMEOUT(gemm, panels_match_row_major, 600)
 		C(9, 64, 320, 0, 1.0f, 0.0f),
 		C(100, 10, 64, VTPU_GEMM_BIAS, 1.0f, 0.0f),
 		C(1000, 32, 3000, 0, 1.0f, 0.5f),
+		C(64, 64, 8448, 0, 1.0f, 0.5f),	/* K split */
 	};
 #undef C
 	static const uint32_t trans[] = { 0, VTPU_GEMM_TRANS_A,
@@ -772,6 +797,7 @@ TEST_F(gemm, trans_a_keeps_bits)
 		C(131, 70, 300, VTPU_GEMM_BIAS, 0.5f),
 		C(29, 40, 33, VTPU_GEMM_TRANS_B, 1.0f),
 		C(200, 10, 128, 0, 0.0f),
+		C(64, 64, 8448, 0, 0.5f),	/* K split (gemm.c) */
 	};
 #undef C
 	int i, runs = 0;
@@ -800,7 +826,7 @@ TEST_F(gemm, trans_a_keeps_bits)
 		free(rows);
 		free(tr);
 	}
-	ASSERT_EQ(6, runs);
+	ASSERT_EQ(7, runs);
 }
 
 /* Engine and OpenBLAS agree on a chain of GEMMs in one stream. */
@@ -1133,6 +1159,9 @@ TEST(tiling_keeps_bits)
 		{ 1000, 10, 300, 0, 0 },
 		{ 16, 700, 900, VTPU_GEMM_TRANS_A, 0 },
 		{ 50, 200, 600, VTPU_GEMM_TRANS_A | VTPU_GEMM_TRANS_B, 1 },
+		/* K split into parts (gemm.c) */
+		{ 64, 64, 9000, VTPU_GEMM_TRANS_A, 0 },
+		{ 16, 100, 20000, 0, 1 },
 	};
 	static const int threads[] = { 1, 2, 3, 4, 9 };
 	const int nthreads = sizeof(threads) / sizeof(threads[0]);
@@ -1461,6 +1490,60 @@ TEST(dense_tiles_split_columns)
 			EXPECT_LE(128u, op.gemm.mt)
 			TH_LOG("128x512x%u on %u workers: tiles of %u rows",
 			       ks[i], w, op.gemm.mt);
+			vtpu_cmdbuf_fini(&cb);
+		}
+	}
+}
+
+/*
+ * A weight gradient's product with a small C and a long K splits K into
+ * parts (gemm.c: a tile or two would keep one worker busy and the others
+ * waiting), as many as the shape says whatever the workers; a short K, an
+ * epilogue or a C too large for the op's workspace does not.
+ */
+TEST(gemm_splits_long_k)
+{
+	static const struct {
+		uint32_t m, n, k, flags, parts;
+	} cases[] = {
+		{ 64, 64, 65536, VTPU_GEMM_TRANS_A, 2 },
+		{ 32, 64, 65536, VTPU_GEMM_TRANS_A, 2 },
+		{ 16, 64, 65536, VTPU_GEMM_TRANS_A, 4 },
+		{ 64, 64, 9000, 0, 2 },
+		{ 64, 64, 8191, VTPU_GEMM_TRANS_A, 0 },
+		{ 64, 128, 65536, VTPU_GEMM_TRANS_A, 0 },
+		{ 64, 64, 65536, VTPU_GEMM_TRANS_A | VTPU_GEMM_RELU, 0 },
+	};
+	static uint8_t dummy[64];
+	struct vtpu_engine_buf bufs[4];
+	uint32_t w, i;
+
+	for (i = 0; i < 4; i++)
+		bufs[i] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (w = 1; w <= 3; w++) {
+			struct vtpu_cmdbuf cb;
+			struct vtpu_engine_op op;
+			uint32_t pos = 0;
+
+			vtpu_cmdbuf_init(&cb);
+			ASSERT_EQ(0, vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
+				.m = cases[i].m, .n = cases[i].n,
+				.k = cases[i].k, .flags = cases[i].flags,
+				.dtype = VTPU_DTYPE_F32, .alpha = 1,
+				.a_buf = 0, .b_buf = 1, .c_buf = 2 }));
+			vtpu_engine_op_prepare(&op, vtpu_engine_next(cb.data,
+								     cb.size,
+								     &pos),
+					       bufs, VTPU_SIMD_AVX512, w);
+			EXPECT_EQ(cases[i].parts, op.gemm.ksplit)
+			TH_LOG("%ux%ux%u flags %#x on %u workers: K in %u parts",
+			       cases[i].m, cases[i].n, cases[i].k,
+			       cases[i].flags, w, op.gemm.ksplit);
+			if (cases[i].parts) {
+				EXPECT_EQ(2u, op.nphases);
+				EXPECT_EQ(op.phase_end[0] + 1, op.ntiles);
+			}
 			vtpu_cmdbuf_fini(&cb);
 		}
 	}
