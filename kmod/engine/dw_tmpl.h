@@ -209,28 +209,246 @@ static void DW_FN(dwconv_dgrad_pixel)(const struct vtpu_engine_dwconv *d,
 	}
 }
 
+/*
+ * The interior: output pixels whose every tap falls on the image, so
+ * with no bounds to check. With a depth multiplier of 1 (and, for DGRAD,
+ * a stride of 1), the tap (ky, kx) of such a pixel's channel c is at
+ * src + ky * rs + kx * cs + c, src the first tap's pixel: x at
+ * (iy0, ix0) for the forward (rs, cs = a row, a pixel), dy at
+ * (iy + ph, ix + pw) for DGRAD (rs, cs negative, its kernel flipped), and
+ * the next pixel's src ps further along the row. DW_PIX neighbouring
+ * pixels go together, their sums in registers, each weight vector
+ * loaded once for them; each element still adds its taps in (ky, kx)
+ * order, then the bias, then ReLU, as dw_fwd_block() and
+ * dw_dgrad_block() do.
+ */
+#undef DW_PIX
+#if defined(__AVX2__)
+#define DW_PIX 4u
+#else
+#define DW_PIX 2u
+#endif
+
+/*
+ * The interior's and WGRAD's inner loops use GCC's vector extensions at
+ * the level's width (as convpool_tmpl.h does), DW_NV vectors a block of
+ * DW_LANES channels, so that the sums stay in registers; a vector's
+ * lanes add and multiply as the plain C floats would. sparse does not
+ * know vector types: it checks the same code with one float a "vector".
+ */
+#undef DWV
+#undef DWVI
+#undef DW_VW
+#ifdef __CHECKER__
+#define DWV float
+#define DW_VW 1u
+#elif defined(__AVX512F__)
+#define DWV float __attribute__((vector_size(64)))
+#define DW_VW 16u
+#elif defined(__AVX2__)
+#define DWV float __attribute__((vector_size(32)))
+#define DW_VW 8u
+#else
+#define DWV float __attribute__((vector_size(16)))
+#define DW_VW 4u
+#endif
+#define DWVI int __attribute__((vector_size(DW_VW * 4)))
+#define DW_NV (DW_LANES / DW_VW)
+
+static __always_inline DWV dwv_load(const float *p)
+{
+	DWV v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static __always_inline void dwv_store(float *p, DWV v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* a < 0 ? 0 : a in every lane (NaN and -0 kept, as in plain C) */
+static __always_inline DWV dwv_relu(DWV a)
+{
+#ifdef __CHECKER__
+	return a < 0.0f ? 0.0f : a;
+#else
+	DWV z = { 0 };
+
+	return (DWV)((DWVI)a & ~(a < z));
+#endif
+}
+
+struct DW_FN(dw_run) {
+	const float *src;	/* the first pixel's tap (0, 0), channel 0 */
+	s64 rs, cs, ps;		/* to the next tap row, tap column, pixel */
+	bool dgrad;
+};
+
+/* channels [c0, c0 + DW_LANES) of @np (a constant) pixels from dst on */
+static __always_inline void
+DW_FN(dw_run_block)(const struct vtpu_engine_dwconv *d,
+		    const struct DW_FN(dw_run) *ru, float *dst, u64 pix,
+		    u64 c0, const u32 np)
+{
+	const struct vtpu_engine_window *g = &d->win;
+	const float *s, *wp = d->w + c0;
+	bool acc = ru->dgrad && (d->flags & VTPU_CONV_ACCUMULATE);
+	DWV a[DW_PIX][DW_NV], wv, z = { 0 };
+	u32 ky, kx, p, v;
+	u64 cm = d->cm;
+	s64 ps = ru->ps;
+
+	dst += c0;
+#pragma GCC unroll 16
+	for (p = 0; p < np; p++)
+#pragma GCC unroll 16
+		for (v = 0; v < DW_NV; v++)
+			a[p][v] = acc ? dwv_load(dst + p * cm + v * DW_VW) : z;
+	for (ky = 0; ky < g->kh; ky++) {
+		s = ru->src + (s64)pix * ps + ky * ru->rs + c0;
+		for (kx = 0; kx < g->kw; kx++, s += ru->cs, wp += cm) {
+#pragma GCC unroll 16
+			for (v = 0; v < DW_NV; v++) {
+				wv = dwv_load(wp + v * DW_VW);
+#pragma GCC unroll 16
+				for (p = 0; p < np; p++)
+					a[p][v] += dwv_load(s + p * ps +
+							    v * DW_VW) * wv;
+			}
+		}
+	}
+	if (!ru->dgrad && d->bias)
+#pragma GCC unroll 16
+		for (v = 0; v < DW_NV; v++) {
+			wv = dwv_load(d->bias + c0 + v * DW_VW);
+#pragma GCC unroll 16
+			for (p = 0; p < np; p++)
+				a[p][v] += wv;
+		}
+#pragma GCC unroll 16
+	for (p = 0; p < np; p++)
+#pragma GCC unroll 16
+		for (v = 0; v < DW_NV; v++) {
+			if (!ru->dgrad && (d->flags & VTPU_CONV_RELU))
+				a[p][v] = dwv_relu(a[p][v]);
+			dwv_store(dst + p * cm + v * DW_VW, a[p][v]);
+		}
+}
+
+/*
+ * @npix interior pixels from dst on, every channel; the channels past the
+ * last block of DW_LANES, pixel by pixel (@n, @y, @x: the first pixel).
+ */
+static void DW_FN(dw_run_pixels)(const struct vtpu_engine_dwconv *d,
+				 const struct DW_FN(dw_run) *ru, float *dst,
+				 u64 npix, u64 n, u64 y, u64 x)
+{
+	u64 cm = d->cm, cb = cm - cm % DW_LANES, pix, c0;
+
+	for (pix = 0; pix + DW_PIX <= npix; pix += DW_PIX)
+		for (c0 = 0; c0 < cb; c0 += DW_LANES)
+			DW_FN(dw_run_block)(d, ru, dst + pix * cm, pix, c0,
+					    DW_PIX);
+	for (; pix < npix; pix++)
+		for (c0 = 0; c0 < cb; c0 += DW_LANES)
+			DW_FN(dw_run_block)(d, ru, dst + pix * cm, pix, c0, 1);
+	if (cb == cm)
+		return;
+	for (pix = 0; pix < npix; pix++, dst += cm) {
+		if (ru->dgrad)
+			DW_FN(dwconv_dgrad_pixel)(d, dst + cb, n, y, x + pix,
+						  cb, cm - cb);
+		else
+			DW_FN(dwconv_pixel)(d, dst + cb, n, y, x + pix, cb,
+					    cm - cb);
+	}
+}
+
+/*
+ * How many pixels from (n, y, x) on, at most @max, are interior (all of
+ * them in the row): 0 if (n, y, x) is not. Fills @ru for them.
+ */
+static u64 DW_FN(dw_interior)(const struct vtpu_engine_dwconv *d,
+			      bool dgrad, u64 n, u64 y, u64 x, u64 max,
+			      struct DW_FN(dw_run) *ru)
+{
+	const struct vtpu_engine_window *g = &d->win;
+	u64 lo, hi, ty, tx;
+	s64 iy0;
+
+	if (d->mult != 1)
+		return 0;
+	ru->dgrad = dgrad;
+	if (dgrad) {
+		/* dy rows iy + ph - ky, columns ix + pw - kx, all of them */
+		if (g->sh != 1 || g->sw != 1 || y + g->ph + 1 < g->kh ||
+		    y + g->ph >= g->oh || g->ow < g->pw)
+			return 0;
+		lo = g->kw > g->pw + 1 ? g->kw - g->pw - 1 : 0;
+		hi = vtpu_min_u64(g->w, g->ow - g->pw);
+		if (x < lo || x >= hi)
+			return 0;
+		ty = y + g->ph;
+		tx = x + g->pw;
+		ru->src = d->y + ((n * g->oh + ty) * g->ow + tx) * d->cm;
+		ru->rs = -(s64)g->ow * (s64)d->cm;
+		ru->cs = -(s64)d->cm;
+		ru->ps = (s64)d->cm;
+		return vtpu_min_u64(hi - x, max);
+	}
+	/* x rows oy * sh - ph + ky, columns ox * sw - pw + kx */
+	iy0 = (s64)(y * g->sh) - g->ph;
+	if (iy0 < 0 || iy0 + g->kh > g->h || g->w + g->pw < g->kw)
+		return 0;
+	lo = (g->pw + g->sw - 1) / g->sw;
+	hi = vtpu_min_u64(g->ow, (g->w + g->pw - g->kw) / g->sw + 1);
+	if (x < lo || x >= hi)
+		return 0;
+	ru->src = d->x + ((n * g->h + (u64)iy0) * g->w +
+			  (x * g->sw - g->pw)) * g->c;
+	ru->rs = (s64)g->w * g->c;
+	ru->cs = (s64)g->c;
+	ru->ps = (s64)g->sw * g->c;
+	return vtpu_min_u64(hi - x, max);
+}
+
 /* Output elements [e, end) of the forward or of DGRAD. */
 void DW_FN(vtpu_dwconv_range)(const struct vtpu_engine_dwconv *d,
 			      bool dgrad, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &d->win;
 	u64 per = dgrad ? g->c : d->cm;
-	u64 c0 = e % per, x, y, n, len;
+	u64 c0 = e % per, x, y, n, len, run;
+	u64 rw = dgrad ? g->w : g->ow, rh = dgrad ? g->h : g->oh;
+	struct DW_FN(dw_run) ru;
+	float *out = dgrad ? d->x : d->y;
 
-	if (dgrad)
-		vtpu_xy_of(e / per, g->w, g->h, &x, &y, &n);
-	else
-		vtpu_xy_of(e / per, g->ow, g->oh, &x, &y, &n);
+	vtpu_xy_of(e / per, rw, rh, &x, &y, &n);
 	while (e < end) {
-		len = vtpu_min_u64(per - c0, end - e);
-		if (dgrad) {
-			DW_FN(dwconv_dgrad_pixel)(d, d->x + e, n, y, x, c0,
-						  len);
-			vtpu_next_xy(&x, &y, &n, g->w, g->h);
-		} else {
-			DW_FN(dwconv_pixel)(d, d->y + e, n, y, x, c0, len);
-			vtpu_next_xy(&x, &y, &n, g->ow, g->oh);
+		run = c0 ? 0 : DW_FN(dw_interior)(d, dgrad, n, y, x,
+						   (end - e) / per, &ru);
+		if (run) {
+			DW_FN(dw_run_pixels)(d, &ru, out + e, run, n, y, x);
+			e += run * per;
+			x += run;
+			if (x == rw) {
+				x = 0;
+				if (++y == rh) {
+					y = 0;
+					n++;
+				}
+			}
+			continue;
 		}
+		len = vtpu_min_u64(per - c0, end - e);
+		if (dgrad)
+			DW_FN(dwconv_dgrad_pixel)(d, out + e, n, y, x, c0,
+						  len);
+		else
+			DW_FN(dwconv_pixel)(d, out + e, n, y, x, c0, len);
+		vtpu_next_xy(&x, &y, &n, rw, rh);
 		e += len;
 		c0 = 0;
 	}
