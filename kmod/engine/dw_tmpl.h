@@ -281,21 +281,26 @@ static __always_inline DWV dwv_relu(DWV a)
 }
 
 struct DW_FN(dw_run) {
-	const float *src;	/* the first pixel's tap (0, 0), channel 0 */
+	const float *base;	/* the image (of x, or dy for DGRAD) */
+	s64 off;		/* tap (0, 0) of the first pixel, channel 0 */
 	s64 rs, cs, ps;		/* to the next tap row, tap column, pixel */
+	u32 ky0, ky1, kx0, kx1;	/* the taps on the image */
 	bool dgrad;
 };
 
-/* channels [c0, c0 + DW_LANES) of @np (a constant) pixels from dst on */
+/*
+ * channels [c0, c0 + DW_LANES) of @np (a constant) pixels from dst on,
+ * taps [ky0, ky1) x [kx0, kx1) in (ky, kx) order
+ */
 static __always_inline void
 DW_FN(dw_run_block)(const struct vtpu_engine_dwconv *d,
 		    const struct DW_FN(dw_run) *ru, float *dst, u64 pix,
 		    u64 c0, const u32 np)
 {
 	const struct vtpu_engine_window *g = &d->win;
-	const float *s, *wp = d->w + c0;
 	bool acc = ru->dgrad && (d->flags & VTPU_CONV_ACCUMULATE);
 	DWV a[DW_PIX][DW_NV], wv, z = { 0 };
+	const float *s, *wp;
 	u32 ky, kx, p, v;
 	u64 cm = d->cm;
 	s64 ps = ru->ps;
@@ -306,9 +311,11 @@ DW_FN(dw_run_block)(const struct vtpu_engine_dwconv *d,
 #pragma GCC unroll 16
 		for (v = 0; v < DW_NV; v++)
 			a[p][v] = acc ? dwv_load(dst + p * cm + v * DW_VW) : z;
-	for (ky = 0; ky < g->kh; ky++) {
-		s = ru->src + (s64)pix * ps + ky * ru->rs + c0;
-		for (kx = 0; kx < g->kw; kx++, s += ru->cs, wp += cm) {
+	for (ky = ru->ky0; ky < ru->ky1; ky++) {
+		s = ru->base + (ru->off + (s64)pix * ps + ky * ru->rs +
+				ru->kx0 * ru->cs + (s64)c0);
+		wp = d->w + ((u64)ky * g->kw + ru->kx0) * cm + c0;
+		for (kx = ru->kx0; kx < ru->kx1; kx++, s += ru->cs, wp += cm) {
 #pragma GCC unroll 16
 			for (v = 0; v < DW_NV; v++) {
 				wv = dwv_load(wp + v * DW_VW);
@@ -338,8 +345,8 @@ DW_FN(dw_run_block)(const struct vtpu_engine_dwconv *d,
 }
 
 /*
- * @npix interior pixels from dst on, every channel; the channels past the
- * last block of DW_LANES, pixel by pixel (@n, @y, @x: the first pixel).
+ * @npix pixels from dst on, every channel; the channels past the last
+ * block of DW_LANES, pixel by pixel (@n, @y, @x: the first pixel).
  */
 static void DW_FN(dw_run_pixels)(const struct vtpu_engine_dwconv *d,
 				 const struct DW_FN(dw_run) *ru, float *dst,
@@ -366,52 +373,65 @@ static void DW_FN(dw_run_pixels)(const struct vtpu_engine_dwconv *d,
 	}
 }
 
+/* [*k0, *k1): the k in [0, k) with lo <= k < hi */
+static inline void DW_FN(dw_clamp)(s64 lo, s64 hi, u32 k, u32 *k0, u32 *k1)
+{
+	*k0 = lo <= 0 ? 0 : (u32)vtpu_min_u64((u64)lo, k);
+	*k1 = hi <= *k0 ? *k0 : (u32)vtpu_min_u64((u64)hi, k);
+}
+
 /*
- * How many pixels from (n, y, x) on, at most @max, are interior (all of
- * them in the row): 0 if (n, y, x) is not. Fills @ru for them.
+ * How many pixels from (n, y, x) on, at most @max, go through
+ * dw_run_pixels() together: a run of the row whose every tap is on the
+ * image, or else 1 with its taps on the image; 0 for the loops of any
+ * depth multiplier and stride. Fills @ru for them.
  */
-static u64 DW_FN(dw_interior)(const struct vtpu_engine_dwconv *d,
-			      bool dgrad, u64 n, u64 y, u64 x, u64 max,
-			      struct DW_FN(dw_run) *ru)
+static u64 DW_FN(dw_span)(const struct vtpu_engine_dwconv *d, bool dgrad,
+			  u64 n, u64 y, u64 x, u64 max,
+			  struct DW_FN(dw_run) *ru)
 {
 	const struct vtpu_engine_window *g = &d->win;
-	u64 lo, hi, ty, tx;
-	s64 iy0;
+	s64 iy0, ix0, lo, hi;
 
-	if (d->mult != 1)
+	if (d->mult != 1 || (dgrad && (g->sh != 1 || g->sw != 1)))
 		return 0;
 	ru->dgrad = dgrad;
 	if (dgrad) {
-		/* dy rows iy + ph - ky, columns ix + pw - kx, all of them */
-		if (g->sh != 1 || g->sw != 1 || y + g->ph + 1 < g->kh ||
-		    y + g->ph >= g->oh || g->ow < g->pw)
-			return 0;
-		lo = g->kw > g->pw + 1 ? g->kw - g->pw - 1 : 0;
-		hi = vtpu_min_u64(g->w, g->ow - g->pw);
-		if (x < lo || x >= hi)
-			return 0;
-		ty = y + g->ph;
-		tx = x + g->pw;
-		ru->src = d->y + ((n * g->oh + ty) * g->ow + tx) * d->cm;
+		/* dy rows iy + ph - ky, columns ix + pw - kx */
+		iy0 = (s64)(y + g->ph);
+		ix0 = (s64)(x + g->pw);
+		ru->base = d->y + n * g->oh * g->ow * d->cm;
+		ru->off = (iy0 * g->ow + ix0) * (s64)d->cm;
 		ru->rs = -(s64)g->ow * (s64)d->cm;
 		ru->cs = -(s64)d->cm;
 		ru->ps = (s64)d->cm;
-		return vtpu_min_u64(hi - x, max);
+		DW_FN(dw_clamp)(iy0 - g->oh + 1, iy0 + 1, g->kh, &ru->ky0,
+				&ru->ky1);
+		DW_FN(dw_clamp)(ix0 - g->ow + 1, ix0 + 1, g->kw, &ru->kx0,
+				&ru->kx1);
+		lo = (s64)g->kw - g->pw - 1;
+		hi = (s64)g->ow - g->pw;
+	} else {
+		/* x rows oy * sh - ph + ky, columns ox * sw - pw + kx */
+		iy0 = (s64)(y * g->sh) - g->ph;
+		ix0 = (s64)(x * g->sw) - g->pw;
+		ru->base = d->x + n * g->h * g->w * g->c;
+		ru->off = (iy0 * g->w + ix0) * (s64)g->c;
+		ru->rs = (s64)g->w * g->c;
+		ru->cs = (s64)g->c;
+		ru->ps = (s64)g->sw * g->c;
+		DW_FN(dw_clamp)(-iy0, g->h - iy0, g->kh, &ru->ky0, &ru->ky1);
+		DW_FN(dw_clamp)(-ix0, g->w - ix0, g->kw, &ru->kx0, &ru->kx1);
+		lo = ((s64)g->pw + g->sw - 1) / g->sw;
+		hi = ((s64)g->w + g->pw - g->kw) / g->sw + 1;
+		if ((s64)g->w + g->pw < g->kw)
+			hi = 0;
+		if (hi > g->ow)
+			hi = g->ow;
 	}
-	/* x rows oy * sh - ph + ky, columns ox * sw - pw + kx */
-	iy0 = (s64)(y * g->sh) - g->ph;
-	if (iy0 < 0 || iy0 + g->kh > g->h || g->w + g->pw < g->kw)
-		return 0;
-	lo = (g->pw + g->sw - 1) / g->sw;
-	hi = vtpu_min_u64(g->ow, (g->w + g->pw - g->kw) / g->sw + 1);
-	if (x < lo || x >= hi)
-		return 0;
-	ru->src = d->x + ((n * g->h + (u64)iy0) * g->w +
-			  (x * g->sw - g->pw)) * g->c;
-	ru->rs = (s64)g->w * g->c;
-	ru->cs = (s64)g->c;
-	ru->ps = (s64)g->sw * g->c;
-	return vtpu_min_u64(hi - x, max);
+	if (ru->ky0 || ru->ky1 < g->kh || (s64)x < lo || (s64)x >= hi)
+		return 1;
+	return vtpu_min_u64((u64)hi - x, max);
 }
 
 /* Output elements [e, end) of the forward or of DGRAD. */
@@ -420,15 +440,16 @@ void DW_FN(vtpu_dwconv_range)(const struct vtpu_engine_dwconv *d,
 {
 	const struct vtpu_engine_window *g = &d->win;
 	u64 per = dgrad ? g->c : d->cm;
-	u64 c0 = e % per, x, y, n, len, run;
+	u64 c0 = e % per, x, y, n, len, run = 0;
 	u64 rw = dgrad ? g->w : g->ow, rh = dgrad ? g->h : g->oh;
 	struct DW_FN(dw_run) ru;
 	float *out = dgrad ? d->x : d->y;
 
 	vtpu_xy_of(e / per, rw, rh, &x, &y, &n);
 	while (e < end) {
-		run = c0 ? 0 : DW_FN(dw_interior)(d, dgrad, n, y, x,
-						   (end - e) / per, &ru);
+		if (!c0 && end - e >= per)
+			run = DW_FN(dw_span)(d, dgrad, n, y, x,
+					     (end - e) / per, &ru);
 		if (run) {
 			DW_FN(dw_run_pixels)(d, &ru, out + e, run, n, y, x);
 			e += run * per;
@@ -440,6 +461,7 @@ void DW_FN(vtpu_dwconv_range)(const struct vtpu_engine_dwconv *d,
 					n++;
 				}
 			}
+			run = 0;
 			continue;
 		}
 		len = vtpu_min_u64(per - c0, end - e);
@@ -539,6 +561,111 @@ static void DW_FN(dw_wgrad_tap)(const struct vtpu_engine_dwconv *d,
 }
 
 /*
+ * WGRAD of a 3x3 kernel (a depth multiplier of 1), DW_VW channels from
+ * o0 on: acc[t * ls, + DW_VW) += tap t's products over windows
+ * [r, r_end), in order. All nine taps of a window go together, so that dy
+ * is read once a window, not once a tap, and nine sums go side by side
+ * instead of one chain; each (tap, channel) still adds its windows in
+ * order, skipping those whose pixel of the tap is off the image, as
+ * dw_wgrad_walk() does.
+ */
+#define DW_WG_K 3u
+#define DW_WG_T (DW_WG_K * DW_WG_K)
+
+/* windows [ox, end) of row (n, oy), dy from dyp on: some taps off */
+static void DW_FN(dw_wg3_edge)(const struct vtpu_engine_dwconv *d,
+			       float *acc, u64 ls, u64 o0, u64 n, u64 oy,
+			       u64 ox, u64 end, const float *dyp)
+{
+	const struct vtpu_engine_window *g = &d->win;
+	s64 iy0 = (s64)(oy * g->sh) - g->ph, iy, ix;
+	const float *xp;
+	u32 ky, kx;
+	DWV dv;
+	float *a;
+
+	for (; ox < end; ox++, dyp += d->cm) {
+		dv = dwv_load(dyp);
+		for (ky = 0; ky < DW_WG_K; ky++) {
+			iy = iy0 + ky;
+			if (iy < 0 || iy >= g->h)
+				continue;
+			for (kx = 0; kx < DW_WG_K; kx++) {
+				ix = (s64)(ox * g->sw) - g->pw + kx;
+				if (ix < 0 || ix >= g->w)
+					continue;
+				xp = d->x + ((n * g->h + (u64)iy) * g->w +
+					     (u64)ix) * g->c + o0;
+				a = acc + (ky * DW_WG_K + kx) * ls;
+				dwv_store(a, dwv_load(a) + dwv_load(xp) * dv);
+			}
+		}
+	}
+}
+
+/* windows [ox, end) of row (n, oy), every tap on the image */
+static void DW_FN(dw_wg3_run)(const struct vtpu_engine_dwconv *d,
+			      float *acc, u64 ls, u64 o0, u64 n, u64 oy,
+			      u64 ox, u64 end, const float *dyp)
+{
+	const struct vtpu_engine_window *g = &d->win;
+	u64 rs = (u64)g->w * g->c, xs = (u64)g->sw * g->c;
+	const float *xp = d->x + ((n * g->h + oy * g->sh - g->ph) * g->w +
+				  ox * g->sw - g->pw) * g->c + o0;
+	DWV a[DW_WG_T], dv;
+	u32 t;
+
+#pragma GCC unroll 16
+	for (t = 0; t < DW_WG_T; t++)
+		a[t] = dwv_load(acc + t * ls);
+	for (; ox < end; ox++, xp += xs, dyp += d->cm) {
+		dv = dwv_load(dyp);
+#pragma GCC unroll 16
+		for (t = 0; t < DW_WG_T; t++)
+			a[t] += dwv_load(xp + (t / DW_WG_K) * rs +
+					 (t % DW_WG_K) * g->c) * dv;
+	}
+#pragma GCC unroll 16
+	for (t = 0; t < DW_WG_T; t++)
+		dwv_store(acc + t * ls, a[t]);
+}
+
+static void DW_FN(dw_wg3)(const struct vtpu_engine_dwconv *d, float *acc,
+			  u64 ls, u64 o0, u64 r, u64 r_end)
+{
+	const struct vtpu_engine_window *g = &d->win;
+	u64 lo0 = (g->pw + g->sw - 1) / g->sw, hi0 = 0, ox, oy, n, seg;
+	u64 lo, hi, end;
+	s64 iy0;
+
+	if (g->w + g->pw >= DW_WG_K)
+		hi0 = (g->w + g->pw - DW_WG_K) / g->sw + 1;
+	vtpu_xy_of(r, g->ow, g->oh, &ox, &oy, &n);
+	for (; r < r_end; r += seg, ox = 0) {
+		const float *dyp = d->y + r * d->cm + o0;
+
+		seg = vtpu_min_u64(g->ow - ox, r_end - r);
+		end = ox + seg;
+		iy0 = (s64)(oy * g->sh) - g->ph;
+		lo = end;
+		hi = end;
+		if (iy0 >= 0 && iy0 + DW_WG_K <= g->h) {
+			lo = vtpu_min_u64(end, lo0 > ox ? lo0 : ox);
+			hi = vtpu_min_u64(end, hi0 > lo ? hi0 : lo);
+		}
+		DW_FN(dw_wg3_edge)(d, acc, ls, o0, n, oy, ox, lo, dyp);
+		DW_FN(dw_wg3_run)(d, acc, ls, o0, n, oy, lo, hi,
+				  dyp + (lo - ox) * d->cm);
+		DW_FN(dw_wg3_edge)(d, acc, ls, o0, n, oy, hi, end,
+				   dyp + (hi - ox) * d->cm);
+		if (++oy == g->oh) {
+			oy = 0;
+			n++;
+		}
+	}
+}
+
+/*
  * dw of every tap, channels [o0, o0 + len), over windows [r, r_end) in
  * order: a step's windows, a few hundred, stay in cache while the taps go
  * over them, so x and dy come from memory once, not once a tap. The sums
@@ -562,8 +689,12 @@ void DW_FN(vtpu_dwconv_wgrad)(const struct vtpu_engine_dwconv *d,
 		for (i = 0; i < len; i++)
 			a[i] = zero ? 0.0f : dst[i];
 	}
+	i = 0;
+	if (d->mult == 1 && g->kh == DW_WG_K && g->kw == DW_WG_K)
+		for (; i + DW_VW <= len; i += DW_VW)
+			DW_FN(dw_wg3)(d, acc + i, len, o0 + i, r, r_end);
 	if (d->mult == 1) {
-		for (i = 0; i < len; i += DW_WG_LANES)
+		for (; i < len; i += DW_WG_LANES)
 			for (t = 0; t < taps; t++)
 				DW_FN(dw_wgrad_tap)(d, acc + (u64)t * len + i,
 						    t / g->kw, t % g->kw,
