@@ -564,66 +564,62 @@ static void DW_FN(dw_wgrad_tap)(const struct vtpu_engine_dwconv *d,
  * WGRAD of a 3x3 kernel (a depth multiplier of 1), DW_VW channels from
  * o0 on: acc[t * ls, + DW_VW) += tap t's products over windows
  * [r, r_end), in order. All nine taps of a window go together, so that dy
- * is read once a window, not once a tap, and nine sums go side by side
- * instead of one chain; each (tap, channel) still adds its windows in
- * order, skipping those whose pixel of the tap is off the image, as
- * dw_wgrad_walk() does.
+ * is read once a window, not once a tap, and nine sums go side by side in
+ * registers instead of one chain; each (tap, channel) still adds its
+ * windows in order, skipping those whose pixel of the tap is off the
+ * image, as dw_wgrad_walk() does.
  */
 #define DW_WG_K 3u
 #define DW_WG_T (DW_WG_K * DW_WG_K)
+/* windows ahead to prefetch: the hardware does not follow a 256-byte stride */
+#define DW_WG_PF 8
 
-/* windows [ox, end) of row (n, oy), dy from dyp on: some taps off */
-static void DW_FN(dw_wg3_edge)(const struct vtpu_engine_dwconv *d,
-			       float *acc, u64 ls, u64 o0, u64 n, u64 oy,
-			       u64 ox, u64 end, const float *dyp)
-{
-	const struct vtpu_engine_window *g = &d->win;
-	s64 iy0 = (s64)(oy * g->sh) - g->ph, iy, ix;
-	const float *xp;
-	u32 ky, kx;
-	DWV dv;
-	float *a;
-
-	for (; ox < end; ox++, dyp += d->cm) {
-		dv = dwv_load(dyp);
-		for (ky = 0; ky < DW_WG_K; ky++) {
-			iy = iy0 + ky;
-			if (iy < 0 || iy >= g->h)
-				continue;
-			for (kx = 0; kx < DW_WG_K; kx++) {
-				ix = (s64)(ox * g->sw) - g->pw + kx;
-				if (ix < 0 || ix >= g->w)
-					continue;
-				xp = d->x + ((n * g->h + (u64)iy) * g->w +
-					     (u64)ix) * g->c + o0;
-				a = acc + (ky * DW_WG_K + kx) * ls;
-				dwv_store(a, dwv_load(a) + dwv_load(xp) * dv);
-			}
-		}
-	}
-}
-
-/* windows [ox, end) of row (n, oy), every tap on the image */
-static void DW_FN(dw_wg3_run)(const struct vtpu_engine_dwconv *d,
+/*
+ * windows [ox, end) of row (n, oy), dy from dyp on; those in [lo, hi)
+ * have every tap on the image
+ */
+static void DW_FN(dw_wg3_row)(const struct vtpu_engine_dwconv *d,
 			      float *acc, u64 ls, u64 o0, u64 n, u64 oy,
-			      u64 ox, u64 end, const float *dyp)
+			      u64 ox, u64 end, u64 lo, u64 hi,
+			      const float *dyp)
 {
 	const struct vtpu_engine_window *g = &d->win;
-	u64 rs = (u64)g->w * g->c, xs = (u64)g->sw * g->c;
-	const float *xp = d->x + ((n * g->h + oy * g->sh - g->ph) * g->w +
-				  ox * g->sw - g->pw) * g->c + o0;
+	const float *img = d->x + n * g->h * g->w * g->c + o0, *xp;
+	s64 iy0 = (s64)(oy * g->sh) - g->ph, ix0, rs = (s64)g->w * g->c;
+	bool rok[DW_WG_K], ok;
 	DWV a[DW_WG_T], dv;
 	u32 t;
 
 #pragma GCC unroll 16
+	for (t = 0; t < DW_WG_K; t++)
+		rok[t] = iy0 + t >= 0 && iy0 + t < g->h;
+#pragma GCC unroll 16
 	for (t = 0; t < DW_WG_T; t++)
 		a[t] = dwv_load(acc + t * ls);
-	for (; ox < end; ox++, xp += xs, dyp += d->cm) {
+	for (; ox < end; ox++, dyp += d->cm) {
+		ix0 = (s64)(ox * g->sw) - g->pw;
 		dv = dwv_load(dyp);
+		if (ox >= lo && ox < hi) {
+			xp = img + (iy0 * g->w + ix0) * (s64)g->c;
+			__builtin_prefetch(xp + 2 * rs + DW_WG_PF * g->sw *
+					   (s64)g->c);
+			__builtin_prefetch(dyp + DW_WG_PF * d->cm);
 #pragma GCC unroll 16
-		for (t = 0; t < DW_WG_T; t++)
-			a[t] += dwv_load(xp + (t / DW_WG_K) * rs +
-					 (t % DW_WG_K) * g->c) * dv;
+			for (t = 0; t < DW_WG_T; t++)
+				a[t] += dwv_load(xp + (t / DW_WG_K) * rs +
+						 (t % DW_WG_K) * g->c) * dv;
+			continue;
+		}
+#pragma GCC unroll 16
+		for (t = 0; t < DW_WG_T; t++) {
+			ok = rok[t / DW_WG_K] && ix0 + t % DW_WG_K >= 0 &&
+			     ix0 + t % DW_WG_K < g->w;
+			if (!ok)
+				continue;
+			xp = img + ((iy0 + t / DW_WG_K) * g->w + ix0 +
+				    t % DW_WG_K) * (s64)g->c;
+			a[t] += dwv_load(xp) * dv;
+		}
 	}
 #pragma GCC unroll 16
 	for (t = 0; t < DW_WG_T; t++)
@@ -635,29 +631,23 @@ static void DW_FN(dw_wg3)(const struct vtpu_engine_dwconv *d, float *acc,
 {
 	const struct vtpu_engine_window *g = &d->win;
 	u64 lo0 = (g->pw + g->sw - 1) / g->sw, hi0 = 0, ox, oy, n, seg;
-	u64 lo, hi, end;
+	u64 lo, hi;
 	s64 iy0;
 
 	if (g->w + g->pw >= DW_WG_K)
 		hi0 = (g->w + g->pw - DW_WG_K) / g->sw + 1;
 	vtpu_xy_of(r, g->ow, g->oh, &ox, &oy, &n);
 	for (; r < r_end; r += seg, ox = 0) {
-		const float *dyp = d->y + r * d->cm + o0;
-
 		seg = vtpu_min_u64(g->ow - ox, r_end - r);
-		end = ox + seg;
 		iy0 = (s64)(oy * g->sh) - g->ph;
-		lo = end;
-		hi = end;
+		lo = 0;
+		hi = 0;
 		if (iy0 >= 0 && iy0 + DW_WG_K <= g->h) {
-			lo = vtpu_min_u64(end, lo0 > ox ? lo0 : ox);
-			hi = vtpu_min_u64(end, hi0 > lo ? hi0 : lo);
+			lo = lo0;
+			hi = hi0;
 		}
-		DW_FN(dw_wg3_edge)(d, acc, ls, o0, n, oy, ox, lo, dyp);
-		DW_FN(dw_wg3_run)(d, acc, ls, o0, n, oy, lo, hi,
-				  dyp + (lo - ox) * d->cm);
-		DW_FN(dw_wg3_edge)(d, acc, ls, o0, n, oy, hi, end,
-				   dyp + (hi - ox) * d->cm);
+		DW_FN(dw_wg3_row)(d, acc, ls, o0, n, oy, ox, ox + seg, lo, hi,
+				  d->y + r * d->cm + o0);
 		if (++oy == g->oh) {
 			oy = 0;
 			n++;
