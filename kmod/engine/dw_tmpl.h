@@ -574,6 +574,25 @@ static void DW_FN(dw_wgrad_tap)(const struct vtpu_engine_dwconv *d,
 /* windows ahead to prefetch: the hardware does not follow a 256-byte stride */
 #define DW_WG_PF 8
 
+/* a window with every tap on the image: tap (0, 0) at xp */
+static __always_inline void DW_FN(dw_wg3_win)(DWV *a, const float *xp,
+					      s64 rs, u64 c,
+					      const float *dyp)
+{
+	DWV dv = dwv_load(dyp);
+	const float *x1 = xp + rs, *x2 = x1 + rs;
+
+	a[0] += dwv_load(xp) * dv;
+	a[1] += dwv_load(xp + c) * dv;
+	a[2] += dwv_load(xp + 2 * c) * dv;
+	a[3] += dwv_load(x1) * dv;
+	a[4] += dwv_load(x1 + c) * dv;
+	a[5] += dwv_load(x1 + 2 * c) * dv;
+	a[6] += dwv_load(x2) * dv;
+	a[7] += dwv_load(x2 + c) * dv;
+	a[8] += dwv_load(x2 + 2 * c) * dv;
+}
+
 /*
  * windows [ox, end) of row (n, oy), dy from dyp on; those in [lo, hi)
  * have every tap on the image
@@ -586,6 +605,7 @@ static void DW_FN(dw_wg3_row)(const struct vtpu_engine_dwconv *d,
 	const struct vtpu_engine_window *g = &d->win;
 	const float *img = d->x + n * g->h * g->w * g->c + o0, *xp;
 	s64 iy0 = (s64)(oy * g->sh) - g->ph, ix0, rs = (s64)g->w * g->c;
+	s64 xs = (s64)g->sw * g->c;
 	bool rok[DW_WG_K], ok;
 	DWV a[DW_WG_T], dv;
 	u32 t;
@@ -598,18 +618,20 @@ static void DW_FN(dw_wg3_row)(const struct vtpu_engine_dwconv *d,
 		a[t] = dwv_load(acc + t * ls);
 	for (; ox < end; ox++, dyp += d->cm) {
 		ix0 = (s64)(ox * g->sw) - g->pw;
-		dv = dwv_load(dyp);
 		if (ox >= lo && ox < hi) {
+			/* a run of them: three rows of three pixels */
 			xp = img + (iy0 * g->w + ix0) * (s64)g->c;
-			__builtin_prefetch(xp + 2 * rs + DW_WG_PF * g->sw *
-					   (s64)g->c);
-			__builtin_prefetch(dyp + DW_WG_PF * d->cm);
-#pragma GCC unroll 16
-			for (t = 0; t < DW_WG_T; t++)
-				a[t] += dwv_load(xp + (t / DW_WG_K) * rs +
-						 (t % DW_WG_K) * g->c) * dv;
-			continue;
+			for (; ox < hi && ox < end; ox++, dyp += d->cm) {
+				DW_FN(dw_wg3_win)(a, xp, rs, g->c, dyp);
+				__builtin_prefetch(xp + 2 * rs + xs * DW_WG_PF);
+				__builtin_prefetch(dyp + d->cm * DW_WG_PF);
+				xp += xs;
+			}
+			if (ox == end)
+				break;
+			ix0 = (s64)(ox * g->sw) - g->pw;
 		}
+		dv = dwv_load(dyp);
 #pragma GCC unroll 16
 		for (t = 0; t < DW_WG_T; t++) {
 			ok = rok[t / DW_WG_K] && ix0 + t % DW_WG_K >= 0 &&
