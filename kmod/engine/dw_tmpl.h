@@ -3,10 +3,11 @@
  * DWCONV's, DWCONV_DGRAD's and DWCONV_WGRAD's loops, once per SIMD level:
  * ops_dwconv.c (the baseline) and ops_nhwc_avx2.c, ops_nhwc_avx512.c
  * each define DW_SFX and include this file. The inner loops run along the
- * channels, contiguous in NHWC, so the compiler vectorises them at the
- * level's width while each element keeps its order of terms; with no
- * contraction into FMA (-ffp-contract=off, engine.mk) every level gives
- * the same bits.
+ * channels, contiguous in NHWC, vectorised at the level's width (by the
+ * compiler, or with GCC's vector extensions in the fast paths: the
+ * interior runs and WGRAD's 3x3 walk) while each element keeps its order
+ * of terms; with no contraction into FMA (-ffp-contract=off, engine.mk)
+ * every level gives the same bits.
  */
 #ifndef DW_SFX
 #error "define DW_SFX before including this"
@@ -20,7 +21,8 @@
 
 /*
  * With a depth multiplier of 1, the forward and DGRAD compute blocks of
- * DW_LANES channels whose sums stay in registers while the taps go by:
+ * DW_LANES channels whose sums stay in registers while the taps go by
+ * (the pixels that dw_span() leaves to the loops of any shape):
  * a constant trip count and a local array, which the compiler keeps in
  * vectors. Each element adds the same terms in the same order as the
  * loops of any length below. WGRAD's sums, every tap of a block of
@@ -228,6 +230,11 @@ static void DW_FN(dwconv_dgrad_pixel)(const struct vtpu_engine_dwconv *d,
 #else
 #define DW_PIX 2u
 #endif
+/*
+ * Pixels ahead whose newest source pixel to prefetch: the hardware does
+ * not follow the blocks' walk across a pixel's cache lines.
+ */
+#define DW_PF 8
 
 /*
  * The interior's and WGRAD's inner loops use GCC's vector extensions at
@@ -280,10 +287,10 @@ static __always_inline DWV dwv_relu(DWV a)
 #endif
 }
 
-struct DW_FN(dw_run) {
+struct dw_run {
 	const float *base;	/* the image (of x, or dy for DGRAD) */
 	s64 off;		/* tap (0, 0) of the first pixel, channel 0 */
-	s64 rs, cs, ps;		/* to the next tap row, tap column, pixel */
+	s64 rs, cs, ps;		/* next tap row, tap column, pixel */
 	u32 ky0, ky1, kx0, kx1;	/* the taps on the image */
 	bool dgrad;
 };
@@ -294,7 +301,7 @@ struct DW_FN(dw_run) {
  */
 static __always_inline void
 DW_FN(dw_run_block)(const struct vtpu_engine_dwconv *d,
-		    const struct DW_FN(dw_run) *ru, float *dst, u64 pix,
+		    const struct dw_run *ru, float *dst, u64 pix,
 		    u64 c0, const u32 np)
 {
 	const struct vtpu_engine_window *g = &d->win;
@@ -349,15 +356,25 @@ DW_FN(dw_run_block)(const struct vtpu_engine_dwconv *d,
  * block of DW_LANES, pixel by pixel (@n, @y, @x: the first pixel).
  */
 static void DW_FN(dw_run_pixels)(const struct vtpu_engine_dwconv *d,
-				 const struct DW_FN(dw_run) *ru, float *dst,
+				 const struct dw_run *ru, float *dst,
 				 u64 npix, u64 n, u64 y, u64 x)
 {
-	u64 cm = d->cm, cb = cm - cm % DW_LANES, pix, c0;
+	const struct vtpu_engine_window *g = &d->win;
+	u64 cm = d->cm, cb = cm - cm % DW_LANES, pix, c0, i;
+	s64 ahead = ru->off + DW_PF * ru->ps;
+	const float *pf;
 
-	for (pix = 0; pix + DW_PIX <= npix; pix += DW_PIX)
+	/* the newest tap row and column: the last for x, the first for dy */
+	if (!ru->dgrad)
+		ahead += (s64)(g->kh - 1) * ru->rs + (s64)(g->kw - 1) * ru->cs;
+	for (pix = 0; pix + DW_PIX <= npix; pix += DW_PIX) {
+		pf = ru->base + (ahead + (s64)pix * ru->ps);
+		for (i = 0; i < DW_PIX * (u64)ru->ps; i += 64 / sizeof(float))
+			__builtin_prefetch(pf + i);
 		for (c0 = 0; c0 < cb; c0 += DW_LANES)
 			DW_FN(dw_run_block)(d, ru, dst + pix * cm, pix, c0,
 					    DW_PIX);
+	}
 	for (; pix < npix; pix++)
 		for (c0 = 0; c0 < cb; c0 += DW_LANES)
 			DW_FN(dw_run_block)(d, ru, dst + pix * cm, pix, c0, 1);
@@ -388,7 +405,7 @@ static inline void DW_FN(dw_clamp)(s64 lo, s64 hi, u32 k, u32 *k0, u32 *k1)
  */
 static u64 DW_FN(dw_span)(const struct vtpu_engine_dwconv *d, bool dgrad,
 			  u64 n, u64 y, u64 x, u64 max,
-			  struct DW_FN(dw_run) *ru)
+			  struct dw_run *ru)
 {
 	const struct vtpu_engine_window *g = &d->win;
 	s64 iy0, ix0, lo, hi;
@@ -442,7 +459,7 @@ void DW_FN(vtpu_dwconv_range)(const struct vtpu_engine_dwconv *d,
 	u64 per = dgrad ? g->c : d->cm;
 	u64 c0 = e % per, x, y, n, len, run = 0;
 	u64 rw = dgrad ? g->w : g->ow, rh = dgrad ? g->h : g->oh;
-	struct DW_FN(dw_run) ru;
+	struct dw_run ru;
 	float *out = dgrad ? d->x : d->y;
 
 	vtpu_xy_of(e / per, rw, rh, &x, &y, &n);
