@@ -578,68 +578,82 @@ static void DW_FN(dw_wgrad_tap)(const struct vtpu_engine_dwconv *d,
 }
 
 /*
- * WGRAD of a 3x3 kernel (a depth multiplier of 1), DW_VW channels from
- * o0 on: acc[t * ls, + DW_VW) += tap t's products over windows
- * [r, r_end), in order. All nine taps of a window go together, so that dy
- * is read once a window, not once a tap, and nine sums go side by side in
- * registers instead of one chain; each (tap, channel) still adds its
- * windows in order, skipping those whose pixel of the tap is off the
- * image, as dw_wgrad_walk() does.
+ * WGRAD of a 3x3 kernel (a depth multiplier of 1), nv vectors of DW_VW
+ * channels from o0 on: acc[t * ls, + nv * DW_VW) += tap t's products
+ * over windows [r, r_end), in order. All nine taps of a window go
+ * together, so that dy is read once a window, not once a tap, and nine
+ * sums go side by side in registers instead of one chain; each (tap,
+ * channel) still adds its windows in order, skipping those whose pixel of
+ * the tap is off the image, as dw_wgrad_walk() does. With AVX-512's 32
+ * registers, two vectors (adjacent cache lines of a pixel) go together.
  */
 #define DW_WG_K 3u
 #define DW_WG_T (DW_WG_K * DW_WG_K)
 /* windows ahead to prefetch: the hardware does not follow a 256-byte stride */
 #define DW_WG_PF 8
+#undef DW_WG_NV
+#if defined(__AVX512F__)
+#define DW_WG_NV 2u
+#else
+#define DW_WG_NV 1u
+#endif
 
 /* a window with every tap on the image: tap (0, 0) at xp */
-static __always_inline void DW_FN(dw_wg3_win)(DWV *a, const float *xp,
-					      s64 rs, u64 c,
-					      const float *dyp)
+static __always_inline void
+DW_FN(dw_wg3_win)(DWV a[DW_WG_T][DW_WG_NV], const float *xp, s64 rs, u64 c,
+		  const float *dyp, const u32 nv)
 {
-	DWV dv = dwv_load(dyp);
 	const float *x1 = xp + rs, *x2 = x1 + rs;
+	DWV dv;
+	u32 v;
 
-	a[0] += dwv_load(xp) * dv;
-	a[1] += dwv_load(xp + c) * dv;
-	a[2] += dwv_load(xp + 2 * c) * dv;
-	a[3] += dwv_load(x1) * dv;
-	a[4] += dwv_load(x1 + c) * dv;
-	a[5] += dwv_load(x1 + 2 * c) * dv;
-	a[6] += dwv_load(x2) * dv;
-	a[7] += dwv_load(x2 + c) * dv;
-	a[8] += dwv_load(x2 + 2 * c) * dv;
+#pragma GCC unroll 16
+	for (v = 0; v < nv; v++) {
+		dv = dwv_load(dyp + v * DW_VW);
+		a[0][v] += dwv_load(xp + v * DW_VW) * dv;
+		a[1][v] += dwv_load(xp + c + v * DW_VW) * dv;
+		a[2][v] += dwv_load(xp + 2 * c + v * DW_VW) * dv;
+		a[3][v] += dwv_load(x1 + v * DW_VW) * dv;
+		a[4][v] += dwv_load(x1 + c + v * DW_VW) * dv;
+		a[5][v] += dwv_load(x1 + 2 * c + v * DW_VW) * dv;
+		a[6][v] += dwv_load(x2 + v * DW_VW) * dv;
+		a[7][v] += dwv_load(x2 + c + v * DW_VW) * dv;
+		a[8][v] += dwv_load(x2 + 2 * c + v * DW_VW) * dv;
+	}
 }
 
 /*
  * windows [ox, end) of row (n, oy), dy from dyp on; those in [lo, hi)
  * have every tap on the image
  */
-static void DW_FN(dw_wg3_row)(const struct vtpu_engine_dwconv *d,
-			      float *acc, u64 ls, u64 o0, u64 n, u64 oy,
-			      u64 ox, u64 end, u64 lo, u64 hi,
-			      const float *dyp)
+static __always_inline void
+DW_FN(dw_wg3_row)(const struct vtpu_engine_dwconv *d, float *acc, u64 ls,
+		  u64 o0, u64 n, u64 oy, u64 ox, u64 end, u64 lo, u64 hi,
+		  const float *dyp, const u32 nv)
 {
 	const struct vtpu_engine_window *g = &d->win;
 	const float *img = d->x + n * g->h * g->w * g->c + o0, *xp;
 	s64 iy0 = (s64)(oy * g->sh) - g->ph, ix0, rs = (s64)g->w * g->c;
 	s64 xs = (s64)g->sw * g->c;
+	DWV a[DW_WG_T][DW_WG_NV], dv;
 	bool rok[DW_WG_K], ok;
-	DWV a[DW_WG_T], dv;
-	u32 t;
+	u32 t, v;
 
 #pragma GCC unroll 16
 	for (t = 0; t < DW_WG_K; t++)
 		rok[t] = iy0 + t >= 0 && iy0 + t < g->h;
 #pragma GCC unroll 16
 	for (t = 0; t < DW_WG_T; t++)
-		a[t] = dwv_load(acc + t * ls);
+#pragma GCC unroll 16
+		for (v = 0; v < nv; v++)
+			a[t][v] = dwv_load(acc + t * ls + v * DW_VW);
 	for (; ox < end; ox++, dyp += d->cm) {
 		ix0 = (s64)(ox * g->sw) - g->pw;
 		if (ox >= lo && ox < hi) {
 			/* a run of them: three rows of three pixels */
 			xp = img + (iy0 * g->w + ix0) * (s64)g->c;
 			for (; ox < hi && ox < end; ox++, dyp += d->cm) {
-				DW_FN(dw_wg3_win)(a, xp, rs, g->c, dyp);
+				DW_FN(dw_wg3_win)(a, xp, rs, g->c, dyp, nv);
 				__builtin_prefetch(xp + 2 * rs + xs * DW_WG_PF);
 				__builtin_prefetch(dyp + d->cm * DW_WG_PF);
 				xp += xs;
@@ -648,25 +662,32 @@ static void DW_FN(dw_wg3_row)(const struct vtpu_engine_dwconv *d,
 				break;
 			ix0 = (s64)(ox * g->sw) - g->pw;
 		}
-		dv = dwv_load(dyp);
 #pragma GCC unroll 16
-		for (t = 0; t < DW_WG_T; t++) {
-			ok = rok[t / DW_WG_K] && ix0 + t % DW_WG_K >= 0 &&
-			     ix0 + t % DW_WG_K < g->w;
-			if (!ok)
-				continue;
-			xp = img + ((iy0 + t / DW_WG_K) * g->w + ix0 +
-				    t % DW_WG_K) * (s64)g->c;
-			a[t] += dwv_load(xp) * dv;
+		for (v = 0; v < nv; v++) {
+			dv = dwv_load(dyp + v * DW_VW);
+#pragma GCC unroll 16
+			for (t = 0; t < DW_WG_T; t++) {
+				ok = rok[t / DW_WG_K] &&
+				     ix0 + t % DW_WG_K >= 0 &&
+				     ix0 + t % DW_WG_K < g->w;
+				if (!ok)
+					continue;
+				xp = img + ((iy0 + t / DW_WG_K) * g->w + ix0 +
+					    t % DW_WG_K) * (s64)g->c;
+				a[t][v] += dwv_load(xp + v * DW_VW) * dv;
+			}
 		}
 	}
 #pragma GCC unroll 16
 	for (t = 0; t < DW_WG_T; t++)
-		dwv_store(acc + t * ls, a[t]);
+#pragma GCC unroll 16
+		for (v = 0; v < nv; v++)
+			dwv_store(acc + t * ls + v * DW_VW, a[t][v]);
 }
 
-static void DW_FN(dw_wg3)(const struct vtpu_engine_dwconv *d, float *acc,
-			  u64 ls, u64 o0, u64 r, u64 r_end)
+static __always_inline void
+DW_FN(dw_wg3_walk)(const struct vtpu_engine_dwconv *d, float *acc, u64 ls,
+		   u64 o0, u64 r, u64 r_end, const u32 nv)
 {
 	const struct vtpu_engine_window *g = &d->win;
 	u64 lo0 = (g->pw + g->sw - 1) / g->sw, hi0 = 0, ox, oy, n, seg;
@@ -686,12 +707,25 @@ static void DW_FN(dw_wg3)(const struct vtpu_engine_dwconv *d, float *acc,
 			hi = hi0;
 		}
 		DW_FN(dw_wg3_row)(d, acc, ls, o0, n, oy, ox, ox + seg, lo, hi,
-				  d->y + r * d->cm + o0);
+				  d->y + r * d->cm + o0, nv);
 		if (++oy == g->oh) {
 			oy = 0;
 			n++;
 		}
 	}
+}
+
+/* dw_wg3_walk() of DW_WG_NV vectors, and of one */
+static void DW_FN(dw_wg3_wide)(const struct vtpu_engine_dwconv *d,
+			       float *acc, u64 ls, u64 o0, u64 r, u64 r_end)
+{
+	DW_FN(dw_wg3_walk)(d, acc, ls, o0, r, r_end, DW_WG_NV);
+}
+
+static void DW_FN(dw_wg3_one)(const struct vtpu_engine_dwconv *d,
+			      float *acc, u64 ls, u64 o0, u64 r, u64 r_end)
+{
+	DW_FN(dw_wg3_walk)(d, acc, ls, o0, r, r_end, 1);
 }
 
 /*
@@ -720,8 +754,15 @@ void DW_FN(vtpu_dwconv_wgrad)(const struct vtpu_engine_dwconv *d,
 	}
 	i = 0;
 	if (d->mult == 1 && g->kh == DW_WG_K && g->kw == DW_WG_K)
-		for (; i + DW_VW <= len; i += DW_VW)
-			DW_FN(dw_wg3)(d, acc + i, len, o0 + i, r, r_end);
+		for (; i + DW_VW <= len; i += DW_VW) {
+			if (DW_WG_NV > 1 && i + DW_WG_NV * DW_VW <= len) {
+				DW_FN(dw_wg3_wide)(d, acc + i, len, o0 + i, r,
+						   r_end);
+				i += (DW_WG_NV - 1) * DW_VW;
+				continue;
+			}
+			DW_FN(dw_wg3_one)(d, acc + i, len, o0 + i, r, r_end);
+		}
 	if (d->mult == 1) {
 		for (; i < len; i += DW_WG_LANES)
 			for (t = 0; t < taps; t++)
