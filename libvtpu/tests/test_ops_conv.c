@@ -1137,7 +1137,12 @@ TEST(conv)
  * total padding (more below and right), odd sizes, depth multipliers 1
  * to 3, several forward tiles, WGRAD's channel blocks of 16, 32 and 64
  * channels (kept in registers) and of others, several WGRAD steps
- * (windows).
+ * (windows). The interior runs of the forward and of DGRAD (every tap on
+ * the image) and WGRAD's 3x3 walk beside the border pixels and the
+ * loops of any shape: runs of several lengths, channels past the blocks
+ * of 16 (20, 33, 8), fewer than a block (8), a 5x5 kernel, a forward
+ * stride of 2, an uneven padding (2 above and below, none beside), a
+ * depth multiplier of 2 with a stride of 1.
  */
 static const uint32_t dw_shapes[][14] = {
 	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0 },
@@ -1152,6 +1157,13 @@ static const uint32_t dw_shapes[][14] = {
 	{ 40, 30, 30, 1, 3, 3, 1, 1, 1, 1, 30, 30, 1, 0 },
 	{ 2, 9, 9, 32, 3, 3, 2, 2, 1, 1, 5, 5, 1, 0 },
 	{ 3, 10, 11, 16, 5, 5, 1, 2, 2, 2, 10, 6, 1, VTPU_CONV_BIAS },
+	{ 3, 11, 13, 20, 3, 3, 1, 1, 1, 1, 11, 13, 1,
+	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
+	{ 2, 12, 12, 48, 5, 5, 1, 1, 2, 2, 12, 12, 1, 0 },
+	{ 2, 14, 15, 33, 3, 3, 2, 2, 1, 1, 7, 8, 1, VTPU_CONV_RELU },
+	{ 2, 10, 10, 64, 3, 3, 1, 1, 2, 0, 12, 8, 1, VTPU_CONV_BIAS },
+	{ 1, 24, 24, 8, 3, 3, 1, 1, 1, 1, 24, 24, 1, 0 },
+	{ 2, 9, 10, 24, 3, 3, 1, 1, 1, 1, 9, 10, 2, VTPU_CONV_BIAS },
 };
 
 struct dw_geom {
