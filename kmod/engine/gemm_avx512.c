@@ -239,6 +239,8 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 	}
 	for (; i + UKR_SHORT <= mt; i += mr) {
 		mr = i < full ? GEMM_MR : UKR_SHORT;
+		for (r = i + mr; r < i + 2 * mr && r < mt; r++)
+			gemm_prefetch_row(a, (u64)r * lda, kc, 2);
 		for (j = 0; j < st->nt; j += GEMM_NR)
 			ain_ukr(kc, a + (u64)i * lda, lda, b + j * pstride,
 				vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc,
