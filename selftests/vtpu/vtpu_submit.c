@@ -392,6 +392,24 @@ TEST_F(submit, gemm_transposes)
 		check_gemm(_metadata, self->dev, self->q, &cases[i]);
 }
 
+/*
+ * A small C and a long K: the engine splits K into parts, the later ones
+ * summed in the op's workspace and added to C by a second phase (the
+ * device's workers run the phases as they run BATCHNORM's).
+ */
+TEST_F(submit, gemm_long_k)
+{
+	static const struct gemm_case cases[] = {
+		GEMM(16, 32, 8448, VTPU_GEMM_TRANS_A, 1.0f, 0.5f),
+		GEMM(8, 40, 20000, 0, -1.0f, 0.0f),
+	};
+	size_t i;
+
+	NEED_DEV();
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check_gemm(_metadata, self->dev, self->q, &cases[i]);
+}
+
 TEST_F(submit, gemm_alpha_beta)
 {
 	static const struct gemm_case cases[] = {
