@@ -24,7 +24,8 @@
 #define BENCH_SUBCOMMANDS(X)                                                   \
 	X(gemm, "GEMM GFLOP/s: engine f32 and bf16, or a device, vs OpenBLAS") \
 	X(train, "training ms/step of the example models: engine, OpenBLAS, PyTorch") \
-	X(stream, "one epoch resident vs streamed from a JPEG folder: the ratio")
+	X(stream, "one epoch resident vs streamed from a JPEG folder: the ratio") \
+	X(ops, "single commands of the image networks: GB/s vs a stream, GFLOP/s vs OpenBLAS")
 
 #define BENCH_DECLARE(name, help) int bench_##name(int argc, char **argv);
 BENCH_SUBCOMMANDS(BENCH_DECLARE)

@@ -17,7 +17,7 @@ $(BIN)/vtpu-guest-lib.sh: $(SRCTOP)/tools/vtpu-guest-lib.sh
 # subcommand (listed in bench.h's BENCH_SUBCOMMANDS). It asks OpenBLAS
 # which core it runs, so it links it.
 VTPU_BENCH_SRCS := bench.c bench_gemm.c bench_peak.c bench_train.c \
-	bench_stream.c
+	bench_stream.c bench_ops.c
 VTPU_BENCH_OBJS := $(VTPU_BENCH_SRCS:%.c=$(OBJ)/tools/%.o)
 
 $(BIN)/vtpu-bench: $(VTPU_BENCH_OBJS) $(BUILD)/lib/libvtpu.a
