@@ -24,6 +24,7 @@
 #define POOL_FN(name) POOL_CAT(name, POOL_SFX)
 
 #define POOL_LANES 16u
+#define POOL_BLOCK 64u
 
 /*
  * y, index [0..len) (@lanes, a constant, if not 0) of window (n, oy, ox),
@@ -80,6 +81,95 @@ POOL_FN(maxpool_run)(const struct vtpu_engine_conv *cv,
 	}
 }
 
+/*
+ * Whether the step takes all of the window positions or taps (@rows of
+ * @ncols): one step, the loops without the walks.
+ */
+static inline bool POOL_FN(whole)(const struct vtpu_tap_range *r, u64 rows,
+				  u64 ncols)
+{
+	return !r->r0 && !r->c0 && r->r1 + 1 == rows && r->c1 == ncols;
+}
+
+/*
+ * maxpool_run()'s y, index [0..len) when the step takes the whole window:
+ * its ny x nx pixels on the image from @src (channel c0 of its first
+ * pixel, @p0) in (ky, kx) order, row stride @rs, pixel stride @cs, without
+ * the walk. The first pixel starts y and index, as in maxpool_run().
+ */
+static __always_inline void
+POOL_FN(maxpool_whole_run)(const float *src, u32 p0, u64 ny, u64 nx, u64 w,
+			   u64 rs, u64 cs, float *y, u32 *idx, u64 len,
+			   const u64 lanes)
+{
+	u64 i, ky, kx, m = lanes ? lanes : len;
+	float b[POOL_BLOCK];
+	u32 k[POOL_BLOCK];
+
+	for (i = 0; i < m; i++) {
+		b[i] = src[i];
+		k[i] = p0;
+	}
+	for (ky = 0; ky < ny; ky++) {
+		for (kx = ky ? 0 : 1; kx < nx; kx++) {
+			const float *s = src + ky * rs + kx * cs;
+			u32 p = p0 + (u32)(ky * w + kx);
+
+			for (i = 0; i < m; i++) {
+				float v = s[i], o = b[i];
+				bool take = v > o || (v != v && o == o);
+
+				b[i] = take ? v : o;
+				k[i] = take ? p : k[i];
+			}
+		}
+	}
+	for (i = 0; i < m; i++) {
+		y[i] = b[i];
+		idx[i] = k[i];
+	}
+}
+
+/* MAXPOOL's window (n, oy, ox) when the step takes all of it */
+static void POOL_FN(maxpool_whole)(const struct vtpu_engine_conv *cv,
+				   const struct vtpu_tap_range *r, float *y,
+				   u32 *idx, u64 n, u64 oy, u64 ox, u64 c0,
+				   u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	struct vtpu_window_walk w;
+	const float *src;
+	u64 pix, ny, nx;
+
+	vtpu_window_start(&w, g, r, oy, ox);
+	if (w.ky1 <= w.ky0 || w.kx1 <= w.kx0)
+		return;
+	ny = (u64)(w.ky1 - w.ky0);
+	nx = (u64)(w.kx1 - w.kx0);
+	pix = (u64)(w.y0 + w.ky0) * g->w + (u64)(w.x0 + w.kx0);
+	src = cv->x + (n * g->h * g->w + pix) * g->c + c0;
+	for (; len >= POOL_BLOCK; len -= POOL_BLOCK) {
+		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
+					   (u64)g->w * g->c, g->c, y, idx,
+					   POOL_BLOCK, POOL_BLOCK);
+		src += POOL_BLOCK;
+		y += POOL_BLOCK;
+		idx += POOL_BLOCK;
+	}
+	for (; len >= POOL_LANES; len -= POOL_LANES) {
+		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
+					   (u64)g->w * g->c, g->c, y, idx,
+					   POOL_LANES, POOL_LANES);
+		src += POOL_LANES;
+		y += POOL_LANES;
+		idx += POOL_LANES;
+	}
+	if (len)
+		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
+					   (u64)g->w * g->c, g->c, y, idx, len,
+					   0);
+}
+
 static void POOL_FN(maxpool_window)(const struct vtpu_engine_conv *cv,
 				    const struct vtpu_tap_range *r, u64 out,
 				    u64 n, u64 oy, u64 ox, u64 c0, u64 len)
@@ -87,6 +177,10 @@ static void POOL_FN(maxpool_window)(const struct vtpu_engine_conv *cv,
 	float *y = cv->y + out;
 	u32 *idx = cv->index + out;
 
+	if (POOL_FN(whole)(r, cv->win.kh, cv->win.kw)) {
+		POOL_FN(maxpool_whole)(cv, r, y, idx, n, oy, ox, c0, len);
+		return;
+	}
 	for (; len >= POOL_LANES; len -= POOL_LANES) {
 		POOL_FN(maxpool_run)(cv, r, y, idx, n, oy, ox, c0, POOL_LANES,
 				     POOL_LANES);
