@@ -91,43 +91,81 @@ static inline bool POOL_FN(whole)(const struct vtpu_tap_range *r, u64 rows,
 	return !r->r0 && !r->c0 && r->r1 + 1 == rows && r->c1 == ncols;
 }
 
+/* One position of MAXPOOL for @m lanes: b, k against pixel @p's s */
+static __always_inline void POOL_FN(max_tap)(const float *s, u32 p, float *b,
+					     u32 *k, u64 m)
+{
+	u64 i;
+
+	for (i = 0; i < m; i++) {
+		float v = s[i], o = b[i];
+		bool take = v > o || (v != v && o == o);
+
+		b[i] = take ? v : o;
+		k[i] = take ? p : k[i];
+	}
+}
+
+/* @m lanes of y, index from b, k, or (@in) b, k from pixel @p's s */
+static __always_inline void POOL_FN(max_copy)(float *s, u32 *q, u32 p,
+					      float *b, u32 *k, u64 m, bool in)
+{
+	u64 i;
+
+	for (i = 0; i < m; i++) {
+		if (in) {
+			b[i] = s[i];
+			k[i] = p;
+		} else {
+			s[i] = b[i];
+			q[i] = k[i];
+		}
+	}
+}
+
 /*
  * maxpool_run()'s y, index [0..len) when the step takes the whole window:
  * its ny x nx pixels on the image from @src (channel c0 of its first
  * pixel, @p0) in (ky, kx) order, row stride @rs, pixel stride @cs, without
- * the walk. The first pixel starts y and index, as in maxpool_run().
+ * the walk. @lanes: POOL_BLOCK, four runs of POOL_LANES in registers, each
+ * position reading a pixel's 256 bytes in order; POOL_LANES; or 0, @len.
  */
 static __always_inline void
 POOL_FN(maxpool_whole_run)(const float *src, u32 p0, u64 ny, u64 nx, u64 w,
 			   u64 rs, u64 cs, float *y, u32 *idx, u64 len,
 			   const u64 lanes)
 {
-	u64 i, ky, kx, m = lanes ? lanes : len;
-	float b[POOL_BLOCK];
-	u32 k[POOL_BLOCK];
+	const u64 l = POOL_LANES;
+	u64 ky, kx, m = lanes ? l : len;
+	float b0[POOL_LANES], b1[POOL_LANES], b2[POOL_LANES], b3[POOL_LANES];
+	u32 k0[POOL_LANES], k1[POOL_LANES], k2[POOL_LANES], k3[POOL_LANES];
+	float *s = (float *)src;
 
-	for (i = 0; i < m; i++) {
-		b[i] = src[i];
-		k[i] = p0;
+	POOL_FN(max_copy)(s, NULL, p0, b0, k0, m, true);
+	if (lanes == POOL_BLOCK) {
+		POOL_FN(max_copy)(s + l, NULL, p0, b1, k1, l, true);
+		POOL_FN(max_copy)(s + 2 * l, NULL, p0, b2, k2, l, true);
+		POOL_FN(max_copy)(s + 3 * l, NULL, p0, b3, k3, l, true);
 	}
 	for (ky = 0; ky < ny; ky++) {
 		for (kx = ky ? 0 : 1; kx < nx; kx++) {
-			const float *s = src + ky * rs + kx * cs;
 			u32 p = p0 + (u32)(ky * w + kx);
 
-			for (i = 0; i < m; i++) {
-				float v = s[i], o = b[i];
-				bool take = v > o || (v != v && o == o);
-
-				b[i] = take ? v : o;
-				k[i] = take ? p : k[i];
-			}
+			s = (float *)src + ky * rs + kx * cs;
+			POOL_FN(max_tap)(s, p, b0, k0, m);
+			if (lanes != POOL_BLOCK)
+				continue;
+			POOL_FN(max_tap)(s + l, p, b1, k1, l);
+			POOL_FN(max_tap)(s + 2 * l, p, b2, k2, l);
+			POOL_FN(max_tap)(s + 3 * l, p, b3, k3, l);
 		}
 	}
-	for (i = 0; i < m; i++) {
-		y[i] = b[i];
-		idx[i] = k[i];
-	}
+	POOL_FN(max_copy)(y, idx, 0, b0, k0, m, false);
+	if (lanes != POOL_BLOCK)
+		return;
+	POOL_FN(max_copy)(y + l, idx + l, 0, b1, k1, l, false);
+	POOL_FN(max_copy)(y + 2 * l, idx + 2 * l, 0, b2, k2, l, false);
+	POOL_FN(max_copy)(y + 3 * l, idx + 3 * l, 0, b3, k3, l, false);
 }
 
 /* MAXPOOL's window (n, oy, ox) when the step takes all of it */
@@ -193,6 +231,127 @@ static void POOL_FN(maxpool_window)(const struct vtpu_engine_conv *cv,
 }
 
 /*
+ * The windows along one axis that cover image row or column @i (window
+ * o starts at o * s - pad, length k, of @on) when the step takes all the
+ * taps: from the last one, @hi, down @count of them, in the order of the
+ * taps (vtpu_cover_next()).
+ */
+static inline void POOL_FN(cover_axis)(u64 i, u32 pad, u32 s, u32 k, u32 on,
+				       u64 *hi, u64 *count)
+{
+	u64 ii = i + pad, o = ii / s, kk, m = 0;
+
+	if (o > (u64)on - 1)
+		o = (u64)on - 1;
+	for (kk = ii - o * s; kk < k && m <= o; kk += s)
+		m++;
+	*hi = o;
+	*count = m;
+}
+
+/*
+ * One covering window of MAXPOOL_GRAD for @m lanes: d += v named @p, or
+ * (@first) d = 0 + it, as the sum in memory from 0 (not a loop zeroing d:
+ * made a memset(), it would keep the sums out of registers).
+ */
+static __always_inline void POOL_FN(grad_tap)(const float *v, const u32 *q,
+					      u32 p, float *d, u64 m,
+					      bool first)
+{
+	u64 i;
+
+	/* dy loaded unconditionally: the select vectorises */
+	if (first)
+		for (i = 0; i < m; i++)
+			d[i] = 0.0f + (q[i] == p ? v[i] : 0.0f);
+	else
+		for (i = 0; i < m; i++)
+			d[i] += q[i] == p ? v[i] : 0.0f;
+}
+
+/*
+ * maxpool_grad_pixel()'s dx [0..len) of pixel @p when the step takes all
+ * the taps: dy, index at @o (channel c0 of the last covering window),
+ * then back @ny rows of windows (stride @rs) by @nx windows (stride @cs),
+ * at least one, the sums in registers; @lanes as maxpool_whole_run's.
+ */
+static __always_inline void
+POOL_FN(maxpool_grad_whole_run)(const float *dy, const u32 *idx, u32 p,
+				u64 ny, u64 nx, u64 rs, u64 cs, float *dx,
+				u64 len, const u64 lanes)
+{
+	const u64 l = POOL_LANES;
+	u64 i, a, b, m = lanes ? l : len;
+	float d0[POOL_LANES], d1[POOL_LANES], d2[POOL_LANES], d3[POOL_LANES];
+
+	for (a = 0; a < ny; a++) {
+		for (b = 0; b < nx; b++) {
+			const float *v = dy - a * rs - b * cs;
+			const u32 *q = idx - a * rs - b * cs;
+			bool first = !a && !b;
+
+			POOL_FN(grad_tap)(v, q, p, d0, m, first);
+			if (lanes != POOL_BLOCK)
+				continue;
+			POOL_FN(grad_tap)(v + l, q + l, p, d1, l, first);
+			POOL_FN(grad_tap)(v + 2 * l, q + 2 * l, p, d2, l, first);
+			POOL_FN(grad_tap)(v + 3 * l, q + 3 * l, p, d3, l, first);
+		}
+	}
+	for (i = 0; i < m; i++)
+		dx[i] = d0[i];
+	if (lanes != POOL_BLOCK)
+		return;
+	for (i = 0; i < l; i++)
+		dx[l + i] = d1[i];
+	for (i = 0; i < l; i++)
+		dx[2 * l + i] = d2[i];
+	for (i = 0; i < l; i++)
+		dx[3 * l + i] = d3[i];
+}
+
+/* MAXPOOL_GRAD's pixel (n, iy, ix) when the step takes all the taps */
+static void POOL_FN(maxpool_grad_whole)(const struct vtpu_engine_conv *cv,
+					float *dx, u64 n, u64 iy, u64 ix,
+					u64 c0, u64 len)
+{
+	const struct vtpu_engine_window *g = &cv->win;
+	u32 p = (u32)(iy * g->w + ix);
+	u64 oy, ox, ny, nx, o, rs = (u64)g->ow * g->c;
+	const float *dy;
+	const u32 *idx;
+
+	POOL_FN(cover_axis)(iy, g->ph, g->sh, g->kh, g->oh, &oy, &ny);
+	POOL_FN(cover_axis)(ix, g->pw, g->sw, g->kw, g->ow, &ox, &nx);
+	if (!ny || !nx) {
+		/* no window covers the pixel (strides past the kernel) */
+		for (o = 0; o < len; o++)
+			dx[o] = 0.0f;
+		return;
+	}
+	o = ((n * g->oh + oy) * g->ow + ox) * g->c + c0;
+	dy = cv->y + o;
+	idx = cv->index + o;
+	for (; len >= POOL_BLOCK; len -= POOL_BLOCK) {
+		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
+						dx, POOL_BLOCK, POOL_BLOCK);
+		dy += POOL_BLOCK;
+		idx += POOL_BLOCK;
+		dx += POOL_BLOCK;
+	}
+	for (; len >= POOL_LANES; len -= POOL_LANES) {
+		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
+						dx, POOL_LANES, POOL_LANES);
+		dy += POOL_LANES;
+		idx += POOL_LANES;
+		dx += POOL_LANES;
+	}
+	if (len)
+		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
+						dx, len, 0);
+}
+
+/*
  * dx [0..len) of pixel (n, iy, ix), channels c0.., over the taps of @r:
  * dy of the windows whose index names it. The gathers walk the covering
  * windows once for the whole run of channels (the walk divides), dx in
@@ -208,6 +367,11 @@ static void POOL_FN(maxpool_grad_pixel)(const struct vtpu_engine_conv *cv,
 	float *dx = cv->x + e;
 	u64 i;
 
+	if (POOL_FN(whole)(r, vtpu_taps(g->kh, g->sh),
+			   vtpu_taps(g->kw, g->sw))) {
+		POOL_FN(maxpool_grad_whole)(cv, dx, n, iy, ix, c0, len);
+		return;
+	}
 	if (!r->r0 && !r->c0)
 		for (i = 0; i < len; i++)
 			dx[i] = 0.0f;
