@@ -403,6 +403,105 @@ static inline u64 POOL_FN(avg_extent)(u64 o, u32 s, u32 pad, u32 k, u32 n)
 }
 
 /*
+ * One term of the average pools for @m lanes: d += s (or, @div, s / cnt),
+ * or (@first) d = 0 + it, as the sums in memory from 0.
+ */
+static __always_inline void POOL_FN(avg_tap)(const float *s, float cnt,
+					     float *d, u64 m, bool first,
+					     const bool div)
+{
+	u64 i;
+
+	if (first)
+		for (i = 0; i < m; i++)
+			d[i] = 0.0f + (div ? s[i] / cnt : s[i]);
+	else
+		for (i = 0; i < m; i++)
+			d[i] += div ? s[i] / cnt : s[i];
+}
+
+/* @m lanes of y from d (@div: divided by cnt) */
+static __always_inline void POOL_FN(avg_out)(float *y, const float *d,
+					     float cnt, u64 m, const bool div)
+{
+	u64 i;
+
+	for (i = 0; i < m; i++)
+		y[i] = div ? d[i] / cnt : d[i];
+}
+
+/*
+ * The average pools' sums of [0..len) when the step takes all of the
+ * window or the taps, in registers (@lanes as maxpool_whole_run's):
+ * AVGPOOL (@grad false) sums its ny x nx pixels from @src in (ky, kx)
+ * order, rows @rs apart, pixels @cs apart, and divides by @cnt;
+ * AVGPOOL_GRAD sums dy / count of its covering windows from the last one,
+ * @src, back (rows @rs, windows @cs apart), the counts from windows
+ * (@oy, @ox) back.
+ */
+static __always_inline void
+POOL_FN(avg_whole_run)(const struct vtpu_engine_window *g, const float *src,
+		       u64 ny, u64 nx, u64 rs, u64 cs, float cnt, u64 oy,
+		       u64 ox, float *y, u64 len, const u64 lanes,
+		       const bool grad)
+{
+	const u64 l = POOL_LANES;
+	u64 a, b, m = lanes ? l : len;
+	float d0[POOL_LANES], d1[POOL_LANES], d2[POOL_LANES], d3[POOL_LANES];
+
+	for (a = 0; a < ny; a++) {
+		for (b = 0; b < nx; b++) {
+			const float *v = grad ? src - a * rs - b * cs :
+					 src + a * rs + b * cs;
+			bool first = !a && !b;
+
+			if (grad)
+				cnt = (float)(POOL_FN(avg_extent)(oy - a, g->sh,
+								  g->ph, g->kh,
+								  g->h) *
+					      POOL_FN(avg_extent)(ox - b, g->sw,
+								  g->pw, g->kw,
+								  g->w));
+			POOL_FN(avg_tap)(v, cnt, d0, m, first, grad);
+			if (lanes != POOL_BLOCK)
+				continue;
+			POOL_FN(avg_tap)(v + l, cnt, d1, l, first, grad);
+			POOL_FN(avg_tap)(v + 2 * l, cnt, d2, l, first, grad);
+			POOL_FN(avg_tap)(v + 3 * l, cnt, d3, l, first, grad);
+		}
+	}
+	POOL_FN(avg_out)(y, d0, cnt, m, !grad);
+	if (lanes != POOL_BLOCK)
+		return;
+	POOL_FN(avg_out)(y + l, d1, cnt, l, !grad);
+	POOL_FN(avg_out)(y + 2 * l, d2, cnt, l, !grad);
+	POOL_FN(avg_out)(y + 3 * l, d3, cnt, l, !grad);
+}
+
+/* avg_whole_run() over [0..len): blocks of 64, runs of 16, the rest */
+static __always_inline void
+POOL_FN(avg_whole)(const struct vtpu_engine_window *g, const float *src,
+		   u64 ny, u64 nx, u64 rs, float cnt, u64 oy, u64 ox, float *y,
+		   u64 len, const bool grad)
+{
+	for (; len >= POOL_BLOCK; len -= POOL_BLOCK) {
+		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
+				       y, POOL_BLOCK, POOL_BLOCK, grad);
+		src += POOL_BLOCK;
+		y += POOL_BLOCK;
+	}
+	for (; len >= POOL_LANES; len -= POOL_LANES) {
+		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
+				       y, POOL_LANES, POOL_LANES, grad);
+		src += POOL_LANES;
+		y += POOL_LANES;
+	}
+	if (len)
+		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
+				       y, len, 0, grad);
+}
+
+/*
  * AVGPOOL's y [0..len) of window (n, oy, ox), channels c0..: each window
  * walked once for the whole run (short windows: walking one per lanes
  * cost more than the sums in memory).
@@ -418,6 +517,18 @@ static void POOL_FN(avgpool_window)(const struct vtpu_engine_conv *cv,
 	u64 i;
 
 	vtpu_window_start(&w, g, r, oy, ox);
+	if (POOL_FN(whole)(r, g->kh, g->kw) && w.ky0 < w.ky1 &&
+	    w.kx0 < w.kx1) {
+		i = (u64)(w.y0 + w.ky0) * g->w + (u64)(w.x0 + w.kx0);
+		cnt = (float)(POOL_FN(avg_extent)(oy, g->sh, g->ph, g->kh,
+						  g->h) *
+			      POOL_FN(avg_extent)(ox, g->sw, g->pw, g->kw,
+						  g->w));
+		POOL_FN(avg_whole)(g, cv->x + (n * g->h * g->w + i) * g->c + c0,
+				   (u64)(w.ky1 - w.ky0), (u64)(w.kx1 - w.kx0),
+				   (u64)g->w * g->c, cnt, 0, 0, y, len, false);
+		return;
+	}
 	if (!r->r0 && !r->c0)
 		for (i = 0; i < len; i++)
 			y[i] = 0.0f;
@@ -447,9 +558,21 @@ static void POOL_FN(avgpool_grad_pixel)(const struct vtpu_engine_conv *cv,
 	const struct vtpu_engine_window *g = &cv->win;
 	struct vtpu_cover_walk t;
 	float *dx = cv->x + e;
+	u64 i, oy, ox, ny, nx;
 	float cnt;
-	u64 i;
 
+	if (POOL_FN(whole)(r, vtpu_taps(g->kh, g->sh),
+			   vtpu_taps(g->kw, g->sw))) {
+		POOL_FN(cover_axis)(iy, g->ph, g->sh, g->kh, g->oh, &oy, &ny);
+		POOL_FN(cover_axis)(ix, g->pw, g->sw, g->kw, g->ow, &ox, &nx);
+		if (ny && nx) {
+			i = ((n * g->oh + oy) * g->ow + ox) * g->c + c0;
+			POOL_FN(avg_whole)(g, cv->y + i, ny, nx,
+					   (u64)g->ow * g->c, 0.0f, oy, ox, dx,
+					   len, true);
+			return;
+		}
+	}
 	if (!r->r0 && !r->c0)
 		for (i = 0; i < len; i++)
 			dx[i] = 0.0f;
