@@ -106,20 +106,28 @@ static __always_inline void POOL_FN(max_tap)(const float *s, u32 p, float *b,
 	}
 }
 
-/* @m lanes of y, index from b, k, or (@in) b, k from pixel @p's s */
-static __always_inline void POOL_FN(max_copy)(float *s, u32 *q, u32 p,
-					      float *b, u32 *k, u64 m, bool in)
+/* @m lanes of b, k from pixel @p's s */
+static __always_inline void POOL_FN(max_load)(const float *s, u32 p, float *b,
+					      u32 *k, u64 m)
 {
 	u64 i;
 
 	for (i = 0; i < m; i++) {
-		if (in) {
-			b[i] = s[i];
-			k[i] = p;
-		} else {
-			s[i] = b[i];
-			q[i] = k[i];
-		}
+		b[i] = s[i];
+		k[i] = p;
+	}
+}
+
+/* @m lanes of y, index from b, k */
+static __always_inline void POOL_FN(max_store)(float *y, u32 *q,
+					       const float *b, const u32 *k,
+					       u64 m)
+{
+	u64 i;
+
+	for (i = 0; i < m; i++) {
+		y[i] = b[i];
+		q[i] = k[i];
 	}
 }
 
@@ -139,33 +147,38 @@ POOL_FN(maxpool_whole_run)(const float *src, u32 p0, u64 ny, u64 nx, u64 w,
 	u64 ky, kx, m = lanes ? l : len;
 	float b0[POOL_LANES], b1[POOL_LANES], b2[POOL_LANES], b3[POOL_LANES];
 	u32 k0[POOL_LANES], k1[POOL_LANES], k2[POOL_LANES], k3[POOL_LANES];
-	float *s = (float *)src;
+	const float *s;
 
-	POOL_FN(max_copy)(s, NULL, p0, b0, k0, m, true);
+	POOL_FN(max_load)(src, p0, b0, k0, m);
+	if (lanes >= 2 * l)
+		POOL_FN(max_load)(src + l, p0, b1, k1, l);
 	if (lanes == POOL_BLOCK) {
-		POOL_FN(max_copy)(s + l, NULL, p0, b1, k1, l, true);
-		POOL_FN(max_copy)(s + 2 * l, NULL, p0, b2, k2, l, true);
-		POOL_FN(max_copy)(s + 3 * l, NULL, p0, b3, k3, l, true);
+		POOL_FN(max_load)(src + 2 * l, p0, b2, k2, l);
+		POOL_FN(max_load)(src + 3 * l, p0, b3, k3, l);
 	}
 	for (ky = 0; ky < ny; ky++) {
 		for (kx = ky ? 0 : 1; kx < nx; kx++) {
 			u32 p = p0 + (u32)(ky * w + kx);
 
-			s = (float *)src + ky * rs + kx * cs;
+			s = src + ky * rs + kx * cs;
 			POOL_FN(max_tap)(s, p, b0, k0, m);
-			if (lanes != POOL_BLOCK)
+			if (lanes < 2 * l)
 				continue;
 			POOL_FN(max_tap)(s + l, p, b1, k1, l);
+			if (lanes < POOL_BLOCK)
+				continue;
 			POOL_FN(max_tap)(s + 2 * l, p, b2, k2, l);
 			POOL_FN(max_tap)(s + 3 * l, p, b3, k3, l);
 		}
 	}
-	POOL_FN(max_copy)(y, idx, 0, b0, k0, m, false);
-	if (lanes != POOL_BLOCK)
+	POOL_FN(max_store)(y, idx, b0, k0, m);
+	if (lanes < 2 * l)
 		return;
-	POOL_FN(max_copy)(y + l, idx + l, 0, b1, k1, l, false);
-	POOL_FN(max_copy)(y + 2 * l, idx + 2 * l, 0, b2, k2, l, false);
-	POOL_FN(max_copy)(y + 3 * l, idx + 3 * l, 0, b3, k3, l, false);
+	POOL_FN(max_store)(y + l, idx + l, b1, k1, l);
+	if (lanes < POOL_BLOCK)
+		return;
+	POOL_FN(max_store)(y + 2 * l, idx + 2 * l, b2, k2, l);
+	POOL_FN(max_store)(y + 3 * l, idx + 3 * l, b3, k3, l);
 }
 
 /* MAXPOOL's window (n, oy, ox) when the step takes all of it */
@@ -194,13 +207,23 @@ static void POOL_FN(maxpool_whole)(const struct vtpu_engine_conv *cv,
 		y += POOL_BLOCK;
 		idx += POOL_BLOCK;
 	}
-	for (; len >= POOL_LANES; len -= POOL_LANES) {
+	if (len >= 2 * POOL_LANES) {
+		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
+					   (u64)g->w * g->c, g->c, y, idx,
+					   2 * POOL_LANES, 2 * POOL_LANES);
+		src += 2 * POOL_LANES;
+		y += 2 * POOL_LANES;
+		idx += 2 * POOL_LANES;
+		len -= 2 * POOL_LANES;
+	}
+	if (len >= POOL_LANES) {
 		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
 					   (u64)g->w * g->c, g->c, y, idx,
 					   POOL_LANES, POOL_LANES);
 		src += POOL_LANES;
 		y += POOL_LANES;
 		idx += POOL_LANES;
+		len -= POOL_LANES;
 	}
 	if (len)
 		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
@@ -291,19 +314,23 @@ POOL_FN(maxpool_grad_whole_run)(const float *dy, const u32 *idx, u32 p,
 			bool first = !a && !b;
 
 			POOL_FN(grad_tap)(v, q, p, d0, m, first);
-			if (lanes != POOL_BLOCK)
+			if (lanes < 2 * l)
 				continue;
 			POOL_FN(grad_tap)(v + l, q + l, p, d1, l, first);
+			if (lanes < POOL_BLOCK)
+				continue;
 			POOL_FN(grad_tap)(v + 2 * l, q + 2 * l, p, d2, l, first);
 			POOL_FN(grad_tap)(v + 3 * l, q + 3 * l, p, d3, l, first);
 		}
 	}
 	for (i = 0; i < m; i++)
 		dx[i] = d0[i];
-	if (lanes != POOL_BLOCK)
+	if (lanes < 2 * l)
 		return;
 	for (i = 0; i < l; i++)
 		dx[l + i] = d1[i];
+	if (lanes < POOL_BLOCK)
+		return;
 	for (i = 0; i < l; i++)
 		dx[2 * l + i] = d2[i];
 	for (i = 0; i < l; i++)
@@ -339,12 +366,22 @@ static void POOL_FN(maxpool_grad_whole)(const struct vtpu_engine_conv *cv,
 		idx += POOL_BLOCK;
 		dx += POOL_BLOCK;
 	}
-	for (; len >= POOL_LANES; len -= POOL_LANES) {
+	if (len >= 2 * POOL_LANES) {
+		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
+						dx, 2 * POOL_LANES,
+						2 * POOL_LANES);
+		dy += 2 * POOL_LANES;
+		idx += 2 * POOL_LANES;
+		dx += 2 * POOL_LANES;
+		len -= 2 * POOL_LANES;
+	}
+	if (len >= POOL_LANES) {
 		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
 						dx, POOL_LANES, POOL_LANES);
 		dy += POOL_LANES;
 		idx += POOL_LANES;
 		dx += POOL_LANES;
+		len -= POOL_LANES;
 	}
 	if (len)
 		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
@@ -463,17 +500,21 @@ POOL_FN(avg_whole_run)(const struct vtpu_engine_window *g, const float *src,
 								  g->pw, g->kw,
 								  g->w));
 			POOL_FN(avg_tap)(v, cnt, d0, m, first, grad);
-			if (lanes != POOL_BLOCK)
+			if (lanes < 2 * l)
 				continue;
 			POOL_FN(avg_tap)(v + l, cnt, d1, l, first, grad);
+			if (lanes < POOL_BLOCK)
+				continue;
 			POOL_FN(avg_tap)(v + 2 * l, cnt, d2, l, first, grad);
 			POOL_FN(avg_tap)(v + 3 * l, cnt, d3, l, first, grad);
 		}
 	}
 	POOL_FN(avg_out)(y, d0, cnt, m, !grad);
-	if (lanes != POOL_BLOCK)
+	if (lanes < 2 * l)
 		return;
 	POOL_FN(avg_out)(y + l, d1, cnt, l, !grad);
+	if (lanes < POOL_BLOCK)
+		return;
 	POOL_FN(avg_out)(y + 2 * l, d2, cnt, l, !grad);
 	POOL_FN(avg_out)(y + 3 * l, d3, cnt, l, !grad);
 }
@@ -490,11 +531,20 @@ POOL_FN(avg_whole)(const struct vtpu_engine_window *g, const float *src,
 		src += POOL_BLOCK;
 		y += POOL_BLOCK;
 	}
-	for (; len >= POOL_LANES; len -= POOL_LANES) {
+	if (len >= 2 * POOL_LANES) {
+		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
+				       y, 2 * POOL_LANES, 2 * POOL_LANES,
+				       grad);
+		src += 2 * POOL_LANES;
+		y += 2 * POOL_LANES;
+		len -= 2 * POOL_LANES;
+	}
+	if (len >= POOL_LANES) {
 		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
 				       y, POOL_LANES, POOL_LANES, grad);
 		src += POOL_LANES;
 		y += POOL_LANES;
+		len -= POOL_LANES;
 	}
 	if (len)
 		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
