@@ -3,14 +3,22 @@
  * MAXPOOL's, MAXPOOL_GRAD's, AVGPOOL's and AVGPOOL_GRAD's loops, once per
  * SIMD level: ops_pool.c (the baseline) and ops_nhwc_avx2.c,
  * ops_nhwc_avx512.c each define POOL_SFX and include this file. The loops
- * run along the channels, contiguous in NHWC. MAXPOOL takes runs of
- * POOL_LANES channels whose maximum and index stay in local arrays with a
- * constant trip count, in registers while the window positions go by;
- * AVGPOOL and the gathers walk their windows once per pixel for the whole
- * run of channels, the sums in memory (their walks cost more than their
- * sums: the gathers' divide, AVGPOOL's windows are short). Each element
- * takes the same terms in the same order at every width (comparisons,
- * sums in (ky, kx) order, one division), so every level gives the same
+ * run along the channels, contiguous in NHWC.
+ *
+ * When a step takes the whole window (or, for the gathers, all the taps:
+ * every pool whose window fits one call), each output element or dx pixel
+ * knows its pixels (or covering windows) up front: plain loops over them,
+ * no walk, and the maxima and indices, or the sums, of a block of up to
+ * 64 channels (four runs of POOL_LANES, in local arrays with a constant
+ * trip count) stay in registers while the pixels go by, so that each one
+ * is read 256 bytes in order rather than one cache line of every pixel
+ * per run of 16 (a stride the prefetchers follow badly). The sums start
+ * as 0 + the first term, as in memory from 0. Otherwise (windows cut into
+ * steps) MAXPOOL takes runs of POOL_LANES channels and walks the window
+ * for each; AVGPOOL and the gathers walk it once per pixel for the whole
+ * run of channels, the sums in memory. Each element takes the same terms
+ * in the same order either way and at every width (comparisons, sums in
+ * (ky, kx) order, one division), so every path and level gives the same
  * bits.
  */
 #ifndef POOL_SFX
