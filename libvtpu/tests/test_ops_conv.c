@@ -160,6 +160,10 @@ static const uint32_t pool_shapes[][11] = {
 	/* runs of 16 channels in registers, and the rest; with steps */
 	{ 2, 12, 11, 37, 3, 3, 2, 2, 1, 1, VTPU_POOL_FLAGS },
 	{ 1, 40, 37, 18, 20, 17, 3, 2, 10, 8, 0 },
+	/* whole windows in one step: blocks of 64, 32, 16 and the rest */
+	{ 2, 9, 11, 117, 3, 3, 2, 2, 1, 1, 0 },
+	{ 1, 7, 8, 70, 3, 3, 2, 2, 0, 0, VTPU_POOL_FLAGS },
+	{ 1, 10, 9, 64, 2, 3, 3, 4, 1, 2, 0 },	/* pixels no window covers */
 };
 #define NPOOL (sizeof(pool_shapes) / sizeof(pool_shapes[0]))
 
@@ -336,6 +340,10 @@ static const uint32_t avg_shapes[][9] = {
 	{ 8, 32, 32, 16, 2, 2, 2, 2, 0 },	/* many tiles */
 	{ 2, 12, 11, 37, 3, 3, 2, 2, 1 },
 	{ 1, 40, 37, 18, 40, 37, 1, 1, 0 },	/* steps, 16 + 2 channels */
+	/* whole windows in one step: blocks of 64, 32, 16 and the rest */
+	{ 2, 9, 11, 117, 3, 3, 2, 2, 1 },
+	{ 1, 8, 8, 70, 4, 4, 4, 4, 0 },
+	{ 1, 10, 9, 33, 2, 3, 3, 4, 0 },	/* pixels no window covers */
 };
 #define NAVG (sizeof(avg_shapes) / sizeof(avg_shapes[0]))
 
