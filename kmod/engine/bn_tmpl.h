@@ -91,10 +91,28 @@ BN_FN(bn_sums_n)(const struct vtpu_engine_bn *b, const float *x,
 	}
 }
 
+/* bn_sums_n() for @w <= BN_REG_LANES channels: 64 and 32 in registers */
+static void BN_FN(bn_sums_part)(const struct vtpu_engine_bn *b,
+				const float *x, const float *dy, u32 rows,
+				double *acc0, double *acc1, const double *m,
+				const double *iv, u32 w)
+{
+	if (w == BN_REG_LANES)
+		BN_FN(bn_sums_n)(b, x, dy, rows, acc0, acc1, m, iv, w,
+				 BN_REG_LANES);
+	else if (w == 32)
+		BN_FN(bn_sums_n)(b, x, dy, rows, acc0, acc1, m, iv, w, 32);
+	else
+		BN_FN(bn_sums_n)(b, x, dy, rows, acc0, acc1, m, iv, w, 0);
+}
+
+/* Rows a block of wider rows' sums take, a few KiB of each operand */
+#define BN_ROWS 8u
+
 /*
  * Add channels [c0, c0 + w)'s sums over rows [r0, r1) to acc0, acc1: the
  * forward's of d and d * d, the gradient's of dy and dy * xhat. @k holds
- * 2 * w doubles of scratch; w is at most BN_REG_LANES.
+ * 2 * w doubles of scratch.
  */
 void BN_FN(vtpu_bn_sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
 			 u32 r0, u32 r1, double *acc0, double *acc1,
@@ -104,7 +122,7 @@ void BN_FN(vtpu_bn_sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
 	const float *x = b->x + (u64)r0 * cs + c0;
 	const float *dy = b->grad ? b->dy + (u64)r0 * cs + c0 : NULL;
 	double *m = k, *iv = k + w;
-	u32 j;
+	u32 r, n, j;
 
 	for (j = 0; j < w; j++) {
 		if (b->grad) {
@@ -114,14 +132,25 @@ void BN_FN(vtpu_bn_sums)(const struct vtpu_engine_bn *b, u32 c0, u32 w,
 			m[j] = b->x[c0 + j];
 		}
 	}
-	if (w == BN_REG_LANES)
-		BN_FN(bn_sums_n)(b, x, dy, r1 - r0, acc0, acc1, m, iv, w,
-				 BN_REG_LANES);
-	else if (w == 32)
-		BN_FN(bn_sums_n)(b, x, dy, r1 - r0, acc0, acc1, m, iv, w, 32);
-	else
-		BN_FN(bn_sums_n)(b, x, dy, r1 - r0, acc0, acc1, m, iv,
-				 w < BN_REG_LANES ? w : BN_REG_LANES, 0);
+	if (w <= BN_REG_LANES) {
+		BN_FN(bn_sums_part)(b, x, dy, r1 - r0, acc0, acc1, m, iv, w);
+		return;
+	}
+	/*
+	 * Wider rows: blocks of BN_ROWS rows (in L1), each block's
+	 * channels BN_REG_LANES at a time, so that the rows are still
+	 * read whole and in order
+	 */
+	for (r = r0; r < r1; r += n) {
+		n = r1 - r < BN_ROWS ? r1 - r : BN_ROWS;
+		for (j = 0; j < w; j += BN_REG_LANES)
+			BN_FN(bn_sums_part)(b, x + j, dy ? dy + j : NULL, n,
+					    acc0 + j, acc1 + j, m + j, iv + j,
+					    w - j < BN_REG_LANES ?
+						    w - j : BN_REG_LANES);
+		x += (u64)n * cs;
+		dy = dy ? dy + (u64)n * cs : NULL;
+	}
 }
 
 /*

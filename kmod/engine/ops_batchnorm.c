@@ -24,12 +24,14 @@
 #include "engine_internal.h"
 
 /*
- * Channels per tile: whole rows of a 64-channel layer. Narrower tiles
- * (two workers on 64 channels, each reading half of every row) ran its
- * 16 MB forward slower than one worker streaming whole rows: more
- * workers take groups of rows instead.
+ * Channels per tile: whole rows of up to 256 channels (the widest layers
+ * of the image networks). Narrower tiles (two workers on 64 channels,
+ * each reading half of every row; 64-channel tiles of a 128-channel
+ * layer, each reading 256 of every 512 bytes) ran at half the speed of
+ * one worker streaming whole rows: more workers take groups of rows
+ * instead.
  */
-#define BN_WIDTH 64u
+#define BN_WIDTH 256u
 
 /* Elements a tile's pass reads, about; the most groups of rows. */
 #define BN_TILE_ELEMS (256u * 1024)
