@@ -1162,6 +1162,8 @@ TEST(tiling_keeps_bits)
 		/* K split into parts (gemm.c) */
 		{ 64, 64, 9000, VTPU_GEMM_TRANS_A, 0 },
 		{ 16, 100, 20000, 0, 1 },
+		/* a weight gradient's columns split on 2+ workers */
+		{ 64, 130, 8448, VTPU_GEMM_TRANS_A, 0.5f },
 	};
 	static const int threads[] = { 1, 2, 3, 4, 9 };
 	const int nthreads = sizeof(threads) / sizeof(threads[0]);
