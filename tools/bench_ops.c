@@ -155,40 +155,40 @@ int bench_ops(int argc, char **argv)
 				0, 0, REF(&row[n].cb, &x),
 				REF(&row[n].cb, &dy), REF(&row[n].cb, &y));
 	DONE();
-	{
+	for (a = 0; a < 2; a++) {
+		/*
+		 * The forward (training, ReLU): the statistics, then y, x
+		 * read twice and y written; the gradient: the sums (x, dy),
+		 * then dx (x, dy again), five tensors. Each builder takes
+		 * its own fields of the description.
+		 */
 		struct vtpu_batchnorm_desc d = {
 			.rows = rows, .channels = ch, .epsilon = 1e-3f,
 			.momentum = 0.99f,
-			.flags = VTPU_BATCHNORM_TRAINING | VTPU_BATCHNORM_RELU,
+			.flags = a ? 0 : VTPU_BATCHNORM_TRAINING |
+					 VTPU_BATCHNORM_RELU,
 		};
-		struct vtpu_cmdbuf *cb = &row[n].cb;
+		struct vtpu_cmdbuf *cb;
 
-		/* the statistics, then y: x read twice, y written */
-		ROW("batchnorm", "GB/s", 3 * t_gb, 3, 0, cpu);
+		ROW(a ? "batchnorm_grad" : "batchnorm", "GB/s",
+		    (a ? 5 : 3) * t_gb, a ? 5 : 3, 0, cpu);
 		cb = &row[n].cb;
-		d.x = REF(cb, &x);
-		d.y = REF(cb, &y);
-		d.gamma = REF(cb, &g);
-		d.beta = REF(cb, &be);
-		d.stats = REF(cb, &st);
-		d.moving_mean = REF(cb, &mm);
-		d.moving_var = REF(cb, &mv);
-		ret |= vtpu_cmdbuf_batchnorm(cb, &d);
-		DONE();
-		/* the sums (x, dy), then dx (x, dy again): five tensors */
-		ROW("batchnorm_grad", "GB/s", 5 * t_gb, 5, 0, cpu);
-		cb = &row[n].cb;
-		memset(&d, 0, sizeof(d));
-		d.rows = rows;
-		d.channels = ch;
 		d.x = REF(cb, &x);
 		d.gamma = REF(cb, &g);
 		d.stats = REF(cb, &st);
-		d.dy = REF(cb, &dy);
-		d.dx = REF(cb, &dx);
-		d.dgamma = REF(cb, &dg);
-		d.dbeta = REF(cb, &db);
-		ret |= vtpu_cmdbuf_batchnorm_grad(cb, &d);
+		if (a) {
+			d.dy = REF(cb, &dy);
+			d.dx = REF(cb, &dx);
+			d.dgamma = REF(cb, &dg);
+			d.dbeta = REF(cb, &db);
+			ret |= vtpu_cmdbuf_batchnorm_grad(cb, &d);
+		} else {
+			d.y = REF(cb, &y);
+			d.beta = REF(cb, &be);
+			d.moving_mean = REF(cb, &mm);
+			d.moving_var = REF(cb, &mv);
+			ret |= vtpu_cmdbuf_batchnorm(cb, &d);
+		}
 		DONE();
 	}
 	{
@@ -200,27 +200,28 @@ int bench_ops(int argc, char **argv)
 		};
 		struct vtpu_cmdbuf *cb;
 
-		ROW("dwconv", "GB/s", 2 * t_gb, 2, 0, cpu);
-		cb = &row[n].cb;
-		d.x = REF(cb, &x);
-		d.w = REF(cb, &w);
-		d.y = REF(cb, &y);
-		ret |= vtpu_cmdbuf_dwconv(cb, &d);
-		DONE();
-		ROW("dwconv_dgrad", "GB/s", 2 * t_gb, 2, 0, cpu);
-		cb = &row[n].cb;
-		d.x = REF(cb, &dx);
-		d.w = REF(cb, &w);
-		d.y = REF(cb, &dy);
-		ret |= vtpu_cmdbuf_dwconv_dgrad(cb, &d);
-		DONE();
-		ROW("dwconv_wgrad", "GB/s", 2 * t_gb, 2, 0, cpu);
-		cb = &row[n].cb;
-		d.x = REF(cb, &x);
-		d.w = REF(cb, &w);
-		d.y = REF(cb, &dy);
-		ret |= vtpu_cmdbuf_dwconv_wgrad(cb, &d);
-		DONE();
+		/* x or dx, y or dy: the forward, DGRAD, WGRAD (dw at w) */
+		static const struct {
+			const char *name;
+			int (*build)(struct vtpu_cmdbuf *cb,
+				     const struct vtpu_dwconv_desc *d);
+			int grad_x, grad_y;
+		} dw[] = {
+			{ "dwconv", vtpu_cmdbuf_dwconv, 0, 0 },
+			{ "dwconv_dgrad", vtpu_cmdbuf_dwconv_dgrad, 1, 1 },
+			{ "dwconv_wgrad", vtpu_cmdbuf_dwconv_wgrad, 0, 1 },
+		};
+		int v;
+
+		for (v = 0; v < 3; v++) {
+			ROW(dw[v].name, "GB/s", 2 * t_gb, 2, 0, cpu);
+			cb = &row[n].cb;
+			d.x = REF(cb, dw[v].grad_x ? &dx : &x);
+			d.w = REF(cb, &w);
+			d.y = REF(cb, dw[v].grad_y ? &dy : &y);
+			ret |= dw[v].build(cb, &d);
+			DONE();
+		}
 	}
 	{
 		/* Keras' 3x3 / 2 'same' pooling of an even size (xception) */

@@ -67,18 +67,8 @@ static inline bool cp_wgrad_is_fast(const struct vtpu_engine_convpool *cp)
 #endif
 #define CP_NV (CP_OB / CP_VW)
 
-static __always_inline CPV cpv_load(const float *p)
-{
-	CPV v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static __always_inline void cpv_store(float *p, CPV v)
-{
-	memcpy(p, &v, sizeof(v));
-}
+#define cpv_load(p) VTPU_VEC_LOAD(CPV, p)
+#define cpv_store(p, v) VTPU_VEC_STORE(p, (CPV)(v))
 
 /* f in every lane (f - 0 is f exactly, even -0: a plain broadcast) */
 static __always_inline CPV cpv_splat(float f)

@@ -262,18 +262,10 @@ static void DW_FN(dwconv_dgrad_pixel)(const struct vtpu_engine_dwconv *d,
 #define DWVI int __attribute__((vector_size(DW_VW * 4)))
 #define DW_NV (DW_LANES / DW_VW)
 
-static __always_inline DWV dwv_load(const float *p)
-{
-	DWV v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static __always_inline void dwv_store(float *p, DWV v)
-{
-	memcpy(p, &v, sizeof(v));
-}
+#undef dwv_load
+#undef dwv_store
+#define dwv_load(p) VTPU_VEC_LOAD(DWV, p)
+#define dwv_store(p, v) VTPU_VEC_STORE(p, (DWV)(v))
 
 /* a < 0 ? 0 : a in every lane (NaN and -0 kept, as in plain C) */
 static __always_inline DWV dwv_relu(DWV a)

@@ -106,6 +106,22 @@ static inline void *vtpu_op_work(const struct vtpu_engine_op *op)
 	return (void *)op->work;
 }
 
+/*
+ * An unaligned load and store of a GCC vector type (the SIMD templates'
+ * inner loops): a memcpy, which the compiler makes one vector move.
+ */
+#define VTPU_VEC_LOAD(type, p)                                                 \
+	({                                                                     \
+		type __vld;                                                    \
+		memcpy(&__vld, (p), sizeof(__vld));                            \
+		__vld;                                                         \
+	})
+#define VTPU_VEC_STORE(p, v)                                                   \
+	do {                                                                   \
+		__typeof__(v) __vst = (v);                                     \
+		memcpy((p), &__vst, sizeof(__vst));                            \
+	} while (0)
+
 /* A binary32 the uAPI carries as its bits. */
 static inline float vtpu_f32_from_bits(u32 bits)
 {

@@ -196,47 +196,38 @@ static void POOL_FN(maxpool_whole)(const struct vtpu_engine_conv *cv,
 				   u64 len)
 {
 	const struct vtpu_engine_window *g = &cv->win;
-	struct vtpu_window_walk w;
+	u64 pix, ny, nx, w, gw = g->w, cs = g->c, rs = gw * cs;
+	struct vtpu_window_walk wk;
 	const float *src;
-	u64 pix, ny, nx;
 
-	vtpu_window_start(&w, g, r, oy, ox);
-	if (w.ky1 <= w.ky0 || w.kx1 <= w.kx0)
+	vtpu_window_start(&wk, g, r, oy, ox);
+	if (wk.ky1 <= wk.ky0 || wk.kx1 <= wk.kx0)
 		return;
-	ny = (u64)(w.ky1 - w.ky0);
-	nx = (u64)(w.kx1 - w.kx0);
-	pix = (u64)(w.y0 + w.ky0) * g->w + (u64)(w.x0 + w.kx0);
+	ny = (u64)(wk.ky1 - wk.ky0);
+	nx = (u64)(wk.kx1 - wk.kx0);
+	pix = (u64)(wk.y0 + wk.ky0) * g->w + (u64)(wk.x0 + wk.kx0);
 	src = cv->x + (n * g->h * g->w + pix) * g->c + c0;
-	for (; len >= POOL_BLOCK; len -= POOL_BLOCK) {
-		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
-					   (u64)g->w * g->c, g->c, y, idx,
-					   POOL_BLOCK, POOL_BLOCK);
-		src += POOL_BLOCK;
-		y += POOL_BLOCK;
-		idx += POOL_BLOCK;
+	for (; len; len -= w, src += w, y += w, idx += w) {
+		/* 64, 32, 16 channels in registers (constants), the rest */
+		w = len >= POOL_BLOCK ? POOL_BLOCK :
+		    len >= 2 * POOL_LANES ? 2 * POOL_LANES :
+		    len >= POOL_LANES ? POOL_LANES : len;
+		if (w == POOL_BLOCK)
+			POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, gw,
+						   rs, cs, y, idx, w,
+						   POOL_BLOCK);
+		else if (w == 2 * POOL_LANES)
+			POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, gw,
+						   rs, cs, y, idx, w,
+						   2 * POOL_LANES);
+		else if (w == POOL_LANES)
+			POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, gw,
+						   rs, cs, y, idx, w,
+						   POOL_LANES);
+		else
+			POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, gw,
+						   rs, cs, y, idx, w, 0);
 	}
-	if (len >= 2 * POOL_LANES) {
-		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
-					   (u64)g->w * g->c, g->c, y, idx,
-					   2 * POOL_LANES, 2 * POOL_LANES);
-		src += 2 * POOL_LANES;
-		y += 2 * POOL_LANES;
-		idx += 2 * POOL_LANES;
-		len -= 2 * POOL_LANES;
-	}
-	if (len >= POOL_LANES) {
-		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
-					   (u64)g->w * g->c, g->c, y, idx,
-					   POOL_LANES, POOL_LANES);
-		src += POOL_LANES;
-		y += POOL_LANES;
-		idx += POOL_LANES;
-		len -= POOL_LANES;
-	}
-	if (len)
-		POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, g->w,
-					   (u64)g->w * g->c, g->c, y, idx, len,
-					   0);
 }
 
 static void POOL_FN(maxpool_window)(const struct vtpu_engine_conv *cv,

@@ -563,18 +563,16 @@ TEST_F(gemm, strides_alpha_beta_bias_relu)
  */
 TEST_F(gemm, long_k_split)
 {
-	NEED_CPU();
-#define C(m_, n_, k_, pa, pb, pc, al, be, bf)                                  \
-	{ .m = m_, .n = n_, .k = k_, .lda_pad = pa, .ldb_pad = pb,             \
-	  .ldc_pad = pc, .alpha = al, .beta = be, .bf16 = bf }
 	static const struct gemm_case cases[] = {
-		C(64, 64, 9000, 0, 0, 0, 1.0f, 0.0f, 0),
-		C(16, 48, 20000, 3, 5, 7, -0.5f, 0.5f, 0),
-		C(40, 96, 8300, 0, 0, 0, 1.0f, 1.0f, 0),
-		C(9, 64, 17000, 0, 0, 0, 2.0f, 0.0f, 0),
-		C(32, 64, 8500, 0, 0, 0, 1.0f, 0.0f, 1),
+		{ 64, 64, 9000, .alpha = 1.0f },
+		{ 16, 48, 20000, .lda_pad = 3, .ldb_pad = 5, .ldc_pad = 7,
+		  .alpha = -0.5f, .beta = 0.5f },
+		{ 40, 96, 8300, .alpha = 1.0f, .beta = 1.0f },
+		{ 9, 64, 17000, .alpha = 2.0f },
+		{ 32, 64, 8500, .alpha = 1.0f, .bf16 = 1 },
 	};
-#undef C
+
+	NEED_CPU();
 
 	ASSERT_EQ(0, check_cases(_metadata, self->cpu, cases,
 				 sizeof(cases) / sizeof(cases[0])));
@@ -1462,37 +1460,51 @@ TEST(panels_read_in_place_unaligned)
 	vtpu_cpu_destroy(cpu);
 }
 
+/*
+ * @op: a GEMM of @m x @n x @k with @flags, f32, prepared for AVX-512 on
+ * @workers workers (its operands at a dummy buffer: not run). Return: 0
+ * or the builder's -errno.
+ */
+static int prepare_gemm(struct vtpu_engine_op *op, uint32_t m, uint32_t n,
+			uint32_t k, uint32_t flags, uint32_t workers)
+{
+	static uint8_t dummy[64];
+	struct vtpu_engine_buf bufs[3];
+	struct vtpu_cmdbuf cb;
+	uint32_t i, pos = 0;
+	int ret;
+
+	for (i = 0; i < 3; i++)
+		bufs[i] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
+	vtpu_cmdbuf_init(&cb);
+	ret = vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
+		.m = m, .n = n, .k = k, .flags = flags,
+		.dtype = VTPU_DTYPE_F32, .alpha = 1,
+		.a_buf = 0, .b_buf = 1, .c_buf = 2 });
+	if (!ret)
+		vtpu_engine_op_prepare(op, vtpu_engine_next(cb.data, cb.size,
+							    &pos),
+				       bufs, VTPU_SIMD_AVX512, workers);
+	vtpu_cmdbuf_fini(&cb);
+	return ret;
+}
+
 TEST(dense_tiles_split_columns)
 {
 	static const uint32_t ks[] = { 784, 512 };
-	static uint8_t dummy[64];
-	struct vtpu_engine_buf bufs[4];
 	uint32_t w, i;
 
-	for (i = 0; i < 4; i++)
-		bufs[i] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
 	for (i = 0; i < 2; i++) {
 		for (w = 1; w <= 3; w++) {
-			struct vtpu_cmdbuf cb;
 			struct vtpu_engine_op op;
-			uint32_t pos = 0;
 
-			vtpu_cmdbuf_init(&cb);
-			ASSERT_EQ(0, vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
-				.m = 128, .n = 512, .k = ks[i],
-				.dtype = VTPU_DTYPE_F32, .alpha = 1,
-				.a_buf = 0, .b_buf = 1, .c_buf = 2 }));
-			vtpu_engine_op_prepare(&op, vtpu_engine_next(cb.data,
-								     cb.size,
-								     &pos),
-					       bufs, VTPU_SIMD_AVX512, w);
+			ASSERT_EQ(0, prepare_gemm(&op, 128, 512, ks[i], 0, w));
 			EXPECT_EQ(2 * w, op.ntiles)
 			TH_LOG("128x512x%u on %u workers: %u tiles", ks[i], w,
 			       op.ntiles);
 			EXPECT_LE(128u, op.gemm.mt)
 			TH_LOG("128x512x%u on %u workers: tiles of %u rows",
 			       ks[i], w, op.gemm.mt);
-			vtpu_cmdbuf_fini(&cb);
 		}
 	}
 }
@@ -1516,28 +1528,15 @@ TEST(gemm_splits_long_k)
 		{ 64, 128, 65536, VTPU_GEMM_TRANS_A, 0 },
 		{ 64, 64, 65536, VTPU_GEMM_TRANS_A | VTPU_GEMM_RELU, 0 },
 	};
-	static uint8_t dummy[64];
-	struct vtpu_engine_buf bufs[4];
 	uint32_t w, i;
 
-	for (i = 0; i < 4; i++)
-		bufs[i] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		for (w = 1; w <= 3; w++) {
-			struct vtpu_cmdbuf cb;
 			struct vtpu_engine_op op;
-			uint32_t pos = 0;
 
-			vtpu_cmdbuf_init(&cb);
-			ASSERT_EQ(0, vtpu_cmdbuf_gemm(&cb, &(struct vtpu_gemm_desc){
-				.m = cases[i].m, .n = cases[i].n,
-				.k = cases[i].k, .flags = cases[i].flags,
-				.dtype = VTPU_DTYPE_F32, .alpha = 1,
-				.a_buf = 0, .b_buf = 1, .c_buf = 2 }));
-			vtpu_engine_op_prepare(&op, vtpu_engine_next(cb.data,
-								     cb.size,
-								     &pos),
-					       bufs, VTPU_SIMD_AVX512, w);
+			ASSERT_EQ(0, prepare_gemm(&op, cases[i].m, cases[i].n,
+						  cases[i].k, cases[i].flags,
+						  w));
 			EXPECT_EQ(cases[i].parts, op.gemm.ksplit)
 			TH_LOG("%ux%ux%u flags %#x on %u workers: K in %u parts",
 			       cases[i].m, cases[i].n, cases[i].k,
@@ -1546,7 +1545,6 @@ TEST(gemm_splits_long_k)
 				EXPECT_EQ(2u, op.nphases);
 				EXPECT_EQ(op.phase_end[0] + 1, op.ntiles);
 			}
-			vtpu_cmdbuf_fini(&cb);
 		}
 	}
 }
