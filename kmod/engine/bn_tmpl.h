@@ -47,10 +47,11 @@ static inline double BN_FN(bn_sqrt)(double x)
  */
 
 /*
- * The most channels whose sums the compiler keeps in registers from row
- * to row (a local array with a constant trip count: 16 vectors of doubles
- * at AVX-512, the add chain's latency hidden across them); other widths
- * run the same loop with the trip count known at run time.
+ * The most channels a loop sums at once, in a local array (in L1, and
+ * known not to alias the inputs: sums kept where the caller keeps them,
+ * scratch or the workspace, ran 1.6x slower), with a constant trip count
+ * for 64 and 32 channels; other widths run the same loop with the trip
+ * count known at run time.
  */
 #define BN_REG_LANES 64u
 

@@ -483,7 +483,7 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	 * split and a long K (64 x 128 x 16384) ran on one worker: on
 	 * several, its columns split down to WG_COLS_MIN, each tile packing
 	 * all of A again (A is the narrower operand: 64 x 128 x 16384 on two
-	 * workers 3.7 -> 2.1 ms; on one, one tile stays faster).
+	 * workers 3.4-3.6 -> 1.8-2.4 ms; on one, one tile stays faster).
 	 */
 	bool wg_cols = (g->flags & VTPU_GEMM_TRANS_A) && op->workers > 1 &&
 		       !g->implicit && k >= KSPLIT_MIN_K;
