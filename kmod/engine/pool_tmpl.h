@@ -99,6 +99,20 @@ static inline bool POOL_FN(whole)(const struct vtpu_tap_range *r, u64 rows,
 	return !r->r0 && !r->c0 && r->r1 + 1 == rows && r->c1 == ncols;
 }
 
+/*
+ * The channels a whole-window path takes next of @len: a block of
+ * POOL_BLOCK, two or one runs of POOL_LANES (constant widths, whose
+ * values stay in registers), or the rest.
+ */
+static inline u64 POOL_FN(whole_width)(u64 len)
+{
+	if (len >= POOL_BLOCK)
+		return POOL_BLOCK;
+	if (len >= 2 * POOL_LANES)
+		return 2 * POOL_LANES;
+	return len >= POOL_LANES ? POOL_LANES : len;
+}
+
 /* One position of MAXPOOL for @m lanes: b, k against pixel @p's s */
 static __always_inline void POOL_FN(max_tap)(const float *s, u32 p, float *b,
 					     u32 *k, u64 m)
@@ -208,10 +222,7 @@ static void POOL_FN(maxpool_whole)(const struct vtpu_engine_conv *cv,
 	pix = (u64)(wk.y0 + wk.ky0) * g->w + (u64)(wk.x0 + wk.kx0);
 	src = cv->x + (n * g->h * g->w + pix) * g->c + c0;
 	for (; len; len -= w, src += w, y += w, idx += w) {
-		/* 64, 32, 16 channels in registers (constants), the rest */
-		w = len >= POOL_BLOCK ? POOL_BLOCK :
-		    len >= 2 * POOL_LANES ? 2 * POOL_LANES :
-		    len >= POOL_LANES ? POOL_LANES : len;
+		w = POOL_FN(whole_width)(len);
 		if (w == POOL_BLOCK)
 			POOL_FN(maxpool_whole_run)(src, (u32)pix, ny, nx, gw,
 						   rs, cs, y, idx, w,
@@ -343,7 +354,7 @@ static void POOL_FN(maxpool_grad_whole)(const struct vtpu_engine_conv *cv,
 {
 	const struct vtpu_engine_window *g = &cv->win;
 	u32 p = (u32)(iy * g->w + ix);
-	u64 oy, ox, ny, nx, o, rs = (u64)g->ow * g->c;
+	u64 oy, ox, ny, nx, o, w, rs = (u64)g->ow * g->c;
 	const float *dy;
 	const u32 *idx;
 
@@ -358,33 +369,24 @@ static void POOL_FN(maxpool_grad_whole)(const struct vtpu_engine_conv *cv,
 	o = ((n * g->oh + oy) * g->ow + ox) * g->c + c0;
 	dy = cv->y + o;
 	idx = cv->index + o;
-	for (; len >= POOL_BLOCK; len -= POOL_BLOCK) {
-		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
-						dx, POOL_BLOCK, POOL_BLOCK);
-		dy += POOL_BLOCK;
-		idx += POOL_BLOCK;
-		dx += POOL_BLOCK;
+	for (; len; len -= w, dy += w, idx += w, dx += w) {
+		w = POOL_FN(whole_width)(len);
+		if (w == POOL_BLOCK)
+			POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs,
+							g->c, dx, w,
+							POOL_BLOCK);
+		else if (w == 2 * POOL_LANES)
+			POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs,
+							g->c, dx, w,
+							2 * POOL_LANES);
+		else if (w == POOL_LANES)
+			POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs,
+							g->c, dx, w,
+							POOL_LANES);
+		else
+			POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs,
+							g->c, dx, w, 0);
 	}
-	if (len >= 2 * POOL_LANES) {
-		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
-						dx, 2 * POOL_LANES,
-						2 * POOL_LANES);
-		dy += 2 * POOL_LANES;
-		idx += 2 * POOL_LANES;
-		dx += 2 * POOL_LANES;
-		len -= 2 * POOL_LANES;
-	}
-	if (len >= POOL_LANES) {
-		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
-						dx, POOL_LANES, POOL_LANES);
-		dy += POOL_LANES;
-		idx += POOL_LANES;
-		dx += POOL_LANES;
-		len -= POOL_LANES;
-	}
-	if (len)
-		POOL_FN(maxpool_grad_whole_run)(dy, idx, p, ny, nx, rs, g->c,
-						dx, len, 0);
 }
 
 /*
@@ -524,30 +526,24 @@ POOL_FN(avg_whole)(const struct vtpu_engine_window *g, const float *src,
 		   u64 ny, u64 nx, u64 rs, float cnt, u64 oy, u64 ox, float *y,
 		   u64 len, const bool grad)
 {
-	for (; len >= POOL_BLOCK; len -= POOL_BLOCK) {
-		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
-				       y, POOL_BLOCK, POOL_BLOCK, grad);
-		src += POOL_BLOCK;
-		y += POOL_BLOCK;
+	u64 w;
+
+	for (; len; len -= w, src += w, y += w) {
+		w = POOL_FN(whole_width)(len);
+		if (w == POOL_BLOCK)
+			POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt,
+					       oy, ox, y, w, POOL_BLOCK, grad);
+		else if (w == 2 * POOL_LANES)
+			POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt,
+					       oy, ox, y, w, 2 * POOL_LANES,
+					       grad);
+		else if (w == POOL_LANES)
+			POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt,
+					       oy, ox, y, w, POOL_LANES, grad);
+		else
+			POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt,
+					       oy, ox, y, w, 0, grad);
 	}
-	if (len >= 2 * POOL_LANES) {
-		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
-				       y, 2 * POOL_LANES, 2 * POOL_LANES,
-				       grad);
-		src += 2 * POOL_LANES;
-		y += 2 * POOL_LANES;
-		len -= 2 * POOL_LANES;
-	}
-	if (len >= POOL_LANES) {
-		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
-				       y, POOL_LANES, POOL_LANES, grad);
-		src += POOL_LANES;
-		y += POOL_LANES;
-		len -= POOL_LANES;
-	}
-	if (len)
-		POOL_FN(avg_whole_run)(g, src, ny, nx, rs, g->c, cnt, oy, ox,
-				       y, len, 0, grad);
 }
 
 /*
