@@ -511,6 +511,12 @@ static const uint32_t cp_shapes[][16] = {
 	/* Fashion-MNIST's first layer: several tiles and gradient steps */
 	{ 12, 28, 28, 1, 3, 3, 1, 1, 0, 0, 64, 2, 2, 2, 2, VTPU_CONV_RELU },
 	/*
+	 * AVX-512's four blocks at a time, then a whole block (gathered
+	 * windows), then a partial one; dw in registers or not (2 x 9 taps)
+	 */
+	{ 2, 8, 8, 2, 3, 3, 1, 1, 1, 1, 80, 2, 2, 2, 2, VTPU_CONV_RELU },
+	{ 2, 9, 9, 1, 3, 3, 1, 1, 0, 0, 70, 2, 2, 2, 2, 0 },
+	/*
 	 * Few filters: a partial block on the fast paths (alone, after whole
 	 * ones, with gathered windows, the largest patch), and gradient
 	 * tiles that split the taps (not the 2 x 2 window's 4: one tile).
