@@ -627,7 +627,8 @@ static void cp_fwd_ref(const struct cp_geom *g, const float *x,
 			double v = cp_conv_ref(g, x, w, bias, n, oy, ox, o,
 					       NULL);
 
-			if (first || v > best) {
+			/* MAXPOOL's rule: the first maximum; a NaN wins */
+			if (first || v > best || (isnan(v) && !isnan(best))) {
 				best = v;
 				idx[at] = (uint8_t)(qy * g->qw + qx);
 			}
@@ -791,6 +792,80 @@ TEST(conv_pool)
 		for (k = 0; k < 5; k++)
 			free(keep[k]);
 		FREE_ALL(ry, ridx, rdw, rdb, rgw, rgb);
+	}
+	execs_fini(&ex);
+}
+
+/*
+ * CONV_POOL where inputs are NaN or infinite: the NaN-aware pooling rule
+ * (the first NaN of a window wins, then the first maximum) on the fast
+ * paths' four blocks at a time, a whole block and a partial one, with and
+ * without the ReLU, on every level and worker count: y (NaN where the
+ * reference has one) and the routes exactly the reference's.
+ */
+TEST(conv_pool_nan)
+{
+	static const uint32_t shapes[][16] = {
+		{ 3, 12, 12, 1, 3, 3, 1, 1, 0, 0, 70, 2, 2, 2, 2,
+		  VTPU_CONV_RELU },
+		{ 2, 10, 10, 2, 3, 3, 1, 1, 1, 1, 64, 2, 2, 2, 2, 0 },
+	};
+	struct execs ex;
+	size_t s, i;
+	int e;
+
+	execs_init(&ex);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		const struct cp_geom g = cp_geom(shapes[s]);
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo bb = bo_new(g.oc * 4), yb = bo_new(g.ny * 4);
+		struct vtpu_bo ib = bo_new(g.ny);
+		float *x = xb.map, *w = wb.map, *bias = bb.map, *y = yb.map;
+		float *ry = malloc(g.ny * 4);
+		uint8_t *ridx = malloc(g.ny);
+		struct vtpu_conv_pool_desc d = cp_desc(&g);
+		struct vtpu_cmdbuf cb;
+		long bad = 0, nans = 0;
+
+		rng_seed(1300 + s);
+		for (i = 0; i < g.nx; i++)
+			x[i] = i % 97 == 0 ? NAN :
+			       i % 89 == 0 ? (i & 1 ? INFINITY : -INFINITY) :
+			       irand(2);
+		for (i = 0; i < g.nw; i++)
+			w[i] = irand(2);
+		for (i = 0; i < g.oc; i++)
+			bias[i] = irand(3);
+		vtpu_cmdbuf_init(&cb);
+		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
+		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &bb), 0);
+		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
+		d.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &ib), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool(&cb, &d));
+		cp_fwd_ref(&g, x, w, bias, ry, ridx);
+		for (i = 0; i < g.ny; i++)
+			nans += isnan(ry[i]);
+		for (e = 0; e < ex.n; e++) {
+			memset(yb.map, 0xff, g.ny * 4);
+			memset(ib.map, 0xfe, g.ny);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			for (i = 0; i < g.ny; i++)
+				bad += (isnan(y[i]) != isnan(ry[i]) ||
+					(!isnan(ry[i]) && y[i] != ry[i])) ||
+				       ((uint8_t *)ib.map)[i] != ridx[i];
+		}
+		TH_LOG("conv_pool with NaN and infinite inputs, %u filters%s: "
+		       "%ld of %zu outputs NaN, y and routes the reference's "
+		       "on %d executors", g.oc,
+		       g.flags & VTPU_CONV_RELU ? ", relu" : "", nans, g.ny,
+		       ex.n);
+		EXPECT_GT(nans, 0);
+		EXPECT_EQ(0, bad);
+		vtpu_cmdbuf_fini(&cb);
+		BOS_DESTROY(&xb, &wb, &bb, &yb, &ib);
+		FREE_ALL(ry, ridx);
 	}
 	execs_fini(&ex);
 }
