@@ -573,6 +573,18 @@ static struct vtpu_conv_pool_desc cp_desc(const struct cp_geom *g)
 	};
 }
 
+/* CONV_POOL's operands in @cb: x, w, bias, y and the routes */
+static void cp_use(struct vtpu_cmdbuf *cb, struct vtpu_conv_pool_desc *d,
+		   struct vtpu_bo *x, struct vtpu_bo *w, struct vtpu_bo *bias,
+		   struct vtpu_bo *y, struct vtpu_bo *index)
+{
+	d->x = VTPU_REF(vtpu_cmdbuf_use(cb, x), 0);
+	d->w = VTPU_REF(vtpu_cmdbuf_use(cb, w), 0);
+	d->bias = VTPU_REF(vtpu_cmdbuf_use(cb, bias), 0);
+	d->y = VTPU_REF(vtpu_cmdbuf_use(cb, y), 0);
+	d->index = VTPU_REF(vtpu_cmdbuf_use(cb, index), 0);
+}
+
 static double cp_conv_ref(const struct cp_geom *g, const float *x,
 			  const float *w, const float *bias, size_t n,
 			  uint32_t oy, uint32_t ox, uint32_t o, double *mag)
@@ -738,11 +750,7 @@ TEST(conv_pool)
 			gidx[i] = (uint8_t)(urand() % 3 ? urand() % (g.qh * g.qw) :
 					    urand());
 		vtpu_cmdbuf_init(&cb);
-		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
-		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
-		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &bb), 0);
-		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
-		d.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &ib), 0);
+		cp_use(&cb, &d, &xb, &wb, &bb, &yb, &ib);
 		d.dy = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
 		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool(&cb, &d));
 		dg = d;
@@ -838,11 +846,7 @@ TEST(conv_pool_nan)
 		for (i = 0; i < g.oc; i++)
 			bias[i] = irand(3);
 		vtpu_cmdbuf_init(&cb);
-		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
-		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
-		d.bias = VTPU_REF(vtpu_cmdbuf_use(&cb, &bb), 0);
-		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
-		d.index = VTPU_REF(vtpu_cmdbuf_use(&cb, &ib), 0);
+		cp_use(&cb, &d, &xb, &wb, &bb, &yb, &ib);
 		ASSERT_EQ(0, vtpu_cmdbuf_conv_pool(&cb, &d));
 		cp_fwd_ref(&g, x, w, bias, ry, ridx);
 		for (i = 0; i < g.ny; i++)
