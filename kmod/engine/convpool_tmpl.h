@@ -501,10 +501,11 @@ static __always_inline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 		cp_prefetch(cp, cp->y, cp->index, p, p1, 0, cp->oc, true);
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
-		for (o = 0; fb > 1 && o + fb * CP_OB <= full; o += fb * CP_OB)
+		for (o = 0; o + fb * CP_OB <= full; o += fb * CP_OB)
 			cp_fwd_block(cp, src, stride, run, nq, cp->w + o,
 				     cp->oc, cp->bias + o, cp->y + off + o,
 				     cp->index + off + o, fb);
+		/* the whole blocks left after the wide ones */
 		for (; o < full; o += CP_OB)
 			cp_fwd_block(cp, src, stride, run, nq, cp->w + o,
 				     cp->oc, cp->bias + o, cp->y + off + o,
