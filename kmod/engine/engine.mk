@@ -27,6 +27,8 @@ ENGINE_SRCS := \
 	ops_reduce.c \
 	ops_loss.c \
 	ops_optim.c \
+	ops_optim_avx2.c \
+	ops_optim_avx512.c \
 	ops_embedding.c \
 	ops_softmax.c \
 	ops_batchnorm.c \
@@ -74,9 +76,15 @@ ENGINE_CFLAGS_ops_embedding := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_softmax := $(ENGINE_VEC_CFLAGS)
 ENGINE_CFLAGS_ops_additive := $(ENGINE_VEC_CFLAGS) -ffp-contract=off
 ENGINE_CFLAGS_ops_lstm := $(ENGINE_VEC_CFLAGS) -ffp-contract=off
-# -fno-math-errno: sqrt is an instruction, never a libm call (vectorised
-# as sqrtps in user space and in the kernel alike).
-ENGINE_CFLAGS_ops_optim := $(ENGINE_VEC_CFLAGS) -fno-math-errno
+# The optimizers, once per level (optim_tmpl.h). -fno-math-errno: sqrt is
+# an instruction, never a libm call (vectorised as sqrtps in user space and
+# in the kernel alike); no contraction into FMA, so that every level gives
+# the same bits.
+ENGINE_OPTIM_CFLAGS := $(ENGINE_VEC_CFLAGS) -ffp-contract=off -fno-math-errno
+ENGINE_CFLAGS_ops_optim := $(ENGINE_OPTIM_CFLAGS)
+ENGINE_CFLAGS_ops_optim_avx2 := $(ENGINE_OPTIM_CFLAGS) -mavx2
+ENGINE_CFLAGS_ops_optim_avx512 := $(ENGINE_OPTIM_CFLAGS) -mavx512f \
+	-mprefer-vector-width=512
 # BATCHNORM and the depthwise convolution, once per level (bn_tmpl.h,
 # dw_tmpl.h): vectorised along the channels, no contraction into FMA, so
 # that every level gives the same bits.

@@ -588,4 +588,14 @@ VTPU_NHWC_LEVEL(scalar);
 VTPU_NHWC_LEVEL(avx2);
 VTPU_NHWC_LEVEL(avx512);
 
+/* SGD's and ADAM's elements [i0, i0 + n), once per level (optim_tmpl.h). */
+#define VTPU_OPTIM_LEVEL(sfx)                                                  \
+	void vtpu_sgd_run_##sfx(const struct vtpu_engine_optim *o, u64 i0,     \
+				u64 n);                                        \
+	void vtpu_adam_run_##sfx(const struct vtpu_engine_optim *o, u64 i0,    \
+				 u64 n)
+VTPU_OPTIM_LEVEL(scalar);
+VTPU_OPTIM_LEVEL(avx2);
+VTPU_OPTIM_LEVEL(avx512);
+
 #endif /* VTPU_ENGINE_INTERNAL_H */

@@ -72,41 +72,17 @@ void vtpu_adam_prepare(struct vtpu_engine_op *op, const struct vtpu_cmd_hdr *cmd
 	optim_tile(op);
 }
 
-/*
- * sqrt without libm (the kernel has none): with -fno-math-errno (engine.mk)
- * GCC emits the instruction, sqrtss or, in a vectorised loop, sqrtps;
- * both are correctly rounded, so the two give the same bits.
- */
-static float optim_sqrt(float x)
-{
-#ifdef __CHECKER__
-	return x; /* sparse does not know the builtin: it checks a stand-in */
-#else
-	return __builtin_sqrtf(x);
-#endif
-}
+#define OPTIM_SFX scalar
+#include "optim_tmpl.h"
 
-static void sgd_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
-{
-	float *p = o->param + i0, *b = o->mom ? o->mom + i0 : NULL;
-	const float *gr = o->grad + i0;
-	float lr = o->lr, mu = o->momentum, wd = o->weight_decay;
-	bool nesterov = o->flags & VTPU_SGD_NESTEROV;
-	u64 i;
-
-	if (!b) {
-		for (i = 0; i < n; i++)
-			p[i] = p[i] - lr * (gr[i] + wd * p[i]);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		float g = gr[i] + wd * p[i];
-		float v = mu * b[i] + g;
-
-		b[i] = v;
-		p[i] = p[i] - lr * (nesterov ? g + mu * v : v);
-	}
-}
+static const struct {
+	void (*sgd)(const struct vtpu_engine_optim *o, u64 i0, u64 n);
+	void (*adam)(const struct vtpu_engine_optim *o, u64 i0, u64 n);
+} optim_levels[] = {
+	[VTPU_SIMD_SCALAR] = { vtpu_sgd_run_scalar, vtpu_adam_run_scalar },
+	[VTPU_SIMD_AVX2] = { vtpu_sgd_run_avx2, vtpu_adam_run_avx2 },
+	[VTPU_SIMD_AVX512] = { vtpu_sgd_run_avx512, vtpu_adam_run_avx512 },
+};
 
 static void adam_step_run(const struct vtpu_engine_optim *o)
 {
@@ -116,64 +92,23 @@ static void adam_step_run(const struct vtpu_engine_optim *o)
 	s[1] = o->beta2 * s[1] + (1.0f - o->beta2);
 }
 
-/*
- * The documented update p - (lr / c1) * m / (sqrt(v) / sqrt(c2) + eps),
- * with numerator and denominator multiplied by sqrt(c2): one square root
- * and one division per element where the formula has two divisions. The
- * divider is what bounds this loop (sqrt and div share it), so that is a
- * third less work; the result differs only in rounding.
- */
-static void adam_run(const struct vtpu_engine_optim *o, u64 i0, u64 n)
-{
-	float *p = o->param + i0, *m = o->mom + i0, *v = o->vel + i0;
-	const float *gr = o->grad + i0;
-	float b1 = o->beta1, b2 = o->beta2;
-	float wd = o->weight_decay, lr = o->lr;
-	float sc2 = optim_sqrt(o->state[1]);
-	float step = lr / o->state[0] * sc2, eps = o->eps * sc2;
-	bool decoupled = o->flags & VTPU_ADAM_DECOUPLED;
-	u64 i;
-
-	/* two loops, not a branch per element: both vectorise */
-	if (decoupled) {
-		for (i = 0; i < n; i++) {
-			float g = gr[i], w = p[i] - lr * wd * p[i];
-			float mi = b1 * m[i] + (1.0f - b1) * g;
-			float vi = b2 * v[i] + (1.0f - b2) * g * g;
-
-			m[i] = mi;
-			v[i] = vi;
-			p[i] = w - step * mi / (optim_sqrt(vi) + eps);
-		}
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		float w = p[i], g = gr[i] + wd * w;
-		float mi = b1 * m[i] + (1.0f - b1) * g;
-		float vi = b2 * v[i] + (1.0f - b2) * g * g;
-
-		m[i] = mi;
-		v[i] = vi;
-		p[i] = w - step * mi / (optim_sqrt(vi) + eps);
-	}
-}
-
 void vtpu_optim_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 		    void *scratch)
 {
 	const struct vtpu_engine_optim *o = &op->optim;
 	u64 i0 = (u64)tile * op->chunk;
 	u64 n = vtpu_min_u64(op->chunk, o->count - i0);
+	u32 simd = op->simd <= VTPU_SIMD_AVX512 ? op->simd : VTPU_SIMD_SCALAR;
 
 	switch (op->opcode) {
 	case VTPU_OP_SGD:
-		sgd_run(o, i0, n);
+		optim_levels[simd].sgd(o, i0, n);
 		break;
 	case VTPU_OP_ADAM_STEP:
 		adam_step_run(o);
 		break;
 	case VTPU_OP_ADAM:
-		adam_run(o, i0, n);
+		optim_levels[simd].adam(o, i0, n);
 		break;
 	}
 }
@@ -203,7 +138,7 @@ void vtpu_clip_norm_run(const struct vtpu_engine_op *op, u32 tile, u32 step,
 	const struct vtpu_engine_clip *cl = &op->clip;
 	u64 i0 = (u64)tile * op->chunk;
 	u64 n = vtpu_min_u64(op->chunk, cl->count - i0), i;
-	float norm = optim_sqrt(*cl->sumsq), s;
+	float norm = optim_sqrt_scalar(*cl->sumsq), s;
 	float *x = cl->x + i0;
 
 	if (!(norm > cl->max_norm))

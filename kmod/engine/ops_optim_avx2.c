@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * SGD's and ADAM's loops for AVX2 (optim_tmpl.h, compiled with
+ * its flags: engine.mk).
+ */
+#define OPTIM_SFX avx2
+#include "optim_tmpl.h"
