@@ -2,52 +2,58 @@
 /*
  * SIGMOID and TANH over a run of floats, once per SIMD level (ACT_SFX;
  * the including file's flags give the vector width). Each element is
- * computed in double from e^-|x| and rounded once, as the scalar form
- * always was: the same operations in the same order, with no branch, so
- * the compiler vectorises the loop at the level's width and every level
- * gives the same bits (the files are built with -ffp-contract=off: no
- * fused multiply-add changes a rounding). Only for code that runs between
- * kernel_fpu_begin() and kernel_fpu_end().
+ * computed from e^-|x| in float, sixteen lanes to a 512-bit vector (they
+ * were computed in double: an LSTM cell's five activations took most of
+ * its time), within 1.5 ulp of the exact value (test_ops_elementwise
+ * sweeps them): sigmoid's last division is in double and rounded once,
+ * tanh's is in float. The same operations in the same order, with no
+ * branch, so the compiler vectorises the loop at the level's width and
+ * every level gives the same bits (the files are built with
+ * -ffp-contract=off: no fused multiply-add changes a rounding). Only for
+ * code that runs between kernel_fpu_begin() and kernel_fpu_end().
  */
 #include "engine_internal.h"
-#include "engine_math.h"
 
 #define ACT_CAT2(a, b) a##_##b
 #define ACT_CAT(a, b) ACT_CAT2(a, b)
 #define ACT_FN(name) ACT_CAT(name, ACT_SFX)
 
 /*
- * trunc() of a double in [-160, 0]: an instruction from SSE4.1 on; the
- * baseline's conversion to an integer and back otherwise (no libm; and
- * for sparse, which does not know the builtin).
+ * e^x for x <= 0 or NaN, in float: x = k ln2 + r with k the nearest
+ * integer to x / ln2 (the 1.5 * 2^23 rounding trick: round to nearest even,
+ * no conversion instruction), r in [-ln2/2, ln2/2] from the two-part ln2
+ * (k * ACT_LN2_HI is exact: its 15 bits times k's 8), e^r from its Taylor
+ * series to r^7 (the next term is below 5.3e-9 of it, 0.05 ulp) summed as
+ * 1 + (r + r^2 p(r)), so that only the last addition rounds at 1's scale,
+ * times 2^k made from k's bits. Below ACT_EXP_MIN e^x is under FLT_MIN: 0, as
+ * the engine flushes denormals anyway. Plain float operations in a fixed
+ * order, so every level gives the same bits.
  */
-#if defined(ACT_ROUND_INSN) && !defined(__CHECKER__)
-#define ACT_TRUNC(v) __builtin_trunc(v)
-#else
-#define ACT_TRUNC(v) ((double)(s64)(v))
-#endif
+#define ACT_LN2_HI 0.693145751953125f
+#define ACT_LN2_LO 1.42860682030941723212e-6f
+#define ACT_ROUNDER 12582912.0f		/* 1.5 * 2^23 */
+#define ACT_EXP_MIN -87.5f
 
-/*
- * e^x for x <= 0 or NaN (vtpu_exp_nonpos()'s steps): below -110 it is
- * e^-110, 1.7e-48, which rounds to the same float results as 0 would.
- * 2^k is made from the bits of k + 1023 + 2^52 (k + 1023 in [863, 1023]
- * lands in the low mantissa bits), not by a conversion to an integer.
- */
-static inline double ACT_FN(act_exp)(double x)
+static inline float ACT_FN(act_expf)(float x)
 {
-	double t, r, p, kd, s;
-	u64 bits;
+	float xc = x < ACT_EXP_MIN ? ACT_EXP_MIN : x;	/* NaN stays NaN */
+	float s = xc * 1.44269504088896341f + ACT_ROUNDER;
+	float k = s - ACT_ROUNDER, r, p, t;
+	u32 bits;
 
-	x = x < -110.0 ? -110.0 : x;	/* NaN stays NaN */
-	t = x * 1.44269504088896340736;
-	kd = ACT_TRUNC(t - 0.5);	/* t in [-159, 0]: to nearest */
-	r = (x - kd * VTPU_LN2_HI) - kd * VTPU_LN2_LO;
-	p = vtpu_exp_poly(r);
-	s = kd + (1023.0 + 4503599627370496.0);
+	r = (xc - k * ACT_LN2_HI) - k * ACT_LN2_LO;
+	p = 1.0f / 5040.0f;
+	p = p * r + 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = 1.0f + (r + (r * r) * p);
+	/* s's low mantissa bits hold k: 2^k's exponent field is k + 127 */
 	memcpy(&bits, &s, sizeof(bits));
-	bits <<= 52;
+	bits = (bits - 0x4b400000u + 127u) << 23;
 	memcpy(&t, &bits, sizeof(t));
-	return p * t;
+	return x < ACT_EXP_MIN ? 0.0f : p * t;
 }
 
 /* 1 / (1 + e^-x), or e^x / (1 + e^x) for x < 0: no cancellation */
@@ -56,35 +62,48 @@ void ACT_FN(vtpu_act_sigmoid)(const float *x, float *z, u64 n)
 	u64 i;
 
 	for (i = 0; i < n; i++) {
-		double v = x[i], e = ACT_FN(act_exp)(v < 0.0 ? v : -v);
+		float v = x[i], e = ACT_FN(act_expf)(v < 0.0f ? v : -v);
 
-		z[i] = (float)((v < 0.0 ? e : 1.0) / (1.0 + e));
+		z[i] = (float)((v < 0.0f ? (double)e : 1.0) / (1.0 + e));
 	}
 }
 
+/* @m with the sign bit of @v: tanh's oddness, bit for bit (-0 kept) */
+static inline float ACT_FN(act_signed)(float m, float v)
+{
+	u32 bm, bv;
+
+	memcpy(&bm, &m, sizeof(bm));
+	memcpy(&bv, &v, sizeof(bv));
+	bm = (bm & 0x7fffffffu) | (bv & 0x80000000u);
+	memcpy(&m, &bm, sizeof(m));
+	return m;
+}
+
 /*
- * tanh |x| = (1 - t) / (1 + t), t = e^-2|x|, with the sign of x; below
- * 1/16, where 1 - t would cancel, the Taylor series to x^11 (the next
- * term is below 1e-14 of x), which keeps -0. Both are computed and one
- * chosen: no branch.
+ * tanh |x| = (1 - t) / (1 + t), t = e^-2|x|; below 0.625, where 1 - t
+ * would lose bits of t's rounding, |x| + |x| x^2 q(x^2) with q a degree-5
+ * polynomial fitted to tanh on [0, 0.625] (off by under 1e-9 of it).
+ * Both are computed and one chosen, no branch; then the sign of x, so
+ * tanh is odd bit for bit and keeps -0.
  */
 void ACT_FN(vtpu_act_tanh)(const float *x, float *z, u64 n)
 {
 	u64 i;
 
 	for (i = 0; i < n; i++) {
-		double v = x[i], a = v < 0.0 ? -v : v, p, t, q;
+		float v = x[i], a = v < 0.0f ? -v : v, p, t, q;
 
-		t = v * v;
-		p = -1382.0 / 155925.0;
-		p = p * t + 62.0 / 2835.0;
-		p = p * t - 17.0 / 315.0;
-		p = p * t + 2.0 / 15.0;
-		p = p * t - 1.0 / 3.0;
-		p = v * (1.0 + t * p);
-		t = ACT_FN(act_exp)(-2.0 * a);
-		q = (1.0 - t) / (1.0 + t);
-		q = v < 0.0 ? -q : q;
-		z[i] = (float)(a < 0.0625 ? p : q);
+		t = a * a;
+		p = 0.00215359078720212f;
+		p = p * t - 0.008189946413040161f;
+		p = p * t + 0.021706251427531242f;
+		p = p * t - 0.05394788831472397f;
+		p = p * t + 0.13333216309547424f;
+		p = p * t - 0.3333333134651184f;
+		p = a + a * (t * p);
+		t = ACT_FN(act_expf)(-2.0f * a);
+		q = (1.0f - t) / (1.0f + t);
+		z[i] = ACT_FN(act_signed)(a < 0.625f ? p : q, v);
 	}
 }
