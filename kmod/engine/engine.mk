@@ -13,6 +13,7 @@ ENGINE_SRCS := \
 	gemm_avx2.c \
 	gemm_avx512.c \
 	gemm_narrow_avx512.c \
+	gemm_small_avx512.c \
 	gemm_winograd_avx512.c \
 	gemm_wgrad_avx512.c \
 	gemm_dgrad_avx512.c \
@@ -99,6 +100,7 @@ ENGINE_CFLAGS_ops_nhwc_avx512 := $(ENGINE_NHWC_CFLAGS) -mavx512f \
 ENGINE_CFLAGS_gemm_avx2 := -mavx2 -mfma
 ENGINE_CFLAGS_gemm_avx512 := -mavx512f -mfma
 ENGINE_CFLAGS_gemm_narrow_avx512 := -mavx512f -mfma
+ENGINE_CFLAGS_gemm_small_avx512 := -mavx512f -mfma
 ENGINE_CFLAGS_gemm_winograd_avx512 := -mavx512f -mfma
 ENGINE_CFLAGS_gemm_wgrad_avx512 := -mavx512f -mfma
 ENGINE_CFLAGS_gemm_dgrad_avx512 := -mavx512f -mfma

@@ -585,6 +585,30 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 }
 
 /*
+ * GEMM_BATCHED's small products (attention's, per example): f32, one step
+ * along K, no epilogue, A stored m x k, B stored either way, at most
+ * SMALL_M rows and SMALL_N columns. The level's @small kernel reads them
+ * in place, a product a tile, with the packed kernels' bits: only with
+ * alpha 1 and beta 0 or 1 (attention's), where alpha * acc + beta * C is
+ * acc or acc + C however the compiler contracts it (with others it
+ * contracts the two kernels' epilogues differently).
+ */
+#define SMALL_M 16u
+#define SMALL_N 256u
+
+static bool gemm_is_small(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+
+	if (!gemm_simd(op->simd)->small || g->dtype != VTPU_DTYPE_F32 ||
+	    g->implicit || !g->k || g->k > VTPU_GEMM_KC || g->alpha != 1.0f ||
+	    (g->beta != 0.0f && g->beta != 1.0f))
+		return false;
+	return (!g->flags || g->flags == VTPU_GEMM_TRANS_B) &&
+	       g->m <= SMALL_M && g->n <= SMALL_N;
+}
+
+/*
  * GEMM_BATCHED: a tile is one tile of a product's grid (op->gemm's, from
  * vtpu_gemm_prepare() with the workers a product gets) in a group of
  * products, as many as make about BATCH_CALL_WORK a call: each product
@@ -603,7 +627,19 @@ void vtpu_gemm_prepare_batched(struct vtpu_engine_op *op)
 
 	/* a product's share of the workers (the batch gives the others) */
 	op->workers = batch >= workers ? 1 : vtpu_div_up(workers, batch);
-	vtpu_gemm_prepare(op);
+	if (gemm_is_small(op)) {
+		/* a product a tile, one step */
+		g->small = 1;
+		g->kc = g->k;
+		g->mt = g->m;
+		g->nt = g->n;
+		g->mtiles = g->ntiles_n = 1;
+		op->ntiles = 1;
+		op->nsteps = 1;
+		op->flops = 2ull * g->m * g->n * g->k;
+	} else {
+		vtpu_gemm_prepare(op);
+	}
 	op->workers = workers;
 	/* a step of one product's tile, and what a call of it costs */
 	work = 2ull * g->mt * g->nt * g->kc + BATCH_PRODUCT_COST;
@@ -671,7 +707,9 @@ static void gemm_run_tile(const struct vtpu_engine_op *op,
 	st.last = step == op->nsteps - 1;	/* no epilogue if split */
 	st.seq = op->seq;
 	/* the kernel vtpu_gemm_prepare() tiled for, from the level's table */
-	if (g->dgs)
+	if (g->small)
+		lv->small(&st, scratch);
+	else if (g->dgs)
 		lv->dgrad(&st, scratch);
 	else if (g->wg_nb)
 		lv->wgrad(&st, scratch);

@@ -202,6 +202,8 @@ static inline u64 vtpu_gemm_c_ld(const struct vtpu_engine_gemm *g)
  * @wino_wgrad: CONV_WGRAD, Winograd
  * @dgrad: CONV_DGRAD with few channels, scattered from dy (struct
  *	vtpu_engine_gemm's dgs)
+ * @small: GEMM_BATCHED's small products, read in place (struct
+ *	vtpu_engine_gemm's small)
  *
  * The kernels from @tn on are NULL where the level has none: gemm.c then
  * runs the packed GEMM (@step) instead. Each level's file defines its
@@ -220,6 +222,7 @@ struct vtpu_gemm_level {
 	void (*wino)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*wino_wgrad)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*dgrad)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*small)(const struct vtpu_gemm_step *st, void *scratch);
 };
 
 extern const struct vtpu_gemm_level vtpu_gemm_level_scalar;

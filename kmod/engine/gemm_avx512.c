@@ -281,4 +281,5 @@ const struct vtpu_gemm_level vtpu_gemm_level_avx512 = {
 	.wino = vtpu_gemm_step_avx512_wino,
 	.wino_wgrad = vtpu_gemm_step_avx512_wino_wgrad,
 	.dgrad = vtpu_gemm_step_avx512_dgrad,
+	.small = vtpu_gemm_step_avx512_small,
 };

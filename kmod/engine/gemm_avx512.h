@@ -35,6 +35,8 @@ void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
 				 void *scratch);
 void vtpu_gemm_step_avx512_dgrad(const struct vtpu_gemm_step *st,
 				 void *scratch);
+void vtpu_gemm_step_avx512_small(const struct vtpu_gemm_step *st,
+				 void *scratch);
 
 /*
  * sparse does not know GCC's vector extensions (__builtin_shuffle, vector

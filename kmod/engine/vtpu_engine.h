@@ -105,6 +105,7 @@ struct vtpu_engine_gemm {
 	u32 wg_nb;		/* direct CONV_WGRAD: blocks per tap row */
 	u32 wino;		/* Winograd: its 2 x 2 output tiles, or 0 */
 	u32 dgs;		/* CONV_DGRAD scattered from dy (gemm.c) */
+	u32 small;		/* GEMM_BATCHED's small products (gemm.c) */
 	/*
 	 * K split into @ksplit parts of @ksteps steps (0: not split), each
 	 * over the grid's @kgrid tiles; parts after the first sum into the

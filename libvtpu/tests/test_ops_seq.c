@@ -200,6 +200,23 @@ TEST(gemm_batched)
 		{ 64, 12, 32, 20, 0, 0, 0, 0, 1.0f, 0.0f, 1 },
 		{ 7, 30, 45, 9, VTPU_GEMM_TRANS_A, 2, 3, 0, 1.0f, 1.0f, 1 },
 		{ 5, 3, 200, 33, VTPU_GEMM_TRANS_B, 0, 1, 1, 0.5f, 0.0f, 1 },
+		/*
+		 * small products read in place on AVX-512 (gemm.c's
+		 * gemm_is_small()): a decoder step's attention scores and
+		 * context; rows in groups of 4 and a rest, columns in 16s and
+		 * a rest, k in 16s and a rest, beta 1; the same with other
+		 * alpha and beta (packed); the largest, and K one past a step
+		 * (packed)
+		 */
+		{ 64, 1, 24, 128, VTPU_GEMM_TRANS_B, 0, 0, 0, 1.0f, 0.0f, 1 },
+		{ 64, 1, 128, 24, 0, 0, 0, 0, 1.0f, 0.0f, 1 },
+		{ 9, 13, 37, 47, VTPU_GEMM_TRANS_B, 1, 2, 0, 1.0f, 1.0f, 0 },
+		{ 6, 11, 45, 250, 0, 3, 0, 0, 1.0f, 1.0f, 0 },
+		{ 9, 13, 37, 47, VTPU_GEMM_TRANS_B, 1, 2, 0, -0.5f, 0.75f, 0 },
+		{ 6, 11, 45, 250, 0, 3, 0, 0, 2.0f, -1.0f, 0 },
+		{ 3, 16, 256, 256, VTPU_GEMM_TRANS_B, 0, 0, 1, 1.0f, 1.0f, 0 },
+		{ 3, 16, 256, 256, 0, 0, 0, 0, 1.0f, 1.0f, 0 },
+		{ 4, 2, 17, 257, VTPU_GEMM_TRANS_B, 0, 0, 0, 1.0f, 0.0f, 0 },
 	};
 	struct execs ex;
 	size_t s;
