@@ -19,7 +19,7 @@
 #define BN_CAT(a, b) BN_CAT2(a, b)
 #define BN_FN(name) BN_CAT(name, BN_SFX)
 
-/* sqrt without libm: see optim_sqrt() in ops_optim.c */
+/* sqrt without libm: see optim_sqrt() in optim_tmpl.h */
 static inline double BN_FN(bn_sqrt)(double x)
 {
 #ifdef __CHECKER__
