@@ -7,7 +7,6 @@
  * read before it is written and by the same iteration.
  */
 #include "engine_internal.h"
-#include "engine_math.h"
 
 /*
  * At most VTPU_OPS_CHUNK elements per tile. An op with enough work (at
