@@ -39,14 +39,14 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st, void *scratch)
 static __always_inline void ukr_run(u32 kc, const float *a, const float *b,
 				    float *c, u64 ldc, u32 mr, u32 nr,
 				    float alpha, float beta, const float *bias,
-				    u32 relu, u32 rs, u32 ps, u32 rows)
+				    u32 relu, u32 rs, u32 ps, u32 rows, u64 bs)
 {
 	V16F acc[GEMM_MR][2];
 
 	if (ENGINE_LIKELY(nr > 16))
-		ukr_acc(kc, a, b, acc, 2, rs, ps, rows);
+		ukr_acc_bs(kc, a, b, acc, 2, rs, ps, rows, bs);
 	else
-		ukr_acc(kc, a, b, acc, 1, rs, ps, rows);
+		ukr_acc_bs(kc, a, b, acc, 1, rs, ps, rows, bs);
 	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu, rows);
 }
 
@@ -65,10 +65,10 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 {
 	if (mr <= UKR_SHORT)
 		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu, 1,
-			GEMM_MR, UKR_SHORT);
+			GEMM_MR, UKR_SHORT, GEMM_NR);
 	else
 		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu, 1,
-			GEMM_MR, GEMM_MR);
+			GEMM_MR, GEMM_MR, GEMM_NR);
 }
 
 /* gemm_ukr() with A as rows VTPU_GEMM_KC floats apart */
@@ -78,10 +78,10 @@ static void gemm_ukr_rows(u32 kc, const float *a, const float *b, float *c,
 {
 	if (mr <= UKR_SHORT)
 		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
-			VTPU_GEMM_KC, 1, UKR_SHORT);
+			VTPU_GEMM_KC, 1, UKR_SHORT, GEMM_NR);
 	else
 		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
-			VTPU_GEMM_KC, 1, GEMM_MR);
+			VTPU_GEMM_KC, 1, GEMM_MR, GEMM_NR);
 }
 
 /*
@@ -191,28 +191,41 @@ static u32 ain_full_tiles(u32 mt)
 /* B's panels are read as packed ones (vtpu_gemm_step_avx512_ain()) */
 _Static_assert(GEMM_NR == VTPU_GEMM_PANEL, "a panel is a microtile wide");
 
-/* A microtile of @rows (14 or 8) of A's rows where they are stored */
-static noinline void ain_ukr(u32 kc, const float *a, u32 lda,
-			     const float *b, float *c, u64 ldc, u32 nr,
+/*
+ * A microtile of @rows (14 or 8) rows of A, @mr of them real, row r at
+ * a + r * @rs (A where it is stored, or its last rows copied), by B's
+ * rows @bs apart (a packed panel's, or B's where it is stored)
+ */
+static noinline void ain_ukr(u32 kc, const float *a, u64 rs, const float *b,
+			     u64 bs, float *c, u64 ldc, u32 mr, u32 nr,
 			     float alpha, float beta, const float *bias,
 			     u32 relu, u32 rows)
 {
 	if (rows == GEMM_MR)
-		ukr_run(kc, a, b, c, ldc, GEMM_MR, nr, alpha, beta, bias, relu,
-			lda, 1, GEMM_MR);
+		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
+			rs, 1, GEMM_MR, bs);
 	else
-		ukr_run(kc, a, b, c, ldc, UKR_SHORT, nr, alpha, beta, bias,
-			relu, lda, 1, UKR_SHORT);
+		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
+			rs, 1, UKR_SHORT, bs);
 }
+
+/*
+ * A tile of at most this many rows reads B where it is stored (k x n,
+ * f32, whole panels): each k row of its panel is met by at most five
+ * microtiles, too few to pay for packing it. A recurrent step's 64 x 128
+ * x 128 products, a decoder step's dense layers.
+ */
+#define AIN_B_IN_PLACE_MT 64
 
 /*
  * A plain f32 GEMM with A stored m x k (a dense layer's activations, a
  * batch of rows): the microkernel broadcasts from A's rows where they are
  * stored, lda apart, so A is never packed, and a tile can hold all of M
  * with only B's columns split among tiles: B is then packed once per
- * GEMM (vtpu_gemm_prepare()). Rows run as 14-row microtiles and then
- * 8-row ones (ain_full_tiles()); a last partial one is copied into the
- * scratch first, so that nothing past row m is read.
+ * GEMM (vtpu_gemm_prepare()), or, for a tile of few rows, read where it
+ * is stored. Rows run as 14-row microtiles and then 8-row ones
+ * (ain_full_tiles()); a last partial one is copied into the scratch
+ * first, so that nothing past row m is read.
  */
 void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 			       void *scratch)
@@ -225,7 +238,7 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 	const float *a = (const float *)g->a + (u64)st->i0 * g->lda + st->p0;
 	u32 kc = st->kc, lda = g->lda, mt = st->mt, i = 0, j, r, mr;
 	u32 full = ain_full_tiles(mt) * GEMM_MR;
-	u64 ldc = vtpu_gemm_c_ld(g), pstride = kc;
+	u64 ldc = vtpu_gemm_c_ld(g), pstride = kc, bs = GEMM_NR;
 	const float *b = bp;
 
 	if ((g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) ==
@@ -234,6 +247,13 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 		b = (const float *)g->b + (u64)st->j0 * g->k +
 		    (u64)st->p0 * GEMM_NR;
 		pstride = g->k;
+	} else if (!(g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) &&
+		   !g->flip_oc && mt <= AIN_B_IN_PLACE_MT &&
+		   !(st->nt % GEMM_NR)) {
+		/* B's rows where they are stored, ldb apart */
+		b = (const float *)g->b + (u64)st->p0 * g->ldb + st->j0;
+		pstride = 1;
+		bs = g->ldb;
 	} else {
 		gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
 	}
@@ -242,9 +262,9 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 		for (r = i + mr; r < i + 2 * mr && r < mt; r++)
 			gemm_prefetch_row(a, (u64)r * lda, kc, 2);
 		for (j = 0; j < st->nt; j += GEMM_NR)
-			ain_ukr(kc, a + (u64)i * lda, lda, b + j * pstride,
+			ain_ukr(kc, a + (u64)i * lda, lda, b + j * pstride, bs,
 				vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc,
-				gemm_min(GEMM_NR, st->nt - j), g->alpha,
+				mr, gemm_min(GEMM_NR, st->nt - j), g->alpha,
 				st->beta, bias ? bias + j : NULL, relu, mr);
 	}
 	if (i == mt)
@@ -259,10 +279,10 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 			memset(d, 0, kc * sizeof(float));
 	}
 	for (j = 0; j < st->nt; j += GEMM_NR)
-		gemm_ukr_rows(kc, ap, b + j * pstride,
-			      vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc,
-			      mr, gemm_min(GEMM_NR, st->nt - j), g->alpha,
-			      st->beta, bias ? bias + j : NULL, relu);
+		ain_ukr(kc, ap, VTPU_GEMM_KC, b + j * pstride, bs,
+			vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc, mr,
+			gemm_min(GEMM_NR, st->nt - j), g->alpha, st->beta,
+			bias ? bias + j : NULL, relu, UKR_SHORT);
 }
 
 #endif /* __CHECKER__ */

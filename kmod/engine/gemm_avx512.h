@@ -100,14 +100,16 @@ static inline void gemm_store_row_mask(float *c, V16F x0, V16F x1, u16 m0,
  * two vectors of B (1 or 2): a last panel of at most 16 columns does half
  * the FMAs. A's element (r, p) is a[r * @rs + p * @ps]: a packed panel
  * (rs 1, ps MR), rows of gathered im2col (rs VTPU_GEMM_KC, ps 1), or
- * Winograd's V (gemm_winograd_avx512.c). @rows, @nv, @rs and @ps are
- * constants once inlined. The accumulators are an array indexed only in
+ * Winograd's V (gemm_winograd_avx512.c). B's row p is at b + p * @bs: a
+ * packed panel's (bs UKR_NR) or B's own rows where they are stored
+ * (bs ldb). @rows, @nv, @rs and @ps are constants once inlined. The accumulators are an array indexed only in
  * fully unrolled loops, so GCC keeps all 28 in registers (check: objdump
  * shows no stack access in the k loop).
  */
-static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
-				    V16F acc[UKR_MR][2], u32 nv, u32 rs,
-				    u32 ps, u32 rows)
+static __always_inline void ukr_acc_bs(u32 kc, const float *a,
+				       const float *b, V16F acc[UKR_MR][2],
+				       u32 nv, u32 rs, u32 ps, u32 rows,
+				       u64 bs)
 {
 	/* rows 7.. from a second base: the same 6 offsets serve both */
 	const float *a7 = a + 7 * (u64)rs;
@@ -117,7 +119,7 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 	for (r = 0; r < rows; r++)
 		acc[r][0] = acc[r][1] = (V16F){ 0 };
 
-	for (p = 0; p < kc; p++, a += ps, a7 += ps, b += UKR_NR) {
+	for (p = 0; p < kc; p++, a += ps, a7 += ps, b += bs) {
 		/*
 		 * Unaligned loads: B's panels may be read where they are
 		 * stored (vtpu_gemm_step_avx512_ain()), 4-byte aligned.
@@ -134,6 +136,14 @@ static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
 				acc[r][1] += av * b1;
 		}
 	}
+}
+
+/* ukr_acc_bs() on a packed panel: B's k rows a microtile wide */
+static __always_inline void ukr_acc(u32 kc, const float *a, const float *b,
+				    V16F acc[UKR_MR][2], u32 nv, u32 rs,
+				    u32 ps, u32 rows)
+{
+	ukr_acc_bs(kc, a, b, acc, nv, rs, ps, rows, UKR_NR);
 }
 
 /* The accumulated microtile of @rows rows (a constant) into C[mr x nr]. */

@@ -135,6 +135,7 @@ struct gemm_case {
 	int guard;	 /* each operand ends where an unmapped page begins */
 	int exact;	 /* A, B multiples of 1/8 in [-2, 2]: C must be exact */
 	int a_as_rows;	 /* with TRANS_A: op(A) as drawn without it */
+	int b_as_rows;	 /* with TRANS_B: op(B) as drawn without it */
 	int bits_only;	 /* no reference: the caller compares @out's bits */
 	float *out;	 /* if set: gets C (m x n, row-major) as computed */
 };
@@ -257,6 +258,16 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 		free(t);
 	}
 	fill_rand(b, bsz);
+	if (tb && gc->b_as_rows && ldb == k) {
+		/* drawn k x n, as without TRANS_B; stored n x k */
+		float *t = malloc(bsz * 4);
+
+		memcpy(t, b, bsz * 4);
+		for (p = 0; p < k; p++)
+			for (j = 0; j < n; j++)
+				b[(size_t)j * k + p] = t[(size_t)p * n + j];
+		free(t);
+	}
 	if (gc->exact) {
 		for (i = 0; i < asz; i++)
 			a[i] = floorf(a[i] * 16) / 8;
@@ -825,6 +836,58 @@ TEST_F(gemm, trans_a_keeps_bits)
 		free(tr);
 	}
 	ASSERT_EQ(7, runs);
+}
+
+/*
+ * B stored k x n is read where it is stored by a tile of few rows on
+ * AVX-512 (gemm_avx512.c's AIN_B_IN_PLACE_MT), packed otherwise; stored
+ * n x k (TRANS_B) it is always packed. Both must give the same bits: rows
+ * in 14s and 8s and a rest, k over one step and over two, beta, bias and
+ * ReLU, panels of 32 columns and a last one of 16 (packed both ways).
+ */
+TEST_F(gemm, b_in_place_keeps_bits)
+{
+	NEED_CPU();
+#define C(m_, n_, k_, fl, be)                                                  \
+	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = 1.0f, .beta = be,   \
+	  .guard = 1, .b_as_rows = 1 }
+	static const struct gemm_case cases[] = {
+		C(64, 128, 128, 0, 1.0f),	/* a recurrent step's */
+		C(64, 128, 32, VTPU_GEMM_BIAS, 0.0f),
+		C(1, 32, 7, 0, 0.0f),
+		C(13, 64, 300, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 0.5f),
+		C(22, 96, 257, 0, 0.0f),
+		C(50, 256, 64, VTPU_GEMM_RELU, 0.0f),
+		C(63, 80, 40, 0, 1.0f),
+		C(65, 128, 128, 0, 0.0f),	/* packed both ways */
+	};
+#undef C
+	int i, runs = 0;
+
+	if (variant->exec == EXEC_OPENBLAS)
+		SKIP(return, "the engine's paths only");
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		struct gemm_case gc = cases[i], tc = cases[i];
+		size_t csz = (size_t)gc.m * gc.n;
+		float *rows = malloc(csz * 4), *tr = malloc(csz * 4);
+		double ratio;
+
+		ASSERT_TRUE(rows && tr);
+		rng_state = 88172645463325252ull + 100 + i;
+		gc.out = rows;
+		ASSERT_EQ(0, run_case(self->cpu, &gc, &ratio));
+		rng_state = 88172645463325252ull + 100 + i;
+		tc.flags |= VTPU_GEMM_TRANS_B;
+		tc.out = tr;
+		ASSERT_EQ(0, run_case(self->cpu, &tc, &ratio));
+		EXPECT_EQ(0, memcmp(rows, tr, csz * 4))
+		TH_LOG("%ux%ux%u flags %#x: B stored n x k changed the bits",
+		       gc.m, gc.n, gc.k, gc.flags);
+		runs++;
+		free(rows);
+		free(tr);
+	}
+	ASSERT_EQ(8, runs);
 }
 
 /* Engine and OpenBLAS agree on a chain of GEMMs in one stream. */
