@@ -5,8 +5,9 @@
  *
  * Every row's valid columns are a prefix [0, v) (the lengths, clamped to
  * n, and the causal bound r % g + 1), so a row is three passes over v
- * columns and a fill of the rest. Rows are cut into chunks of about
- * VTPU_OPS_CHUNK / 4 elements (a row is at most VTPU_SOFTMAX_MAX_COLS);
+ * columns and a fill of the rest. Rows are cut into chunks of at most
+ * VTPU_OPS_CHUNK / SOFTMAX_WEIGHT elements (a row at least: a row is at
+ * most VTPU_SOFTMAX_MAX_COLS);
  * tile t does chunks t, t + ntiles, ... one per step. A row is one call's
  * and its sums run in column order: the result does not depend on the
  * workers. exp and the sums are in double (engine_math.h).
@@ -15,6 +16,13 @@
 #include "engine_math.h"
 
 #define SOFTMAX_MAX_TILES 64u
+/*
+ * What an element costs, in element-wise elements (vtpu_ops_tile()): a
+ * softmax element's exp in double, scalar, took 8-9 ns, the gradient's
+ * two passes about a third of that, an ELEMENTWISE element 0.3 ns
+ */
+#define SOFTMAX_WEIGHT 24u
+#define SOFTMAX_GRAD_WEIGHT 8u
 
 void vtpu_softmax_prepare(struct vtpu_engine_op *op,
 			  const struct vtpu_cmd_hdr *cmd,
@@ -22,6 +30,7 @@ void vtpu_softmax_prepare(struct vtpu_engine_op *op,
 {
 	const struct vtpu_cmd_softmax *c = (const void *)cmd;
 	struct vtpu_engine_softmax *s = &op->softmax;
+	u32 weight;
 
 	s->m = c->m;
 	s->n = c->n;
@@ -40,7 +49,14 @@ void vtpu_softmax_prepare(struct vtpu_engine_op *op,
 		s->out = vtpu_operand_ptr(bufs, &c->y);
 		s->y = NULL;
 	}
-	s->rows = (VTPU_OPS_CHUNK / 4) / s->n;
+	/*
+	 * Chunks of rows the size of ELEMENTWISE's tiles (vtpu_ops_tile()),
+	 * an element counting for @weight: a decoder step's 64 x 24 is then
+	 * shared by two workers
+	 */
+	weight = s->grad ? SOFTMAX_GRAD_WEIGHT : SOFTMAX_WEIGHT;
+	vtpu_ops_tile(op, (u64)s->m * s->n * weight);
+	s->rows = (u32)(op->chunk / ((u64)s->n * weight));
 	if (!s->rows)
 		s->rows = 1;
 	s->nchunks = vtpu_div_up(s->m, s->rows);
