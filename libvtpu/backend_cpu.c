@@ -9,6 +9,15 @@
  * takes tiles from an atomic counter and runs all steps of each tile it
  * takes; the next command starts when all participants are done.
  *
+ * The hand-over takes no lock: the caller publishes a phase word (its
+ * generation and how many helpers may join), a helper joins with a
+ * compare-and-swap on it, and once the caller has taken the last tile it
+ * withdraws the places no helper took, so it never waits for a helper
+ * that would find nothing left (one whose vCPU is not running). The mutex
+ * and the condition variables only put threads to sleep and wake them.
+ * A decoder's chain of ~250 short commands ran 3-10% faster so than with
+ * every hand-over under the mutex (performance.md).
+ *
  * Commands follow each other within microseconds, and waking a sleeping
  * thread takes far longer on a virtual machine (the idle vCPU must be
  * scheduled again): long enough that the caller had done every tile of a
@@ -42,14 +51,20 @@ struct vtpu_cpu {
 	pthread_t *threads;	/* nthreads - 1 helpers */
 	void **scratch;		/* per worker, [0] is the caller's */
 
+	/*
+	 * The phase: published by the caller with a release store of @phase,
+	 * joined by a helper with a compare-and-swap on it; the mutex and
+	 * the condition variables only put threads to sleep and wake them.
+	 */
 	pthread_mutex_t lock;
-	pthread_cond_t wake;	/* helpers: a new op or stop */
+	pthread_cond_t wake;	/* helpers: a new phase or stop */
 	pthread_cond_t idle;	/* caller: busy dropped to 0 */
-	_Atomic u64 gen;	/* op generation, changed under lock */
-	int stop;		/* under lock */
-	atomic_int busy;	/* helpers still in the current op, changed under lock */
-	int slots;		/* helpers that may still join it, under lock */
-	const struct vtpu_engine_group *grp;	/* under lock */
+	_Atomic u64 phase;	/* generation << 32 | helpers that may join */
+	atomic_int busy;	/* helpers in the phase that are not done */
+	atomic_int sleepers;	/* helpers asleep on @wake */
+	atomic_int waiting;	/* the caller is asleep on @idle */
+	atomic_int stop;
+	const struct vtpu_engine_group *grp;	/* the phase's, set before it */
 	struct vtpu_engine_group *group;	/* the commands being gathered */
 
 	atomic_uint next_tile;
@@ -115,46 +130,64 @@ static void cpu_run_tiles(struct vtpu_cpu *cpu,
 	}
 }
 
+/* A phase word's generation, and the helpers it still takes */
+#define PHASE_GEN(w) ((u32)((w) >> 32))
+#define PHASE_SLOTS(w) ((u32)(w))
+
 static void *cpu_helper(void *arg)
 {
 	void **targ = arg;
 	struct vtpu_cpu *cpu = targ[0];
 	void *scratch = targ[1];
-	u64 seen = 0;
+	u32 seen = 0;
 
 	free(targ);
 	vtpu_engine_fp_enter();	/* for good: this thread runs only the engine */
 	for (;;) {
-		const struct vtpu_engine_group *grp;
 		struct cpu_spin spin = { 0 };
+		u64 w;
 
-		while (atomic_load_explicit(&cpu->gen, memory_order_acquire) ==
+		while (PHASE_GEN(w = atomic_load_explicit(
+					 &cpu->phase, memory_order_acquire)) ==
 			       seen &&
+		       !atomic_load_explicit(&cpu->stop, memory_order_relaxed) &&
 		       cpu_spin_more(&spin))
 			;
-		pthread_mutex_lock(&cpu->lock);
-		while (!cpu->stop && cpu->gen == seen)
-			pthread_cond_wait(&cpu->wake, &cpu->lock);
-		if (cpu->stop)
-			break;
-		seen = cpu->gen;
-		grp = cpu->grp;
-		/* not needed for this group: the caller does not wait for us */
-		if (cpu->slots == 0) {
+		if (PHASE_GEN(w) == seen) {
+			/* sleepers before the check: cpu_run_phase() */
+			pthread_mutex_lock(&cpu->lock);
+			atomic_fetch_add(&cpu->sleepers, 1);
+			while (!atomic_load(&cpu->stop) &&
+			       PHASE_GEN(w = atomic_load(&cpu->phase)) == seen)
+				pthread_cond_wait(&cpu->wake, &cpu->lock);
+			atomic_fetch_sub(&cpu->sleepers, 1);
 			pthread_mutex_unlock(&cpu->lock);
-			continue;
 		}
-		cpu->slots--;
-		pthread_mutex_unlock(&cpu->lock);
-
-		cpu_run_tiles(cpu, grp, scratch);
-
-		pthread_mutex_lock(&cpu->lock);
-		if (--cpu->busy == 0)
+		if (atomic_load(&cpu->stop))
+			break;
+		seen = PHASE_GEN(w);
+		/*
+		 * Join this phase if it still takes a helper: the caller
+		 * then waits for us, so its group stays. A phase that has
+		 * none left (or a newer one) is not ours.
+		 */
+		do {
+			if (PHASE_GEN(w) != seen || !PHASE_SLOTS(w))
+				break;
+		} while (!atomic_compare_exchange_weak_explicit(
+			&cpu->phase, &w, w - 1, memory_order_acquire,
+			memory_order_acquire));
+		if (PHASE_GEN(w) != seen || !PHASE_SLOTS(w))
+			continue;
+		cpu_run_tiles(cpu, cpu->grp, scratch);
+		/* waiting after busy: cpu_run_phase() */
+		if (atomic_fetch_sub(&cpu->busy, 1) == 1 &&
+		    atomic_load(&cpu->waiting)) {
+			pthread_mutex_lock(&cpu->lock);
 			pthread_cond_signal(&cpu->idle);
-		pthread_mutex_unlock(&cpu->lock);
+			pthread_mutex_unlock(&cpu->lock);
+		}
 	}
-	pthread_mutex_unlock(&cpu->lock);
 	return NULL;
 }
 
@@ -173,25 +206,54 @@ static void cpu_run_phase(struct vtpu_cpu *cpu,
 		helpers = (int)(grp->ntiles - 1);
 	atomic_store_explicit(&cpu->next_tile, 0, memory_order_relaxed);
 	if (helpers > 0) {
-		pthread_mutex_lock(&cpu->lock);
+		u64 w = atomic_load_explicit(&cpu->phase, memory_order_relaxed);
+
+		/*
+		 * The group and counts, then the phase word (release): a
+		 * helper that joins it sees them. Then the sleepers, which a
+		 * helper raises before it checks the word (both seq_cst):
+		 * either it sees the new phase or we see it asleep.
+		 */
 		cpu->grp = grp;
-		cpu->busy = helpers;
-		cpu->slots = helpers;
-		cpu->gen++;
-		pthread_cond_broadcast(&cpu->wake);
-		pthread_mutex_unlock(&cpu->lock);
+		atomic_store_explicit(&cpu->busy, helpers,
+				      memory_order_relaxed);
+		atomic_store(&cpu->phase,
+			     ((u64)(PHASE_GEN(w) + 1) << 32) | (u32)helpers);
+		if (atomic_load(&cpu->sleepers)) {
+			pthread_mutex_lock(&cpu->lock);
+			pthread_cond_broadcast(&cpu->wake);
+			pthread_mutex_unlock(&cpu->lock);
+		}
 	}
 	cpu_run_tiles(cpu, grp, cpu->scratch[0]);
 	if (helpers > 0) {
 		struct cpu_spin spin = { 0 };
+		u64 w = atomic_load(&cpu->phase);
+
+		/*
+		 * Every tile is taken: a helper that has not joined yet
+		 * (asleep, or its vCPU not running) would only find none
+		 * left, so its slot is withdrawn and not waited for
+		 */
+		while (PHASE_SLOTS(w) &&
+		       !atomic_compare_exchange_weak(&cpu->phase, &w,
+						     w & ~(u64)UINT32_MAX))
+			;
+		if (PHASE_SLOTS(w))
+			atomic_fetch_sub(&cpu->busy, (int)PHASE_SLOTS(w));
 
 		while (atomic_load_explicit(&cpu->busy, memory_order_acquire) &&
 		       cpu_spin_more(&spin))
 			;
-		pthread_mutex_lock(&cpu->lock);
-		while (cpu->busy)
-			pthread_cond_wait(&cpu->idle, &cpu->lock);
-		pthread_mutex_unlock(&cpu->lock);
+		if (atomic_load(&cpu->busy)) {
+			/* waiting before the check: the helper's busy drop */
+			pthread_mutex_lock(&cpu->lock);
+			atomic_store(&cpu->waiting, 1);
+			while (atomic_load(&cpu->busy))
+				pthread_cond_wait(&cpu->idle, &cpu->lock);
+			atomic_store(&cpu->waiting, 0);
+			pthread_mutex_unlock(&cpu->lock);
+		}
 	}
 }
 
@@ -216,7 +278,7 @@ void vtpu_cpu_destroy(struct vtpu_cpu *cpu)
 		cpu_prof_print(&cpu->prof);
 	if (cpu->threads) {
 		pthread_mutex_lock(&cpu->lock);
-		cpu->stop = 1;
+		atomic_store(&cpu->stop, 1);
 		pthread_cond_broadcast(&cpu->wake);
 		pthread_mutex_unlock(&cpu->lock);
 		for (i = 0; i < cpu->nthreads - 1; i++)

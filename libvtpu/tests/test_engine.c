@@ -1294,6 +1294,68 @@ TEST(tiling_keeps_bits)
 	EXPECT_EQ(0, differ);
 }
 
+/*
+ * The pool's hand-over (backend_cpu.c): a chain of commands of several
+ * tiles each, x += 1 four hundred times over 96K floats, run again and
+ * again with pauses of up to 0.6 ms between runs, so that helpers are
+ * sometimes spinning, sometimes asleep (past CPU_SPIN_NS) and woken, and
+ * sometimes arrive after the caller has taken every tile (their slot is
+ * then withdrawn). Every run must give exactly x0 + 400; executors are
+ * destroyed right after a run, with their helpers in any of those states.
+ */
+TEST(pool_hand_over)
+{
+	static const int threads[] = { 2, 3, 4, 9 };
+	const uint64_t n = 96 * 1024, chain = 400;
+	struct vtpu_bo x, one;
+	struct vtpu_cmdbuf cb;
+	uint64_t i, bad = 0, runs = 0;
+	int t, r;
+
+	ASSERT_EQ(0, vtpu_cpu_bo_create(n * 4, &x));
+	ASSERT_EQ(0, vtpu_cpu_bo_create(n * 4, &one));
+	for (i = 0; i < n; i++)
+		((float *)one.map)[i] = 1.0f;
+	vtpu_cmdbuf_init(&cb);
+	for (i = 0; i < chain; i++) {
+		uint32_t xb = vtpu_cmdbuf_use(&cb, &x);
+
+		ASSERT_EQ(0, vtpu_cmdbuf_elementwise(
+				     &cb, VTPU_EW_ADD, n, 0, 0, VTPU_REF(xb, 0),
+				     VTPU_REF(vtpu_cmdbuf_use(&cb, &one), 0),
+				     VTPU_REF(xb, 0)));
+	}
+	rng_state = 88172645463325252ull;
+	for (t = 0; t < (int)(sizeof(threads) / sizeof(threads[0])); t++) {
+		for (r = 0; r < 6; r++) {
+			struct vtpu_cpu *cpu = vtpu_cpu_create(
+				threads[t], -1, VTPU_CPU_GEMM_ENGINE);
+			int k;
+
+			ASSERT_NE(NULL, cpu);
+			for (k = 0; k < 8; k++) {
+				struct vtpu_job job = { 0 };
+
+				for (i = 0; i < n; i++)
+					((float *)x.map)[i] = (float)(i % 1000);
+				ASSERT_EQ(0, vtpu_cpu_run(cpu, &cb, &job));
+				for (i = 0; i < n; i++)
+					bad += ((float *)x.map)[i] !=
+					       (float)(i % 1000 + chain);
+				runs++;
+				usleep((useconds_t)((frand() + 1.0f) * 300));
+			}
+			vtpu_cpu_destroy(cpu);
+		}
+	}
+	TH_LOG("%llu runs of %llu commands", (unsigned long long)runs,
+	       (unsigned long long)chain);
+	EXPECT_EQ(0, bad);
+	vtpu_cmdbuf_fini(&cb);
+	vtpu_cpu_bo_destroy(&x);
+	vtpu_cpu_bo_destroy(&one);
+}
+
 /* Float @i of region @k (@r bytes each) of a snapshot. */
 static float at(const uint8_t *snap, int k, uint64_t r, uint32_t i)
 {
