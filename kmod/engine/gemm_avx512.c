@@ -201,6 +201,17 @@ static noinline void ain_ukr(u32 kc, const float *a, u64 rs, const float *b,
 			     float alpha, float beta, const float *bias,
 			     u32 relu, u32 rows)
 {
+	u32 r;
+
+	/*
+	 * C's rows, read after the k loop when beta is not 0: they come
+	 * from wherever the previous command left them (a recurrent step
+	 * adds h U to gates made long before), so their loads start now
+	 */
+	for (r = 0; beta != 0.0f && r < mr; r++) {
+		__builtin_prefetch(c + r * ldc, 1);
+		__builtin_prefetch(c + r * ldc + nr - 1, 1);
+	}
 	if (rows == GEMM_MR)
 		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
 			rs, 1, GEMM_MR, bs);
