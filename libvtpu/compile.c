@@ -1835,20 +1835,48 @@ static void rnn_dh(struct cx *cx, int i, struct tref dhs)
 
 /*
  * dst (+)= the @gates gates' dz [rows, H] (slots @slots of @dz0, the slots
- * @gate_stride apart) times their column blocks of @w^T.
+ * @gate_stride apart) times their column blocks of @w^T. With @tmp (room
+ * for @gates products, and the slots 0, 1, ...): the products as one
+ * GEMM_BATCHED into @tmp, the workers sharing them, then added to dst in
+ * gate order by ELEMENTWISE ADDs: each sum is the one the GEMMs with
+ * beta 1 make (acc + C, rounded once), so the bits are the same. A
+ * backward step's four 64x128x128 products, each transposing its block of
+ * U as it packs it, ran on one worker each.
  */
 static void rnn_back_gates(struct cx *cx, int i, struct tref dz0,
 			   uint64_t gate_stride, const int *slots,
 			   uint32_t gates, uint32_t rows, struct tref w,
-			   uint32_t wrows, struct tref dst, bool add)
+			   uint32_t wrows, struct tref dst, bool add,
+			   struct tref tmp)
 {
 	uint32_t H = cx->g->nodes[i].c, g;
+	uint64_t rw = (uint64_t)rows * wrows;
+	struct bgemm prod = {
+		.batch = gates, .m = rows, .n = wrows, .k = H,
+		.flags = VTPU_GEMM_TRANS_B, .lda = H, .ldb = gates * H,
+		.ldc = wrows, .sa = gate_stride, .sb = H, .sc = rw,
+		.a = dz0, .b = w, .c = tmp,
+	};
+	struct tref sum = dst;
 
-	for (g = 0; g < gates; g++)
-		gemm_ld(cx, rows, wrows, H, VTPU_GEMM_TRANS_B,
-			shifted(dz0, slots[g] * gate_stride * 4), H,
-			shifted(w, (uint64_t)g * H * 4), gates * H, dst, wrows,
-			add || g ? 1.0f : 0.0f);
+	for (g = 0; tmp.sid && g < gates; g++)
+		if (slots[g] != (int)g)
+			tmp = at(0, 0);
+	if (!tmp.sid) {
+		for (g = 0; g < gates; g++)
+			gemm_ld(cx, rows, wrows, H, VTPU_GEMM_TRANS_B,
+				shifted(dz0, slots[g] * gate_stride * 4), H,
+				shifted(w, (uint64_t)g * H * 4), gates * H,
+				dst, wrows, add || g ? 1.0f : 0.0f);
+		return;
+	}
+	gemm_batched(cx, &prod);
+	if (!add)
+		sum = tmp;	/* dst = p_0 + p_1 + ... */
+	for (g = add ? 0 : 1; g < gates; g++) {
+		ew(cx, VTPU_EW_ADD, rw, sum, shifted(tmp, g * rw * 4), dst);
+		sum = dst;
+	}
 }
 
 /*
@@ -1886,7 +1914,7 @@ static void rnn_param_grads(struct cx *cx, int i, struct tref dz,
 	if (cx->needs_grad[n->in[0]]) {
 		dx = grad_begin(cx, n->in[0], &tmp);
 		rnn_back_gates(cx, i, dz, gs, wslots, gates, T * B,
-			       param(cx, n->weight), d, dx, false);
+			       param(cx, n->weight), d, dx, false, at(0, 0));
 		grad_end(cx, n->in[0], tmp);
 	}
 }
@@ -1952,7 +1980,7 @@ static void lstm_bwd(struct cx *cx, int i)
 	struct tref dc_last = rnn_state_grad(cx, i, 1);
 	struct tref dhs = work(cx, T * bh * 4), dc = work(cx, bh * 4);
 	struct tref dz = work(cx, 4 * gs * 4), y = at(0, 0);
-	struct tref u = param(cx, n->weight2);
+	struct tref u = param(cx, n->weight2), prods = work(cx, 4 * bh * 4);
 	struct tref dx, tmp;
 
 	if (cx->unfused_lstm)
@@ -1968,13 +1996,13 @@ static void lstm_bwd(struct cx *cx, int i)
 		lstm_cell_bwd(cx, i, t, step_of(cx, dhs, H, t), dc, dzt, y);
 		if (t)
 			rnn_back_gates(cx, i, dzt, gs, lstm_slots, 4, B, u, H,
-				       step_of(cx, dhs, H, t - 1), true);
+				       step_of(cx, dhs, H, t - 1), true, prods);
 	}
 	/* the initial state's gradients */
 	if (n->in[1] >= 0 && cx->needs_grad[n->in[1]]) {
 		dx = grad_begin(cx, n->in[1], &tmp);
 		rnn_back_gates(cx, i, dz, gs, lstm_slots, 4, B, u, H, dx,
-			       false);
+			       false, prods);
 		grad_end(cx, n->in[1], tmp);
 	}
 	if (n->in[2] >= 0 && cx->needs_grad[n->in[2]])
@@ -1998,6 +2026,7 @@ static void gru_bwd(struct cx *cx, int i)
 	bool dinit = n->in[1] >= 0 && cx->needs_grad[n->in[1]];
 	struct tref dhs = work(cx, (T + 1) * bh * 4);
 	struct tref dz = work(cx, 4 * gs * 4), y = work(cx, bh * 4);
+	struct tref prods = work(cx, 3 * bh * 4);
 
 	rnn_dh(cx, i, step_of(cx, dhs, H, 1));
 	for (t = T; t-- > 0;) {
@@ -2034,7 +2063,7 @@ static void gru_bwd(struct cx *cx, int i)
 			ew(cx, VTPU_EW_MUL, bh, dh, z, prev);
 		}
 		rnn_back_gates(cx, i, dzt, gs, gru_uslots, 3, B,
-			       param(cx, n->weight2), H, prev, true);
+			       param(cx, n->weight2), H, prev, true, prods);
 	}
 	if (dinit)
 		grad_pass(cx, n->in[1], dhs);
