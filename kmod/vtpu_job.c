@@ -333,12 +333,18 @@ void vtpu_job_complete(struct vtpu_kjob *job, int error)
 	else
 		atomic64_inc(&st->jobs_failed);
 
-	if (error)
-		dma_fence_set_error(&job->fence->base, error);
-	dma_fence_signal(&job->fence->base);
+	/*
+	 * Traced before the fence signals, as the counts are updated: a
+	 * waiter woken by the fence finds the job done in the trace too
+	 * (vtpu_observe's tracepoints_job_life read it too early, at times,
+	 * on the debug kernel)
+	 */
 	dev_dbg(job->queue->vdev->dev, "queue %u job %llu: %d\n",
 		job->queue->id, job->seqno, error);
 	trace_vtpu_job_done(job, error);
+	if (error)
+		dma_fence_set_error(&job->fence->base, error);
+	dma_fence_signal(&job->fence->base);
 	vtpu_job_put(job);
 }
 
