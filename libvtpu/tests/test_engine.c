@@ -202,6 +202,22 @@ static float relu_ref(float x)
 	return x < 0.0f ? 0.0f : x;
 }
 
+/* @x, @rows x @cols, stored transposed: @cols x @rows */
+static void transpose(float *x, uint32_t rows, uint32_t cols)
+{
+	size_t sz = (size_t)rows * cols;
+	float *t = malloc(sz * 4);
+	uint32_t i, j;
+
+	if (!t)
+		abort();
+	memcpy(t, x, sz * 4);
+	for (i = 0; i < rows; i++)
+		for (j = 0; j < cols; j++)
+			x[(size_t)j * rows + i] = t[(size_t)i * cols + j];
+	free(t);
+}
+
 /*
  * Run @gc on @cpu; compare with a double triple loop over what the device
  * sees (bf16 widened exactly; the OpenBLAS variants check cblas_sgemm the
@@ -247,27 +263,11 @@ static long run_case(struct vtpu_cpu *cpu, const struct gemm_case *gc,
 	c = (float *)((char *)cbo.map + coff);
 	bias = (float *)((char *)biasbo.map + biasoff);
 	fill_rand(a, asz);
-	if (ta && gc->a_as_rows && lda == m) {
-		/* drawn m x k, as without TRANS_A; stored k x m */
-		float *t = malloc(asz * 4);
-
-		memcpy(t, a, asz * 4);
-		for (i = 0; i < m; i++)
-			for (p = 0; p < k; p++)
-				a[(size_t)p * m + i] = t[(size_t)i * k + p];
-		free(t);
-	}
+	if (ta && gc->a_as_rows && lda == m)
+		transpose(a, m, k);	/* drawn m x k, as without TRANS_A */
 	fill_rand(b, bsz);
-	if (tb && gc->b_as_rows && ldb == k) {
-		/* drawn k x n, as without TRANS_B; stored n x k */
-		float *t = malloc(bsz * 4);
-
-		memcpy(t, b, bsz * 4);
-		for (p = 0; p < k; p++)
-			for (j = 0; j < n; j++)
-				b[(size_t)j * k + p] = t[(size_t)p * n + j];
-		free(t);
-	}
+	if (tb && gc->b_as_rows && ldb == k)
+		transpose(b, k, n);	/* drawn k x n, as without TRANS_B */
 	if (gc->exact) {
 		for (i = 0; i < asz; i++)
 			a[i] = floorf(a[i] * 16) / 8;
@@ -833,12 +833,14 @@ static int stored_keeps_bits(struct __test_metadata *_metadata,
  * packed by other paths). Tiles of 14- and 8-row microtiles, a partial
  * one, two steps of k, the narrow kernel, bias, ReLU and beta.
  */
+/* a case for stored_keeps_bits(): A and B drawn as if not transposed */
+#define C(m_, n_, k_, fl, be)                                                  \
+	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = 1.0f, .beta = be,   \
+	  .guard = 1, .a_as_rows = 1, .b_as_rows = 1 }
+
 TEST_F(gemm, trans_a_keeps_bits)
 {
 	NEED_CPU();
-#define C(m_, n_, k_, fl, be)                                                  \
-	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = 1.0f, .beta = be,   \
-	  .guard = 1, .a_as_rows = 1 }
 	static const struct gemm_case cases[] = {
 		C(784, 512, 128, 0, 0.0f),
 		C(512, 512, 128, VTPU_GEMM_C_PANELS, 0.0f),
@@ -848,7 +850,6 @@ TEST_F(gemm, trans_a_keeps_bits)
 		C(200, 10, 128, 0, 0.0f),
 		C(64, 64, 8448, 0, 0.5f),	/* K split (gemm.c) */
 	};
-#undef C
 	/* (OpenBLAS runs it its own way) */
 	if (variant->exec == EXEC_OPENBLAS)
 		SKIP(return, "the engine's paths only");
@@ -867,9 +868,6 @@ TEST_F(gemm, trans_a_keeps_bits)
 TEST_F(gemm, b_in_place_keeps_bits)
 {
 	NEED_CPU();
-#define C(m_, n_, k_, fl, be)                                                  \
-	{ .m = m_, .n = n_, .k = k_, .flags = fl, .alpha = 1.0f, .beta = be,   \
-	  .guard = 1, .b_as_rows = 1 }
 	static const struct gemm_case cases[] = {
 		C(64, 128, 128, 0, 1.0f),	/* a recurrent step's */
 		C(64, 128, 32, VTPU_GEMM_BIAS, 0.0f),
