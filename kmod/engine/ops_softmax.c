@@ -6,11 +6,12 @@
  * Every row's valid columns are a prefix [0, v) (the lengths, clamped to
  * n, and the causal bound r % g + 1), so a row is three passes over v
  * columns and a fill of the rest. Rows are cut into chunks of at most
- * VTPU_OPS_CHUNK / SOFTMAX_WEIGHT elements (a row at least: a row is at
- * most VTPU_SOFTMAX_MAX_COLS);
- * tile t does chunks t, t + ntiles, ... one per step. A row is one call's
- * and its sums run in column order: the result does not depend on the
- * workers. exp and the sums are in double (engine_math.h).
+ * VTPU_OPS_CHUNK / SOFTMAX_WEIGHT elements (SOFTMAX_GRAD_WEIGHT for the
+ * gradient), but of one row at least (a row is at most
+ * VTPU_SOFTMAX_MAX_COLS); tile t does chunks t, t + ntiles, ... one per
+ * step. A row is one call's and its sums run in column order: the result
+ * does not depend on the workers. exp and the sums are in double
+ * (engine_math.h).
  */
 #include "engine_internal.h"
 #include "engine_math.h"
