@@ -101,10 +101,11 @@ static inline void gemm_store_row_mask(float *c, V16F x0, V16F x1, u16 m0,
  * the FMAs. A's element (r, p) is a[r * @rs + p * @ps]: a packed panel
  * (rs 1, ps MR), rows of gathered im2col (rs VTPU_GEMM_KC, ps 1), or
  * Winograd's V (gemm_winograd_avx512.c). B's row p is at b + p * @bs: a
- * packed panel's (bs UKR_NR) or B's own rows where they are stored
- * (bs ldb). @rows, @nv, @rs and @ps are constants once inlined. The accumulators are an array indexed only in
- * fully unrolled loops, so GCC keeps all 28 in registers (check: objdump
- * shows no stack access in the k loop).
+ * packed panel's (bs UKR_NR) or B's own rows where they are stored (bs
+ * ldb). @rows, @nv, @rs and @ps are constants once inlined. The
+ * accumulators are an array indexed only in fully unrolled loops, so GCC
+ * keeps all 28 in registers (check: objdump shows no stack access in the
+ * k loop).
  */
 static __always_inline void ukr_acc_bs(u32 kc, const float *a,
 				       const float *b, V16F acc[UKR_MR][2],
