@@ -5,16 +5,21 @@
  * for the same number of workers; the results do not depend on it), on
  * a pool of pthreads created once. The calling thread is worker 0; the
  * pool holds threads - 1 more. For each command the caller publishes the
- * op, wakes as many helpers as the op has spare tiles, and every participant
- * takes tiles from an atomic counter and runs all steps of each tile it
- * takes; the next command starts when all participants are done.
+ * op with places for as many helpers as the op has spare tiles (sleeping
+ * helpers are all woken; those who find no place wait for the next), and
+ * every participant takes tiles from an atomic counter and runs all steps
+ * of each tile it takes; the next command starts when all participants
+ * are done.
  *
  * The hand-over takes no lock: the caller publishes a phase word (its
  * generation and how many helpers may join), a helper joins with a
  * compare-and-swap on it, and once the caller has taken the last tile it
  * withdraws the places no helper took, so it never waits for a helper
- * that would find nothing left (one whose vCPU is not running). The mutex
- * and the condition variables only put threads to sleep and wake them.
+ * that would find nothing left (one whose vCPU is not running; one that
+ * joined and was then descheduled before finding the counter spent is
+ * still waited for). The generation is 32 bits: a helper stalled across
+ * 2^32 phases skips one, whose place the caller withdraws. The mutex and
+ * the condition variables only put threads to sleep and wake them.
  * A decoder's chain of ~250 short commands ran 3-10% faster so than with
  * every hand-over under the mutex (performance.md).
  *
