@@ -74,14 +74,17 @@ struct vtpu_worker {
  *
  * The dispatcher gathers a group of commands that do not depend on each
  * other (vtpu_engine_group_add()) and publishes it; the workers and the
- * dispatcher take its tiles one at a time; the last tile to finish
+ * dispatcher take its tiles one at a time, the dispatcher from the front
+ * of those left and the workers from the end, so that a group's first
+ * and last commands start side by side; the last tile to finish
  * completes @done.
  */
 struct vtpu_exec {
 	spinlock_t lock;		/* protects all fields below */
 	const struct vtpu_engine_group *grp; /* NULL when idle */
 	struct vtpu_kjob *job;
-	u32 next_tile;
+	u32 next_tile;			/* tiles not taken: [next, end) */
+	u32 end_tile;
 	u32 tiles_left;
 	struct completion done;
 };

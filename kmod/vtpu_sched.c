@@ -78,15 +78,25 @@ static struct vtpu_kjob *vtpu_sched_pick(struct vtpu_device *vdev,
 	return NULL;
 }
 
-static bool vtpu_exec_take(struct vtpu_exec *ex,
+/*
+ * Take a tile of the current group: the next from the front (@back false:
+ * the dispatcher) or from the end (the workers). A group's tiles are
+ * numbered op after op, so a memory-bound command the compiler put last
+ * (an optimizer's update beside the next layer's weight gradient) runs
+ * on a worker while the dispatcher computes, instead of on every worker
+ * at once when one core alone takes the memory's bandwidth.
+ */
+static bool vtpu_exec_take(struct vtpu_exec *ex, bool back,
 			   const struct vtpu_engine_op **op,
 			   struct vtpu_kjob **job, u32 *tile)
 {
 	bool ok = false;
+	u32 t;
 
 	spin_lock(&ex->lock);
-	if (ex->grp && ex->next_tile < ex->grp->ntiles) {
-		*op = vtpu_engine_group_tile(ex->grp, ex->next_tile++, tile);
+	if (ex->grp && ex->next_tile < ex->end_tile) {
+		t = back ? --ex->end_tile : ex->next_tile++;
+		*op = vtpu_engine_group_tile(ex->grp, t, tile);
 		*job = ex->job;
 		ok = true;
 	}
@@ -99,20 +109,23 @@ static bool vtpu_exec_has_tiles(struct vtpu_exec *ex)
 	bool ret;
 
 	spin_lock(&ex->lock);
-	ret = ex->grp && ex->next_tile < ex->grp->ntiles;
+	ret = ex->grp && ex->next_tile < ex->end_tile;
 	spin_unlock(&ex->lock);
 	return ret;
 }
 
-/* Run tiles of the current group until none are left to take. */
-static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch)
+/*
+ * Run tiles of the current group until none are left to take; @back:
+ * from the end (a worker).
+ */
+static void vtpu_exec_tiles(struct vtpu_device *vdev, void *scratch, bool back)
 {
 	struct vtpu_exec *ex = &vdev->exec;
 	const struct vtpu_engine_op *op;
 	struct vtpu_kjob *job;
 	u32 tile, step, fp;
 
-	while (vtpu_exec_take(ex, &op, &job, &tile)) {
+	while (vtpu_exec_take(ex, back, &op, &job, &tile)) {
 		for (step = 0; step < op->nsteps; step++) {
 			if (READ_ONCE(job->abort))
 				break;
@@ -151,12 +164,13 @@ static void vtpu_exec_phase(struct vtpu_device *vdev, struct vtpu_kjob *job,
 	ex->grp = grp;
 	ex->job = job;
 	ex->next_tile = 0;
+	ex->end_tile = grp->ntiles;
 	ex->tiles_left = grp->ntiles;
 	spin_unlock(&ex->lock);
 
 	if (grp->ntiles > 1 && vdev->nworkers)
 		wake_up_all(&vdev->work_wq);
-	vtpu_exec_tiles(vdev, vdev->dispatcher_scratch);
+	vtpu_exec_tiles(vdev, vdev->dispatcher_scratch, false);
 	wait_for_completion(&ex->done);
 }
 
@@ -352,7 +366,7 @@ static int vtpu_worker_fn(void *data)
 		wait_event_interruptible(vdev->work_wq,
 					 kthread_should_stop() ||
 					 vtpu_exec_has_tiles(&vdev->exec));
-		vtpu_exec_tiles(vdev, w->scratch);
+		vtpu_exec_tiles(vdev, w->scratch, true);
 	}
 	return 0;
 }

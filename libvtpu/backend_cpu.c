@@ -7,9 +7,10 @@
  * pool holds threads - 1 more. For each command the caller publishes the
  * op with places for as many helpers as the op has spare tiles (sleeping
  * helpers are all woken; those who find no place wait for the next), and
- * every participant takes tiles from an atomic counter and runs all steps
- * of each tile it takes; the next command starts when all participants
- * are done.
+ * every participant takes tiles, the caller from the front of those left
+ * and helpers from the end (cpu_take_tile()), and runs all steps of each
+ * tile it takes; the next command starts when all participants are
+ * done.
  *
  * The hand-over takes no lock: the caller publishes a phase word (its
  * generation and how many helpers may join), a helper joins with a
@@ -72,7 +73,12 @@ struct vtpu_cpu {
 	const struct vtpu_engine_group *grp;	/* the phase's, set before it */
 	struct vtpu_engine_group *group;	/* the commands being gathered */
 
-	atomic_uint next_tile;
+	/*
+	 * The phase's tiles not yet taken, [front, end): end << 32 | front.
+	 * The caller takes them from the front, helpers from the end
+	 * (cpu_take_tile()).
+	 */
+	_Atomic u64 tiles;
 
 	u32 group_max;		/* commands run together, at most */
 	struct cpu_prof prof;	/* VTPU_PROFILE (profile.c) */
@@ -118,17 +124,41 @@ static bool cpu_spin_more(struct cpu_spin *sp)
 	return t - sp->t0 <= CPU_SPIN_NS;
 }
 
-static void cpu_run_tiles(struct vtpu_cpu *cpu,
-			  const struct vtpu_engine_group *grp, void *scratch)
+/*
+ * Take the next tile from the front (@back false: the caller) or from the
+ * end (helpers) of those left; false when none is. A group's tiles are
+ * numbered op after op, so the caller starts on the first op and the
+ * helpers on the last: a memory-bound command that the compiler put last
+ * in a group (an optimizer's update beside the next layer's weight
+ * gradient) runs on a helper while the caller computes, rather than on
+ * both cores at once after it, when one core alone takes the memory's
+ * bandwidth.
+ */
+static bool cpu_take_tile(struct vtpu_cpu *cpu, bool back, u32 *t)
 {
-	for (;;) {
-		u32 t = atomic_fetch_add_explicit(&cpu->next_tile, 1,
-						  memory_order_relaxed);
-		const struct vtpu_engine_op *op;
-		u32 tile, step;
+	u64 w = atomic_load_explicit(&cpu->tiles, memory_order_relaxed);
+	u32 front, end;
 
-		if (t >= grp->ntiles)
-			break;
+	do {
+		front = (u32)w;
+		end = (u32)(w >> 32);
+		if (front >= end)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&cpu->tiles, &w, back ? w - (1ull << 32) : w + 1,
+		memory_order_relaxed, memory_order_relaxed));
+	*t = back ? end - 1 : front;
+	return true;
+}
+
+static void cpu_run_tiles(struct vtpu_cpu *cpu,
+			  const struct vtpu_engine_group *grp, void *scratch,
+			  bool back)
+{
+	const struct vtpu_engine_op *op;
+	u32 t, tile, step;
+
+	while (cpu_take_tile(cpu, back, &t)) {
 		op = vtpu_engine_group_tile(grp, t, &tile);
 		for (step = 0; step < op->nsteps; step++)
 			vtpu_engine_op_run(op, tile, step, scratch);
@@ -184,7 +214,7 @@ static void *cpu_helper(void *arg)
 			memory_order_acquire));
 		if (PHASE_GEN(w) != seen || !PHASE_SLOTS(w))
 			continue;
-		cpu_run_tiles(cpu, cpu->grp, scratch);
+		cpu_run_tiles(cpu, cpu->grp, scratch, true);
 		/* waiting after busy: cpu_run_phase() */
 		if (atomic_fetch_sub(&cpu->busy, 1) == 1 &&
 		    atomic_load(&cpu->waiting)) {
@@ -209,7 +239,8 @@ static void cpu_run_phase(struct vtpu_cpu *cpu,
 		return;
 	if ((u32)helpers > grp->ntiles - 1)
 		helpers = (int)(grp->ntiles - 1);
-	atomic_store_explicit(&cpu->next_tile, 0, memory_order_relaxed);
+	atomic_store_explicit(&cpu->tiles, (u64)grp->ntiles << 32,
+			      memory_order_relaxed);
 	if (helpers > 0) {
 		u64 w = atomic_load_explicit(&cpu->phase, memory_order_relaxed);
 
@@ -230,7 +261,7 @@ static void cpu_run_phase(struct vtpu_cpu *cpu,
 			pthread_mutex_unlock(&cpu->lock);
 		}
 	}
-	cpu_run_tiles(cpu, grp, cpu->scratch[0]);
+	cpu_run_tiles(cpu, grp, cpu->scratch[0], false);
 	if (helpers > 0) {
 		struct cpu_spin spin = { 0 };
 		u64 w = atomic_load(&cpu->phase);
