@@ -222,6 +222,11 @@ struct vg_optim {
 	 * global batch's.
 	 */
 	uint32_t replicas;
+	/*
+	 * The program is split after its backward pass (vg_program_split()):
+	 * every update at the end, in one command.
+	 */
+	bool split;
 };
 
 /**
@@ -242,7 +247,6 @@ struct vg_program {
 	uint64_t naive_bytes;
 	uint32_t metrics_stride;
 	uint64_t grads_offset; /* training: the parameter gradients in work */
-	uint32_t lr_at; /* training: where the stream holds the learning rate */
 	uint32_t opt_at; /* training: where the optimizer's commands start */
 	double compile_ms;
 	struct vtpu_bo slots[VG_NBUFS]; /* what cb names until vg_run() */

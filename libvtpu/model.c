@@ -1265,6 +1265,7 @@ static int replica_compile(struct vtpu_model *m, uint32_t r)
 	int ret;
 
 	opt.replicas = global_reps(m);
+	opt.split = true;
 	m->g->seed = seed + (m->drank * m->nrep + r) * 0x9e3779b9u;
 	ret = vg_compile(m->g, VG_PROG_TRAIN, rep_share(m), &opt,
 			 &rp->grad);

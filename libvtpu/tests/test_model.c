@@ -15,7 +15,9 @@
 #include "kselftest_harness.h"
 #include <vtpu_model.h>
 
+#include "../graph_priv.h"
 #include "quadrant.h"
+#include "vtpu_engine.h"
 
 /* Random u8 images and labels in [0, classes). */
 static void random_batch(uint32_t n, uint32_t isz, uint32_t classes,
@@ -597,6 +599,91 @@ static float nan_rate(void *ctx, uint32_t epoch, uint32_t epochs, float lr)
  * with the other, full and partial batches alike, for Adam and SGD; a
  * schedule sees each epoch's rate and a bad rate is refused.
  */
+/*
+ * Where the compiler puts the optimizer's updates (compile.c,
+ * place_updates()), for Adam and SGD: in a plain training program
+ * ADAM_STEP first, then a large parameter's update after the first
+ * compute-bound command past its last use, so the second layer's (the
+ * bulk of an MLP's weights) goes beside the first layer's weight
+ * gradient, the step's last GEMM, and the others at the end; every float
+ * of every parameter updated by exactly one command. A program to be split (replicas) keeps one
+ * update of the whole block at the end. That an early update changes no
+ * bit is one_replica_is_the_plain_model_bitwise (test_strategy.c).
+ */
+TEST(updates_beside_the_next_weight_gradient)
+{
+	static const enum vtpu_optimizer kinds[] = { VTPU_OPT_ADAM,
+						     VTPU_OPT_SGD };
+	struct vtpu_graph *g = vtpu_graph_create();
+	int x = vtpu_graph_input(g, 8, 8, 1), k, split, p;
+
+	/* the second layer's 2^20 weights are updated early; not 2^16 */
+	x = vtpu_graph_dense(g, x, 1024, VTPU_ACT_RELU);
+	x = vtpu_graph_dense(g, x, 1024, VTPU_ACT_RELU);
+	x = vtpu_graph_dense(g, x, 10, VTPU_ACT_NONE);
+	ASSERT_LE(0, vtpu_graph_loss(g, x));
+	for (k = 0; k < 2; k++)
+		for (split = 0; split < 2; split++) {
+			const uint32_t upd = k ? VTPU_OP_SGD : VTPU_OP_ADAM;
+			struct vg_optim opt = { .kind = kinds[k], .lr = 0.01f,
+						.beta1 = 0.9f, .beta2 = 0.999f,
+						.eps = 1e-7f, .split = split };
+			struct vg_state_layout sl;
+			const struct vtpu_cmd_hdr *h;
+			struct vg_program prog;
+			uint32_t pos = 0, n = 0, last_gemm = 0, first_upd = 0;
+			uint32_t updates = 0, steps = 0, last_upd = 0;
+			uint8_t *seen;
+
+			vg_state_layout(g, kinds[k], &sl);
+			seen = calloc(g->nparam_floats, 1);
+			ASSERT_NE(NULL, seen);
+			ASSERT_EQ(0, vg_compile(g, VG_PROG_TRAIN, 16, &opt,
+						&prog));
+			while ((h = vtpu_engine_next(prog.cb.data, prog.cb.size,
+						     &pos))) {
+				const struct vtpu_cmd_adam *a = (const void *)h;
+				const struct vtpu_cmd_sgd *sg = (const void *)h;
+				uint64_t off, cnt, i;
+
+				n++;
+				if (h->opcode == VTPU_OP_ADAM_STEP)
+					steps = n;
+				if (h->opcode == VTPU_OP_GEMM)
+					last_gemm = n;
+				if (h->opcode != upd)
+					continue;
+				off = k ? sg->param.offset : a->param.offset;
+				cnt = k ? sg->count : a->count;
+				off = (off - sl.params) / sizeof(float);
+				ASSERT_GE(g->nparam_floats, off + cnt);
+				for (i = off; i < off + cnt; i++)
+					seen[i]++;
+				if (!first_upd)
+					first_upd = n;
+				last_upd = n;
+				updates++;
+			}
+			/* ADAM_STEP before every ADAM: first, or last but one */
+			EXPECT_EQ(k ? 0u : split ? n - 1 : 1u, steps);
+			for (p = 0; p < g->nparams; p++)
+				for (uint64_t i = 0; i < g->params[p].count;
+				     i++)
+					ASSERT_EQ(1, seen[g->params[p].offset +
+							  i]);
+			EXPECT_EQ(n, last_upd);
+			if (split) {
+				EXPECT_EQ(1u, updates);
+			} else {
+				EXPECT_LE(2u, updates);
+				EXPECT_EQ(last_gemm + 1, first_upd);
+			}
+			free(seen);
+			vg_program_fini(&prog);
+		}
+	vtpu_graph_destroy(g);
+}
+
 TEST(learning_rate_changes_in_place)
 {
 	struct vtpu_dataset train;

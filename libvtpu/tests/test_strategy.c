@@ -97,6 +97,60 @@ TEST(one_replica_is_the_plain_model_bitwise)
 }
 
 /*
+ * The same with a layer of a million weights, whose update the plain
+ * program runs early, beside the first layer's weight gradient
+ * (compile.c, place_updates()), while the replica's runs at the end:
+ * still the same bits, so no command after the early update reads
+ * what it changed.
+ */
+TEST(one_replica_is_the_plain_model_bitwise_early_updates)
+{
+	static const char *const cpus[] = { "cpu" };
+	enum { W = 1 << 21 };
+	double loss[2][EPOCHS];
+	float *w[2];
+	uint64_t nw[2];
+	int k, r;
+
+	for (k = 0; k < 2; k++) {
+		enum vtpu_optimizer opt = k ? VTPU_OPT_SGD : VTPU_OPT_ADAM;
+
+		for (r = 0; r < 2; r++) {
+			VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32,
+					  .seed = 11, .optimizer = opt,
+					  .momentum = 0.9f,
+					  .learning_rate = k ? 5e-3f : 1e-3f,
+					  .threads = 2);
+			VTPU_FIT_OPTS(fo, .epochs = EPOCHS,
+				      .on_epoch = record_loss,
+				      .ctx = loss[r]);
+			struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+			struct vtpu_dataset ds;
+
+			vtpu_model_add_flatten(m);
+			vtpu_model_add_dense(m, 1024, VTPU_ACT_RELU);
+			vtpu_model_add_dense(m, 1024, VTPU_ACT_RELU);
+			vtpu_model_add_dense(m, 4, VTPU_ACT_SOFTMAX);
+			quadrant_set(&ds, 256, 3);
+			w[r] = malloc(W * sizeof(float));
+			ASSERT_NE(NULL, w[r]);
+			ASSERT_EQ(0, r ? vtpu_model_compile_replicated(
+						 m, cpus, 1, &co) :
+					 vtpu_model_compile(m, &co));
+			ASSERT_EQ(0, vtpu_model_fit(m, &ds, &fo));
+			ASSERT_EQ(0, all_weights(m, 0, w[r], W, &nw[r]));
+			vtpu_model_destroy(m);
+			vtpu_dataset_free(&ds);
+		}
+		ASSERT_EQ(nw[0], nw[1]);
+		EXPECT_EQ(0, memcmp(loss[0], loss[1], sizeof(loss[0])));
+		EXPECT_EQ(0, memcmp(w[0], w[1], nw[0] * sizeof(float)));
+		free(w[0]);
+		free(w[1]);
+	}
+}
+
+/*
  * Two replicas with global batch 32 (16 each), and four (8 each), against
  * one backend with batch 32: the same examples in each step, the gradient summed in
  * another order (two halves of 16 rows, then their sum, instead of the
