@@ -2456,9 +2456,10 @@ static void mark_params(struct cx *cx, int sid, uint64_t lo, uint64_t hi,
  * through them. The executors run such neighbours as one group, the
  * caller taking tiles from its front and the helpers from its end
  * (backend_cpu.c, vtpu_sched.c). A 784-2048-2048-10 MLP's step ran 2-6%
- * faster so; smaller updates (a 512-unit MLP's) ran slower early, beside
- * a short GEMM, than at the end on both cores (performance.md). Each
- * element's update is the same wherever it runs: so are the bits.
+ * faster so in one set of alternating runs, within the noise in another;
+ * smaller updates (a 512-unit MLP's) ran slower early, beside a short
+ * GEMM, than at the end on both cores (performance.md). Each element's
+ * update is the same wherever it runs: so are the bits.
  */
 static void place_updates(struct cx *cx, int *after)
 {
@@ -2505,6 +2506,20 @@ static void place_updates(struct cx *cx, int *after)
 	free(heavy);
 }
 
+/* The updates placed at @at, consecutive parameters in one command */
+static void updates_at(struct cx *cx, const int *after, int at)
+{
+	int p = 0, q;
+
+	while (p < cx->g->nparams) {
+		for (q = p; q < cx->g->nparams && after[q] == at; q++)
+			;
+		if (q > p)
+			update(cx, p, q);
+		p = q > p ? q : p + 1;
+	}
+}
+
 /*
  * The optimizer: every parameter's update, each at the place
  * place_updates() finds, or all at the end in one command when the
@@ -2516,7 +2531,7 @@ static void optimizer(struct cx *cx)
 	const struct vtpu_graph *g = cx->g;
 	struct vtpu_cmdbuf old = cx->cb;
 	uint32_t pos = 0, at0;
-	int *after, n = 0, p, q;
+	int *after, n = 0;
 
 	if (cx->opt->split) {
 		cx->opt_at = cx->cb.size;
@@ -2536,23 +2551,9 @@ static void optimizer(struct cx *cx)
 	for (at0 = 0; vtpu_engine_next(old.data, old.size, &pos); n++) {
 		emit(cx, old.data + at0);
 		at0 = pos;
-		for (p = 0; p < g->nparams; p = q) {
-			for (q = p; q < g->nparams && after[q] == n; q++)
-				;
-			if (q > p)
-				update(cx, p, q);
-			else
-				q = p + 1;
-		}
+		updates_at(cx, after, n);
 	}
-	for (p = 0; p < g->nparams; p = q) {
-		for (q = p; q < g->nparams && after[q] < 0; q++)
-			;
-		if (q > p)
-			update(cx, p, q);
-		else
-			q = p + 1;
-	}
+	updates_at(cx, after, -1);
 	vtpu_cmdbuf_fini(&old);
 	free(after);
 }
@@ -3070,10 +3071,8 @@ out:
 
 void vg_program_set_lr(struct vg_program *prog, float lr)
 {
-	uint32_t bits = f32_bits(lr);
-
+	uint32_t bits = f32_bits(lr), pos = 0, at;
 	const struct vtpu_cmd_hdr *cmd;
-	uint32_t pos = 0, at;
 
 	for (at = 0; (cmd = vtpu_engine_next(prog->cb.data, prog->cb.size,
 					     &pos)); at = pos) {
