@@ -80,11 +80,10 @@ static struct vtpu_kjob *vtpu_sched_pick(struct vtpu_device *vdev,
 
 /*
  * Take a tile of the current group: the next from the front (@back false:
- * the dispatcher) or from the end (the workers). A group's tiles are
- * numbered op after op, so a memory-bound command the compiler put last
- * (an optimizer's update beside the next layer's weight gradient) runs
- * on a worker while the dispatcher computes, instead of on every worker
- * at once when one core alone takes the memory's bandwidth.
+ * the dispatcher) or from the end (the workers), so that each core works
+ * through a contiguous run of a command's tiles (one stream for its
+ * prefetchers, its own columns of a GEMM's B) rather than every other
+ * tile, and a group's first and last commands start side by side.
  */
 static bool vtpu_exec_take(struct vtpu_exec *ex, bool back,
 			   const struct vtpu_engine_op **op,

@@ -126,13 +126,12 @@ static bool cpu_spin_more(struct cpu_spin *sp)
 
 /*
  * Take the next tile from the front (@back false: the caller) or from the
- * end (helpers) of those left; false when none is. A group's tiles are
- * numbered op after op, so the caller starts on the first op and the
- * helpers on the last: a memory-bound command that the compiler put last
- * in a group (an optimizer's update beside the next layer's weight
- * gradient) runs on a helper while the caller computes, rather than on
- * both cores at once after it, when one core alone takes the memory's
- * bandwidth.
+ * end (helpers) of those left; false when none is. Each core so works
+ * through a contiguous run of a command's tiles (one stream for its
+ * prefetchers, its own columns of a GEMM's B) rather than every other
+ * tile: mlp_wide's GEMMs and a large ADAM ran 10-20% faster alone
+ * (performance.md). A group's tiles are numbered op after op, so its
+ * first and last commands also start side by side.
  */
 static bool cpu_take_tile(struct vtpu_cpu *cpu, bool back, u32 *t)
 {
