@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Checkpoints: named float32 tensors in one file with a magic, a version, a
- * header of counts and a CRC32 of the payload (format in vtpu_data.h).
+ * header of counts and a CRC32 of the payload (format in vtpu_data.h), and
+ * optionally strings (metadata) that say what the tensors mean beyond their
+ * shapes, such as the vocabulary a model was trained with.
  *
  * Saving writes a temporary file beside the target and renames it, so a
  * crash leaves the old checkpoint or the new one, never half of one.
@@ -36,7 +38,7 @@ struct ckpt_hdr {
 	uint32_t ntensors;
 	uint64_t payload_bytes;
 	uint32_t payload_crc;
-	uint32_t reserved;
+	uint32_t nmeta;		/* version 1: reserved, 0 */
 };
 _Static_assert(sizeof(struct ckpt_hdr) == HDR_SIZE, "header layout");
 
@@ -111,6 +113,39 @@ static int check_tensors(const struct vtpu_ckpt_tensor *t, size_t n,
 	return 0;
 }
 
+/* Check the caller's metadata (keys unique) and add it to the payload. */
+static int check_meta(const struct vtpu_ckpt_meta *meta, size_t nmeta,
+		      uint64_t *payload, char *err, size_t errlen)
+{
+	size_t i, j, key_len, value_len;
+
+	if (nmeta && !meta)
+		return vtpu__errf(err, errlen, -EINVAL, "no metadata");
+	if (nmeta > VTPU_CKPT_MAX_NMETA)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%zu metadata entries (at most %d)", nmeta,
+				  VTPU_CKPT_MAX_NMETA);
+	for (i = 0; i < nmeta; i++) {
+		key_len = meta[i].key ? strlen(meta[i].key) : 0;
+		if (!key_len || key_len > VTPU_CKPT_MAX_NAME)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "metadata %zu: key must be 1..%d bytes",
+					  i, VTPU_CKPT_MAX_NAME);
+		value_len = meta[i].value ? strlen(meta[i].value) : SIZE_MAX;
+		if (value_len > VTPU_CKPT_MAX_VALUE)
+			return vtpu__errf(err, errlen, -EINVAL,
+					  "metadata '%s': the value must be a string of at most %d bytes",
+					  meta[i].key, VTPU_CKPT_MAX_VALUE);
+		for (j = 0; j < i; j++)
+			if (!strcmp(meta[i].key, meta[j].key))
+				return vtpu__errf(err, errlen, -EINVAL,
+						  "metadata '%s' appears twice",
+						  meta[i].key);
+		*payload += 8 + key_len + value_len;
+	}
+	return 0;
+}
+
 /* ---- save ------------------------------------------------------------------- */
 
 struct writer {
@@ -125,13 +160,16 @@ static void put(struct writer *w, const void *buf, size_t len)
 }
 
 static int write_file(FILE *f, const struct vtpu_ckpt_tensor *t, size_t n,
+		      const struct vtpu_ckpt_meta *meta, size_t nmeta,
 		      uint64_t payload)
 {
+	/* without metadata, version 1: what older libraries wrote and read */
 	struct ckpt_hdr hdr = {
 		.magic = VTPU_CKPT_MAGIC,	/* 8 chars: the NUL is dropped */
-		.version = VTPU_CKPT_VERSION,
+		.version = nmeta ? VTPU_CKPT_VERSION : 1,
 		.ntensors = (uint32_t)n,
 		.payload_bytes = payload,
+		.nmeta = (uint32_t)nmeta,
 	};
 	struct writer w = { .f = f, .crc = crc32(0, NULL, 0) };
 	uint32_t rec[2];
@@ -146,6 +184,13 @@ static int write_file(FILE *f, const struct vtpu_ckpt_tensor *t, size_t n,
 		put(&w, t[i].name, rec[0]);
 		put(&w, t[i].data,
 		    (size_t)shape_count(t[i].ndim, t[i].dims) * sizeof(float));
+	}
+	for (i = 0; i < nmeta; i++) {
+		rec[0] = (uint32_t)strlen(meta[i].key);
+		rec[1] = (uint32_t)strlen(meta[i].value);
+		put(&w, rec, sizeof(rec));
+		put(&w, meta[i].key, rec[0]);
+		put(&w, meta[i].value, rec[1]);
 	}
 	/* the CRC is known last: rewrite the header */
 	hdr.payload_crc = (uint32_t)w.crc;
@@ -174,8 +219,9 @@ static void sync_dir(const char *path)
 	free(copy);
 }
 
-int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
-		   size_t n, char *err, size_t errlen)
+int vtpu_ckpt_save_meta(const char *path, const struct vtpu_ckpt_tensor *t,
+			size_t n, const struct vtpu_ckpt_meta *meta,
+			size_t nmeta, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX];
 	uint64_t payload;
@@ -185,6 +231,8 @@ int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
 	if (!path || (n && !t))
 		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
 	ret = check_tensors(t, n, &payload, err, errlen);
+	if (!ret)
+		ret = check_meta(meta, nmeta, &payload, err, errlen);
 	if (ret)
 		return ret;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
@@ -205,7 +253,7 @@ int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
 				  strerror(-ret));
 	}
 	errno = 0;
-	ret = write_file(f, t, n, payload);
+	ret = write_file(f, t, n, meta, nmeta, payload);
 	if (fclose(f) && !ret)
 		ret = -(errno ? errno : EIO);
 	if (!ret && rename(tmp, path))
@@ -217,6 +265,12 @@ int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
 	}
 	sync_dir(path);
 	return 0;
+}
+
+int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
+		   size_t n, char *err, size_t errlen)
+{
+	return vtpu_ckpt_save_meta(path, t, n, NULL, 0, err, errlen);
 }
 
 /* ---- load ------------------------------------------------------------------- */
@@ -310,15 +364,85 @@ bad:
 			  "%s: tensor record %u is malformed", path, i);
 }
 
-/* Check every record against the caller's tensors; map[k] = file record. */
+/*
+ * Check the metadata records at *pos against the caller's @meta: each of its
+ * keys must be in the file with the same value; the file's other keys are
+ * not the caller's concern.
+ */
+static int match_meta(const char *path, const uint8_t **pos,
+		      const uint8_t *end, uint32_t nrec,
+		      const struct vtpu_ckpt_meta *meta, size_t nmeta,
+		      char *err, size_t errlen)
+{
+	const uint8_t *p = *pos;
+	uint32_t i, len[2];
+	bool *seen = calloc(nmeta ? nmeta : 1, sizeof(*seen));
+	const char *key, *value;
+	bool malformed = false;
+	size_t k;
+	int ret = 0;
+
+	if (!seen)
+		return vtpu__errf(err, errlen, -ENOMEM, "out of memory");
+	for (i = 0; i < nrec && !ret; i++) {
+		malformed = (size_t)(end - p) < 8;
+		if (malformed)
+			break;
+		memcpy(len, p, 8);
+		p += 8;
+		malformed = !len[0] || len[0] > VTPU_CKPT_MAX_NAME ||
+			    len[1] > VTPU_CKPT_MAX_VALUE ||
+			    (size_t)(end - p) < (size_t)len[0] + len[1] ||
+			    memchr(p, 0, (size_t)len[0] + len[1]);
+		if (malformed)
+			break;
+		key = (const char *)p;
+		value = key + len[0];
+		p += len[0] + len[1];
+		for (k = 0; k < nmeta; k++) {
+			if (strlen(meta[k].key) != len[0] ||
+			    memcmp(meta[k].key, key, len[0]))
+				continue;
+			if (seen[k])
+				ret = vtpu__errf(err, errlen, -EINVAL,
+						 "%s: metadata '%s' appears twice",
+						 path, meta[k].key);
+			else if (strlen(meta[k].value) != len[1] ||
+				 memcmp(meta[k].value, value, len[1]))
+				ret = vtpu__errf(err, errlen, -EINVAL,
+						 "%s: the checkpoint's '%s' is '%.*s', not '%s'",
+						 path, meta[k].key, (int)len[1],
+						 value, meta[k].value);
+			seen[k] = true;
+		}
+	}
+	if (malformed)
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: metadata record %u is malformed", path,
+				 i);
+	for (k = 0; k < nmeta && !ret; k++)
+		if (!seen[k])
+			ret = vtpu__errf(err, errlen, -EINVAL,
+					 "%s: the checkpoint has no '%s' (expected '%s')",
+					 path, meta[k].key, meta[k].value);
+	free(seen);
+	*pos = p;
+	return ret;
+}
+
+/*
+ * Check every record against the caller's tensors (recs[k] = the file's
+ * record of t[k]) and metadata.
+ */
 static int match_records(const char *path, const uint8_t *payload,
-			 size_t plen, uint32_t nrec,
+			 const struct ckpt_hdr *hdr,
 			 const struct vtpu_ckpt_tensor *t, struct record *recs,
+			 const struct vtpu_ckpt_meta *meta, size_t nmeta,
 			 char *err, size_t errlen)
 {
-	const uint8_t *pos = payload, *end = payload + plen;
+	const uint8_t *pos = payload, *end = payload + hdr->payload_bytes;
+	uint32_t i, nrec = hdr->ntensors;
 	char want[160], have[160];
-	uint32_t i;
 	size_t k;
 	int ret;
 
@@ -350,9 +474,13 @@ static int match_records(const char *path, const uint8_t *payload,
 		}
 		recs[k] = r;
 	}
+	ret = match_meta(path, &pos, end, hdr->nmeta, meta, nmeta, err,
+			 errlen);
+	if (ret)
+		return ret;
 	if (pos != end)
 		return vtpu__errf(err, errlen, -EINVAL,
-				  "%s: %zu bytes after the last tensor", path,
+				  "%s: %zu bytes after the last record", path,
 				  (size_t)(end - pos));
 	return 0;
 }
@@ -370,11 +498,11 @@ static int check_header(const char *path, const uint8_t *buf, size_t len,
 				  "%s: truncated: %zu bytes, the header alone is %d",
 				  path, len, HDR_SIZE);
 	memcpy(hdr, buf, sizeof(*hdr));
-	if (hdr->version != VTPU_CKPT_VERSION)
+	if (hdr->version < 1 || hdr->version > VTPU_CKPT_VERSION)
 		return vtpu__errf(err, errlen, -EINVAL,
-				  "%s: checkpoint version %u, this library reads version %d",
+				  "%s: checkpoint version %u, this library reads versions 1 to %d",
 				  path, hdr->version, VTPU_CKPT_VERSION);
-	if (hdr->reserved)
+	if (hdr->version == 1 && hdr->nmeta)
 		return vtpu__errf(err, errlen, -EINVAL,
 				  "%s: reserved header field is not zero", path);
 	if (hdr->payload_bytes > len - HDR_SIZE)
@@ -399,8 +527,9 @@ static int check_header(const char *path, const uint8_t *buf, size_t len,
 	return 0;
 }
 
-int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
-		   size_t n, char *err, size_t errlen)
+int vtpu_ckpt_load_meta(const char *path, const struct vtpu_ckpt_tensor *t,
+			size_t n, const struct vtpu_ckpt_meta *meta,
+			size_t nmeta, char *err, size_t errlen)
 {
 	struct record *recs = NULL;
 	struct ckpt_hdr hdr = { .ntensors = 0 };
@@ -413,6 +542,8 @@ int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
 		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
 	/* the caller's side must be sane before the file's is compared to it */
 	ret = check_tensors(t, n, &unused, err, errlen);
+	if (!ret)
+		ret = check_meta(meta, nmeta, &unused, err, errlen);
 	if (ret)
 		return ret;
 	ret = read_file(path, &buf, &len, err, errlen);
@@ -426,8 +557,8 @@ int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
 		ret = vtpu__errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	ret = match_records(path, buf + HDR_SIZE, hdr.payload_bytes,
-			    hdr.ntensors, t, recs, err, errlen);
+	ret = match_records(path, buf + HDR_SIZE, &hdr, t, recs, meta, nmeta,
+			    err, errlen);
 	if (ret)
 		goto out;
 	/* everything checked: only now fill the caller's tensors */
@@ -437,4 +568,10 @@ out:
 	free(recs);
 	free(buf);
 	return ret;
+}
+
+int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
+		   size_t n, char *err, size_t errlen)
+{
+	return vtpu_ckpt_load_meta(path, t, n, NULL, 0, err, errlen);
 }

@@ -3984,7 +3984,8 @@ static size_t state_tensors(struct vtpu_model *m, struct vtpu_ckpt_tensor *t,
  * it in: a tensor in panels goes through a row-major copy, converted after
  * the whole file has loaded (a bad file changes nothing).
  */
-static int checkpoint(struct vtpu_model *m, const char *path, bool save)
+static int checkpoint(struct vtpu_model *m, const char *path, bool save,
+		      const struct vtpu_ckpt_meta *meta, size_t nmeta)
 {
 	size_t max = 3 * (size_t)m->g->nparams + 2, n, i;
 	struct vtpu_ckpt_tensor *t = calloc(max, sizeof(*t));
@@ -4014,10 +4015,10 @@ static int checkpoint(struct vtpu_model *m, const char *path, bool save)
 		t[i].data = rows;
 	}
 	if (!ret)
-		ret = save ? vtpu_ckpt_save(path, t, n, m->err,
-					    sizeof(m->err)) :
-			     vtpu_ckpt_load(path, t, n, m->err,
-					    sizeof(m->err));
+		ret = save ? vtpu_ckpt_save_meta(path, t, n, meta, nmeta,
+						 m->err, sizeof(m->err)) :
+			     vtpu_ckpt_load_meta(path, t, n, meta, nmeta,
+						 m->err, sizeof(m->err));
 	for (i = 0; i < n; i++) {
 		if (!stored[i])
 			continue;
@@ -4034,10 +4035,22 @@ static int checkpoint(struct vtpu_model *m, const char *path, bool save)
 
 int vtpu_model_save(struct vtpu_model *m, const char *path)
 {
-	return checkpoint(m, path, true);
+	return checkpoint(m, path, true, NULL, 0);
 }
 
 int vtpu_model_load(struct vtpu_model *m, const char *path)
 {
-	return checkpoint(m, path, false);
+	return checkpoint(m, path, false, NULL, 0);
+}
+
+int vtpu_model_save_meta(struct vtpu_model *m, const char *path,
+			 const struct vtpu_ckpt_meta *meta, size_t nmeta)
+{
+	return checkpoint(m, path, true, meta, nmeta);
+}
+
+int vtpu_model_load_meta(struct vtpu_model *m, const char *path,
+			 const struct vtpu_ckpt_meta *meta, size_t nmeta)
+{
+	return checkpoint(m, path, false, meta, nmeta);
 }

@@ -615,22 +615,41 @@ struct vtpu_ckpt_tensor {
 	float *data;
 };
 
+/**
+ * struct vtpu_ckpt_meta - one string stored with a checkpoint's tensors
+ * @key: 1..VTPU_CKPT_MAX_NAME bytes, unique within a checkpoint
+ * @value: 0..VTPU_CKPT_MAX_VALUE bytes
+ *
+ * What the tensors mean beyond their names and shapes: the fingerprint of
+ * the vocabulary a model was trained with, a label map. A load that names
+ * a key fails unless the file holds the same value.
+ */
+struct vtpu_ckpt_meta {
+	const char *key;
+	const char *value;
+};
+
+#define VTPU_CKPT_MAX_VALUE 65535
+#define VTPU_CKPT_MAX_NMETA 256
+
 /*
  * The file (all integers little-endian):
  *
  *	header, 32 bytes:
  *	  char magic[8]       "VTPUCKPT"
- *	  u32  version        VTPU_CKPT_VERSION
+ *	  u32  version        1 without metadata, else 2 (VTPU_CKPT_VERSION)
  *	  u32  ntensors
  *	  u64  payload_bytes  everything after the header
  *	  u32  payload_crc32  zlib crc32() of those bytes
- *	  u32  reserved       0
+ *	  u32  nmeta          metadata records (version 1: reserved, 0)
  *	payload, per tensor:
  *	  u32 name_len, u32 ndim, u64 dims[ndim], name (no NUL),
  *	  f32 data[product of dims]
+ *	then per metadata record:
+ *	  u32 key_len, u32 value_len, key, value (neither has a NUL)
  */
 #define VTPU_CKPT_MAGIC "VTPUCKPT"
-#define VTPU_CKPT_VERSION 1
+#define VTPU_CKPT_VERSION 2
 
 /**
  * vtpu_ckpt_save() - write @n tensors to @path, atomically
@@ -658,6 +677,27 @@ VTPU_API int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
  */
 VTPU_API int vtpu_ckpt_load(const char *path, const struct vtpu_ckpt_tensor *t,
 		   size_t n, char *err, size_t errlen);
+
+/**
+ * vtpu_ckpt_save_meta() - vtpu_ckpt_save() with @nmeta strings beside the
+ * tensors (-EINVAL for a bad or duplicate key, a value too long)
+ */
+VTPU_API int vtpu_ckpt_save_meta(const char *path,
+				 const struct vtpu_ckpt_tensor *t, size_t n,
+				 const struct vtpu_ckpt_meta *meta,
+				 size_t nmeta, char *err, size_t errlen);
+
+/**
+ * vtpu_ckpt_load_meta() - vtpu_ckpt_load() that also requires each of
+ * @meta's keys in the file with the same value: -EINVAL ("the checkpoint's
+ * 'KEY' is 'THEIRS', not 'YOURS'", or "has no 'KEY'") before any
+ * ->data is written. The file's other keys are ignored, as vtpu_ckpt_load()
+ * ignores them all.
+ */
+VTPU_API int vtpu_ckpt_load_meta(const char *path,
+				 const struct vtpu_ckpt_tensor *t, size_t n,
+				 const struct vtpu_ckpt_meta *meta,
+				 size_t nmeta, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

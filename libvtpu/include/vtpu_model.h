@@ -822,6 +822,26 @@ VTPU_API int vtpu_model_save(struct vtpu_model *m, const char *path);
 VTPU_API int vtpu_model_load(struct vtpu_model *m, const char *path);
 
 /**
+ * vtpu_model_save_meta() / vtpu_model_load_meta() - the same, with strings
+ * stored beside the weights (struct vtpu_ckpt_meta): loading fails, and
+ * changes nothing, unless the checkpoint holds each of @meta's keys with
+ * the same value. Bind a checkpoint to what its weights were trained on:
+ *
+ *	snprintf(fp, sizeof(fp), "%016" PRIx64, vtpu_vocab_hash(&src));
+ *	struct vtpu_ckpt_meta meta = { "source vocabulary", fp };
+ *	vtpu_model_save_meta(m, "model.ckpt", &meta, 1);
+ *	...
+ *	vtpu_model_load_meta(m, "model.ckpt", &meta, 1);  (-EINVAL: another
+ *		vocabulary; vtpu_model_error() names both fingerprints)
+ */
+VTPU_API int vtpu_model_save_meta(struct vtpu_model *m, const char *path,
+				  const struct vtpu_ckpt_meta *meta,
+				  size_t nmeta);
+VTPU_API int vtpu_model_load_meta(struct vtpu_model *m, const char *path,
+				  const struct vtpu_ckpt_meta *meta,
+				  size_t nmeta);
+
+/**
  * struct vtpu_weight_info - one trainable tensor, as Keras lists them
  * @name: "conv2d_1/kernel", "dense_1/bias": the checkpoint's name
  * @ndim: dimensions in @shape

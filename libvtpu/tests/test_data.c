@@ -5,7 +5,8 @@
  * checkout, or $VTPU_DATASETS; SKIP when absent) and on generated IDX files
  * with every kind of damage; the CIFAR-10 loader on generated batches with
  * known pixels; shuffling, batches, the Keras-style progress lines (exact
- * strings, fake clock) and checkpoints (round trip, every corruption).
+ * strings, fake clock) and checkpoints (round trip, every corruption,
+ * metadata required on load).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1136,7 +1137,7 @@ CKPT_BAD(truncated, TRUNCATE, -EIO,
 CKPT_BAD(tiny, TINY_FILE, -EIO, "truncated: 20 bytes, the header alone is 32");
 CKPT_BAD(bad_magic, BAD_MAGIC, -EINVAL, "not a vtpu checkpoint (bad magic)");
 CKPT_BAD(bad_version, BAD_VERSION, -EINVAL,
-	 "checkpoint version 2, this library reads version 1");
+	 "checkpoint version 3, this library reads versions 1 to 2");
 CKPT_BAD(name_mismatch, NAME_MISMATCH, -EINVAL,
 	 "has a tensor 'fc1.bias' that is not expected");
 CKPT_BAD(shape_mismatch, SHAPE_MISMATCH, -EINVAL,
@@ -1152,7 +1153,7 @@ TEST_F(ckpt_bad, rejected)
 	char path[128], err[256] = "";
 	size_t n = 3, len;
 	uint8_t *buf;
-	uint32_t v2 = 2;
+	uint32_t v3 = 3;
 
 	snprintf(path, sizeof(path), "%s/model.ckpt", self->dir);
 	ckpt_fill(&a, 1.5f);
@@ -1166,7 +1167,7 @@ TEST_F(ckpt_bad, rejected)
 	case TRUNCATE: len--; break;
 	case TINY_FILE: len = 20; break;
 	case BAD_MAGIC: buf[0] = 'X'; break;
-	case BAD_VERSION: memcpy(buf + 8, &v2, 4); break;
+	case BAD_VERSION: memcpy(buf + 8, &v3, 4); break;
 	case NAME_MISMATCH: b.t[1].name = "fc1.b"; break;
 	case SHAPE_MISMATCH: b.t[0].dims[0] = 4; b.t[0].dims[1] = 3; break;
 	case COUNT_DIFF: n = 2; break;
@@ -1185,8 +1186,12 @@ TEST_F(ckpt_bad, rejected)
 	EXPECT_EQ(orig.s, b.s);
 }
 
-/* Every single-bit flip and every truncation is an error, never a crash. */
-TEST_F(tmp, ckpt_every_corruption)
+/*
+ * Every single-bit flip and every truncation of a checkpoint saved with
+ * @nmeta metadata entries is an error, never a crash, and fills nothing.
+ */
+static void corrupt_each(struct __test_metadata *_metadata, const char *dir,
+			 const struct vtpu_ckpt_meta *meta, size_t nmeta)
 {
 	struct ckpt_fix a, b;
 	char path[128], err[256];
@@ -1194,9 +1199,9 @@ TEST_F(tmp, ckpt_every_corruption)
 	uint8_t *buf;
 	int bit, ret;
 
-	snprintf(path, sizeof(path), "%s/model.ckpt", self->dir);
+	snprintf(path, sizeof(path), "%s/model.ckpt", dir);
 	ckpt_fill(&a, 1.5f);
-	ASSERT_EQ(0, vtpu_ckpt_save(path, a.t, 3, NULL, 0));
+	ASSERT_EQ(0, vtpu_ckpt_save_meta(path, a.t, 3, meta, nmeta, NULL, 0));
 	buf = slurp(path, &len);
 	ASSERT_NE(NULL, buf);
 	ckpt_fill(&b, 0);
@@ -1206,7 +1211,8 @@ TEST_F(tmp, ckpt_every_corruption)
 			write_bytes(path, buf, len, false);
 			buf[i] ^= 1 << bit;
 			err[0] = '\0';
-			ret = vtpu_ckpt_load(path, b.t, 3, err, sizeof(err));
+			ret = vtpu_ckpt_load_meta(path, b.t, 3, meta, nmeta, err,
+						  sizeof(err));
 			if (ret != -EIO && ret != -EINVAL)
 				TH_LOG("byte %zu bit %d: %d %s", i, bit, ret,
 				       err);
@@ -1216,12 +1222,169 @@ TEST_F(tmp, ckpt_every_corruption)
 	}
 	for (i = 0; i < len; i++) {
 		write_bytes(path, buf, i, false);
-		ret = vtpu_ckpt_load(path, b.t, 3, err, sizeof(err));
+		ret = vtpu_ckpt_load_meta(path, b.t, 3, meta, nmeta, err,
+					  sizeof(err));
 		ASSERT_TRUE(ret == -EIO || ret == -EINVAL);
 	}
 	for (i = 0; i < 12; i++)	/* never filled */
 		ASSERT_EQ(i * 0.5f, b.w[i]);
 	free(buf);
+}
+
+TEST_F(tmp, ckpt_every_corruption)
+{
+	const struct vtpu_ckpt_meta meta[2] = {
+		{ "source vocabulary", "0123456789abcdef" }, { "empty", "" },
+	};
+
+	corrupt_each(_metadata, self->dir, NULL, 0);
+	corrupt_each(_metadata, self->dir, meta, 2);
+}
+
+/*
+ * Metadata: version 2 files (version 1 without), ignored by a plain load,
+ * required by a load that names it, checked before any tensor is filled.
+ */
+TEST_F(tmp, ckpt_meta)
+{
+	const struct vtpu_ckpt_meta meta[2] = {
+		{ "source vocabulary", "0123456789abcdef" }, { "empty", "" },
+	};
+	static const struct {
+		struct vtpu_ckpt_meta want;
+		const char *msg;
+	} bad[] = {
+		{ { "source vocabulary", "fedcba9876543210" },
+		  "the checkpoint's 'source vocabulary' is '0123456789abcdef', not 'fedcba9876543210'" },
+		{ { "source vocabulary", "0123456789abcde" },	/* a prefix */
+		  "is '0123456789abcdef', not '0123456789abcde'" },
+		{ { "empty", "x" }, "the checkpoint's 'empty' is '', not 'x'" },
+		{ { "target vocabulary", "0123456789abcdef" },
+		  "the checkpoint has no 'target vocabulary' (expected '0123456789abcdef')" },
+		{ { "source", "0123456789abcdef" }, "has no 'source'" },
+	};
+	struct ckpt_fix a, b;
+	char path[128], err[256];
+	uint32_t word;
+	uint8_t *buf;
+	size_t len, i;
+
+	snprintf(path, sizeof(path), "%s/model.ckpt", self->dir);
+	ckpt_fill(&a, 1.5f);
+	ASSERT_EQ(0, vtpu_ckpt_save_meta(path, a.t, 3, meta, 2, err,
+					 sizeof(err)));
+	buf = slurp(path, &len);
+	ASSERT_NE(NULL, buf);
+	memcpy(&word, buf + 8, 4);
+	EXPECT_EQ(2, word);
+	memcpy(&word, buf + 28, 4);
+	EXPECT_EQ(2, word);
+	EXPECT_EQ(32 + 138 + 8 + 17 + 16 + 8 + 5, len);
+	free(buf);
+
+	ckpt_fill(&b, 0);
+	ASSERT_EQ(0, vtpu_ckpt_load(path, b.t, 3, err, sizeof(err)));
+	EXPECT_EQ(0, memcmp(a.w, b.w, sizeof(a.w)));
+	ckpt_fill(&b, 0);
+	ASSERT_EQ(0, vtpu_ckpt_load_meta(path, b.t, 3, meta, 2, err,
+					 sizeof(err)));
+	EXPECT_EQ(0, memcmp(a.w, b.w, sizeof(a.w)));
+	EXPECT_EQ(a.s, b.s);
+	ckpt_fill(&b, 0);
+	ASSERT_EQ(0, vtpu_ckpt_load_meta(path, b.t, 3, &meta[1], 1, err,
+					 sizeof(err)));
+	EXPECT_EQ(0, memcmp(a.b, b.b, sizeof(a.b)));
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		ckpt_fill(&b, 0);
+		err[0] = '\0';
+		EXPECT_EQ(-EINVAL, vtpu_ckpt_load_meta(path, b.t, 3,
+						       &bad[i].want, 1, err,
+						       sizeof(err)));
+		EXPECT_MSG(err, bad[i].msg);
+		EXPECT_EQ(0.5f, b.w[1]);	/* untouched */
+		EXPECT_EQ(0, b.s);
+	}
+
+	/* without metadata: version 1, as before, and no key to require */
+	ASSERT_EQ(0, vtpu_ckpt_save(path, a.t, 3, err, sizeof(err)));
+	buf = slurp(path, &len);
+	ASSERT_NE(NULL, buf);
+	memcpy(&word, buf + 8, 4);
+	EXPECT_EQ(1, word);
+	EXPECT_EQ(32 + 138, len);
+	free(buf);
+	EXPECT_EQ(-EINVAL, vtpu_ckpt_load_meta(path, b.t, 3, meta, 1, err,
+					       sizeof(err)));
+	EXPECT_MSG(err, "the checkpoint has no 'source vocabulary'");
+}
+
+TEST_F(tmp, ckpt_meta_bad_arguments)
+{
+	struct vtpu_ckpt_meta many[VTPU_CKPT_MAX_NMETA + 1];
+	static char names[VTPU_CKPT_MAX_NMETA + 1][8];
+	char path[128], err[256], *long_value;
+	struct ckpt_fix a;
+	const struct {
+		struct vtpu_ckpt_meta meta[2];
+		const char *msg;
+	} bad[] = {
+		{ { { "k", "1" }, { "k", "2" } }, "metadata 'k' appears twice" },
+		{ { { "k", "1" }, { "", "2" } }, "metadata 1: key must be 1..255 bytes" },
+		{ { { NULL, "1" }, { "j", "2" } }, "metadata 0: key must be 1..255 bytes" },
+		{ { { "k", NULL }, { "j", "2" } },
+		  "metadata 'k': the value must be a string of at most 65535 bytes" },
+	};
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/model.ckpt", self->dir);
+	ckpt_fill(&a, 1);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_EQ(-EINVAL, vtpu_ckpt_save_meta(path, a.t, 3,
+						       bad[i].meta, 2, err,
+						       sizeof(err)));
+		EXPECT_MSG(err, bad[i].msg);
+		/* a load names the same error, before reading any file */
+		EXPECT_EQ(-EINVAL, vtpu_ckpt_load_meta(path, a.t, 3,
+						       bad[i].meta, 2, err,
+						       sizeof(err)));
+		EXPECT_MSG(err, bad[i].msg);
+	}
+	EXPECT_EQ(-EINVAL, vtpu_ckpt_save_meta(path, a.t, 3, NULL, 1, err,
+					       sizeof(err)));
+	EXPECT_MSG(err, "no metadata");
+
+	long_value = malloc(VTPU_CKPT_MAX_VALUE + 2);
+	ASSERT_NE(NULL, long_value);
+	memset(long_value, 'v', VTPU_CKPT_MAX_VALUE + 1);
+	long_value[VTPU_CKPT_MAX_VALUE + 1] = '\0';
+	many[0] = (struct vtpu_ckpt_meta){ "long", long_value };
+	EXPECT_EQ(-EINVAL, vtpu_ckpt_save_meta(path, a.t, 3, many, 1, err,
+					       sizeof(err)));
+	EXPECT_MSG(err, "at most 65535 bytes");
+	long_value[VTPU_CKPT_MAX_VALUE] = '\0';	/* the longest allowed */
+	EXPECT_EQ(0, vtpu_ckpt_save_meta(path, a.t, 3, many, 1, err,
+					 sizeof(err)));
+	EXPECT_EQ(0, vtpu_ckpt_load_meta(path, a.t, 3, many, 1, err,
+					 sizeof(err)));
+	free(long_value);
+	unlink(path);
+
+	for (i = 0; i <= VTPU_CKPT_MAX_NMETA; i++) {
+		snprintf(names[i], sizeof(names[i]), "k%zu", i);
+		many[i] = (struct vtpu_ckpt_meta){ names[i], "" };
+	}
+	EXPECT_EQ(-EINVAL, vtpu_ckpt_save_meta(path, a.t, 3, many,
+					       VTPU_CKPT_MAX_NMETA + 1, err,
+					       sizeof(err)));
+	EXPECT_MSG(err, "257 metadata entries (at most 256)");
+	EXPECT_EQ(0, count_files(self->dir));	/* nothing was written */
+	EXPECT_EQ(0, vtpu_ckpt_save_meta(path, a.t, 3, many,
+					 VTPU_CKPT_MAX_NMETA, err,
+					 sizeof(err)));
+	EXPECT_EQ(0, vtpu_ckpt_load_meta(path, a.t, 3, many,
+					 VTPU_CKPT_MAX_NMETA, err,
+					 sizeof(err)));
 }
 
 TEST_HARNESS_MAIN
