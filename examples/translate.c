@@ -13,15 +13,20 @@
  *   translate --device cpu --data data/spa-eng/spa.txt --limit 30000
  *
  * After every epoch it translates a few held-out sentences; at the end,
- * the whole held-out split, and reports the exact-match rate. Greedily
+ * the whole held-out split, and reports the exact-match rate. --save CK
+ * writes the vocabularies beside the weights (CK.src.vocab, CK.tgt.vocab)
+ * and their fingerprints into CK; --load CK encodes the data with those
+ * files, and refuses a checkpoint trained with other vocabularies. Greedily
  * by default; --beam N searches with N hypotheses per sentence instead.
  * --attention additive scores with Bahdanau's v . tanh(W1 q + W2 k) (of
  * UNITS units) instead of Luong's dot product.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <vtpu_text.h>
 
@@ -35,6 +40,7 @@
 /* One side of the corpus, encoded: ids [n][len]. */
 struct side {
 	struct vtpu_vocab vocab;
+	char fingerprint[17];	/* vtpu_vocab_hash(), in hex */
 	uint32_t len;
 	uint32_t *ids;
 };
@@ -53,17 +59,35 @@ static void die(const char *name, const char *what)
 	exit(1);
 }
 
-static void encode_side(const struct trainer_opts *o, struct side *s,
-			char *const *text, uint32_t n, uint32_t ntrain,
-			enum vtpu_tokenize mode)
+/* The vocabulary files saved beside checkpoint @ck. */
+static void vocab_path(char *buf, size_t len, const char *ck, const char *side)
 {
-	char err[512];
+	snprintf(buf, len, "%s.%s.vocab", ck, side);
+}
+
+/*
+ * Encode one side with the vocabulary saved beside --load's checkpoint if
+ * there is one (the ids the weights were trained with), else with one
+ * built from the training split only.
+ */
+static void encode_side(const struct trainer_opts *o, struct side *s,
+			const char *side, char *const *text, uint32_t n,
+			uint32_t ntrain, enum vtpu_tokenize mode)
+{
+	char err[512], path[4096];
 	uint32_t i, len;
 
-	/* the vocabulary from the training split only */
-	if (vtpu_vocab_build(&s->vocab, text, ntrain, mode, 0, 1, err,
-			     sizeof(err)))
+	if (o->load)
+		vocab_path(path, sizeof(path), o->load, side);
+	if (o->load && !access(path, F_OK)) {
+		if (vtpu_vocab_load(&s->vocab, path, err, sizeof(err)))
+			die(o->name, err);
+	} else if (vtpu_vocab_build(&s->vocab, text, ntrain, mode, 0, 1, err,
+				    sizeof(err))) {
 		die(o->name, err);
+	}
+	snprintf(s->fingerprint, sizeof(s->fingerprint), "%016" PRIx64,
+		 vtpu_vocab_hash(&s->vocab));
 	s->len = 0;
 	for (i = 0; i < n; i++) {
 		len = vtpu_vocab_tokens(&s->vocab, text[i]) + 2;
@@ -102,8 +126,8 @@ static void load_corpus(const struct trainer_opts *o, struct corpus *c)
 		die(o->name, "too few pairs to hold any out");
 	if (o->test_limit && n - c->ntrain > o->test_limit)
 		n = c->ntrain + o->test_limit;
-	encode_side(o, &c->src, c->pairs.src, n, c->ntrain, mode);
-	encode_side(o, &c->tgt, c->pairs.tgt, n, c->ntrain, mode);
+	encode_side(o, &c->src, "src", c->pairs.src, n, c->ntrain, mode);
+	encode_side(o, &c->tgt, "tgt", c->pairs.tgt, n, c->ntrain, mode);
 	c->n = n;
 	/* the decoder reads <start> y1 .. and learns to say y1 .. <end> */
 	T = c->tgt.len - 1;
@@ -228,6 +252,22 @@ static void on_epoch(void *ctx, const struct vtpu_epoch_stats *st)
 	fflush(stdout);
 }
 
+/* --save: the vocabularies, then the weights with their fingerprints. */
+static void save(const struct trainer_opts *o, struct vtpu_model *m,
+		 const struct corpus *c, const struct vtpu_ckpt_meta *meta)
+{
+	char err[512], path[4096];
+
+	vocab_path(path, sizeof(path), o->save, "src");
+	if (vtpu_vocab_save(&c->src.vocab, path, err, sizeof(err)))
+		die(o->name, err);
+	vocab_path(path, sizeof(path), o->save, "tgt");
+	if (vtpu_vocab_save(&c->tgt.vocab, path, err, sizeof(err)))
+		die(o->name, err);
+	if (vtpu_model_save_meta(m, o->save, meta, 2))
+		die(o->name, vtpu_model_error(m));
+}
+
 int main(int argc, char **argv)
 {
 	struct trainer_opts o = {
@@ -238,6 +278,7 @@ int main(int argc, char **argv)
 	VTPU_COMPILE_OPTS(co, .optimizer = VTPU_OPT_ADAM,
 			  .learning_rate = 1e-3f);
 	struct vtpu_token_dataset train, test;
+	struct vtpu_ckpt_meta meta[2];
 	struct vtpu_model_info info;
 	struct corpus c = { 0 };
 	struct vtpu_model *m;
@@ -287,8 +328,19 @@ int main(int argc, char **argv)
 	       c.tgt.vocab.size, c.src.len, c.tgt.len);
 	printf("held-out translations: %s\n", how);
 	fflush(stdout);
-	if (o.load && vtpu_model_load(m, o.load))
-		die(o.name, vtpu_model_error(m));
+	/* the weights mean something only with the ids they were trained on */
+	meta[0] = (struct vtpu_ckpt_meta){ "source vocabulary",
+					   c.src.fingerprint };
+	meta[1] = (struct vtpu_ckpt_meta){ "target vocabulary",
+					   c.tgt.fingerprint };
+	if (o.load && vtpu_model_load_meta(m, o.load, meta, 2)) {
+		fprintf(stderr, "%s: %s\n", o.name, vtpu_model_error(m));
+		if (strstr(vtpu_model_error(m), "vocabulary"))
+			fprintf(stderr,
+				"%s: the checkpoint was trained with other vocabularies: use the ones saved beside it (%s.src.vocab, %s.tgt.vocab)\n",
+				o.name, o.load, o.load);
+		exit(1);
+	}
 	{
 		VTPU_FIT_OPTS(fo, .epochs = o.epochs, .progress = stdout,
 			      .token_validation = &test, .on_epoch = on_epoch,
@@ -309,8 +361,8 @@ int main(int argc, char **argv)
 	       "%.4f (%u of %u held-out %s, %s)\n", loss, acc,
 	       (double)right / test.n, right, test.n,
 	       o.data_default ? "dates" : "pairs", how);
-	if (o.save && vtpu_model_save(m, o.save))
-		die(o.name, vtpu_model_error(m));
+	if (o.save)
+		save(&o, m, &c, meta);
 	free(r.out);
 	vtpu_model_destroy(m);
 	free_corpus(&c);

@@ -177,9 +177,9 @@ VTPU_API int vtpu_vocab_load(struct vtpu_vocab *v, const char *path,
 
 /**
  * vtpu_vocab_hash() - a 64-bit fingerprint of the mode and the tokens in
- * order (FNV-1a): store it beside a model's weights and compare it before
- * using them, so that a checkpoint is never used with a vocabulary it was
- * not trained with (checkpoints do not carry it themselves).
+ * order (FNV-1a): store it with a model's weights (vtpu_model_save_meta())
+ * and require it when loading them (vtpu_model_load_meta()), so that a
+ * checkpoint is never used with a vocabulary it was not trained with.
  */
 VTPU_API uint64_t vtpu_vocab_hash(const struct vtpu_vocab *v);
 

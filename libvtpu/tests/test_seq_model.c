@@ -5,13 +5,15 @@
  * command stream. The forward pass against a double-precision reference
  * written here from the layers' definitions (Keras' LSTM, Keras' GRU
  * with reset_after, Luong's attention), the backward pass against finite
- * differences (vtpu_gradcheck), and the graph's rejections.
+ * differences (vtpu_gradcheck), the graph's rejections, and a checkpoint
+ * bound to its vocabulary.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kselftest_harness.h"
 #include <vtpu_model.h>
@@ -1414,6 +1416,119 @@ TEST(packing)
 	EXPECT_EQ(2u, plab[2]);
 	EXPECT_EQ(UINT32_MAX, plab[3]);
 	vtpu_graph_destroy(g);
+}
+
+/*
+ * A checkpoint is bound to the vocabulary its embedding was trained with:
+ * saved with the vocabulary's fingerprint, it loads with the same
+ * vocabulary read back from its file, and refuses another of the same size
+ * (which the shapes alone would accept) without changing the model.
+ */
+TEST(checkpoint_refuses_another_vocabulary)
+{
+	enum { N = 8, T = 6 };
+	static const char *const ours[] = { "the cat sat", "a dog ran",
+					    "the dog sat", "a cat ran" };
+	static const char *const theirs[] = { "el gato", "un perro corre",
+					      "el perro", "un gato se" };
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 4, .threads = 1,
+			  .optimizer = VTPU_OPT_ADAM, .seed = 3);
+	struct vtpu_fit_opts fo = { .sz = sizeof(fo), .epochs = 2 };
+	char dir[] = "/tmp/vtpu-test-seq.XXXXXX", vpath[64], ck[64];
+	char err[256], fp[3][17], msg[160];
+	struct vtpu_vocab v = { 0 }, back = { 0 }, other = { 0 };
+	static uint32_t ids[N * T], lab[N * T];
+	struct vtpu_token_dataset ds = { .n = N, .inputs = { ids },
+					 .labels = lab };
+	struct vtpu_ckpt_meta meta = { "source vocabulary", NULL };
+	struct vtpu_model *m[2];
+	struct vtpu_weight_info wi;
+	float *w[3];
+	uint32_t len, i;
+	int k;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(vpath, sizeof(vpath), "%s/src.vocab", dir);
+	snprintf(ck, sizeof(ck), "%s/model.ckpt", dir);
+	ASSERT_EQ(0, vtpu_vocab_build(&v, (char *const *)ours, 4,
+				      VTPU_TOKENIZE_WORDS, 0, 1, err,
+				      sizeof(err)));
+	ASSERT_EQ(0, vtpu_vocab_build(&other, (char *const *)theirs, 4,
+				      VTPU_TOKENIZE_WORDS, 0, 1, err,
+				      sizeof(err)));
+	ASSERT_EQ(v.size, other.size);	/* the shapes cannot tell them apart */
+	ASSERT_EQ(0, vtpu_vocab_save(&v, vpath, err, sizeof(err)));
+	ASSERT_EQ(0, vtpu_vocab_load(&back, vpath, err, sizeof(err)));
+	snprintf(fp[0], sizeof(fp[0]), "%016llx",
+		 (unsigned long long)vtpu_vocab_hash(&v));
+	snprintf(fp[1], sizeof(fp[1]), "%016llx",
+		 (unsigned long long)vtpu_vocab_hash(&back));
+	snprintf(fp[2], sizeof(fp[2]), "%016llx",
+		 (unsigned long long)vtpu_vocab_hash(&other));
+	EXPECT_STREQ(fp[0], fp[1]);
+	EXPECT_STRNE(fp[0], fp[2]);
+
+	/* the next token of each sentence, as a language model */
+	for (i = 0; i < N; i++) {
+		ASSERT_EQ(0, vtpu_vocab_encode(&v, ours[i % 4], T,
+					       ids + i * T, &len, err,
+					       sizeof(err)));
+		memcpy(lab + i * T, ids + i * T + 1, (T - 1) * sizeof(*lab));
+		lab[i * T + T - 1] = VTPU_TOK_PAD;
+	}
+	for (k = 0; k < 2; k++) {
+		struct vtpu_graph *g = vtpu_graph_create();
+		int x = vtpu_graph_tokens(g, T);
+
+		x = vtpu_graph_embedding(g, x, v.size, 4);
+		x = vtpu_graph_dense(g, x, v.size, VTPU_ACT_NONE);
+		ASSERT_LE(0, vtpu_graph_loss(g, x));
+		m[k] = vtpu_model_create_graph(g);
+		ASSERT_NE(NULL, m[k]);
+		co.seed = 3 + k;
+		ASSERT_EQ(0, vtpu_model_compile(m[k], &co));
+	}
+	ASSERT_EQ(0, vtpu_model_fit_tokens(m[0], &ds, &fo));
+	meta.value = fp[0];
+	ASSERT_EQ(0, vtpu_model_save_meta(m[0], ck, &meta, 1))
+		TH_LOG("%s", vtpu_model_error(m[0]));
+	ASSERT_EQ(0, vtpu_model_weight_info(m[0], 0, &wi));
+	for (k = 0; k < 3; k++) {
+		w[k] = malloc(wi.count * sizeof(float));
+		ASSERT_NE(NULL, w[k]);
+	}
+	ASSERT_EQ(0, vtpu_model_get_weights(m[0], 0, w[0], wi.count));
+	ASSERT_EQ(0, vtpu_model_get_weights(m[1], 0, w[1], wi.count));
+	ASSERT_NE(0, memcmp(w[0], w[1], wi.count * sizeof(float)));
+
+	/* another vocabulary of the same size: refused, nothing changed */
+	meta.value = fp[2];
+	EXPECT_EQ(-EINVAL, vtpu_model_load_meta(m[1], ck, &meta, 1));
+	snprintf(msg, sizeof(msg),
+		 "the checkpoint's 'source vocabulary' is '%s', not '%s'",
+		 fp[0], fp[2]);
+	EXPECT_TRUE(strstr(vtpu_model_error(m[1]), msg) != NULL)
+		TH_LOG("%s", vtpu_model_error(m[1]));
+	ASSERT_EQ(0, vtpu_model_get_weights(m[1], 0, w[2], wi.count));
+	EXPECT_EQ(0, memcmp(w[1], w[2], wi.count * sizeof(float)));
+
+	/* the vocabulary read back from its file: loads, the same weights */
+	meta.value = fp[1];
+	ASSERT_EQ(0, vtpu_model_load_meta(m[1], ck, &meta, 1))
+		TH_LOG("%s", vtpu_model_error(m[1]));
+	ASSERT_EQ(0, vtpu_model_get_weights(m[1], 0, w[2], wi.count));
+	EXPECT_EQ(0, memcmp(w[0], w[2], wi.count * sizeof(float)));
+
+	for (k = 0; k < 3; k++)
+		free(w[k]);
+	for (k = 0; k < 2; k++)
+		vtpu_model_destroy(m[k]);
+	vtpu_vocab_free(&v);
+	vtpu_vocab_free(&back);
+	vtpu_vocab_free(&other);
+	unlink(vpath);
+	unlink(ck);
+	rmdir(dir);
 }
 
 TEST_HARNESS_MAIN

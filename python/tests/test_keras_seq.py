@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import vtpu.keras as keras
+from vtpu import text
 from vtpu.keras import layers as L
 
 TS, TT, VS, VT = 8, 8, 12, 12      # steps and vocabularies (ids 4.. are words)
@@ -200,6 +201,45 @@ def test_weights_in_keras_names_and_layouts(trained, tmp_path):
                 "embedding_1/embeddings"} <= set(f.files)
     with pytest.raises(ValueError, match="lstm.*recurrent_kernel.*shape"):
         lstm.set_weights([k, r[:, :4], b])
+
+
+def test_checkpoint_bound_to_its_vocabulary(trained, tmp_path):
+    """save_weights(metadata=) binds the checkpoint to the vocabulary the
+    copy task's ids stand for; load_weights(metadata=) takes the same one
+    read back from its file and refuses another of the same size (which
+    the shapes alone accept), loading nothing."""
+    model = trained[0]
+    ours = text.Vocabulary(["a b c d", "e f g h"])
+    theirs = text.Vocabulary(["i j k l", "m n o p"])
+    assert len(ours) == len(theirs) == VS
+    ours.save(str(tmp_path / "src.vocab"))
+    back = text.Vocabulary.load(str(tmp_path / "src.vocab"))
+    assert back.fingerprint == ours.fingerprint != theirs.fingerprint
+    assert re.fullmatch("[0-9a-f]{16}", ours.fingerprint)
+    path = tmp_path / "s2s.ckpt"
+    model.save_weights(path, metadata={"source vocabulary": ours.fingerprint,
+                                       "task": "copy"})
+    other, _ = seq2seq()
+    compiled(other)
+    before = other.get_weights()
+    with pytest.raises(ValueError, match="the checkpoint's 'source "
+                       "vocabulary' is '%s', not '%s'"
+                       % (ours.fingerprint, theirs.fingerprint)):
+        other.load_weights(path, metadata={
+            "source vocabulary": theirs.fingerprint})
+    with pytest.raises(ValueError, match="has no 'target vocabulary'"):
+        other.load_weights(path, metadata={
+            "target vocabulary": ours.fingerprint})
+    for a, b in zip(other.get_weights(), before):
+        assert (a == b).all()
+    other.load_weights(path, metadata={"source vocabulary": back.fingerprint})
+    for a, b in zip(other.get_weights(), model.get_weights()):
+        assert (a == b).all()
+    other.load_weights(path)            # without metadata: not checked
+    with pytest.raises(ValueError, match="not .npz files"):
+        model.save_weights(tmp_path / "w.npz", metadata={"task": "copy"})
+    with pytest.raises(TypeError, match="keys and values are str"):
+        model.save_weights(path, metadata={"task": 1})
 
 
 def test_summary_and_shapes(fresh_names):

@@ -128,9 +128,17 @@ class Vocabulary:
 
     @property
     def hash(self):
-        """A fingerprint of the mode and the tokens in order: store it
-        with weights, compare before using them."""
+        """A fingerprint of the mode and the tokens in order (a 64-bit
+        int)."""
         return lib.vtpu_vocab_hash(self._v)
+
+    @property
+    def fingerprint(self):
+        """hash in 16 hex digits, as the translate example stores it:
+        model.save_weights(path, metadata={"source vocabulary":
+        v.fingerprint}), and load_weights with the same metadata refuses
+        a checkpoint trained with another vocabulary."""
+        return "%016x" % self.hash
 
     def id(self, token):
         b = token.encode("utf-8")

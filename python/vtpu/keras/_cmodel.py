@@ -201,13 +201,35 @@ class CModel:
             _floats(probs)), "predict")
         return probs
 
-    def save(self, path):
-        self.check(lib.vtpu_model_save(self.p, os.fsencode(path)),
+    def save(self, path, metadata=None):
+        meta, keep = _meta(metadata)
+        self.check(lib.vtpu_model_save_meta(self.p, os.fsencode(path), meta,
+                                            len(keep)),
                    "save_weights(%r)" % os.fsdecode(path))
 
-    def load(self, path):
-        self.check(lib.vtpu_model_load(self.p, os.fsencode(path)),
+    def load(self, path, metadata=None):
+        meta, keep = _meta(metadata)
+        self.check(lib.vtpu_model_load_meta(self.p, os.fsencode(path), meta,
+                                            len(keep)),
                    "load_weights(%r)" % os.fsdecode(path))
+
+
+def _meta(metadata):
+    """A dict of str to str as struct vtpu_ckpt_meta[], and the strings
+    that must outlive the call."""
+    items = sorted((metadata or {}).items())
+    keep = []
+    for k, v in items:
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError("metadata: keys and values are str: %r"
+                            % ((k, v),))
+        keep.append((ffi.new("char[]", k.encode("utf-8")),
+                     ffi.new("char[]", v.encode("utf-8"))))
+    meta = ffi.new("struct vtpu_ckpt_meta[]", max(1, len(keep)))
+    for i, (k, v) in enumerate(keep):
+        meta[i].key = k
+        meta[i].value = v
+    return meta, keep
 
 
 def progress_line(step, total, elapsed, metrics, final=True):

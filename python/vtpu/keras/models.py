@@ -1184,13 +1184,19 @@ class Model:
         self._set_all(list(zip([n for _, n, _ in wl], arrays)))
 
     def save_weights(self, filepath, overwrite=True, save_format=None,
-                     options=None):
+                     options=None, metadata=None):
         """A path ending in .npz: the weights as numpy arrays named as
         libvtpu names them ("dense/kernel", "conv2d_1/bias", ...: by the
         model's structure, not the session's layer names). Any other path:
         libvtpu's checkpoint (vtpu_model_save: the weights and the
-        optimizer's state, CRC-checked, written atomically)."""
+        optimizer's state, CRC-checked, written atomically), with
+        metadata (a dict of str to str, e.g. {"source vocabulary":
+        vocab.fingerprint}) stored beside them for load_weights to
+        require."""
         path = os.fspath(filepath)
+        if metadata and str(path).endswith(".npz"):
+            raise ValueError("save_weights(%r): metadata is kept in "
+                             "libvtpu's checkpoints, not .npz files" % path)
         if save_format is not None and save_format not in ("npz", "vtpu"):
             raise ValueError("save_weights: save_format=%r is not supported: "
                              "a .npz path saves numpy arrays, any other "
@@ -1209,13 +1215,19 @@ class Model:
                                                   self.get_weights())}
             np.savez(path, **named)
             return
-        self._ensure_c(what="save_weights").save(path)
+        self._ensure_c(what="save_weights").save(path, metadata)
 
     def load_weights(self, filepath, by_name=False, skip_mismatch=False,
-                     options=None):
+                     options=None, metadata=None):
         """What save_weights wrote: a .npz (every name and shape must match
-        this model's) or libvtpu's checkpoint (the optimizer's state too)."""
+        this model's) or libvtpu's checkpoint (the optimizer's state too).
+        With metadata, the checkpoint must hold each key with the same
+        value (ValueError, and nothing loaded, if not): a checkpoint
+        trained with one vocabulary refuses another."""
         path = os.fspath(filepath)
+        if metadata and path.endswith(".npz"):
+            raise ValueError("load_weights(%r): metadata is kept in "
+                             "libvtpu's checkpoints, not .npz files" % path)
         if by_name or skip_mismatch or options is not None:
             raise ValueError("load_weights: by_name, skip_mismatch and "
                              "options are not supported: names and shapes "
@@ -1234,7 +1246,7 @@ class Model:
             self._check_weights(wl, arrays, "load_weights(%r)" % path)
             self._set_all(list(zip([n for _, n, _ in wl], arrays)))
             return
-        self._ensure_c(what="load_weights").load(path)
+        self._ensure_c(what="load_weights").load(path, metadata)
 
     def save(self, *args, **kwargs):
         raise NotImplementedError(
