@@ -13,12 +13,20 @@ november 2026" -> "2026-11-24"); with --data any tab-separated pair file.
 After every epoch it greedily translates a few held-out sentences
 (model.decode, vtpu's own: one submission per batch); at the end, all of
 them, and prints the exact-match rate. --beam N translates by beam search
-with N hypotheses per sentence instead of greedily.
+with N hypotheses per sentence instead of greedily. --save CK writes the
+weights and, beside them, the vocabularies (CK.src.vocab, CK.tgt.vocab),
+binding the checkpoint to them by their fingerprints; --load CK encodes
+with those vocabularies and refuses a checkpoint trained with others.
 
     examples/python/translate.py --device cpu --epochs 12
     examples/python/translate.py --device cpu --beam 4
     examples/python/translate.py --device cpu --data spa.txt --pairs 30000
+    examples/python/translate.py --device cpu --save dates.ckpt
+    examples/python/translate.py --device cpu --epochs 0 --load dates.ckpt
 """
+import os
+import sys
+
 import _example  # finds vtpu in a checkout
 import numpy as np
 
@@ -39,6 +47,10 @@ parser.add_argument("--seed", type=int, default=1,
                     help="the corpus, weights and shuffling")
 parser.add_argument("--beam", type=int, default=1,
                     help="hypotheses per sentence (1: greedy decoding)")
+parser.add_argument("--save", metavar="CK",
+                    help="save the weights, and the vocabularies beside them")
+parser.add_argument("--load", metavar="CK",
+                    help="start from --save's weights and vocabularies")
 args = parser.parse_args()
 if not 1 <= args.beam <= 64:
     parser.error("--beam must be 1 to 64, not %d" % args.beam)
@@ -53,8 +65,22 @@ else:
     mode = "chars"
 n_test = max(len(pairs) // 10, 1)
 n_train = len(pairs) - n_test
-src_vocab = text.Vocabulary([s for s, _ in pairs[:n_train]], mode)
-tgt_vocab = text.Vocabulary([t for _, t in pairs[:n_train]], mode)
+
+
+def vocabulary(side, sentences):
+    """The one saved beside --load's checkpoint (the ids its weights were
+    trained with), else one of the training split."""
+    path = "%s.%s.vocab" % (args.load, side)
+    if args.load and os.path.exists(path):
+        return text.Vocabulary.load(path)
+    return text.Vocabulary(sentences[:n_train], mode)
+
+
+src_vocab = vocabulary("src", [s for s, _ in pairs])
+tgt_vocab = vocabulary("tgt", [t for _, t in pairs])
+# the weights mean something only with these ids: the checkpoint says so
+fingerprints = {"source vocabulary": src_vocab.fingerprint,
+                "target vocabulary": tgt_vocab.fingerprint}
 
 
 def encode(vocab, sentences):
@@ -113,6 +139,13 @@ show = keras.callbacks.LambdaCallback(
     on_epoch_end=lambda epoch, logs: translate(n_train, min(SHOW, n_test),
                                                SHOW))
 test = ([src[n_train:], dec_in[n_train:]], labels[n_train:])
+if args.load:
+    try:
+        model.load_weights(args.load, metadata=fingerprints)
+    except (OSError, ValueError) as e:
+        sys.exit("translate.py: %s%s" % (e, "\ntranslate.py: the checkpoint "
+                 "was trained with other vocabularies: use the ones saved "
+                 "beside it" if "vocabulary" in str(e) else ""))
 model.fit([src[:n_train], dec_in[:n_train]], labels[:n_train],
           batch_size=args.batch_size, epochs=args.epochs,
           validation_data=test, callbacks=[show])
@@ -121,3 +154,7 @@ right = translate(n_train, n_test, 0)
 print("test_loss: %.4f - test_acc: %.4f (tokens) - exact_match: %.4f (%d of "
       "%d held-out %s, %s)" % (loss, acc, right / n_test, right, n_test,
                                "pairs" if args.data else "dates", HOW))
+if args.save:
+    src_vocab.save(args.save + ".src.vocab")
+    tgt_vocab.save(args.save + ".tgt.vocab")
+    model.save_weights(args.save, metadata=fingerprints)

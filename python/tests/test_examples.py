@@ -172,6 +172,35 @@ def test_translate_example_runs(tmp_path):
     assert m and 0 <= float(m.group(1)) <= 1, out
 
 
+def test_translate_example_save_load(tmp_path):
+    # --save writes the vocabularies beside the weights; --load takes them
+    # (the same held-out loss) and refuses others of the same size
+    ck = str(tmp_path / "dates.ckpt")
+    common = ["--device", "cpu", "--pairs", "500", "--seed", "2"]
+    out = run("translate.py", common + ["--epochs", "1", "--save", ck],
+              tmp_path)
+    first = re.search(r"test_loss: (\S+)", out).group(1)
+    assert os.path.exists(ck + ".src.vocab") and \
+        os.path.exists(ck + ".tgt.vocab"), out
+    out = run("translate.py", common + ["--epochs", "0", "--load", ck],
+              tmp_path)
+    assert re.search(r"test_loss: (\S+)", out).group(1) == first, out
+    lines = open(ck + ".tgt.vocab").read().split("\n")
+    lines[1], lines[2] = lines[2], lines[1]     # other ids, the same size
+    with open(ck + ".tgt.vocab", "w") as f:
+        f.write("\n".join(lines))
+    bad = subprocess.run([sys.executable, os.path.join(EXAMPLES,
+                                                       "translate.py")] +
+                         common + ["--epochs", "0", "--load", ck],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True)
+    assert bad.returncode == 1, bad.stderr
+    assert re.search(r"the checkpoint's 'target vocabulary' is "
+                     r"'[0-9a-f]{16}', not '[0-9a-f]{16}'", bad.stderr), \
+        bad.stderr
+    assert "test_loss" not in bad.stdout
+
+
 def test_translate_example_beam(tmp_path):
     # --beam N decodes by beam search; its exact-match line says so
     out = run("translate.py", ["--device", "cpu", "--pairs", "1000",
