@@ -143,6 +143,8 @@ static int check_meta(const struct vtpu_ckpt_meta *meta, size_t nmeta,
 						  meta[i].key);
 		*payload += 8 + key_len + value_len;
 	}
+	if (*payload > MAX_FILE)
+		return vtpu__errf(err, errlen, -EINVAL, "checkpoint too large");
 	return 0;
 }
 
@@ -159,9 +161,9 @@ static void put(struct writer *w, const void *buf, size_t len)
 	w->crc = crc32_z(w->crc, buf, len);
 }
 
-static int write_file(FILE *f, const struct vtpu_ckpt_tensor *t, size_t n,
-		      const struct vtpu_ckpt_meta *meta, size_t nmeta,
-		      uint64_t payload)
+static void write_file(FILE *f, const struct vtpu_ckpt_tensor *t, size_t n,
+		       const struct vtpu_ckpt_meta *meta, size_t nmeta,
+		       uint64_t payload)
 {
 	/* without metadata, version 1: what older libraries wrote and read */
 	struct ckpt_hdr hdr = {
@@ -192,15 +194,10 @@ static int write_file(FILE *f, const struct vtpu_ckpt_tensor *t, size_t n,
 		put(&w, meta[i].key, rec[0]);
 		put(&w, meta[i].value, rec[1]);
 	}
-	/* the CRC is known last: rewrite the header */
+	/* the CRC is known last: rewrite the header (errors: at the end) */
 	hdr.payload_crc = (uint32_t)w.crc;
 	if (fseek(f, 0, SEEK_SET) == 0)
 		fwrite(&hdr, sizeof(hdr), 1, f);
-	if (fflush(f) || ferror(f))
-		return -(errno ? errno : EIO);
-	if (fsync(fileno(f)))
-		return -errno;
-	return 0;
 }
 
 /* Make the rename itself durable (best effort: not every fs can). */
@@ -219,52 +216,77 @@ static void sync_dir(const char *path)
 	free(copy);
 }
 
+int vtpu__atomic_begin(struct vtpu__atomic *a, const char *path, char *err,
+		       size_t errlen)
+{
+	int fd, ret;
+
+	a->f = NULL;
+	a->path = path;
+	if ((size_t)snprintf(a->tmp, sizeof(a->tmp), "%s.tmp.XXXXXX", path) >=
+	    sizeof(a->tmp))
+		return vtpu__errf(err, errlen, -ENAMETOOLONG,
+				  "%s: path too long", path);
+	fd = mkstemp(a->tmp);
+	if (fd < 0)
+		return vtpu__errf(err, errlen, -errno, "%s: %s", a->tmp,
+				  strerror(errno));
+	fchmod(fd, 0644);
+	a->f = fdopen(fd, "wb");
+	if (!a->f) {
+		ret = -errno;
+		close(fd);
+		unlink(a->tmp);
+		return vtpu__errf(err, errlen, ret, "%s: %s", a->tmp,
+				  strerror(-ret));
+	}
+	errno = 0;
+	return 0;
+}
+
+int vtpu__atomic_end(struct vtpu__atomic *a, int ret, char *err,
+		     size_t errlen)
+{
+	int wret = 0;
+
+	if (fflush(a->f) || ferror(a->f))
+		wret = -(errno ? errno : EIO);
+	else if (fsync(fileno(a->f)))
+		wret = -errno;
+	if (fclose(a->f) && !wret)
+		wret = -(errno ? errno : EIO);
+	if (!ret && !wret && rename(a->tmp, a->path))
+		wret = -errno;
+	if (ret || wret) {
+		unlink(a->tmp);
+		return ret ? ret :
+			     vtpu__errf(err, errlen, wret,
+					"%s: writing failed: %s", a->path,
+					strerror(-wret));
+	}
+	sync_dir(a->path);
+	return 0;
+}
+
 int vtpu_ckpt_save_meta(const char *path, const struct vtpu_ckpt_tensor *t,
 			size_t n, const struct vtpu_ckpt_meta *meta,
 			size_t nmeta, char *err, size_t errlen)
 {
-	char tmp[PATH_MAX];
+	struct vtpu__atomic a;
 	uint64_t payload;
-	FILE *f;
-	int fd, ret;
+	int ret;
 
 	if (!path || (n && !t))
 		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
 	ret = check_tensors(t, n, &payload, err, errlen);
 	if (!ret)
 		ret = check_meta(meta, nmeta, &payload, err, errlen);
+	if (!ret)
+		ret = vtpu__atomic_begin(&a, path, err, errlen);
 	if (ret)
 		return ret;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
-	    sizeof(tmp))
-		return vtpu__errf(err, errlen, -ENAMETOOLONG,
-				  "%s: path too long", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return vtpu__errf(err, errlen, -errno, "%s: %s", tmp,
-				  strerror(errno));
-	fchmod(fd, 0644);
-	f = fdopen(fd, "wb");
-	if (!f) {
-		ret = -errno;
-		close(fd);
-		unlink(tmp);
-		return vtpu__errf(err, errlen, ret, "%s: %s", tmp,
-				  strerror(-ret));
-	}
-	errno = 0;
-	ret = write_file(f, t, n, meta, nmeta, payload);
-	if (fclose(f) && !ret)
-		ret = -(errno ? errno : EIO);
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
-		return vtpu__errf(err, errlen, ret, "%s: writing failed: %s",
-				  path, strerror(-ret));
-	}
-	sync_dir(path);
-	return 0;
+	write_file(a.f, t, n, meta, nmeta, payload);
+	return vtpu__atomic_end(&a, 0, err, errlen);
 }
 
 int vtpu_ckpt_save(const char *path, const struct vtpu_ckpt_tensor *t,
@@ -364,75 +386,87 @@ bad:
 			  "%s: tensor record %u is malformed", path, i);
 }
 
-/*
- * Check the metadata records at *pos against the caller's @meta: each of its
- * keys must be in the file with the same value; the file's other keys are
- * not the caller's concern.
- */
-static int match_meta(const char *path, const uint8_t **pos,
-		      const uint8_t *end, uint32_t nrec,
-		      const struct vtpu_ckpt_meta *meta, size_t nmeta,
+/* One metadata record of the file, once parsed. */
+struct meta_rec {
+	const char *key, *value;
+	uint32_t key_len, value_len;
+};
+
+/* Parse the file's @nrec metadata records at *pos into @mr. */
+static int parse_meta(const char *path, const uint8_t **pos,
+		      const uint8_t *end, uint32_t nrec, struct meta_rec *mr,
 		      char *err, size_t errlen)
 {
 	const uint8_t *p = *pos;
-	uint32_t i, len[2];
-	bool *seen = calloc(nmeta ? nmeta : 1, sizeof(*seen));
-	const char *key, *value;
-	bool malformed = false;
-	size_t k;
-	int ret = 0;
+	uint32_t i, j, len[2];
 
-	if (!seen)
-		return vtpu__errf(err, errlen, -ENOMEM, "out of memory");
-	for (i = 0; i < nrec && !ret; i++) {
-		malformed = (size_t)(end - p) < 8;
-		if (malformed)
-			break;
+	for (i = 0; i < nrec; i++) {
+		if ((size_t)(end - p) < 8)
+			goto bad;
 		memcpy(len, p, 8);
 		p += 8;
-		malformed = !len[0] || len[0] > VTPU_CKPT_MAX_NAME ||
-			    len[1] > VTPU_CKPT_MAX_VALUE ||
-			    (size_t)(end - p) < (size_t)len[0] + len[1] ||
-			    memchr(p, 0, (size_t)len[0] + len[1]);
-		if (malformed)
-			break;
-		key = (const char *)p;
-		value = key + len[0];
+		if (!len[0] || len[0] > VTPU_CKPT_MAX_NAME ||
+		    len[1] > VTPU_CKPT_MAX_VALUE ||
+		    (size_t)(end - p) < (size_t)len[0] + len[1] ||
+		    memchr(p, 0, (size_t)len[0] + len[1]))
+			goto bad;
+		mr[i] = (struct meta_rec){ (const char *)p,
+					   (const char *)p + len[0], len[0],
+					   len[1] };
 		p += len[0] + len[1];
-		for (k = 0; k < nmeta; k++) {
-			if (strlen(meta[k].key) != len[0] ||
-			    memcmp(meta[k].key, key, len[0]))
-				continue;
-			if (seen[k])
-				ret = vtpu__errf(err, errlen, -EINVAL,
-						 "%s: metadata '%s' appears twice",
-						 path, meta[k].key);
-			else if (strlen(meta[k].value) != len[1] ||
-				 memcmp(meta[k].value, value, len[1]))
-				ret = vtpu__errf(err, errlen, -EINVAL,
-						 "%s: the checkpoint's '%s' is '%.*s', not '%s'",
-						 path, meta[k].key, (int)len[1],
-						 value, meta[k].value);
-			seen[k] = true;
-		}
+		for (j = 0; j < i; j++)
+			if (mr[j].key_len == len[0] &&
+			    !memcmp(mr[j].key, mr[i].key, len[0]))
+				return vtpu__errf(err, errlen, -EINVAL,
+						  "%s: metadata '%.*s' appears twice",
+						  path, (int)len[0],
+						  mr[i].key);
 	}
-	if (malformed)
-		ret = vtpu__errf(err, errlen, -EINVAL,
-				 "%s: metadata record %u is malformed", path,
-				 i);
-	for (k = 0; k < nmeta && !ret; k++)
-		if (!seen[k])
-			ret = vtpu__errf(err, errlen, -EINVAL,
-					 "%s: the checkpoint has no '%s' (expected '%s')",
-					 path, meta[k].key, meta[k].value);
-	free(seen);
 	*pos = p;
-	return ret;
+	return 0;
+bad:
+	return vtpu__errf(err, errlen, -EINVAL,
+			  "%s: metadata record %u is malformed", path, i);
 }
 
 /*
- * Check every record against the caller's tensors (recs[k] = the file's
- * record of t[k]) and metadata.
+ * Each of the caller's @meta keys must be in the file with the same value;
+ * the file's other keys are not the caller's concern.
+ */
+static int match_meta(const char *path, const struct meta_rec *mr,
+		      uint32_t nrec, const struct vtpu_ckpt_meta *meta,
+		      size_t nmeta, char *err, size_t errlen)
+{
+	size_t k, key_len, value_len;
+	uint32_t i;
+
+	for (k = 0; k < nmeta; k++) {
+		key_len = strlen(meta[k].key);
+		value_len = strlen(meta[k].value);
+		for (i = 0; i < nrec; i++)
+			if (mr[i].key_len == key_len &&
+			    !memcmp(mr[i].key, meta[k].key, key_len))
+				break;
+		if (i == nrec)
+			return vtpu__errf(err, errlen, -ENOKEY,
+					  "%s: the checkpoint has no '%s' (expected '%s')",
+					  path, meta[k].key, meta[k].value);
+		if (mr[i].value_len != value_len ||
+		    memcmp(mr[i].value, meta[k].value, value_len))
+			return vtpu__errf(err, errlen, -EKEYREJECTED,
+					  "%s: the checkpoint's '%s' is '%.*s', not '%s'",
+					  path, meta[k].key,
+					  (int)mr[i].value_len, mr[i].value,
+					  meta[k].value);
+	}
+	return 0;
+}
+
+/*
+ * Parse every record, check the metadata the caller requires, then match
+ * the tensors to the caller's by name and shape: recs[k] = the file's
+ * record of t[k]. The metadata comes first: a model given another
+ * vocabulary hears that, not that an embedding has another shape.
  */
 static int match_records(const char *path, const uint8_t *payload,
 			 const struct ckpt_hdr *hdr,
@@ -442,47 +476,60 @@ static int match_records(const char *path, const uint8_t *payload,
 {
 	const uint8_t *pos = payload, *end = payload + hdr->payload_bytes;
 	uint32_t i, nrec = hdr->ntensors;
+	struct record *file = calloc(nrec ? nrec : 1, sizeof(*file));
+	struct meta_rec *mr = calloc(hdr->nmeta ? hdr->nmeta : 1,
+				     sizeof(*mr));
 	char want[160], have[160];
 	size_t k;
-	int ret;
+	int ret = 0;
 
-	for (i = 0; i < nrec; i++) {
-		struct record r;
-
-		ret = parse_record(path, i, &pos, end, &r, err, errlen);
-		if (ret)
-			return ret;
-		for (k = 0; k < nrec; k++)
-			if (strlen(t[k].name) == r.name_len &&
-			    !memcmp(t[k].name, r.name, r.name_len))
-				break;
-		if (k == nrec)
-			return vtpu__errf(err, errlen, -EINVAL,
-					  "%s: has a tensor '%.*s' that is not expected",
-					  path, (int)r.name_len, r.name);
-		if (recs[k].name)
-			return vtpu__errf(err, errlen, -EINVAL,
-					  "%s: tensor '%s' appears twice",
-					  path, t[k].name);
-		if (r.ndim != t[k].ndim ||
-		    memcmp(r.dims, t[k].dims, r.ndim * sizeof(r.dims[0]))) {
-			shape_str(have, sizeof(have), r.ndim, r.dims);
-			shape_str(want, sizeof(want), t[k].ndim, t[k].dims);
-			return vtpu__errf(err, errlen, -EINVAL,
-					  "%s: tensor '%s' has shape %s, expected %s",
-					  path, t[k].name, have, want);
-		}
-		recs[k] = r;
+	if (!file || !mr) {
+		ret = vtpu__errf(err, errlen, -ENOMEM, "out of memory");
+		goto out;
 	}
-	ret = match_meta(path, &pos, end, hdr->nmeta, meta, nmeta, err,
-			 errlen);
-	if (ret)
-		return ret;
-	if (pos != end)
-		return vtpu__errf(err, errlen, -EINVAL,
-				  "%s: %zu bytes after the last record", path,
-				  (size_t)(end - pos));
-	return 0;
+	for (i = 0; i < nrec && !ret; i++)
+		ret = parse_record(path, i, &pos, end, &file[i], err, errlen);
+	if (!ret)
+		ret = parse_meta(path, &pos, end, hdr->nmeta, mr, err,
+				 errlen);
+	if (!ret && pos != end)
+		ret = vtpu__errf(err, errlen, -EINVAL,
+				 "%s: %zu bytes after the last record", path,
+				 (size_t)(end - pos));
+	if (!ret)
+		ret = match_meta(path, mr, hdr->nmeta, meta, nmeta, err,
+				 errlen);
+	for (i = 0; i < nrec && !ret; i++) {
+		const struct record *r = &file[i];
+
+		for (k = 0; k < nrec; k++)
+			if (strlen(t[k].name) == r->name_len &&
+			    !memcmp(t[k].name, r->name, r->name_len))
+				break;
+		if (k == nrec) {
+			ret = vtpu__errf(err, errlen, -EINVAL,
+					 "%s: has a tensor '%.*s' that is not expected",
+					 path, (int)r->name_len, r->name);
+		} else if (recs[k].name) {
+			ret = vtpu__errf(err, errlen, -EINVAL,
+					 "%s: tensor '%s' appears twice", path,
+					 t[k].name);
+		} else if (r->ndim != t[k].ndim ||
+			   memcmp(r->dims, t[k].dims,
+				  r->ndim * sizeof(r->dims[0]))) {
+			shape_str(have, sizeof(have), r->ndim, r->dims);
+			shape_str(want, sizeof(want), t[k].ndim, t[k].dims);
+			ret = vtpu__errf(err, errlen, -EINVAL,
+					 "%s: tensor '%s' has shape %s, expected %s",
+					 path, t[k].name, have, want);
+		} else {
+			recs[k] = *r;
+		}
+	}
+out:
+	free(file);
+	free(mr);
+	return ret;
 }
 
 static int check_header(const char *path, const uint8_t *buf, size_t len,
@@ -505,6 +552,10 @@ static int check_header(const char *path, const uint8_t *buf, size_t len,
 	if (hdr->version == 1 && hdr->nmeta)
 		return vtpu__errf(err, errlen, -EINVAL,
 				  "%s: reserved header field is not zero", path);
+	if (hdr->nmeta > VTPU_CKPT_MAX_NMETA)
+		return vtpu__errf(err, errlen, -EINVAL,
+				  "%s: %u metadata records (at most %d)", path,
+				  hdr->nmeta, VTPU_CKPT_MAX_NMETA);
 	if (hdr->payload_bytes > len - HDR_SIZE)
 		return vtpu__errf(err, errlen, -EIO,
 				  "%s: truncated: header says %llu payload bytes, the file has %zu",

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /*
  * vtpu__errf() - format a message into err (NULL-safe, always terminated)
@@ -16,6 +17,28 @@
  */
 int vtpu__errf(char *err, size_t errlen, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/*
+ * struct vtpu__atomic - a file written whole or not at all: a temporary
+ * beside @path (mode 0644), fsynced and renamed over @path by
+ * vtpu__atomic_end(), so @path is always the old file or the new one.
+ */
+struct vtpu__atomic {
+	FILE *f;
+	const char *path;
+	char tmp[4096];
+};
+
+/* Create the temporary; 0, or -errno with a message (nothing to end). */
+int vtpu__atomic_begin(struct vtpu__atomic *a, const char *path, char *err,
+		       size_t errlen);
+/*
+ * Flush, sync and close; with @ret 0 and no write error, rename over the
+ * path, else remove the temporary. Return: 0, or @ret (the caller's
+ * message kept), or the -errno of the failed write, sync or rename.
+ */
+int vtpu__atomic_end(struct vtpu__atomic *a, int ret, char *err,
+		     size_t errlen);
 
 struct vtpu_stream;
 

@@ -4,6 +4,7 @@
  * the generated date corpus, tokenization, vocabularies, length buckets.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -805,18 +806,17 @@ static const char *mode_name(enum vtpu_tokenize mode)
 int vtpu_vocab_save(const struct vtpu_vocab *v, const char *path, char *err,
 		    size_t errlen)
 {
-	FILE *f = fopen(path, "w");
+	struct vtpu__atomic a;
 	uint32_t i;
+	int ret;
 
-	if (!f)
-		return vtpu__errf(err, errlen, -errno, "%s: %s", path,
-				  strerror(errno));
-	fprintf(f, "vtpu-vocab 1 %s %u\n", mode_name(v->mode), v->size);
+	ret = vtpu__atomic_begin(&a, path, err, errlen);
+	if (ret)
+		return ret;
+	fprintf(a.f, "vtpu-vocab 1 %s %u\n", mode_name(v->mode), v->size);
 	for (i = VTPU_TOK_RESERVED; i < v->size; i++)
-		put_escaped(f, v->tokens[i]);
-	if (ferror(f) | fclose(f))
-		return vtpu__errf(err, errlen, -EIO, "%s: write error", path);
-	return 0;
+		put_escaped(a.f, v->tokens[i]);
+	return vtpu__atomic_end(&a, 0, err, errlen);
 }
 
 /* Undo put_escaped() in place; false on a bad escape. */
@@ -927,6 +927,12 @@ uint64_t vtpu_vocab_hash(const struct vtpu_vocab *v)
 	for (i = 0; i < v->size; i++)
 		h = fnv1a(h, v->tokens[i], strlen(v->tokens[i]) + 1);
 	return h;
+}
+
+void vtpu_vocab_fingerprint(const struct vtpu_vocab *v, char *out)
+{
+	snprintf(out, VTPU_VOCAB_FINGERPRINT_LEN, "%016" PRIx64,
+		 vtpu_vocab_hash(v));
 }
 
 uint32_t vtpu_vocab_id(const struct vtpu_vocab *v, const char *tok, size_t len)

@@ -689,10 +689,13 @@ VTPU_API int vtpu_ckpt_save_meta(const char *path,
 
 /**
  * vtpu_ckpt_load_meta() - vtpu_ckpt_load() that also requires each of
- * @meta's keys in the file with the same value: -EINVAL ("the checkpoint's
- * 'KEY' is 'THEIRS', not 'YOURS'", or "has no 'KEY'") before any
- * ->data is written. The file's other keys are ignored, as vtpu_ckpt_load()
- * ignores them all.
+ * @meta's keys in the file with the same value, checked before the
+ * tensors' names and shapes (a model given another vocabulary is told
+ * that, not that its embedding has another shape). The file's other keys
+ * are ignored, as vtpu_ckpt_load() ignores them all.
+ * Return: as vtpu_ckpt_load(), and -EKEYREJECTED ("the checkpoint's 'KEY'
+ * is 'THEIRS', not 'YOURS'") or -ENOKEY ("the checkpoint has no 'KEY'"),
+ * before any ->data is written.
  */
 VTPU_API int vtpu_ckpt_load_meta(const char *path,
 				 const struct vtpu_ckpt_tensor *t, size_t n,

@@ -827,12 +827,15 @@ VTPU_API int vtpu_model_load(struct vtpu_model *m, const char *path);
  * changes nothing, unless the checkpoint holds each of @meta's keys with
  * the same value. Bind a checkpoint to what its weights were trained on:
  *
- *	snprintf(fp, sizeof(fp), "%016" PRIx64, vtpu_vocab_hash(&src));
+ *	char fp[VTPU_VOCAB_FINGERPRINT_LEN];
  *	struct vtpu_ckpt_meta meta = { "source vocabulary", fp };
+ *
+ *	vtpu_vocab_fingerprint(&src, fp);
  *	vtpu_model_save_meta(m, "model.ckpt", &meta, 1);
  *	...
- *	vtpu_model_load_meta(m, "model.ckpt", &meta, 1);  (-EINVAL: another
- *		vocabulary; vtpu_model_error() names both fingerprints)
+ *	vtpu_model_load_meta(m, "model.ckpt", &meta, 1);  (-EKEYREJECTED:
+ *		another vocabulary, vtpu_model_error() names both
+ *		fingerprints; -ENOKEY: a checkpoint saved without one)
  */
 VTPU_API int vtpu_model_save_meta(struct vtpu_model *m, const char *path,
 				  const struct vtpu_ckpt_meta *meta,

@@ -162,7 +162,8 @@ VTPU_API int vtpu_vocab_build(struct vtpu_vocab *v, char *const *sentences,
 /**
  * vtpu_vocab_save() - write @v to @path: a header line
  *	"vtpu-vocab 1 words|chars SIZE", then one token per line, escaped
- *	(\\s space, \\t tab, \\n newline, \\r carriage return, \\\\ backslash)
+ *	(\\s space, \\t tab, \\n newline, \\r carriage return, \\\\ backslash),
+ *	atomically, as vtpu_ckpt_save() (the old file or the new, never half)
  */
 VTPU_API int vtpu_vocab_save(const struct vtpu_vocab *v, const char *path,
 			     char *err, size_t errlen);
@@ -177,11 +178,20 @@ VTPU_API int vtpu_vocab_load(struct vtpu_vocab *v, const char *path,
 
 /**
  * vtpu_vocab_hash() - a 64-bit fingerprint of the mode and the tokens in
- * order (FNV-1a): store it with a model's weights (vtpu_model_save_meta())
- * and require it when loading them (vtpu_model_load_meta()), so that a
- * checkpoint is never used with a vocabulary it was not trained with.
+ * order (FNV-1a)
  */
 VTPU_API uint64_t vtpu_vocab_hash(const struct vtpu_vocab *v);
+
+#define VTPU_VOCAB_FINGERPRINT_LEN 17
+
+/**
+ * vtpu_vocab_fingerprint() - vtpu_vocab_hash() as 16 lower-case hex digits
+ * and a NUL in @out (VTPU_VOCAB_FINGERPRINT_LEN bytes): the string to store
+ * with a model's weights (vtpu_model_save_meta()) and require when loading
+ * them (vtpu_model_load_meta()), so that a checkpoint is never used with a
+ * vocabulary it was not trained with
+ */
+VTPU_API void vtpu_vocab_fingerprint(const struct vtpu_vocab *v, char *out);
 
 /** vtpu_vocab_id() - the id of one token (@len bytes), VTPU_TOK_UNK if absent. */
 VTPU_API uint32_t vtpu_vocab_id(const struct vtpu_vocab *v, const char *tok,

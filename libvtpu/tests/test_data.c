@@ -1252,16 +1252,18 @@ TEST_F(tmp, ckpt_meta)
 	};
 	static const struct {
 		struct vtpu_ckpt_meta want;
+		int ret;
 		const char *msg;
 	} bad[] = {
-		{ { "source vocabulary", "fedcba9876543210" },
+		{ { "source vocabulary", "fedcba9876543210" }, -EKEYREJECTED,
 		  "the checkpoint's 'source vocabulary' is '0123456789abcdef', not 'fedcba9876543210'" },
 		{ { "source vocabulary", "0123456789abcde" },	/* a prefix */
-		  "is '0123456789abcdef', not '0123456789abcde'" },
-		{ { "empty", "x" }, "the checkpoint's 'empty' is '', not 'x'" },
-		{ { "target vocabulary", "0123456789abcdef" },
+		  -EKEYREJECTED, "is '0123456789abcdef', not '0123456789abcde'" },
+		{ { "empty", "x" }, -EKEYREJECTED,
+		  "the checkpoint's 'empty' is '', not 'x'" },
+		{ { "target vocabulary", "0123456789abcdef" }, -ENOKEY,
 		  "the checkpoint has no 'target vocabulary' (expected '0123456789abcdef')" },
-		{ { "source", "0123456789abcdef" }, "has no 'source'" },
+		{ { "source", "0123456789abcdef" }, -ENOKEY, "has no 'source'" },
 	};
 	struct ckpt_fix a, b;
 	char path[128], err[256];
@@ -1298,13 +1300,25 @@ TEST_F(tmp, ckpt_meta)
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		ckpt_fill(&b, 0);
 		err[0] = '\0';
-		EXPECT_EQ(-EINVAL, vtpu_ckpt_load_meta(path, b.t, 3,
-						       &bad[i].want, 1, err,
-						       sizeof(err)));
+		EXPECT_EQ(bad[i].ret, vtpu_ckpt_load_meta(path, b.t, 3,
+							  &bad[i].want, 1,
+							  err, sizeof(err)));
 		EXPECT_MSG(err, bad[i].msg);
 		EXPECT_EQ(0.5f, b.w[1]);	/* untouched */
 		EXPECT_EQ(0, b.s);
 	}
+	/* the metadata before the shapes: another vocabulary says so */
+	ckpt_fill(&b, 0);
+	b.t[0].dims[0] = 4;
+	b.t[0].dims[1] = 3;
+	EXPECT_EQ(-EKEYREJECTED, vtpu_ckpt_load_meta(path, b.t, 3,
+						     &bad[0].want, 1, err,
+						     sizeof(err)));
+	EXPECT_MSG(err, "'source vocabulary' is");
+	EXPECT_EQ(-EINVAL, vtpu_ckpt_load_meta(path, b.t, 3, meta, 2, err,
+					       sizeof(err)));
+	EXPECT_MSG(err, "tensor 'fc1.weight' has shape [3, 4], expected [4, 3]");
+	EXPECT_EQ(0.5f, b.w[1]);
 
 	/* without metadata: version 1, as before, and no key to require */
 	ASSERT_EQ(0, vtpu_ckpt_save(path, a.t, 3, err, sizeof(err)));
@@ -1314,9 +1328,115 @@ TEST_F(tmp, ckpt_meta)
 	EXPECT_EQ(1, word);
 	EXPECT_EQ(32 + 138, len);
 	free(buf);
-	EXPECT_EQ(-EINVAL, vtpu_ckpt_load_meta(path, b.t, 3, meta, 1, err,
+	ckpt_fill(&b, 0);
+	EXPECT_EQ(-ENOKEY, vtpu_ckpt_load_meta(path, b.t, 3, meta, 1, err,
 					       sizeof(err)));
 	EXPECT_MSG(err, "the checkpoint has no 'source vocabulary'");
+}
+
+/*
+ * A file of @ckpt_fix's three tensors and the metadata records @meta
+ * (@mlen bytes, written as they are), with a header saying @nmeta
+ * records and version @version, and a correct CRC: what a hostile or
+ * buggy writer could make.
+ */
+static void write_meta_file(struct __test_metadata *_metadata,
+			    const char *path, const void *meta, size_t mlen,
+			    uint32_t nmeta, uint32_t version)
+{
+	struct ckpt_fix a;
+	char err[256];
+	uint8_t *buf, *out;
+	uint64_t payload;
+	uint32_t crc;
+	size_t len;
+
+	ckpt_fill(&a, 1.5f);
+	ASSERT_EQ(0, vtpu_ckpt_save(path, a.t, 3, err, sizeof(err)));
+	buf = slurp(path, &len);
+	ASSERT_NE(NULL, buf);
+	out = malloc(len + mlen);
+	ASSERT_NE(NULL, out);
+	memcpy(out, buf, len);
+	memcpy(out + len, meta, mlen);
+	payload = len - 32 + mlen;
+	crc = (uint32_t)crc32(crc32(0, NULL, 0), out + 32, (uInt)payload);
+	memcpy(out + 8, &version, 4);
+	memcpy(out + 16, &payload, 8);
+	memcpy(out + 24, &crc, 4);
+	memcpy(out + 28, &nmeta, 4);
+	write_bytes(path, out, len + mlen, false);
+	free(out);
+	free(buf);
+}
+
+/* Metadata records no writer of ours makes: each an error, nothing filled. */
+TEST_F(tmp, ckpt_meta_hostile)
+{
+	static const struct {
+		const char *name;
+		const char *bytes;
+		size_t len;
+		uint32_t nmeta, version;
+		const char *msg;
+	} bad[] = {
+#define BAD(n, b, nm, v, m) { n, b, sizeof(b) - 1, nm, v, m }
+		BAD("an empty key", "\0\0\0\0\1\0\0\0v", 1, 2,
+		    "metadata record 0 is malformed"),
+		BAD("a key of 256 bytes", "\0\1\0\0\0\0\0\0", 1, 2,
+		    "metadata record 0 is malformed"),
+		BAD("a value of 65536 bytes", "\1\0\0\0\0\0\1\0k", 1, 2,
+		    "metadata record 0 is malformed"),
+		BAD("a NUL in the key", "\2\0\0\0\1\0\0\0k\0v", 1, 2,
+		    "metadata record 0 is malformed"),
+		BAD("a NUL in the value", "\1\0\0\0\2\0\0\0kv\0", 1, 2,
+		    "metadata record 0 is malformed"),
+		BAD("a value past the end", "\1\0\0\0\11\0\0\0kv", 1, 2,
+		    "metadata record 0 is malformed"),
+		BAD("a record cut short", "\1\0\0\0\1", 1, 2,
+		    "metadata record 0 is malformed"),
+		BAD("more records than there are",
+		    "\1\0\0\0\1\0\0\0kv", 2, 2,
+		    "metadata record 1 is malformed"),
+		BAD("fewer records than there are",
+		    "\1\0\0\0\1\0\0\0kv\1\0\0\0\1\0\0\0jw", 1, 2,
+		    "10 bytes after the last record"),
+		BAD("a key twice",
+		    "\1\0\0\0\1\0\0\0kv\1\0\0\0\1\0\0\0kw", 2, 2,
+		    "metadata 'k' appears twice"),
+		BAD("too many records", "", 257, 2,
+		    "257 metadata records (at most 256)"),
+		BAD("records in a version 1 file", "\1\0\0\0\1\0\0\0kv", 1,
+		    1, "reserved header field is not zero"),
+#undef BAD
+	};
+	const struct vtpu_ckpt_meta want = { "k", "v" };
+	char path[128], err[256];
+	struct ckpt_fix b;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/model.ckpt", self->dir);
+	/* the well-formed twin loads */
+	write_meta_file(_metadata, path, "\1\0\0\0\1\0\0\0kv", 10, 1, 2);
+	ckpt_fill(&b, 0);
+	ASSERT_EQ(0, vtpu_ckpt_load_meta(path, b.t, 3, &want, 1, err,
+					 sizeof(err)))
+		TH_LOG("%s", err);
+	EXPECT_EQ(2.0f, b.w[1]);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		write_meta_file(_metadata, path, bad[i].bytes, bad[i].len,
+				bad[i].nmeta, bad[i].version);
+		ckpt_fill(&b, 0);
+		err[0] = '\0';
+		EXPECT_EQ(-EINVAL, vtpu_ckpt_load_meta(path, b.t, 3, &want, 1,
+						       err, sizeof(err)))
+			TH_LOG("%s", bad[i].name);
+		EXPECT_MSG(err, bad[i].msg);
+		/* a plain load parses them too */
+		EXPECT_EQ(-EINVAL, vtpu_ckpt_load(path, b.t, 3, err,
+						  sizeof(err)));
+		EXPECT_EQ(0.5f, b.w[1]);
+	}
 }
 
 TEST_F(tmp, ckpt_meta_bad_arguments)

@@ -1435,7 +1435,7 @@ TEST(checkpoint_refuses_another_vocabulary)
 			  .optimizer = VTPU_OPT_ADAM, .seed = 3);
 	struct vtpu_fit_opts fo = { .sz = sizeof(fo), .epochs = 2 };
 	char dir[] = "/tmp/vtpu-test-seq.XXXXXX", vpath[64], ck[64];
-	char err[256], fp[3][17], msg[160];
+	char err[256], fp[3][VTPU_VOCAB_FINGERPRINT_LEN], msg[160];
 	struct vtpu_vocab v = { 0 }, back = { 0 }, other = { 0 };
 	static uint32_t ids[N * T], lab[N * T];
 	struct vtpu_token_dataset ds = { .n = N, .inputs = { ids },
@@ -1459,12 +1459,12 @@ TEST(checkpoint_refuses_another_vocabulary)
 	ASSERT_EQ(v.size, other.size);	/* the shapes cannot tell them apart */
 	ASSERT_EQ(0, vtpu_vocab_save(&v, vpath, err, sizeof(err)));
 	ASSERT_EQ(0, vtpu_vocab_load(&back, vpath, err, sizeof(err)));
-	snprintf(fp[0], sizeof(fp[0]), "%016llx",
+	vtpu_vocab_fingerprint(&v, fp[0]);
+	vtpu_vocab_fingerprint(&back, fp[1]);
+	vtpu_vocab_fingerprint(&other, fp[2]);
+	snprintf(msg, sizeof(msg), "%016llx",
 		 (unsigned long long)vtpu_vocab_hash(&v));
-	snprintf(fp[1], sizeof(fp[1]), "%016llx",
-		 (unsigned long long)vtpu_vocab_hash(&back));
-	snprintf(fp[2], sizeof(fp[2]), "%016llx",
-		 (unsigned long long)vtpu_vocab_hash(&other));
+	EXPECT_STREQ(msg, fp[0]);
 	EXPECT_STREQ(fp[0], fp[1]);
 	EXPECT_STRNE(fp[0], fp[2]);
 
@@ -1503,7 +1503,7 @@ TEST(checkpoint_refuses_another_vocabulary)
 
 	/* another vocabulary of the same size: refused, nothing changed */
 	meta.value = fp[2];
-	EXPECT_EQ(-EINVAL, vtpu_model_load_meta(m[1], ck, &meta, 1));
+	EXPECT_EQ(-EKEYREJECTED, vtpu_model_load_meta(m[1], ck, &meta, 1));
 	snprintf(msg, sizeof(msg),
 		 "the checkpoint's 'source vocabulary' is '%s', not '%s'",
 		 fp[0], fp[2]);

@@ -134,11 +134,14 @@ class Vocabulary:
 
     @property
     def fingerprint(self):
-        """hash in 16 hex digits, as the translate example stores it:
+        """hash in 16 hex digits (vtpu_vocab_fingerprint()), as the
+        translate example stores it:
         model.save_weights(path, metadata={"source vocabulary":
         v.fingerprint}), and load_weights with the same metadata refuses
         a checkpoint trained with another vocabulary."""
-        return "%016x" % self.hash
+        out = ffi.new("char[]", lib.VTPU_VOCAB_FINGERPRINT_LEN)
+        lib.vtpu_vocab_fingerprint(self._v, out)
+        return ffi.string(out).decode("ascii")
 
     def id(self, token):
         b = token.encode("utf-8")

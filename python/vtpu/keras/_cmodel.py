@@ -28,8 +28,8 @@ def c_error(ret, msg):
         return FileNotFoundError(e, msg)
     if e == errno.ENOMEM:
         return MemoryError(msg)
-    if e == errno.EINVAL:
-        return ValueError(msg)
+    if e in (errno.EINVAL, errno.ENOKEY, errno.EKEYREJECTED):
+        return ValueError(msg)     # the last two: a checkpoint's metadata
     return OSError(e, "%s (%s)" % (msg, os.strerror(e)))
 
 
@@ -223,6 +223,8 @@ def _meta(metadata):
         if not isinstance(k, str) or not isinstance(v, str):
             raise TypeError("metadata: keys and values are str: %r"
                             % ((k, v),))
+        if "\0" in k or "\0" in v:
+            raise ValueError("metadata: a NUL in %r" % ((k, v),))
         keep.append((ffi.new("char[]", k.encode("utf-8")),
                      ffi.new("char[]", v.encode("utf-8"))))
     meta = ffi.new("struct vtpu_ckpt_meta[]", max(1, len(keep)))
