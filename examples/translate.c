@@ -21,7 +21,8 @@
  * --attention additive scores with Bahdanau's v . tanh(W1 q + W2 k) (of
  * UNITS units) instead of Luong's dot product.
  */
-#include <inttypes.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@
 /* One side of the corpus, encoded: ids [n][len]. */
 struct side {
 	struct vtpu_vocab vocab;
-	char fingerprint[17];	/* vtpu_vocab_hash(), in hex */
+	char fingerprint[VTPU_VOCAB_FINGERPRINT_LEN];
 	uint32_t len;
 	uint32_t *ids;
 };
@@ -51,6 +52,7 @@ struct corpus {
 	uint32_t *dec_in, *labels;	/* the target, shifted: [n][tgt.len-1] */
 	uint32_t n;			/* pairs used (--test-limit: fewer) */
 	uint32_t ntrain;		/* pairs [0, ntrain) train, the rest test */
+	bool saved_vocabs;		/* the vocabularies are --load's */
 };
 
 static void die(const char *name, const char *what)
@@ -66,28 +68,59 @@ static void vocab_path(char *buf, size_t len, const char *ck, const char *side)
 }
 
 /*
- * Encode one side with the vocabulary saved beside --load's checkpoint if
- * there is one (the ids the weights were trained with), else with one
- * built from the training split only.
+ * With --load, the vocabularies saved beside the checkpoint (the ids its
+ * weights were trained with): true if both are there, false if neither
+ * is (then they are built from the data, and the checkpoint says whether
+ * those are the same); one without the other is an error.
+ */
+static bool saved_vocabs(const struct trainer_opts *o)
+{
+	char path[2][4096];
+	int there[2], i;
+
+	if (!o->load)
+		return false;
+	for (i = 0; i < 2; i++) {
+		vocab_path(path[i], sizeof(path[i]), o->load, i ? "tgt" : "src");
+		there[i] = !access(path[i], F_OK);
+	}
+	if (there[0] != there[1]) {
+		fprintf(stderr, "%s: %s is missing (%s is there): --save writes both\n",
+			o->name, path[there[0]], path[!there[0]]);
+		exit(1);
+	}
+	return there[0];
+}
+
+/*
+ * Encode one side with the vocabulary saved beside --load's checkpoint
+ * (@saved), else with one built from the training split only.
  */
 static void encode_side(const struct trainer_opts *o, struct side *s,
-			const char *side, char *const *text, uint32_t n,
-			uint32_t ntrain, enum vtpu_tokenize mode)
+			const char *side, bool saved, char *const *text,
+			uint32_t n, uint32_t ntrain, enum vtpu_tokenize mode)
 {
+	static const char *const how[] = { "words", "characters" };
 	char err[512], path[4096];
 	uint32_t i, len;
 
-	if (o->load)
+	if (saved) {
 		vocab_path(path, sizeof(path), o->load, side);
-	if (o->load && !access(path, F_OK)) {
 		if (vtpu_vocab_load(&s->vocab, path, err, sizeof(err)))
 			die(o->name, err);
+		if (s->vocab.mode != mode) {
+			fprintf(stderr, "%s: %s is a vocabulary of %s, and %s is tokenized into %s\n",
+				o->name, path, how[s->vocab.mode],
+				o->data_default ? "the generated corpus" :
+						  o->data,
+				how[mode]);
+			exit(1);
+		}
 	} else if (vtpu_vocab_build(&s->vocab, text, ntrain, mode, 0, 1, err,
 				    sizeof(err))) {
 		die(o->name, err);
 	}
-	snprintf(s->fingerprint, sizeof(s->fingerprint), "%016" PRIx64,
-		 vtpu_vocab_hash(&s->vocab));
+	vtpu_vocab_fingerprint(&s->vocab, s->fingerprint);
 	s->len = 0;
 	for (i = 0; i < n; i++) {
 		len = vtpu_vocab_tokens(&s->vocab, text[i]) + 2;
@@ -126,8 +159,11 @@ static void load_corpus(const struct trainer_opts *o, struct corpus *c)
 		die(o->name, "too few pairs to hold any out");
 	if (o->test_limit && n - c->ntrain > o->test_limit)
 		n = c->ntrain + o->test_limit;
-	encode_side(o, &c->src, "src", c->pairs.src, n, c->ntrain, mode);
-	encode_side(o, &c->tgt, "tgt", c->pairs.tgt, n, c->ntrain, mode);
+	c->saved_vocabs = saved_vocabs(o);
+	encode_side(o, &c->src, "src", c->saved_vocabs, c->pairs.src, n,
+		    c->ntrain, mode);
+	encode_side(o, &c->tgt, "tgt", c->saved_vocabs, c->pairs.tgt, n,
+		    c->ntrain, mode);
 	c->n = n;
 	/* the decoder reads <start> y1 .. and learns to say y1 .. <end> */
 	T = c->tgt.len - 1;
@@ -252,6 +288,30 @@ static void on_epoch(void *ctx, const struct vtpu_epoch_stats *st)
 	fflush(stdout);
 }
 
+/*
+ * --load: the weights, if the checkpoint was trained with these
+ * vocabularies (else the error says which, and what to do).
+ */
+static void load(const struct trainer_opts *o, struct vtpu_model *m,
+		 const struct corpus *c, const struct vtpu_ckpt_meta *meta)
+{
+	int ret = vtpu_model_load_meta(m, o->load, meta, 2);
+
+	if (!ret)
+		return;
+	fprintf(stderr, "%s: %s\n", o->name, vtpu_model_error(m));
+	if (ret == -EKEYREJECTED && c->saved_vocabs)
+		fprintf(stderr, "%s: %s.src.vocab and %s.tgt.vocab are not the vocabularies %s was trained with (saved by another run?)\n",
+			o->name, o->load, o->load, o->load);
+	else if (ret == -EKEYREJECTED)
+		fprintf(stderr, "%s: the vocabularies of this data are not the ones %s was trained with, which --save put beside it (%s.src.vocab, %s.tgt.vocab)\n",
+			o->name, o->load, o->load, o->load);
+	else if (ret == -ENOKEY)
+		fprintf(stderr, "%s: %s was saved without its vocabularies' fingerprints (by an older translate): train and --save it again\n",
+			o->name, o->load);
+	exit(1);
+}
+
 /* --save: the vocabularies, then the weights with their fingerprints. */
 static void save(const struct trainer_opts *o, struct vtpu_model *m,
 		 const struct corpus *c, const struct vtpu_ckpt_meta *meta)
@@ -333,14 +393,8 @@ int main(int argc, char **argv)
 					   c.src.fingerprint };
 	meta[1] = (struct vtpu_ckpt_meta){ "target vocabulary",
 					   c.tgt.fingerprint };
-	if (o.load && vtpu_model_load_meta(m, o.load, meta, 2)) {
-		fprintf(stderr, "%s: %s\n", o.name, vtpu_model_error(m));
-		if (strstr(vtpu_model_error(m), "vocabulary"))
-			fprintf(stderr,
-				"%s: the checkpoint was trained with other vocabularies: use the ones saved beside it (%s.src.vocab, %s.tgt.vocab)\n",
-				o.name, o.load, o.load);
-		exit(1);
-	}
+	if (o.load)
+		load(&o, m, &c, meta);
 	{
 		VTPU_FIT_OPTS(fo, .epochs = o.epochs, .progress = stdout,
 			      .token_validation = &test, .on_epoch = on_epoch,

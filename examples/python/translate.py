@@ -67,13 +67,35 @@ n_test = max(len(pairs) // 10, 1)
 n_train = len(pairs) - n_test
 
 
+def saved_vocabularies():
+    """With --load, the vocabularies saved beside the checkpoint (the ids
+    its weights were trained with): both, or neither (then built from the
+    data, and the checkpoint says whether those are the same)."""
+    if not args.load:
+        return False
+    paths = ["%s.%s.vocab" % (args.load, side) for side in ("src", "tgt")]
+    there = [os.path.exists(p) for p in paths]
+    if there[0] != there[1]:
+        sys.exit("translate.py: %s is missing (%s is there): --save writes "
+                 "both" % (paths[there[0]], paths[not there[0]]))
+    return there[0]
+
+
+SAVED = saved_vocabularies()
+
+
 def vocabulary(side, sentences):
-    """The one saved beside --load's checkpoint (the ids its weights were
-    trained with), else one of the training split."""
+    """The one saved beside --load's checkpoint, else one of the training
+    split."""
+    if not SAVED:
+        return text.Vocabulary(sentences[:n_train], mode)
     path = "%s.%s.vocab" % (args.load, side)
-    if args.load and os.path.exists(path):
-        return text.Vocabulary.load(path)
-    return text.Vocabulary(sentences[:n_train], mode)
+    v = text.Vocabulary.load(path)
+    if v.mode != mode:
+        sys.exit("translate.py: %s is a vocabulary of %s, and %s is "
+                 "tokenized into %s" % (path, v.mode, args.data or
+                                        "the generated corpus", mode))
+    return v
 
 
 src_vocab = vocabulary("src", [s for s, _ in pairs])
@@ -143,9 +165,19 @@ if args.load:
     try:
         model.load_weights(args.load, metadata=fingerprints)
     except (OSError, ValueError) as e:
-        sys.exit("translate.py: %s%s" % (e, "\ntranslate.py: the checkpoint "
-                 "was trained with other vocabularies: use the ones saved "
-                 "beside it" if "vocabulary" in str(e) else ""))
+        why = str(e)
+        if "the checkpoint's '" in why and SAVED:
+            why += ("\ntranslate.py: %s.src.vocab and %s.tgt.vocab are not "
+                    "the vocabularies %s was trained with"
+                    % (args.load, args.load, args.load))
+        elif "the checkpoint's '" in why:
+            why += ("\ntranslate.py: the vocabularies of this data are not "
+                    "the ones %s was trained with, which --save put beside "
+                    "it" % args.load)
+        elif "the checkpoint has no '" in why:
+            why += ("\ntranslate.py: %s was saved without its vocabularies' "
+                    "fingerprints: train and --save it again" % args.load)
+        sys.exit("translate.py: " + why)
 model.fit([src[:n_train], dec_in[:n_train]], labels[:n_train],
           batch_size=args.batch_size, epochs=args.epochs,
           validation_data=test, callbacks=[show])

@@ -199,6 +199,7 @@ def test_translate_example_save_load(tmp_path):
                      r"'[0-9a-f]{16}', not '[0-9a-f]{16}'", bad.stderr), \
         bad.stderr
     assert "test_loss" not in bad.stdout
+    assert "are not the vocabularies" in bad.stderr, bad.stderr
 
 
 def test_translate_example_beam(tmp_path):

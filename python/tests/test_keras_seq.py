@@ -236,6 +236,13 @@ def test_checkpoint_bound_to_its_vocabulary(trained, tmp_path):
     for a, b in zip(other.get_weights(), model.get_weights()):
         assert (a == b).all()
     other.load_weights(path)            # without metadata: not checked
+    model.save_weights(path)            # and saved without: none to match
+    with pytest.raises(ValueError, match="the checkpoint has no 'source "
+                       "vocabulary'"):
+        other.load_weights(path, metadata={
+            "source vocabulary": ours.fingerprint})
+    with pytest.raises(ValueError, match="a NUL"):
+        model.save_weights(path, metadata={"task": "co\0py"})
     with pytest.raises(ValueError, match="not .npz files"):
         model.save_weights(tmp_path / "w.npz", metadata={"task": "copy"})
     with pytest.raises(TypeError, match="keys and values are str"):
