@@ -148,6 +148,20 @@ static int check_meta(const struct vtpu_ckpt_meta *meta, size_t nmeta,
 	return 0;
 }
 
+/* The caller's path, tensors and metadata, and the payload they make. */
+static int check_caller(const char *path, const struct vtpu_ckpt_tensor *t,
+			size_t n, const struct vtpu_ckpt_meta *meta,
+			size_t nmeta, uint64_t *payload, char *err,
+			size_t errlen)
+{
+	int ret;
+
+	if (!path || (n && !t))
+		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
+	ret = check_tensors(t, n, payload, err, errlen);
+	return ret ? ret : check_meta(meta, nmeta, payload, err, errlen);
+}
+
 /* ---- save ------------------------------------------------------------------- */
 
 struct writer {
@@ -276,11 +290,7 @@ int vtpu_ckpt_save_meta(const char *path, const struct vtpu_ckpt_tensor *t,
 	uint64_t payload;
 	int ret;
 
-	if (!path || (n && !t))
-		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
-	ret = check_tensors(t, n, &payload, err, errlen);
-	if (!ret)
-		ret = check_meta(meta, nmeta, &payload, err, errlen);
+	ret = check_caller(path, t, n, meta, nmeta, &payload, err, errlen);
 	if (!ret)
 		ret = vtpu__atomic_begin(&a, path, err, errlen);
 	if (ret)
@@ -589,12 +599,8 @@ int vtpu_ckpt_load_meta(const char *path, const struct vtpu_ckpt_tensor *t,
 	size_t len = 0, k;
 	int ret;
 
-	if (!path || (n && !t))
-		return vtpu__errf(err, errlen, -EINVAL, "no path or tensors");
 	/* the caller's side must be sane before the file's is compared to it */
-	ret = check_tensors(t, n, &unused, err, errlen);
-	if (!ret)
-		ret = check_meta(meta, nmeta, &unused, err, errlen);
+	ret = check_caller(path, t, n, meta, nmeta, &unused, err, errlen);
 	if (ret)
 		return ret;
 	ret = read_file(path, &buf, &len, err, errlen);
