@@ -67,13 +67,18 @@ n_test = max(len(pairs) // 10, 1)
 n_train = len(pairs) - n_test
 
 
+def vocab_path(ck, side):
+    """Where --save puts a vocabulary beside checkpoint @ck."""
+    return "%s.%s.vocab" % (ck, side)
+
+
 def saved_vocabularies():
     """With --load, the vocabularies saved beside the checkpoint (the ids
     its weights were trained with): both, or neither (then built from the
     data, and the checkpoint says whether those are the same)."""
     if not args.load:
         return False
-    paths = ["%s.%s.vocab" % (args.load, side) for side in ("src", "tgt")]
+    paths = [vocab_path(args.load, side) for side in ("src", "tgt")]
     there = [os.path.exists(p) for p in paths]
     if there[0] != there[1]:
         sys.exit("translate.py: %s is missing (%s is there): --save writes "
@@ -89,7 +94,7 @@ def vocabulary(side, sentences):
     split."""
     if not SAVED:
         return text.Vocabulary(sentences[:n_train], mode)
-    path = "%s.%s.vocab" % (args.load, side)
+    path = vocab_path(args.load, side)
     v = text.Vocabulary.load(path)
     if v.mode != mode:
         sys.exit("translate.py: %s is a vocabulary of %s, and %s is "
@@ -187,6 +192,6 @@ print("test_loss: %.4f - test_acc: %.4f (tokens) - exact_match: %.4f (%d of "
       "%d held-out %s, %s)" % (loss, acc, right / n_test, right, n_test,
                                "pairs" if args.data else "dates", HOW))
 if args.save:
-    src_vocab.save(args.save + ".src.vocab")
-    tgt_vocab.save(args.save + ".tgt.vocab")
+    src_vocab.save(vocab_path(args.save, "src"))
+    tgt_vocab.save(vocab_path(args.save, "tgt"))
     model.save_weights(args.save, metadata=fingerprints)
