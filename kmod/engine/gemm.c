@@ -263,16 +263,63 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 	       ((g->flags & VTPU_GEMM_TRANS_A) || g->n > VTPU_GEMM_NARROW_NR);
 }
 
+/* Winograd tiles (2 x 2 outputs each) of a convolution's output */
+static u32 wino_tiles(const struct vtpu_engine_window *w)
+{
+	return w->n * vtpu_div_up(w->oh, 2) * vtpu_div_up(w->ow, 2);
+}
+
 /*
- * CONV_WGRAD the Winograd way (vtpu_gemm_step_avx512_wino_wgrad()):
- * tiles of channels by up to 32 columns, each reading all pixels, so few
- * of them: WG_TILES_WANTED, splitting the channels while a tile keeps 16
- * (each tile transforms dy again). A step is WINO_KC Winograd tiles: at
- * most 2 * 9 * 64 * 32 * 4 * WINO_KC nominal flops (66 M), under
- * GEMM_CALL_FLOPS_MAX.
+ * CONV_WGRAD the Winograd way (vtpu_gemm_step_avx512_wino_wgrad()): tiles
+ * of at most VTPU_WINO_CMAX channels by at most VTPU_WINO_WG_NT columns,
+ * each reading all pixels: a tile transforms x (V) for its channels and
+ * dy (Z) for its columns. Those passes over two tensors of the size of the
+ * layer, not the 16 products, bound it on a large batch: 64 x 32x32 x 64
+ * channels into 128 took 33 ms on one thread as one tile, 37 as two of 64
+ * columns, 44 as four of 32, 43 as two of 32 channels (the same passes
+ * over x: a tile touches a pixel's lines whatever its share of them, and
+ * each reads dy again). So: as few tiles as the channels and columns
+ * allow, then more, by columns first (WG_NT_MIN a tile) and then by
+ * channels (WG_CT_MIN), up to one a worker. The sums do not depend on
+ * the tiles: a step is VTPU_WINO_TB Winograd tiles times as many blocks
+ * (WINO_KC_BLOCKS at most) as keep the largest tile the shape allows
+ * under GEMM_CALL_FLOPS_MAX of the 16 products' flops.
  */
-#define WINO_KC 448
-#define WINO_WG_NT 32
+#define WINO_KC_BLOCKS 8
+#define WG_NT_MIN 32
+#define WG_CT_MIN 16
+
+static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
+{
+	struct vtpu_engine_gemm *g = &op->gemm;
+	u32 c = g->win.c, n = g->n, wt = wino_tiles(&g->win);
+	u32 splits = vtpu_div_up(c, VTPU_WINO_CMAX);
+	u32 groups = vtpu_div_up(n, VTPU_WINO_WG_NT), ct, blocks;
+	u64 tile = (u64)gemm_min(c, VTPU_WINO_CMAX) *
+		   gemm_min(n, VTPU_WINO_WG_NT);
+
+	while ((u64)splits * groups < op->workers) {
+		if (n / (groups + 1) >= WG_NT_MIN)
+			groups++;
+		else if (c / (splits + 1) >= WG_CT_MIN)
+			splits++;
+		else
+			break;
+	}
+	/* whole 8-row microtiles of channels */
+	ct = round_up(vtpu_div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
+	blocks = (u32)(GEMM_CALL_FLOPS_MAX / (2ull * 16 * tile * VTPU_WINO_TB));
+	blocks = blocks < 1 ? 1 : gemm_min(blocks, WINO_KC_BLOCKS);
+	g->wino = wt;
+	g->kc = blocks * VTPU_WINO_TB;
+	g->mt = ct;
+	g->nt = vtpu_div_up(n, groups);
+	g->mtiles = vtpu_div_up(c, ct);
+	g->ntiles_n = vtpu_div_up(n, g->nt);
+	op->ntiles = g->mtiles * g->ntiles_n;
+	op->nsteps = vtpu_div_up(wt, g->kc);
+	op->flops = 2ull * g->m * g->n * g->k;
+}
 
 /*
  * CONV_DGRAD with at most NARROW_NR channels (x's) on AVX-512: scattered
@@ -324,33 +371,6 @@ static void gemm_prepare_dgrad_scatter(struct vtpu_engine_op *op)
 	op->flops = 2ull * g->m * g->n * g->k;
 }
 
-/* Winograd tiles (2 x 2 outputs each) of a convolution's output */
-static u32 wino_tiles(const struct vtpu_engine_window *w)
-{
-	return w->n * vtpu_div_up(w->oh, 2) * vtpu_div_up(w->ow, 2);
-}
-
-static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
-{
-	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 c = g->win.c, groups = vtpu_div_up(g->n, WINO_WG_NT), ct;
-	u32 wt = wino_tiles(&g->win), splits = 1;
-
-	while ((groups * splits < WG_TILES_WANTED && c / (splits + 1) >= 16) ||
-	       vtpu_div_up(c, splits) > VTPU_WINO_CMAX)
-		splits++;
-	/* whole 8-row microtiles of channels */
-	ct = round_up(vtpu_div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
-	g->wino = wt;
-	g->kc = WINO_KC;
-	g->mt = ct;
-	g->nt = vtpu_div_up(g->n, groups);
-	g->mtiles = vtpu_div_up(c, ct);
-	g->ntiles_n = groups;
-	op->ntiles = g->mtiles * groups;
-	op->nsteps = vtpu_div_up(wt, WINO_KC);
-	op->flops = 2ull * g->m * g->n * g->k;
-}
 
 /*
  * CONV and CONV_DGRAD: tiles of Winograd tiles by up to

@@ -58,11 +58,15 @@
  * (gemm_winograd_avx512.c): input channels taken CMAX at a time, at most
  * CMAX_ALL in all; CONV's and CONV_DGRAD's tiles of at most NT columns,
  * and fewer for many channels, their filters' transforms (channels x
- * columns) at most U_FLOATS / 16 (vtpu_gemm_wino_nt()).
+ * columns) at most U_FLOATS / 16 (vtpu_gemm_wino_nt()); CONV_WGRAD's of at
+ * most CMAX channels by WG_NT columns.
  */
 #define VTPU_WINO_CMAX 64
 #define VTPU_WINO_CMAX_ALL 256
 #define VTPU_WINO_NT 64
+#define VTPU_WINO_WG_NT 128
+/* Winograd tiles a block: V, M and Z are that many rows */
+#define VTPU_WINO_TB (VTPU_GEMM_AVX512_MR * 4)
 #define VTPU_WINO_U_FLOATS (16 * 8192)
 
 /* (U's panels are the microkernel's 32 columns wide) */

@@ -46,7 +46,7 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
  * integers, where every sum is exact, they are the same. CONV_WGRAD of
  * the same convolutions follows the same way (further below).
  */
-#define WINO_TB (UKR_MR * 4)	/* Winograd tiles per block */
+#define WINO_TB VTPU_WINO_TB	/* Winograd tiles per block */
 #define WINO_CP VTPU_WINO_CMAX	/* V's row pitch: channels at a time */
 #define WINO_MP VTPU_WINO_NT	/* M's row pitch: a tile's columns at most */
 #define WINO_V_OFF VTPU_WINO_U_FLOATS
@@ -313,15 +313,20 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
  *
  * and dU[xi][c][o] = sum over tiles of V[xi][t][c] Z[xi][t][o]: 16 GEMMs
  * with K the tiles, on 8-row microtiles of channels (no rows wasted for
- * 8, 16, ... channels) by the 32 columns of Z's panel. Then dw = G^T dU G.
- * A tile of the op is a range of channels by a column group, reading all
- * pixels; a step is WINO_KC Winograd tiles, whose dU, transformed, it
- * adds to dw (beta 1 after the first step).
+ * 8, 16, ... channels) by the 32 columns of a panel of Z. Then dw = G^T dU
+ * G. A tile of the op is a range of channels by up to VTPU_WINO_WG_NT
+ * columns, reading all pixels; a step is some blocks of WINO_TB Winograd
+ * tiles, whose dU, transformed, it adds to dw (beta 1 after the first
+ * step). A block's V serves every panel of the tile's columns: V, not Z,
+ * is the costly transform (16 pixels' loads a tile), and with a panel a
+ * tile, a layer of 128 columns computed it four times.
  */
 #define WINO_ROWS VTPU_GEMM_AVX512_MR_SHORT /* the short microtile's */
 #define WINO_Z_OFF (16 * WINO_TB * WINO_CP)
 #define WINO_DU_OFF (WINO_Z_OFF + 16 * WINO_TB * UKR_NR)
-_Static_assert(WINO_DU_OFF + 16 * VTPU_WINO_CMAX * UKR_NR <=
+/* dU of panel p, transform xi, channel ci: [(p * 16 + xi) * CMAX + ci][32] */
+#define WINO_DU_PANEL (16 * VTPU_WINO_CMAX * UKR_NR)
+_Static_assert(WINO_DU_OFF + VTPU_WINO_WG_NT / UKR_NR * WINO_DU_PANEL <=
 		       VTPU_GEMM_SCRATCH_FLOATS,
 	       "Winograd's V, Z and dU fit in the GEMM scratch");
 
@@ -393,9 +398,10 @@ static void wino_dw(const struct vtpu_gemm_step *st, const float *du)
 			h += 0.5f;
 #pragma GCC unroll 16
 			for (x = 0; x < 16; x++)
-				d[x] = gemm_loadu(du + ((u64)x *
-							VTPU_WINO_CMAX + ci) *
-							UKR_NR + j);
+				d[x] = gemm_loadu(du + (u64)j / UKR_NR *
+						  WINO_DU_PANEL +
+						  ((u64)x * VTPU_WINO_CMAX +
+						   ci) * UKR_NR + j % UKR_NR);
 			/* T = G^T dU (3 x 4), then T G, row by row */
 #pragma GCC unroll 4
 			for (x = 0; x < 4; x++) {
@@ -433,7 +439,7 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
 	const struct vtpu_engine_window *w = &g->win;
 	float *v = scratch, *z = v + WINO_Z_OFF, *du = v + WINO_DU_OFF;
 	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2, tx, ty, n;
-	u32 i, x, r, t;
+	u32 i, x, r, t, jp;
 
 	vtpu_xy_of(st->p0, twx, twy, &tx, &ty, &n);
 	for (i = 0; i < st->kc; i += WINO_TB) {
@@ -441,26 +447,36 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
 		float beta = i ? 1.0f : 0.0f;
 
 		wino_v(g, tx, ty, n, nt, st->i0, st->mt, v);
-		wino_z(g, tx, ty, n, nt, st->j0, st->nt, z);
-		for (x = 0; x < 16; x++) {
-			for (r = 0; r < st->mt; r += WINO_ROWS) {
-				const float *a = v + (u64)x * WINO_TB *
-						     WINO_CP + r;
-				float *c = du + ((u64)x * VTPU_WINO_CMAX + r) *
-						UKR_NR;
-				u32 mr = gemm_min(WINO_ROWS, st->mt - r);
-				V16F acc[UKR_MR][2];
+		for (jp = 0; jp < st->nt; jp += UKR_NR) {
+			u32 ot = gemm_min(UKR_NR, st->nt - jp);
+			float *dp = du + (u64)jp / UKR_NR * WINO_DU_PANEL;
 
-				if (st->nt > 16)
-					ukr_acc(nt, a, z + (u64)x * WINO_TB *
-						UKR_NR, acc, 2, 1, WINO_CP,
-						WINO_ROWS);
-				else
-					ukr_acc(nt, a, z + (u64)x * WINO_TB *
-						UKR_NR, acc, 1, 1, WINO_CP,
-						WINO_ROWS);
-				ukr_store(acc, c, UKR_NR, mr, UKR_NR, 1.0f,
-					  beta, NULL, 0, WINO_ROWS);
+			wino_z(g, tx, ty, n, nt, st->j0 + jp, ot, z);
+			for (x = 0; x < 16; x++) {
+				for (r = 0; r < st->mt; r += WINO_ROWS) {
+					const float *a = v + (u64)x * WINO_TB *
+							     WINO_CP + r;
+					float *c = dp + ((u64)x *
+							 VTPU_WINO_CMAX + r) *
+							UKR_NR;
+					u32 mr = gemm_min(WINO_ROWS,
+							  st->mt - r);
+					V16F acc[UKR_MR][2];
+
+					if (ot > 16)
+						ukr_acc(nt, a, z + (u64)x *
+							WINO_TB * UKR_NR, acc,
+							2, 1, WINO_CP,
+							WINO_ROWS);
+					else
+						ukr_acc(nt, a, z + (u64)x *
+							WINO_TB * UKR_NR, acc,
+							1, 1, WINO_CP,
+							WINO_ROWS);
+					ukr_store(acc, c, UKR_NR, mr, UKR_NR,
+						  1.0f, beta, NULL, 0,
+						  WINO_ROWS);
+				}
 			}
 		}
 		for (t = 0; t < nt; t++)

@@ -1222,6 +1222,82 @@ TEST(conv)
 	execs_fini(&ex);
 }
 
+/*
+ * AVX-512's Winograd CONV_WGRAD tiles its channels and columns by the
+ * workers (one tile a worker, fewest passes over x and dy): its sums must
+ * not depend on them. Real-valued data (sums that round), 1 to 4 threads
+ * on every level, the same bits as the level's one thread, within rounding
+ * of double. n, h, w, c, oc: 64 channels into 128 over 900 Winograd
+ * tiles (three steps; one tile on one thread, its columns split on more:
+ * a step's length that followed the tile's size would fail here), 130
+ * into 72 (channels in three), 32 into 32 (split by channels), 48 into 256
+ * (two tiles of 128 columns at least), 200 into 40.
+ */
+static const uint32_t wg_workers_shapes[][5] = {
+	{ 4, 30, 30, 64, 128 }, { 1, 6, 7, 130, 72 }, { 4, 8, 8, 32, 32 },
+	{ 1, 5, 5, 48, 256 }, { 1, 7, 6, 200, 40 },
+};
+
+TEST(conv_wgrad_any_workers)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(wg_workers_shapes) /
+			sizeof(wg_workers_shapes[0]); s++) {
+		const uint32_t *v = wg_workers_shapes[s];
+		const uint32_t cps[16] = { v[0], v[1], v[2], v[3], 3, 3, 1, 1,
+					   1, 1, v[4], 1, 1, 1, 1, 0 };
+		const struct cp_geom g = cp_geom(cps);
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo dyb = bo_new(g.ny * 4), dwb = bo_new(g.nw * 4);
+		double *rdw = malloc(g.nw * 8), *rdx = malloc(g.nx * 8);
+		double *dwmag = malloc(g.nw * 8), *dxmag = malloc(g.nx * 8);
+		float *keep = malloc(g.nw * 4);
+		struct vtpu_conv_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = 3, .kw = 3, .stride_h = 1,
+				 .stride_w = 1, .pad_h = 1, .pad_w = 1 },
+			.oc = g.oc,
+		};
+		struct vtpu_cmdbuf cb;
+		long diff = 0, far = 0;
+		int e;
+
+		ASSERT_TRUE(rdw && rdx && dwmag && dxmag && keep);
+		rng_seed(900 + s);
+		fill_rand(xb.map, g.nx);
+		fill_rand(wb.map, g.nw);
+		fill_rand(dyb.map, g.ny);
+		cv_grad_ref(&g, xb.map, wb.map, dyb.map, rdw, rdx, dwmag, dxmag);
+		vtpu_cmdbuf_init(&cb);
+		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &dwb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &d));
+		for (e = 0; e < ex.n; e++) {
+			memset(dwb.map, 0xff, g.nw * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			if (ex.first[e])
+				memcpy(keep, dwb.map, g.nw * 4);
+			else
+				diff += memcmp(keep, dwb.map, g.nw * 4) != 0;
+			far += cv_far(dwb.map, rdw, dwmag, g.nw, 1);
+		}
+		TH_LOG("conv_wgrad %ux%ux%ux%u -> %u on 1-4 threads: %ld "
+		       "differ from one thread, %ld far from double", g.n,
+		       g.h, g.w, g.c, g.oc, diff, far);
+		EXPECT_EQ(0, diff);
+		EXPECT_EQ(0, far);
+		vtpu_cmdbuf_fini(&cb);
+		BOS_DESTROY(&xb, &wb, &dyb, &dwb);
+		FREE_ALL(rdw, rdx, dwmag, dxmag, keep);
+	}
+	execs_fini(&ex);
+}
+
 /* ---- DWCONV / DWCONV_DGRAD / DWCONV_WGRAD ---------------------------------- */
 
 /*
