@@ -35,11 +35,12 @@ void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st, void *scratch)
 /*
  * dw rows q0..q0+@rows of tap row @ky (at most VTPU_WG_RMAX) at @c, @nv
  * vectors of columns from j0 on under @masks (vector v's lanes in bits
- * 16 v on): the step's sum, into C.
+ * 16 v on): the step's sum, into C. With @pf, dy is prefetched @pf floats
+ * ahead.
  */
 static __always_inline void wg_block(const struct vtpu_gemm_step *st, u32 ky,
 				     u32 q0, u32 rows, u32 nv, u64 masks,
-				     float *c)
+				     u64 pf, float *c)
 {
 	const struct vtpu_engine_gemm *g = st->g;
 	const struct vtpu_engine_window *w = &g->win;
@@ -88,8 +89,11 @@ static __always_inline void wg_block(const struct vtpu_gemm_step *st, u32 ky,
 							 row[e + r] : 0.0f;
 			}
 #pragma GCC unroll 2
-			for (v = 0; v < nv; v++)
+			for (v = 0; v < nv; v++) {
+				if (pf)
+					__builtin_prefetch(d + pf + 16 * v);
 				dv[v] = gemm_maskload(d + 16 * v, m[v]);
+			}
 #pragma GCC unroll 12
 			for (r = 0; r < rows; r++) {
 				float xv = s[r];
@@ -122,63 +126,75 @@ static __always_inline void wg_block(const struct vtpu_gemm_step *st, u32 ky,
 /* wg_block() with @rows constant: a copy per row count (and @nv) */
 static __always_inline void wg_block_rows(const struct vtpu_gemm_step *st,
 					  u32 ky, u32 q0, u32 rows, u32 nv,
-					  u64 masks, float *c)
+					  u64 masks, u64 pf, float *c)
 {
 	switch (rows) {
 	case 1:
-		wg_block(st, ky, q0, 1, nv, masks, c);
+		wg_block(st, ky, q0, 1, nv, masks, pf, c);
 		break;
 	case 2:
-		wg_block(st, ky, q0, 2, nv, masks, c);
+		wg_block(st, ky, q0, 2, nv, masks, pf, c);
 		break;
 	case 3:
-		wg_block(st, ky, q0, 3, nv, masks, c);
+		wg_block(st, ky, q0, 3, nv, masks, pf, c);
 		break;
 	case 4:
-		wg_block(st, ky, q0, 4, nv, masks, c);
+		wg_block(st, ky, q0, 4, nv, masks, pf, c);
 		break;
 	case 5:
-		wg_block(st, ky, q0, 5, nv, masks, c);
+		wg_block(st, ky, q0, 5, nv, masks, pf, c);
 		break;
 	case 6:
-		wg_block(st, ky, q0, 6, nv, masks, c);
+		wg_block(st, ky, q0, 6, nv, masks, pf, c);
 		break;
 	case 7:
-		wg_block(st, ky, q0, 7, nv, masks, c);
+		wg_block(st, ky, q0, 7, nv, masks, pf, c);
 		break;
 	case 8:
-		wg_block(st, ky, q0, 8, nv, masks, c);
+		wg_block(st, ky, q0, 8, nv, masks, pf, c);
 		break;
 	case 9:
-		wg_block(st, ky, q0, 9, nv, masks, c);
+		wg_block(st, ky, q0, 9, nv, masks, pf, c);
 		break;
 	case 10:
-		wg_block(st, ky, q0, 10, nv, masks, c);
+		wg_block(st, ky, q0, 10, nv, masks, pf, c);
 		break;
 	case 11:
-		wg_block(st, ky, q0, 11, nv, masks, c);
+		wg_block(st, ky, q0, 11, nv, masks, pf, c);
 		break;
 	default:
-		wg_block(st, ky, q0, 12, nv, masks, c);
+		wg_block(st, ky, q0, 12, nv, masks, pf, c);
 		break;
 	}
 }
 
 static noinline void wg_block_any(const struct vtpu_gemm_step *st, u32 ky,
-				  u32 q0, u32 rows, u32 nv, u64 masks,
+				  u32 q0, u32 rows, u32 nv, u64 masks, u64 pf,
 				  float *c)
 {
 	/* the common case, two whole vectors: constant masks, plain loads */
 	if (masks == 0xffffffffu)
-		wg_block_rows(st, ky, q0, rows, 2, 0xffffffffu, c);
+		wg_block_rows(st, ky, q0, rows, 2, 0xffffffffu, pf, c);
 	else if (nv == 1)
-		wg_block_rows(st, ky, q0, rows, 1, masks, c);
+		wg_block_rows(st, ky, q0, rows, 1, masks, pf, c);
 	else
-		wg_block_rows(st, ky, q0, rows, 2, masks, c);
+		wg_block_rows(st, ky, q0, rows, 2, masks, pf, c);
 }
 
 _Static_assert(VTPU_WG_RMAX == 12 && VTPU_WG_NT == 32,
 	       "wg_block_any() has a case for every block");
+
+/*
+ * dy streams by once a step, in the step's first block (the others find
+ * it in the caches), a vector or two of each pixel's row: a stride the
+ * hardware prefetchers did not keep ahead of. A first layer's (27 rows,
+ * few FMAs a line of dy) waited on it: 64 x 64x64 x 3 into 64 filters took
+ * 20 ms on one thread, 8.5 with dy prefetched WG_PF_PIXELS ahead. Only
+ * for a dy larger than the caches hold (WG_PF_BYTES): where it is in them
+ * (a LeNet's second layer, 1.2 MB), the prefetches cost 10%.
+ */
+#define WG_PF_PIXELS 64
+#define WG_PF_BYTES (4u << 20)
 
 /*
  * One step of a tile of a direct CONV_WGRAD: rows i0..i0+mt of dw, which
@@ -192,8 +208,10 @@ void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
 	const struct vtpu_engine_gemm *g = st->g;
 	u32 run = g->win.kw * g->win.c, nb = g->wg_nb;
 	u32 nv = (st->nt + 15) / 16, row = st->i0, v;
-	u64 masks = 0;
+	u64 masks = 0, pf = 0;
 
+	if ((u64)g->k * g->ldb * sizeof(float) > WG_PF_BYTES)
+		pf = (u64)WG_PF_PIXELS * g->ldb;
 	for (v = 0; v < 2; v++)
 		masks |= (u64)gemm_mask(st->nt > 16 * v ?
 					gemm_min(st->nt - 16 * v, 16) : 0)
@@ -204,6 +222,7 @@ void vtpu_gemm_step_avx512_wgrad(const struct vtpu_gemm_step *st,
 		u32 q1 = (u32)((u64)(bi + 1) * run / nb);
 
 		wg_block_any(st, ky, q, q1 - q, nv, masks,
+			     row == st->i0 ? pf : 0,
 			     g->c + (u64)row * g->ldc + st->j0);
 		row += q1 - q;
 	}
