@@ -2041,6 +2041,16 @@ TEST(calls_bounded)
 			    cmd->opcode == VTPU_OP_LSTM_CELL_GRAD)
 				per = op.lstm.chunk * 8 > EMB_CALL_MAX ?
 					      ~0ull : 0;
+			/*
+			 * Winograd's commands multiply 16 products where the
+			 * nominal flops count 36 (gemm.c bounds what a call
+			 * multiplies)
+			 */
+			if ((cmd->opcode == VTPU_OP_CONV ||
+			     cmd->opcode == VTPU_OP_CONV_DGRAD ||
+			     cmd->opcode == VTPU_OP_CONV_WGRAD) &&
+			    op.gemm.wino)
+				per = per * 16 / 36;
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",
