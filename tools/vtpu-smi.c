@@ -24,6 +24,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,52 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * Read @path whole into @buf (NUL-terminated) and set *@t to when the
+ * kernel produced it: the midpoint of the read() that did. A busy time
+ * divided by the time between two readings is a utilisation only if
+ * each reading's time is its value's: a process preempted between the
+ * read and its clock (a loaded machine, an emulated guest) would stamp
+ * the value late, and show a busy client above 100%. So the read is
+ * retried, fresh, until one takes at most READ_SLACK_S, keeping the
+ * shortest. Return: bytes read, or -errno.
+ */
+#define READ_SLACK_S 0.0005
+#define READ_TRIES 8
+
+static ssize_t read_stamped(const char *path, char *buf, size_t len, double *t)
+{
+	double best = -1, t0, t1;
+	char tmp[4096];
+	ssize_t n, got = -EIO;
+	int i, fd;
+
+	if (len > sizeof(tmp))
+		len = sizeof(tmp);
+	for (i = 0; i < READ_TRIES && !(best >= 0 && best <= READ_SLACK_S);
+	     i++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return got >= 0 ? got : -errno;
+		t0 = now_s();
+		n = read(fd, tmp, len - 1);
+		t1 = now_s();
+		if (n < 0)
+			n = -errno;
+		close(fd);
+		if (n < 0)
+			return got >= 0 ? got : n;
+		if (best < 0 || t1 - t0 < best) {
+			best = t1 - t0;
+			memcpy(buf, tmp, n);
+			buf[n] = '\0';
+			got = n;
+			*t = (t0 + t1) / 2;
+		}
+	}
+	return got;
+}
+
 static int read_attr(const char *dev, const char *attr, char *buf, size_t len)
 {
 	char path[256];
@@ -90,6 +137,16 @@ static long long read_num(const char *dev, const char *attr)
 	char buf[64];
 
 	return read_attr(dev, attr, buf, sizeof(buf)) ? -1 : atoll(buf);
+}
+
+/* sysfs busy_ns, and when the kernel read it (read_stamped()) */
+static long long read_busy(const char *dev, double *t)
+{
+	char path[256], buf[64];
+
+	snprintf(path, sizeof(path), SYSFS_CLASS "/%s/busy_ns", dev);
+	*t = now_s();
+	return read_stamped(path, buf, sizeof(buf), t) > 0 ? atoll(buf) : -1;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -125,8 +182,7 @@ static int scan(struct dev_state *devs)
 		s->timedout = read_num(s->name, "jobs_timedout");
 		s->cancelled = read_num(s->name, "jobs_cancelled");
 		s->flops = read_num(s->name, "flops");
-		s->busy_ns = read_num(s->name, "busy_ns");
-		s->t = now_s();
+		s->busy_ns = read_busy(s->name, &s->t);
 		n++;
 	}
 	closedir(d);
@@ -139,25 +195,23 @@ static int scan(struct dev_state *devs)
 /* Parse /proc/@pid/fdinfo/@fd into @r; Return: 0, or -1 if it is not vtpu's. */
 static int read_fdinfo(int pid, int fd, struct proc_row *r)
 {
-	char path[64], line[256];
+	char path[64], buf[4096], *line, *save;
 	int driver = 0;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-	f = fopen(path, "r");
-	if (!f)
+	if (read_stamped(path, buf, sizeof(buf), &r->t) < 0)
 		return -1;
 	r->client_id = r->mem_bytes = r->engine_ns = -1;
 	r->buffers = r->jobs_active = -1;
 	r->device[0] = '\0';
-	while (fgets(line, sizeof(line), f)) {
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		char *val = strchr(line, ':');
 
 		if (!val)
 			continue;
 		*val++ = '\0';
 		val += strspn(val, " \t");
-		val[strcspn(val, "\n")] = '\0';
 		if (!strcmp(line, "drm-driver"))
 			driver = !strcmp(val, "vtpu");
 		else if (!strcmp(line, "drm-client-id"))
@@ -173,8 +227,6 @@ static int read_fdinfo(int pid, int fd, struct proc_row *r)
 		else if (!strcmp(line, "vtpu-jobs-active"))
 			r->jobs_active = atoll(val);
 	}
-	fclose(f);
-	r->t = now_s();
 	return driver && r->client_id >= 0 && r->device[0] ? 0 : -1;
 }
 
