@@ -458,7 +458,7 @@ static void cpu_run_gathered(struct vtpu_cpu *cpu)
  */
 static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 			const struct vtpu_engine_buf *bufs,
-			struct cpu_prof_cmd *prof)
+			struct cpu_prof_cmd *prof, bool first)
 {
 	struct vtpu_engine_group *grp = cpu->group;
 	u64 t0 = prof ? cpu_now_ns() : 0;
@@ -475,7 +475,7 @@ static void cpu_run_cmd(struct vtpu_cpu *cpu, const struct vtpu_cmd_hdr *cmd,
 	cpu_run_gathered(cpu);
 	vtpu_engine_group_clear(grp);
 	if (prof)
-		prof->ns += cpu_now_ns() - t0;
+		*(first ? &prof->first_ns : &prof->ns) += cpu_now_ns() - t0;
 }
 
 /*
@@ -536,12 +536,14 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 		goto out;
 	}
 
-	if (cpu->prof.listed) {
+	if (cpu->prof.listed)
 		ps = cpu_prof_stream(&cpu->prof, cb);
-		t0 = cpu_now_ns();
-	}
 	fp = vtpu_engine_fp_enter();
 	for (iter = job->first_iter; iter < end; iter++) {
+		bool first = ps && !ps->runs;
+
+		if (ps)
+			t0 = cpu_now_ns();
 		for (i = 0; job->strides && i < n; i++)
 			bufs[i].base = (u8 *)cb->bos[i]->map +
 				       job->strides[i] * iter;
@@ -549,15 +551,16 @@ int vtpu_cpu_run(struct vtpu_cpu *cpu, const struct vtpu_cmdbuf *cb,
 							      cb->size, &pos));
 		     ci++)
 			cpu_run_cmd(cpu, cmd, bufs,
-				    ps && ci < ps->ncmds ? &ps->cmds[ci] : NULL);
+				    ps && ci < ps->ncmds ? &ps->cmds[ci] : NULL,
+				    first);
 		cpu_run_gathered(cpu);
 		vtpu_engine_group_clear(cpu->group);
+		if (ps) {
+			*(first ? &ps->first_ns : &ps->ns) += cpu_now_ns() - t0;
+			ps->runs++;
+		}
 	}
 	vtpu_engine_fp_leave(fp);
-	if (ps) {
-		ps->runs += end - job->first_iter;
-		ps->ns += cpu_now_ns() - t0;
-	}
 out:
 	if (bufs != stackbufs)
 		free(bufs);

@@ -4,7 +4,8 @@
  * (profile.c) and OpenBLAS's GEMM (openblas.c). VTPU_PROFILE=1 in the
  * environment times every command of every stream an executor runs and
  * prints, when it is destroyed, where the time went (per stream, its 20
- * costliest commands; with VTPU_PROFILE=all, every command) on stderr.
+ * costliest commands; with VTPU_PROFILE=all, every command) on stderr,
+ * over the runs after each stream's first.
  */
 #ifndef LIBVTPU_CPU_PRIV_H
 #define LIBVTPU_CPU_PRIV_H
@@ -12,18 +13,25 @@
 #include "vtpu.h"
 #include "vtpu_engine.h"
 
-/* one command of one stream */
+/*
+ * One command of one stream: @ns over the runs after the stream's first,
+ * @first_ns in the first. The first run pays for what the steps after
+ * it find done: the first touch of its buffers' memory (a 64 MB
+ * activation took 150 ms to write the first time, 9 ms after), cold
+ * caches, lazily built state. Averaged in, it made a command look
+ * slower in a step than alone, which it was not.
+ */
 struct cpu_prof_cmd {
 	u32 opcode;
 	char what[48];		/* its shape */
-	u64 calls, ns;
+	u64 calls, ns, first_ns;
 };
 
 /* one command stream, known by its contents' address */
 struct cpu_prof_stream {
 	const void *data;
 	u32 size, ncmds;
-	u64 runs, ns;
+	u64 runs, ns, first_ns;	/* as struct cpu_prof_cmd's */
 	struct cpu_prof_cmd *cmds;
 };
 
