@@ -113,10 +113,11 @@ void cpu_prof_print(struct cpu_prof *prof)
 
 	for (i = 0; i < prof->nstreams; i++) {
 		struct cpu_prof_stream *ps = &prof->streams[i];
-		bool once = ps->runs == 1;
-		u64 runs = once ? 1 : ps->runs - 1, sum = 0;
-		double per = runs ? 1e6 * (double)runs : 1;
+		bool once = ps->runs <= 1;
+		double per = 1e6 * (double)(once ? 1 : ps->runs - 1);
+		u64 sum = 0;
 
+		/* (once: the first run's times are the ones to report) */
 		for (j = 0; j < ps->ncmds; j++) {
 			if (once)
 				ps->cmds[j].ns = ps->cmds[j].first_ns;

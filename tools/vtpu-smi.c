@@ -116,37 +116,27 @@ static ssize_t read_stamped(const char *path, char *buf, size_t len, double *t)
 	return got;
 }
 
-static int read_attr(const char *dev, const char *attr, char *buf, size_t len)
+/* A sysfs attribute of @dev, its newline cut; @t: as read_stamped()'s */
+static int read_attr(const char *dev, const char *attr, char *buf, size_t len,
+		     double *t)
 {
 	char path[256];
-	FILE *f;
+	double when;
+	ssize_t n;
 
 	snprintf(path, sizeof(path), SYSFS_CLASS "/%s/%s", dev, attr);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f))
-		buf[0] = '\0';
-	fclose(f);
+	n = read_stamped(path, buf, len, t ? t : &when);
+	if (n < 0)
+		return (int)n;
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
 }
 
-static long long read_num(const char *dev, const char *attr)
+static long long read_num(const char *dev, const char *attr, double *t)
 {
 	char buf[64];
 
-	return read_attr(dev, attr, buf, sizeof(buf)) ? -1 : atoll(buf);
-}
-
-/* sysfs busy_ns, and when the kernel read it (read_stamped()) */
-static long long read_busy(const char *dev, double *t)
-{
-	char path[256], buf[64];
-
-	snprintf(path, sizeof(path), SYSFS_CLASS "/%s/busy_ns", dev);
-	*t = now_s();
-	return read_stamped(path, buf, sizeof(buf), t) > 0 ? atoll(buf) : -1;
+	return read_attr(dev, attr, buf, sizeof(buf), t) ? -1 : atoll(buf);
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -170,19 +160,20 @@ static int scan(struct dev_state *devs)
 		if (strncmp(de->d_name, "vtpu", 4))
 			continue;
 		snprintf(s->name, sizeof(s->name), "%s", de->d_name);
-		if (read_attr(s->name, "simd", s->simd, sizeof(s->simd)))
+		if (read_attr(s->name, "simd", s->simd, sizeof(s->simd), NULL))
 			continue;
-		s->cores = read_num(s->name, "cores");
-		s->mem_cap = read_num(s->name, "mem_cap");
-		s->mem_used = read_num(s->name, "mem_used");
-		s->clients = read_num(s->name, "clients");
-		s->submitted = read_num(s->name, "jobs_submitted");
-		s->completed = read_num(s->name, "jobs_completed");
-		s->failed = read_num(s->name, "jobs_failed");
-		s->timedout = read_num(s->name, "jobs_timedout");
-		s->cancelled = read_num(s->name, "jobs_cancelled");
-		s->flops = read_num(s->name, "flops");
-		s->busy_ns = read_busy(s->name, &s->t);
+		s->cores = read_num(s->name, "cores", NULL);
+		s->mem_cap = read_num(s->name, "mem_cap", NULL);
+		s->mem_used = read_num(s->name, "mem_used", NULL);
+		s->clients = read_num(s->name, "clients", NULL);
+		s->submitted = read_num(s->name, "jobs_submitted", NULL);
+		s->completed = read_num(s->name, "jobs_completed", NULL);
+		s->failed = read_num(s->name, "jobs_failed", NULL);
+		s->timedout = read_num(s->name, "jobs_timedout", NULL);
+		s->cancelled = read_num(s->name, "jobs_cancelled", NULL);
+		s->flops = read_num(s->name, "flops", NULL);
+		s->t = now_s();
+		s->busy_ns = read_num(s->name, "busy_ns", &s->t);
 		n++;
 	}
 	closedir(d);
