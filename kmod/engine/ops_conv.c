@@ -25,8 +25,8 @@ static void im2col_tile(struct vtpu_engine_op *op)
 		op->ntiles = (u32)((g->total + g->chunk - 1) / g->chunk);
 	} else {
 		g->total = (u64)g->n * g->h * g->w * g->c;
-		vtpu_window_tile(op, vtpu_taps(g->kh, g->sh) *
-				     vtpu_taps(g->kw, g->sw));
+		vtpu_window_tile(op, vtpu_taps(g->kh, g->sh, g->oh) *
+				     vtpu_taps(g->kw, g->sw, g->ow));
 		op->flops = rows * g->kdim;
 	}
 }

@@ -47,8 +47,8 @@ static void pool_tile(struct vtpu_engine_op *op, bool forward)
 		vtpu_window_tile(op, (u64)g->kh * g->kw);
 	} else {
 		g->total = (u64)g->n * g->h * g->w * g->c;
-		vtpu_window_tile(op, vtpu_taps(g->kh, g->sh) *
-				     vtpu_taps(g->kw, g->sw));
+		vtpu_window_tile(op, vtpu_taps(g->kh, g->sh, g->oh) *
+				     vtpu_taps(g->kw, g->sw, g->ow));
 	}
 	op->flops = (u64)g->n * g->oh * g->ow * g->c * g->kh * g->kw;
 }

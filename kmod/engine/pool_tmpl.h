@@ -405,8 +405,8 @@ static void POOL_FN(maxpool_grad_pixel)(const struct vtpu_engine_conv *cv,
 	float *dx = cv->x + e;
 	u64 i;
 
-	if (POOL_FN(whole)(r, vtpu_taps(g->kh, g->sh),
-			   vtpu_taps(g->kw, g->sw))) {
+	if (POOL_FN(whole)(r, vtpu_taps(g->kh, g->sh, g->oh),
+			   vtpu_taps(g->kw, g->sw, g->ow))) {
 		POOL_FN(maxpool_grad_whole)(cv, dx, n, iy, ix, c0, len);
 		return;
 	}
@@ -606,8 +606,8 @@ static void POOL_FN(avgpool_grad_pixel)(const struct vtpu_engine_conv *cv,
 	u64 i, oy, ox, ny, nx;
 	float cnt;
 
-	if (POOL_FN(whole)(r, vtpu_taps(g->kh, g->sh),
-			   vtpu_taps(g->kw, g->sw))) {
+	if (POOL_FN(whole)(r, vtpu_taps(g->kh, g->sh, g->oh),
+			   vtpu_taps(g->kw, g->sw, g->ow))) {
 		POOL_FN(cover_axis)(iy, g->ph, g->sh, g->kh, g->oh, &oy, &ny);
 		POOL_FN(cover_axis)(ix, g->pw, g->sw, g->kw, g->ow, &ox, &nx);
 		if (ny && nx) {

@@ -1673,6 +1673,54 @@ TEST(gemm_splits_long_k)
 /* Elements an embedding op's call touches, at most (VTPU_OPS_CHUNK). */
 #define EMB_CALL_MAX 65536u
 
+/*
+ * A gather (AVGPOOL_GRAD, MAXPOOL_GRAD, COL2IM) walks, for each pixel, the
+ * taps of the windows that may cover it: no more than there are windows.
+ * A global pool (a 64 x 64 window at stride 1, one window) has one tap a
+ * pixel, so it runs as one step; counted as 64 x 64 taps it ran in 16
+ * steps, each walking them, 15 times its forward's time. A 40 x 40
+ * window over 42 x 42 (3 x 3 windows) has 9.
+ */
+TEST(gather_taps_bounded_by_windows)
+{
+	static uint8_t dummy[64];
+	struct vtpu_engine_buf bufs[3];
+	struct vtpu_window glob = { .n = 2, .h = 64, .w = 64, .c = 64,
+				    .kh = 64, .kw = 64, .stride_h = 1,
+				    .stride_w = 1 };
+	struct vtpu_window three = { .n = 1, .h = 42, .w = 42, .c = 8,
+				     .kh = 40, .kw = 40, .stride_h = 1,
+				     .stride_w = 1 };
+	const struct vtpu_cmd_hdr *cmd;
+	struct vtpu_cmdbuf cb;
+	uint32_t pos = 0, b, cmds = 0;
+
+	vtpu_cmdbuf_init(&cb);
+	ASSERT_EQ(0, vtpu_cmdbuf_avgpool_grad(&cb, &glob, 1, 1,
+					      VTPU_REF(0, 0), VTPU_REF(1, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_maxpool_grad(&cb, &glob, VTPU_REF(0, 0),
+					      VTPU_REF(1, 0), VTPU_REF(2, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_col2im(&cb, &glob, VTPU_REF(0, 0),
+					VTPU_REF(1, 0)));
+	ASSERT_EQ(0, vtpu_cmdbuf_avgpool_grad(&cb, &three, 3, 3,
+					      VTPU_REF(0, 0), VTPU_REF(1, 0)));
+	ASSERT_EQ(0, cb.error);
+	for (b = 0; b < 3; b++)
+		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
+	while ((cmd = vtpu_engine_next(cb.data, cb.size, &pos))) {
+		struct vtpu_engine_op op;
+		uint64_t taps = cmds < 3 ? 1 : 9;
+
+		vtpu_engine_op_prepare(&op, cmd, bufs, VTPU_SIMD_AVX512, 1);
+		EXPECT_EQ(1, op.nsteps);
+		/* each pixel's taps, all in its step */
+		EXPECT_EQ(taps, op.conv.win.span);
+		cmds++;
+	}
+	EXPECT_EQ(4, cmds);
+	vtpu_cmdbuf_fini(&cb);
+}
+
 /* The most tanh one call of an ADDITIVE_SCORE(_GRAD) computes. */
 static uint64_t additive_call(const struct vtpu_engine_op *op)
 {
