@@ -569,6 +569,61 @@ out:
 	return ret;
 }
 
+/*
+ * A buffer of CPU_HUGE or more starts on a CPU_HUGE boundary and asks for
+ * transparent huge pages (MADV_HUGEPAGE; the kernel's default policy,
+ * "madvise", gives them to no one else). A training step streams tensors
+ * of megabytes through memory, and on 4 KiB pages it takes a TLB miss
+ * every 4 KiB (on a virtual machine, a walk of the guest's page tables
+ * and the host's): resnet64's step at batch 64 ran about 15% faster on
+ * 2 MiB pages, xception64's about 7% (performance.md). Where the kernel's
+ * THP is "never" the advice fails and the pages stay small, as they do
+ * for the part of a buffer past its last whole 2 MiB.
+ */
+#define CPU_HUGE (2ull << 20)
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* @size bytes (a multiple of the page size), zeroed and populated */
+static void *cpu_map(uint64_t size)
+{
+	uint8_t *raw, *start, *end;
+	void *map;
+
+	/* populated now: page faults are slow, and steps reuse the memory */
+	if (size < CPU_HUGE) {
+		map = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		return map;
+	}
+	raw = mmap(NULL, size + CPU_HUGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return MAP_FAILED;
+	start = (uint8_t *)(((uintptr_t)raw + CPU_HUGE - 1) &
+			    ~(uintptr_t)(CPU_HUGE - 1));
+	end = raw + size + CPU_HUGE;
+	if (start > raw)
+		munmap(raw, (size_t)(start - raw));
+	if (start + size < end)
+		munmap(start + size, (size_t)(end - (start + size)));
+	madvise(start, size, MADV_HUGEPAGE);
+	/* a kernel before 5.14 has no MADV_POPULATE_WRITE: write it */
+	if (madvise(start, size, MADV_POPULATE_WRITE)) {
+		if (errno != EINVAL) {
+			int err = errno;
+
+			munmap(start, size);
+			errno = err;
+			return MAP_FAILED;
+		}
+		memset(start, 0, size);
+	}
+	return start;
+}
+
 int vtpu_cpu_bo_create(uint64_t size, struct vtpu_bo *bo)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -578,9 +633,7 @@ int vtpu_cpu_bo_create(uint64_t size, struct vtpu_bo *bo)
 	if (!size || size > (1ull << 46))
 		return -EINVAL;
 	rounded = (size + (uint64_t)page - 1) & ~((uint64_t)page - 1);
-	/* populated now: page faults are slow, and steps reuse the memory */
-	map = mmap(NULL, rounded, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	map = cpu_map(rounded);
 	if (map == MAP_FAILED)
 		return -errno;
 	bo->handle = 0;

@@ -1004,6 +1004,78 @@ TEST(fill_copy_nop)
 	vtpu_cpu_destroy(cpu);
 }
 
+/*
+ * The smaps entry of the mapping that starts at @addr: whether it is
+ * there at all, and its THPeligible field (-1 if it has none).
+ */
+static bool smaps_of(const void *addr, int *thp_eligible)
+{
+	char line[256], want[32];
+	bool in = false, found = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	*thp_eligible = -1;
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), "%lx-", (unsigned long)(uintptr_t)addr);
+	while (fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ') &&
+		    line[0] != ' ') {
+			in = !strncmp(line, want, strlen(want));
+			found |= in;
+		} else if (in && !strncmp(line, "THPeligible:", 12)) {
+			*thp_eligible = atoi(line + 12);
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The cpu backend's buffers of 2 MiB and more start on a 2 MiB boundary
+ * and ask for transparent huge pages (MADV_HUGEPAGE): eligible for them
+ * wherever the kernel's THP is not "never" (then they get 4 KiB pages).
+ * Smaller ones are plain pages. Either way zeroed, writable to the last
+ * byte, and gone once destroyed.
+ */
+TEST(large_buffers_huge_pages)
+{
+	static const uint64_t sizes[] = { 4096, 100000, (2u << 20) - 4096,
+					  2u << 20, (6u << 20) + 12345 };
+	char mode[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	bool thp = f && fgets(mode, sizeof(mode), f) && !strstr(mode, "[never]");
+	unsigned int i;
+
+	if (f)
+		fclose(f);
+	mode[strcspn(mode, "\n")] = '\0';
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct vtpu_bo bo;
+		uint64_t j, nonzero = 0;
+		bool huge = sizes[i] >= (2u << 20);
+		uint8_t *p;
+		int elig;
+
+		ASSERT_EQ(0, vtpu_cpu_bo_create(sizes[i], &bo));
+		p = bo.map;
+		EXPECT_EQ(0u, bo.size % 4096);
+		EXPECT_LE(sizes[i], bo.size);
+		EXPECT_EQ(0u, (uintptr_t)p % (huge ? 2u << 20 : 4096));
+		for (j = 0; j < bo.size; j += 64)
+			nonzero += p[j] != 0;
+		EXPECT_EQ(0u, nonzero);
+		p[bo.size - 1] = 1;
+		ASSERT_TRUE(smaps_of(p, &elig));
+		if (thp && elig >= 0)
+			EXPECT_EQ(huge ? 1 : 0, elig)
+		TH_LOG("%llu bytes at %p: THPeligible %d (THP: %s)",
+		       (unsigned long long)sizes[i], (void *)p, elig, mode);
+		vtpu_cpu_bo_destroy(&bo);
+		EXPECT_FALSE(smaps_of(p, &elig));
+	}
+}
+
 TEST(rejected_stream)
 {
 	struct vtpu_cpu *cpu = vtpu_cpu_create(1, -1, VTPU_CPU_GEMM_ENGINE);
