@@ -1005,23 +1005,23 @@ TEST(fill_copy_nop)
 }
 
 /*
- * The smaps entry of the mapping that starts at @addr: whether it is
- * there at all, and its THPeligible field (-1 if it has none).
+ * The smaps entry of the mapping that holds @addr (the kernel may have
+ * merged a buffer's mapping with a neighbour of the same flags): whether
+ * there is one, and its THPeligible field (-1 if it has none).
  */
 static bool smaps_of(const void *addr, int *thp_eligible)
 {
-	char line[256], want[32];
+	unsigned long a = (unsigned long)(uintptr_t)addr, lo, hi;
 	bool in = false, found = false;
+	char line[256];
 	FILE *f = fopen("/proc/self/smaps", "r");
 
 	*thp_eligible = -1;
 	if (!f)
 		return false;
-	snprintf(want, sizeof(want), "%lx-", (unsigned long)(uintptr_t)addr);
 	while (fgets(line, sizeof(line), f)) {
-		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ') &&
-		    line[0] != ' ') {
-			in = !strncmp(line, want, strlen(want));
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = lo <= a && a < hi;
 			found |= in;
 		} else if (in && !strncmp(line, "THPeligible:", 12)) {
 			*thp_eligible = atoi(line + 12);
