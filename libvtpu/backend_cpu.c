@@ -590,14 +590,11 @@ out:
 static void *cpu_map(uint64_t size)
 {
 	uint8_t *raw, *start, *end;
-	void *map;
 
 	/* populated now: page faults are slow, and steps reuse the memory */
-	if (size < CPU_HUGE) {
-		map = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-		return map;
-	}
+	if (size < CPU_HUGE)
+		return mmap(NULL, size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	raw = mmap(NULL, size + CPU_HUGE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
