@@ -10,11 +10,12 @@
  * The forward and DGRAD tile their output by flat element ranges (of
  * whole pixels where a tile holds one), each element summing its taps in
  * (ky, kx) order: at most VTPU_DWCONV_MAX_WORK terms, so a tile of at
- * most VTPU_OPS_CHUNK / taps elements is bounded work. WGRAD reduces over every window: a tile owns a block
- * of channels of dw, every tap of them (one pass over x and dy, not one a
- * tap), and its steps walk the windows in order, the sums in scratch, so
- * each element of dw adds its windows in their order whatever the block,
- * the tiling and the number of workers.
+ * most VTPU_OPS_CHUNK / taps elements is bounded work. WGRAD reduces over
+ * every window: a tile owns a block of channels of dw, every tap of them
+ * (one pass over x and dy, not one a tap), and its steps walk the windows
+ * in order, the sums in scratch, so each element of dw adds its windows
+ * in their order whatever the block, the tiling and the number of
+ * workers.
  */
 #include "engine_internal.h"
 
