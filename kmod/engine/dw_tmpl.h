@@ -448,7 +448,7 @@ void DW_FN(vtpu_dwconv_range)(const struct vtpu_engine_dwconv *d,
 			      bool dgrad, u64 e, u64 end)
 {
 	const struct vtpu_engine_window *g = &d->win;
-	u64 per = dgrad ? g->c : d->cm;
+	u64 per = d->per;
 	u64 c0 = e % per, x, y, n, len, run = 0;
 	u64 rw = dgrad ? g->w : g->ow, rh = dgrad ? g->h : g->oh;
 	struct dw_run ru;

@@ -44,7 +44,7 @@ void vtpu_dwconv_prepare(struct vtpu_engine_op *op,
 	const struct vtpu_cmd_dwconv *c = (const void *)cmd;
 	struct vtpu_engine_dwconv *d = &op->dw;
 	struct vtpu_engine_window *g = &d->win;
-	u64 taps, work, per;
+	u64 taps, work;
 
 	vtpu_dwconv_decode(c, g, &d->rows);
 	d->mult = c->mult;
@@ -59,11 +59,13 @@ void vtpu_dwconv_prepare(struct vtpu_engine_op *op,
 	op->flops = 2 * d->rows * d->cm * taps;
 	switch (cmd->opcode) {
 	case VTPU_OP_DWCONV:
-		d->total = d->rows * d->cm;
+		d->per = d->cm;
+		d->total = d->rows * d->per;
 		work = taps;
 		break;
 	case VTPU_OP_DWCONV_DGRAD:
-		d->total = (u64)g->n * g->h * g->w * g->c;
+		d->per = g->c;
+		d->total = (u64)g->n * g->h * g->w * d->per;
 		work = taps * c->mult;
 		break;
 	default:
@@ -93,9 +95,8 @@ void vtpu_dwconv_prepare(struct vtpu_engine_op *op,
 	 * elements a tile). The bits do not change: every path adds an
 	 * element's terms in the same order.
 	 */
-	per = cmd->opcode == VTPU_OP_DWCONV ? d->cm : g->c;
-	if (d->chunk >= per)
-		d->chunk -= d->chunk % per;
+	if (d->chunk >= d->per)
+		d->chunk -= d->chunk % d->per;
 	op->ntiles = (u32)((d->total + d->chunk - 1) / d->chunk);
 }
 

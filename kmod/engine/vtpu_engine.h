@@ -169,6 +169,7 @@ struct vtpu_engine_dwconv {
 	u64 cm;			/* c * mult: y's channels */
 	u64 rows;		/* windows: n * oh * ow */
 	u64 total, chunk;
+	u64 per;		/* forward, DGRAD: an output pixel's elements */
 	u32 block, nblocks;
 	u64 wps;
 	float *x, *w, *bias, *y;	/* or their gradients */
