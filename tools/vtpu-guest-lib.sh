@@ -159,9 +159,17 @@ resolve_module() {
 # make_run_dir: a temp dir for this run (tmp), removed on exit, with
 # out/, the writable share the guest sees; tag (from tmp's name) marks
 # this run's begin in the kernel log.
+# The EXIT trap removes tmp only in this shell: a background child killed
+# between bash's fork and its exec (vtpu-vm's boot watchdog can kill qemu's
+# `timeout` within milliseconds) runs the inherited EXIT trap itself, and
+# once removed tmp under the running script (test-vtpu-vm in CI,
+# 2026-11-28). The test is an `if`, not `[ ] ||`: in a trap run for a
+# signal, bash 5.2 can fail the trap's first command, and a failed test
+# must keep the directory, not remove it.
 make_run_dir() {
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$prog.XXXXXX")
-	trap 'rm -rf "$tmp"' EXIT
+	run_dir_owner=$BASHPID
+	trap 'if [ "$BASHPID" = "$run_dir_owner" ]; then rm -rf "$tmp"; fi' EXIT
 	tag=${tmp##*.}
 	out=$tmp/out
 	mkdir "$out"
