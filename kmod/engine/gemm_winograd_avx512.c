@@ -198,15 +198,6 @@ static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
 	}
 }
 
-/* The lines of @cnt floats from @p, into the caches (a hint: no faults). */
-static __always_inline void wino_prefetch_run(const float *p, u32 cnt)
-{
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)(p + cnt);
-
-	for (; a < end; a += 64)
-		__builtin_prefetch((const void *)a);
-}
-
 /*
  * Ask for what the next block will load while this one multiplies: the
  * @nt Winograd tiles after the @skip from (@tx, @ty) of image @n (none
@@ -246,17 +237,18 @@ static noinline void wino_prefetch(const struct vtpu_engine_gemm *g, u64 tx,
 				continue;
 			for (s = tx ? 2 : 0; s < 4; s++)
 				if (ix0 + s >= 0 && ix0 + s < w->w)
-					wino_prefetch_run((const float *)g->a +
+					gemm_prefetch_row(g->a,
 						(((s64)n * w->h + iy0 + r) *
-						 w->w + ix0 + s) * w->c + c0, ct);
+						 w->w + ix0 + s) * w->c + c0,
+						ct, 2);
 		}
 		for (r = 0; ot && r < 4; r++) {
 			u64 oy = 2 * ty + r / 2, ox = 2 * tx + r % 2;
 
 			if (oy < w->oh && ox < w->ow)
-				wino_prefetch_run((const float *)g->b +
+				gemm_prefetch_row(g->b,
 					((n * w->oh + oy) * w->ow + ox) *
-					g->ldb + o0, ot);
+					g->ldb + o0, ot, 2);
 		}
 		vtpu_next_xy(&tx, &ty, &n, twx, twy);
 	}
