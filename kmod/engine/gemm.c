@@ -203,6 +203,27 @@ static bool gemm_is_ain(const struct vtpu_engine_op *op)
 }
 
 /*
+ * A plain f32 A^T B, A stored k x m and B stored k x n, on AVX-512's 14 x
+ * 32 kernel reads both where they are stored (vtpu_gemm_step_avx512_atb()):
+ * weight gradients. Not when A's or B's rows are a multiple of 4 KiB
+ * apart, as gemm_is_ain(): a microtile's k steps would then fall in one
+ * set of the L1 cache. Few rows (gemm_is_tn()) and few columns (the
+ * narrow kernel) have their own kernels.
+ */
+static bool gemm_is_atb(const struct vtpu_engine_op *op)
+{
+	const struct vtpu_engine_gemm *g = &op->gemm;
+	u32 plain = VTPU_GEMM_BIAS | VTPU_GEMM_RELU | VTPU_GEMM_C_PANELS;
+
+	return gemm_simd(op->simd)->atb && g->dtype == VTPU_DTYPE_F32 &&
+	       !g->implicit && !g->flip_oc &&
+	       (g->flags & ~plain) == VTPU_GEMM_TRANS_A &&
+	       g->n > VTPU_GEMM_NARROW_NR &&
+	       ((u64)g->lda * sizeof(float)) % AIN_ALIAS_BYTES &&
+	       ((u64)g->ldb * sizeof(float)) % AIN_ALIAS_BYTES;
+}
+
+/*
  * A convolution with few output channels (n <= NARROW_NR: a LeNet's 6 and
  * 16) but at least ROWS_N_MIN of them runs on the rows kernel below with
  * one vector of columns, not on the narrow kernel: that one gathers A's
@@ -767,6 +788,8 @@ static void gemm_run_tile(const struct vtpu_engine_op *op,
 		lv->ain(&st, scratch);
 	else if (g->tn)
 		lv->tn(&st, scratch);
+	else if (gemm_is_atb(op))
+		lv->atb(&st, scratch);
 	else
 		gemm_op_level(op)->step(&st, scratch);
 }

@@ -201,6 +201,7 @@ static inline u64 vtpu_gemm_c_ld(const struct vtpu_engine_gemm *g)
  * @tn: A^T B, f32, with few rows, both read where they are stored
  * @rows: CONV and CONV_DGRAD on A's rows as gathered, unpacked
  * @ain: a plain f32 GEMM reading A (stored m x k) where it is stored
+ * @atb: a plain f32 A^T B reading A and B (both stored k x ..) in place
  * @wgrad: CONV_WGRAD, direct (struct vtpu_engine_gemm's wg_nb)
  * @wino: CONV and CONV_DGRAD, Winograd F(2 x 2, 3 x 3)
  * @wino_wgrad: CONV_WGRAD, Winograd
@@ -222,6 +223,7 @@ struct vtpu_gemm_level {
 	void (*tn)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*rows)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*ain)(const struct vtpu_gemm_step *st, void *scratch);
+	void (*atb)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*wgrad)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*wino)(const struct vtpu_gemm_step *st, void *scratch);
 	void (*wino_wgrad)(const struct vtpu_gemm_step *st, void *scratch);

@@ -2,7 +2,8 @@
 /*
  * GEMM for AVX-512F: a 14 x 32 microkernel (28 zmm accumulators, two zmm
  * of B per k, A broadcast from memory), and its variants that read A's
- * rows as gathered (CONV, CONV_DGRAD) or as stored (a plain f32 GEMM).
+ * rows as gathered (CONV, CONV_DGRAD) or as stored (a plain f32 GEMM),
+ * or A^T B's two operands as stored (a weight gradient).
  * Compiled with -mavx512f; GCC vector extensions and builtins instead of
  * <immintrin.h>, which the kernel build cannot use. The level's other
  * kernels, and what they share with these, are named in gemm_avx512.h.
@@ -21,6 +22,11 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st, void *scratch)
 }
 
 void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st, void *scratch)
+{
+	vtpu_gemm_step_scalar(st, scratch);
+}
+
+void vtpu_gemm_step_avx512_atb(const struct vtpu_gemm_step *st, void *scratch)
 {
 	vtpu_gemm_step_scalar(st, scratch);
 }
@@ -192,14 +198,14 @@ static u32 ain_full_tiles(u32 mt)
 _Static_assert(GEMM_NR == VTPU_GEMM_PANEL, "a panel is a microtile wide");
 
 /*
- * A microtile of @rows (14 or 8) rows of A, @mr of them real, row r at
- * a + r * @rs (A where it is stored, or its last rows copied), by B's
- * rows @bs apart (a packed panel's, or B's where it is stored)
+ * A microtile of @rows (14 or 8) rows of A, @mr of them real, A's element
+ * (r, p) at a[r * @rs + p * @ps], by B's rows @bs apart
  */
-static noinline void ain_ukr(u32 kc, const float *a, u64 rs, const float *b,
-			     u64 bs, float *c, u64 ldc, u32 mr, u32 nr,
-			     float alpha, float beta, const float *bias,
-			     u32 relu, u32 rows)
+static __always_inline void ukr_strided(u32 kc, const float *a, u64 rs,
+					u64 ps, const float *b, u64 bs,
+					float *c, u64 ldc, u32 mr, u32 nr,
+					float alpha, float beta,
+					const float *bias, u32 relu, u32 rows)
 {
 	u32 r;
 
@@ -214,10 +220,36 @@ static noinline void ain_ukr(u32 kc, const float *a, u64 rs, const float *b,
 	}
 	if (rows == GEMM_MR)
 		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
-			rs, 1, GEMM_MR, bs);
+			rs, ps, GEMM_MR, bs);
 	else
 		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
-			rs, 1, UKR_SHORT, bs);
+			rs, ps, UKR_SHORT, bs);
+}
+
+/*
+ * ukr_strided() on A's rows @rs apart (A where it is stored m x k, or its
+ * last rows copied)
+ */
+static noinline void ain_ukr(u32 kc, const float *a, u64 rs, const float *b,
+			     u64 bs, float *c, u64 ldc, u32 mr, u32 nr,
+			     float alpha, float beta, const float *bias,
+			     u32 relu, u32 rows)
+{
+	ukr_strided(kc, a, rs, 1, b, bs, c, ldc, mr, nr, alpha, beta, bias,
+		    relu, rows);
+}
+
+/*
+ * ukr_strided() on A's columns, k rows @ps apart (A where it is stored k
+ * x m, or its last columns copied)
+ */
+static noinline void atb_ukr(u32 kc, const float *a, u64 ps, const float *b,
+			     u64 bs, float *c, u64 ldc, u32 mr, u32 nr,
+			     float alpha, float beta, const float *bias,
+			     u32 relu, u32 rows)
+{
+	ukr_strided(kc, a, 1, ps, b, bs, c, ldc, mr, nr, alpha, beta, bias,
+		    relu, rows);
 }
 
 /*
@@ -296,6 +328,68 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 			bias ? bias + j : NULL, relu, UKR_SHORT);
 }
 
+/*
+ * A^T B, f32, A stored k x m and B stored k x n (gemm.c's gemm_is_atb():
+ * a weight gradient over the pixels of a batch, 64 x 64 x 65536): both
+ * are read where they are stored, A's element (r, p) at a[p * lda + r]
+ * and B's rows ldb apart, so nothing is packed. Packing had cost a third
+ * of such a product even with the operands in the caches, and with
+ * them in memory it waited on every load before the FMAs began. Rows run
+ * as 14-row microtiles and then 8-row ones (ain_full_tiles()); the last
+ * rows, fewer than 8, are copied into the scratch first and the last
+ * columns, fewer than 32, packed, so that nothing past A's column m or
+ * B's column n is read. Each element of C is the same chain of FMAs over
+ * k as in the packed kernel: the same bits.
+ */
+void vtpu_gemm_step_avx512_atb(const struct vtpu_gemm_step *st,
+			       void *scratch)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	float *bp = scratch;
+	float *ap = bp + VTPU_GEMM_A_OFF;
+	struct vtpu_gemm_memo *memo =
+		(struct vtpu_gemm_memo *)(bp + VTPU_GEMM_MEMO_OFF);
+	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
+	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
+	const float *a = (const float *)g->a + (u64)st->p0 * g->lda + st->i0;
+	const float *b = (const float *)g->b + (u64)st->p0 * g->ldb + st->j0;
+	u32 kc = st->kc, mt = st->mt, nt = st->nt, i, j, r, p, mr;
+	u32 full = ain_full_tiles(mt) * GEMM_MR;
+	u32 nfull = nt / GEMM_NR * GEMM_NR;
+	u64 ldc = vtpu_gemm_c_ld(g), lda = g->lda, ldb = g->ldb, ps;
+	const float *ai;
+
+	if (nfull < nt) {
+		/* the B area is ours now: no packed GEMM block is kept there */
+		memo->seq = 0;
+		gemm_pack_b(bp, g, st->p0, kc, st->j0 + nfull, nt - nfull);
+	}
+	for (i = 0; i < mt; i += mr) {
+		if (i + UKR_SHORT <= mt) {
+			mr = i < full ? GEMM_MR : UKR_SHORT;
+			ai = a + i;
+			ps = lda;
+		} else {
+			/* the last rows, as an 8-row panel */
+			mr = mt - i;
+			for (p = 0; p < kc; p++)
+				for (r = 0; r < UKR_SHORT; r++)
+					ap[p * UKR_SHORT + r] =
+						r < mr ? a[p * lda + i + r] :
+							 0.0f;
+			ai = ap;
+			ps = UKR_SHORT;
+		}
+		for (j = 0; j < nt; j += GEMM_NR)
+			atb_ukr(kc, ai, ps, j < nfull ? b + j : bp,
+				j < nfull ? ldb : GEMM_NR,
+				vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc,
+				mr, gemm_min(GEMM_NR, nt - j), g->alpha,
+				st->beta, bias ? bias + j : NULL, relu,
+				mr > UKR_SHORT ? GEMM_MR : UKR_SHORT);
+	}
+}
+
 #endif /* __CHECKER__ */
 
 const struct vtpu_gemm_level vtpu_gemm_level_avx512 = {
@@ -308,6 +402,7 @@ const struct vtpu_gemm_level vtpu_gemm_level_avx512 = {
 	.tn = vtpu_gemm_step_avx512_tn,
 	.rows = vtpu_gemm_step_avx512_rows,
 	.ain = vtpu_gemm_step_avx512_ain,
+	.atb = vtpu_gemm_step_avx512_atb,
 	.wgrad = vtpu_gemm_step_avx512_wgrad,
 	.wino = vtpu_gemm_step_avx512_wino,
 	.wino_wgrad = vtpu_gemm_step_avx512_wino_wgrad,

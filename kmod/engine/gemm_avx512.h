@@ -24,6 +24,8 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				void *scratch);
 void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 			       void *scratch);
+void vtpu_gemm_step_avx512_atb(const struct vtpu_gemm_step *st,
+			       void *scratch);
 void vtpu_gemm_step_avx512_narrow(const struct vtpu_gemm_step *st,
 				  void *scratch);
 void vtpu_gemm_step_avx512_tn(const struct vtpu_gemm_step *st, void *scratch);

@@ -828,10 +828,12 @@ static int stored_keeps_bits(struct __test_metadata *_metadata,
 /*
  * The same op(A), stored m x k or k x m (TRANS_A), gives the same bits:
  * every path sums each element's k in order, whichever way it reads A
- * (the 14 x 32 kernel reads a k x m A's whole microtiles where they are
- * stored, and packs a last partial one; an m x k A is read in place or
- * packed by other paths). Tiles of 14- and 8-row microtiles, a partial
- * one, two steps of k, the narrow kernel, bias, ReLU and beta.
+ * (on AVX-512 the 14 x 32 kernel reads a k x m A and its k x n B where
+ * they are stored, copies A's last rows under 8 and packs B's last
+ * columns under 32, and packs both when their rows are a multiple of 4
+ * KiB apart; an m x k A is read in place or packed by other paths).
+ * Tiles of 14- and 8-row microtiles, a partial one, partial columns, one
+ * to three steps of k, the narrow kernel, bias, ReLU and beta.
  */
 /* a case for stored_keeps_bits(): A and B drawn as if not transposed */
 #define C(m_, n_, k_, fl, be)                                                  \
@@ -849,6 +851,10 @@ TEST_F(gemm, trans_a_keeps_bits)
 		C(29, 40, 33, VTPU_GEMM_TRANS_B, 1.0f),
 		C(200, 10, 128, 0, 0.0f),
 		C(64, 64, 8448, 0, 0.5f),	/* K split (gemm.c) */
+		C(20, 48, 40, 0, 1.0f),		/* 14 + 6 rows, 32 + 16 */
+		C(29, 33, 513, VTPU_GEMM_RELU, 0.0f),	/* 14 + 8 + 7 */
+		C(37, 1024, 64, 0, 0.0f),	/* B's rows 4 KiB apart */
+		C(1024, 40, 30, VTPU_GEMM_BIAS, 0.0f),	/* and A's */
 	};
 	/* (OpenBLAS runs it its own way) */
 	if (variant->exec == EXEC_OPENBLAS)
