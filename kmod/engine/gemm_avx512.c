@@ -241,7 +241,7 @@ static noinline void ain_ukr(u32 kc, const float *a, u64 rs, const float *b,
 
 /*
  * ukr_strided() on A's columns, k rows @ps apart (A where it is stored k
- * x m, or its last columns copied)
+ * x m, or its last rows, columns of the stored matrix, copied)
  */
 static noinline void atb_ukr(u32 kc, const float *a, u64 ps, const float *b,
 			     u64 bs, float *c, u64 ldc, u32 mr, u32 nr,
@@ -332,7 +332,7 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
  * A^T B, f32, A stored k x m and B stored k x n (gemm.c's gemm_is_atb():
  * a weight gradient over the pixels of a batch, 64 x 64 x 65536): both
  * are read where they are stored, A's element (r, p) at a[p * lda + r]
- * and B's rows ldb apart, so nothing is packed. Packing had cost a third
+ * and B's rows ldb apart, so neither is packed. Packing had cost a third
  * of such a product even with the operands in the caches, and with
  * them in memory it waited on every load before the FMAs began. Rows run
  * as 14-row microtiles and then 8-row ones (ain_full_tiles()); the last

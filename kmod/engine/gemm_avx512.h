@@ -101,7 +101,8 @@ static inline void gemm_store_row_mask(float *c, V16F x0, V16F x1, u16 m0,
  * The k loop of a microtile of @rows rows (at most MR) on @nv of each k's
  * two vectors of B (1 or 2): a last panel of at most 16 columns does half
  * the FMAs. A's element (r, p) is a[r * @rs + p * @ps]: a packed panel
- * (rs 1, ps MR), rows of gathered im2col (rs VTPU_GEMM_KC, ps 1), or
+ * (rs 1, ps MR), rows of gathered im2col (rs VTPU_GEMM_KC, ps 1), A
+ * where it is stored m x k (rs lda, ps 1) or k x m (rs 1, ps lda), or
  * Winograd's V (gemm_winograd_avx512.c). B's row p is at b + p * @bs: a
  * packed panel's (bs UKR_NR) or B's own rows where they are stored (bs
  * ldb). @rows, @nv, @rs and @ps are constants once inlined. The

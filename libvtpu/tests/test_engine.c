@@ -855,6 +855,10 @@ TEST_F(gemm, trans_a_keeps_bits)
 		C(29, 33, 513, VTPU_GEMM_RELU, 0.0f),	/* 14 + 8 + 7 */
 		C(37, 1024, 64, 0, 0.0f),	/* B's rows 4 KiB apart */
 		C(1024, 40, 30, VTPU_GEMM_BIAS, 0.0f),	/* and A's */
+		/* alpha and beta that neither epilogue may contract away */
+		{ .m = 45, .n = 70, .k = 300, .flags = VTPU_GEMM_BIAS,
+		  .alpha = 0.75f, .beta = -1.25f, .guard = 1, .a_as_rows = 1,
+		  .b_as_rows = 1 },
 	};
 	/* (OpenBLAS runs it its own way) */
 	if (variant->exec == EXEC_OPENBLAS)
