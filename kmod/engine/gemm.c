@@ -192,14 +192,19 @@ static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
 #define WG_COLS_MIN 64
 #define AIN_ALIAS_BYTES 4096u
 
+/* Rows @ld floats apart that fall in one L1 set (see above) */
+static bool gemm_ld_aliases(u32 ld)
+{
+	return ((u64)ld * sizeof(float)) % AIN_ALIAS_BYTES == 0;
+}
+
 static bool gemm_is_ain(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
 
 	return gemm_simd(op->simd)->ain && g->dtype == VTPU_DTYPE_F32 &&
 	       !g->implicit && !(g->flags & VTPU_GEMM_TRANS_A) &&
-	       g->n > VTPU_GEMM_NARROW_NR &&
-	       ((u64)g->lda * sizeof(float)) % AIN_ALIAS_BYTES;
+	       g->n > VTPU_GEMM_NARROW_NR && !gemm_ld_aliases(g->lda);
 }
 
 /*
@@ -218,9 +223,8 @@ static bool gemm_is_atb(const struct vtpu_engine_op *op)
 	return gemm_simd(op->simd)->atb && g->dtype == VTPU_DTYPE_F32 &&
 	       !g->implicit && !g->flip_oc &&
 	       (g->flags & ~plain) == VTPU_GEMM_TRANS_A &&
-	       g->n > VTPU_GEMM_NARROW_NR &&
-	       ((u64)g->lda * sizeof(float)) % AIN_ALIAS_BYTES &&
-	       ((u64)g->ldb * sizeof(float)) % AIN_ALIAS_BYTES;
+	       g->n > VTPU_GEMM_NARROW_NR && !gemm_ld_aliases(g->lda) &&
+	       !gemm_ld_aliases(g->ldb);
 }
 
 /*
