@@ -78,7 +78,8 @@ struct cx {
 	struct tref *val, *grad, *aux; /* per node */
 	bool *needs_grad;
 	int *pool_of;	/* conv node -> the maxpool fused with it, or -1 */
-	bool *relu_folded; /* a ReLU node run by its CONV_POOL (VTPU_CONV_RELU) */
+	bool *relu_folded; /* a ReLU node run by its CONV_POOL (VTPU_CONV_RELU),
+			    * or of a ReLU's output: its value is its input */
 	bool *pool_relu;   /* a maxpool node whose CONV_POOL runs that ReLU */
 	bool *want_bwd;	   /* an LSTM or GRU whose states (only) have
 			    * gradients */
@@ -2719,6 +2720,13 @@ static void plan_fusion(struct cx *cx)
  * that pooling: CONV_POOL applies it (max commutes with ReLU), and the
  * gradient's mask is CONV_POOL_WGRAD's. The ReLU node only names the
  * pooled values and passes its gradient through.
+ *
+ * A ReLU of a ReLU's output (Xception's blocks open with one, and its
+ * first block's input is the stem's ReLU) is its input, bit for bit:
+ * x < 0 ? 0 : x leaves +0, -0, NaN and the positives as they are. Its
+ * gradient passes through too, since the inner ReLU's mask (its output
+ * > 0) is the outer one's: both ELEMENTWISE passes go, and the inner
+ * ReLU's gradient sums what it received in the same order as before.
  */
 static void plan_relu_folding(struct cx *cx)
 {
@@ -2729,6 +2737,10 @@ static void plan_relu_folding(struct cx *cx)
 		if (g->nodes[r].op != VG_RELU)
 			continue;
 		j = g->nodes[r].in[0];
+		if (j >= 0 && g->nodes[j].op == VG_RELU) {
+			cx->relu_folded[r] = true;
+			continue;
+		}
 		if (g->nodes[j].op != VG_MAXPOOL)
 			continue;
 		k = g->nodes[j].in[0];

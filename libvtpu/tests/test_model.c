@@ -1151,6 +1151,97 @@ TEST(batchnorm_relu_fusion_same_bits)
 }
 
 /*
+ * conv, ReLU r1, then r1 read twice: by a second ReLU and by a conv, the
+ * two summed. @split puts a Flatten between the ReLUs, so that the
+ * second one is not of a ReLU's output and runs (plan_relu_folding()).
+ */
+static struct vtpu_model *relu_relu_model(int split)
+{
+	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
+	struct vtpu_graph *g = vtpu_model_graph(m);
+	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 7,
+			  .learning_rate = 1e-2f);
+	int r1, r2, s, y;
+
+	r1 = vtpu_graph_relu(g, vtpu_graph_conv2d(g, 0, 4, 3, 3, 1,
+						  VTPU_PAD_SAME,
+						  VTPU_ACT_NONE));
+	r2 = split ? vtpu_graph_relu(g, vtpu_graph_flatten(g, r1)) :
+		     vtpu_graph_flatten(g, vtpu_graph_relu(g, r1));
+	s = vtpu_graph_flatten(g, vtpu_graph_conv2d(g, r1, 4, 3, 3, 1,
+						    VTPU_PAD_SAME,
+						    VTPU_ACT_NONE));
+	y = vtpu_graph_dense(g, vtpu_graph_add(g, r2, s), 4,
+			     VTPU_ACT_SOFTMAX);
+	if (y < 0 || vtpu_model_set_output(m, y) ||
+	    vtpu_model_compile(m, &co)) {
+		vtpu_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * A ReLU of a ReLU's output is its input (Xception's first block): no
+ * ELEMENTWISE RELU and no RELU_GRAD for it, two commands fewer per step
+ * than the model with a Flatten between the two, and the same bits: the
+ * losses of every epoch, the weights after training, and predict. The
+ * first ReLU's gradient sums the second's and the conv's.
+ */
+TEST(relu_of_relu_same_bits)
+{
+	struct vtpu_dataset train, test;
+	VTPU_FIT_OPTS(fo, .epochs = 3);
+	struct vtpu_model *a = relu_relu_model(0);
+	struct vtpu_model *b = relu_relu_model(1);
+	double la[3], lb[3];
+	struct vtpu_model_info ia, ib;
+	struct vtpu_weight_info wi;
+	float *pa, *pb;
+	int k, differ = 0;
+
+	quadrant_set(&train, 512, 1);
+	quadrant_set(&test, 100, 2);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, vtpu_model_info(a, &ia));
+	ASSERT_EQ(0, vtpu_model_info(b, &ib));
+	EXPECT_EQ(ib.commands - 2, ia.commands);
+	fo.on_epoch = record_loss;
+	fo.ctx = la;
+	ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+	fo.ctx = lb;
+	ASSERT_EQ(0, vtpu_model_fit(b, &train, &fo));
+	EXPECT_EQ(0, memcmp(la, lb, sizeof(la)));
+	EXPECT_LT(la[2], la[0]);
+	ASSERT_EQ(vtpu_model_num_weights(a), vtpu_model_num_weights(b));
+	for (k = 0; k < vtpu_model_num_weights(a); k++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(a, k, &wi));
+		pa = malloc(wi.count * sizeof(float));
+		pb = malloc(wi.count * sizeof(float));
+		ASSERT_EQ(0, vtpu_model_get_weights(a, k, pa, wi.count));
+		ASSERT_EQ(0, vtpu_model_get_weights(b, k, pb, wi.count));
+		differ += memcmp(pa, pb, wi.count * 4) != 0;
+		free(pa);
+		free(pb);
+	}
+	EXPECT_EQ(0, differ);
+	pa = malloc(test.n * 4 * sizeof(float));
+	pb = malloc(test.n * 4 * sizeof(float));
+	ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
+	ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
+	EXPECT_EQ(0, memcmp(pa, pb, test.n * 4 * sizeof(float)));
+	TH_LOG("%u vs %u commands, loss %.6f -> %.6f, %d tensors differ",
+	       ia.commands, ib.commands, la[0], la[2], differ);
+	free(pa);
+	free(pb);
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+}
+
+/*
  * Rescaling between layers: its backward pass against central differences;
  * one right after the input is folded into the input's cast.
  */
