@@ -1052,6 +1052,68 @@ TEST(batchnorm_folding_agrees)
 }
 
 /*
+ * Model @a, compiled to @fewer commands a step less than @b, trains as @b
+ * bit for bit: the losses of three epochs, every weight after them,
+ * evaluate and predict (4 classes). Both are destroyed.
+ */
+static void expect_same_training(struct __test_metadata *_metadata,
+				 struct vtpu_model *a, struct vtpu_model *b,
+				 uint32_t fewer, const char *what)
+{
+	struct vtpu_dataset train, test;
+	VTPU_FIT_OPTS(fo, .epochs = 3, .on_epoch = record_loss);
+	double la[3], lb[3], ea, eb, aa, ab;
+	struct vtpu_model_info ia, ib;
+	struct vtpu_weight_info wi;
+	float *pa, *pb;
+	int k, differ = 0;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	quadrant_set(&train, 512, 1);
+	quadrant_set(&test, 100, 2);
+	ASSERT_EQ(0, vtpu_model_info(a, &ia));
+	ASSERT_EQ(0, vtpu_model_info(b, &ib));
+	EXPECT_EQ(ib.commands - fewer, ia.commands);
+	fo.ctx = la;
+	ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
+	fo.ctx = lb;
+	ASSERT_EQ(0, vtpu_model_fit(b, &train, &fo));
+	EXPECT_EQ(0, memcmp(la, lb, sizeof(la)));
+	EXPECT_LT(la[2], la[0]);
+	ASSERT_EQ(vtpu_model_num_weights(a), vtpu_model_num_weights(b));
+	for (k = 0; k < vtpu_model_num_weights(a); k++) {
+		ASSERT_EQ(0, vtpu_model_weight_info(a, k, &wi));
+		pa = malloc(wi.count * sizeof(float));
+		pb = malloc(wi.count * sizeof(float));
+		ASSERT_EQ(0, vtpu_model_get_weights(a, k, pa, wi.count));
+		ASSERT_EQ(0, vtpu_model_get_weights(b, k, pb, wi.count));
+		differ += memcmp(pa, pb, wi.count * 4) != 0;
+		free(pa);
+		free(pb);
+	}
+	EXPECT_EQ(0, differ);
+	ASSERT_EQ(0, vtpu_model_evaluate(a, &test, &ea, &aa));
+	ASSERT_EQ(0, vtpu_model_evaluate(b, &test, &eb, &ab));
+	EXPECT_EQ(0, memcmp(&ea, &eb, sizeof(ea)));
+	EXPECT_EQ(aa, ab);
+	pa = malloc(test.n * 4 * sizeof(float));
+	pb = malloc(test.n * 4 * sizeof(float));
+	ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
+	ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
+	EXPECT_EQ(0, memcmp(pa, pb, test.n * 4 * sizeof(float)));
+	TH_LOG("%s: %u vs %u commands, loss %.6f -> %.6f, test loss %.6f, "
+	       "%d tensors differ", what, ia.commands, ib.commands, la[0],
+	       la[2], ea, differ);
+	vtpu_dataset_free(&train);
+	vtpu_dataset_free(&test);
+	vtpu_model_destroy(a);
+	vtpu_model_destroy(b);
+	free(pa);
+	free(pb);
+}
+
+/*
  * conv, batch norm, ReLU and dense, batch norm, ReLU; @split puts a
  * Flatten (which moves no data) between each batch norm and its ReLU,
  * so that the compiler does not fuse them (plan_bn_relu()).
@@ -1087,67 +1149,10 @@ static struct vtpu_model *bn_relu_model(int split, uint32_t nofold)
  */
 TEST(batchnorm_relu_fusion_same_bits)
 {
-	struct vtpu_dataset train, test;
-	VTPU_FIT_OPTS(fo, .epochs = 3);
-	uint32_t nofold;
-
-	quadrant_set(&train, 512, 1);
-	quadrant_set(&test, 100, 2);
-	for (nofold = 0; nofold < 2; nofold++) {
-		struct vtpu_model *a = bn_relu_model(0, nofold);
-		struct vtpu_model *b = bn_relu_model(1, nofold);
-		double la[3], lb[3], ea, eb, aa, ab;
-		struct vtpu_model_info ia, ib;
-		struct vtpu_weight_info wi;
-		float *pa, *pb;
-		int k, differ = 0;
-
-		ASSERT_NE(NULL, a);
-		ASSERT_NE(NULL, b);
-		ASSERT_EQ(0, vtpu_model_info(a, &ia));
-		ASSERT_EQ(0, vtpu_model_info(b, &ib));
-		EXPECT_EQ(ib.commands - 2, ia.commands);
-		fo.on_epoch = record_loss;
-		fo.ctx = la;
-		ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
-		fo.ctx = lb;
-		ASSERT_EQ(0, vtpu_model_fit(b, &train, &fo));
-		EXPECT_EQ(0, memcmp(la, lb, sizeof(la)));
-		EXPECT_LT(la[2], la[0]);
-		ASSERT_EQ(vtpu_model_num_weights(a),
-			  vtpu_model_num_weights(b));
-		for (k = 0; k < vtpu_model_num_weights(a); k++) {
-			ASSERT_EQ(0, vtpu_model_weight_info(a, k, &wi));
-			pa = malloc(wi.count * sizeof(float));
-			pb = malloc(wi.count * sizeof(float));
-			ASSERT_EQ(0, vtpu_model_get_weights(a, k, pa,
-							    wi.count));
-			ASSERT_EQ(0, vtpu_model_get_weights(b, k, pb,
-							    wi.count));
-			differ += memcmp(pa, pb, wi.count * 4) != 0;
-			free(pa);
-			free(pb);
-		}
-		EXPECT_EQ(0, differ);
-		ASSERT_EQ(0, vtpu_model_evaluate(a, &test, &ea, &aa));
-		ASSERT_EQ(0, vtpu_model_evaluate(b, &test, &eb, &ab));
-		EXPECT_EQ(0, memcmp(&ea, &eb, sizeof(ea)));
-		EXPECT_EQ(aa, ab);
-		pa = malloc(test.n * 4 * sizeof(float));
-		pb = malloc(test.n * 4 * sizeof(float));
-		ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
-		ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
-		EXPECT_EQ(0, memcmp(pa, pb, test.n * 4 * sizeof(float)));
-		TH_LOG("fold %s: %u vs %u commands, loss %.6f -> %.6f, "
-		       "test loss %.6f, %d tensors differ", nofold ? "off" : "on",
-		       ia.commands, ib.commands, la[0], la[2], ea, differ);
-		free(pa);
-		free(pb);
-		vtpu_model_destroy(a);
-		vtpu_model_destroy(b);
-	}
-	vtpu_dataset_free(&train);
-	vtpu_dataset_free(&test);
+	expect_same_training(_metadata, bn_relu_model(0, 0),
+			     bn_relu_model(1, 0), 2, "fold on");
+	expect_same_training(_metadata, bn_relu_model(0, 1),
+			     bn_relu_model(1, 1), 2, "fold off");
 }
 
 /*
@@ -1184,61 +1189,14 @@ static struct vtpu_model *relu_relu_model(int split)
 /*
  * A ReLU of a ReLU's output is its input (Xception's first block): no
  * ELEMENTWISE RELU and no RELU_GRAD for it, two commands fewer per step
- * than the model with a Flatten between the two, and the same bits: the
- * losses of every epoch, the weights after training, and predict. The
- * first ReLU's gradient sums the second's and the conv's.
+ * than the model with a Flatten between the two, and the same bits
+ * (expect_same_training()). The first ReLU's gradient sums the second's
+ * and the conv's.
  */
 TEST(relu_of_relu_same_bits)
 {
-	struct vtpu_dataset train, test;
-	VTPU_FIT_OPTS(fo, .epochs = 3);
-	struct vtpu_model *a = relu_relu_model(0);
-	struct vtpu_model *b = relu_relu_model(1);
-	double la[3], lb[3];
-	struct vtpu_model_info ia, ib;
-	struct vtpu_weight_info wi;
-	float *pa, *pb;
-	int k, differ = 0;
-
-	quadrant_set(&train, 512, 1);
-	quadrant_set(&test, 100, 2);
-	ASSERT_NE(NULL, a);
-	ASSERT_NE(NULL, b);
-	ASSERT_EQ(0, vtpu_model_info(a, &ia));
-	ASSERT_EQ(0, vtpu_model_info(b, &ib));
-	EXPECT_EQ(ib.commands - 2, ia.commands);
-	fo.on_epoch = record_loss;
-	fo.ctx = la;
-	ASSERT_EQ(0, vtpu_model_fit(a, &train, &fo));
-	fo.ctx = lb;
-	ASSERT_EQ(0, vtpu_model_fit(b, &train, &fo));
-	EXPECT_EQ(0, memcmp(la, lb, sizeof(la)));
-	EXPECT_LT(la[2], la[0]);
-	ASSERT_EQ(vtpu_model_num_weights(a), vtpu_model_num_weights(b));
-	for (k = 0; k < vtpu_model_num_weights(a); k++) {
-		ASSERT_EQ(0, vtpu_model_weight_info(a, k, &wi));
-		pa = malloc(wi.count * sizeof(float));
-		pb = malloc(wi.count * sizeof(float));
-		ASSERT_EQ(0, vtpu_model_get_weights(a, k, pa, wi.count));
-		ASSERT_EQ(0, vtpu_model_get_weights(b, k, pb, wi.count));
-		differ += memcmp(pa, pb, wi.count * 4) != 0;
-		free(pa);
-		free(pb);
-	}
-	EXPECT_EQ(0, differ);
-	pa = malloc(test.n * 4 * sizeof(float));
-	pb = malloc(test.n * 4 * sizeof(float));
-	ASSERT_EQ(0, vtpu_model_predict(a, test.images, test.n, pa));
-	ASSERT_EQ(0, vtpu_model_predict(b, test.images, test.n, pb));
-	EXPECT_EQ(0, memcmp(pa, pb, test.n * 4 * sizeof(float)));
-	TH_LOG("%u vs %u commands, loss %.6f -> %.6f, %d tensors differ",
-	       ia.commands, ib.commands, la[0], la[2], differ);
-	free(pa);
-	free(pb);
-	vtpu_model_destroy(a);
-	vtpu_model_destroy(b);
-	vtpu_dataset_free(&train);
-	vtpu_dataset_free(&test);
+	expect_same_training(_metadata, relu_relu_model(0),
+			     relu_relu_model(1), 2, "relu of relu");
 }
 
 /*
