@@ -725,21 +725,21 @@ static void DW_FN(dw_wg3_one)(const struct vtpu_engine_dwconv *d,
  * order: a step's windows, a few hundred, stay in cache while the taps go
  * over them, so x and dy come from memory once, not once a tap. The sums
  * of the step are kept in @acc (taps x len floats of scratch): loaded from
- * dw (zero on the first step unless accumulating), stored back at the
- * end; each (tap, channel) adds its windows in order, as one pass would.
+ * @dw (taps x cm floats: the op's dw, or a group's sums in its workspace;
+ * zero instead with @zero), stored back at the end; each (tap, channel)
+ * adds its windows in order, as one pass would.
  */
 void DW_FN(vtpu_dwconv_wgrad)(const struct vtpu_engine_dwconv *d,
-			      float *acc, u64 o0, u64 len, u64 r, u64 r_end,
-			      bool first)
+			      float *acc, float *dw, u64 o0, u64 len, u64 r,
+			      u64 r_end, bool zero)
 {
 	const struct vtpu_engine_window *g = &d->win;
 	u32 taps = g->kh * g->kw, t, ky, kx, m, m0 = (u32)(o0 % d->mult);
-	bool zero = first && !(d->flags & VTPU_CONV_ACCUMULATE);
 	u64 ox, oy, n, i, ci, c0 = o0 / d->mult;
 	float *a, *dst;
 
 	for (t = 0; t < taps; t++) {
-		dst = d->w + (u64)t * d->cm + o0;
+		dst = dw + (u64)t * d->cm + o0;
 		a = acc + (u64)t * len;
 		for (i = 0; i < len; i++)
 			a[i] = zero ? 0.0f : dst[i];
@@ -798,7 +798,7 @@ void DW_FN(vtpu_dwconv_wgrad)(const struct vtpu_engine_dwconv *d,
 		}
 	}
 	for (t = 0; t < taps; t++) {
-		dst = d->w + (u64)t * d->cm + o0;
+		dst = dw + (u64)t * d->cm + o0;
 		a = acc + (u64)t * len;
 		for (i = 0; i < len; i++)
 			dst[i] = a[i];

@@ -587,8 +587,8 @@ VTPU_CONVPOOL_LEVEL(avx512);
 	void vtpu_dwconv_range_##sfx(const struct vtpu_engine_dwconv *d,       \
 				     bool dgrad, u64 e, u64 end);              \
 	void vtpu_dwconv_wgrad_##sfx(const struct vtpu_engine_dwconv *d,       \
-				     float *acc, u64 o0, u64 len, u64 r,       \
-				     u64 r_end, bool first);                   \
+				     float *acc, float *dw, u64 o0, u64 len,   \
+				     u64 r, u64 r_end, bool zero);             \
 	void vtpu_pool_range_##sfx(const struct vtpu_engine_op *op, u32 step,  \
 				   u64 e, u64 end)
 VTPU_NHWC_LEVEL(scalar);

@@ -171,7 +171,8 @@ struct vtpu_engine_dwconv {
 	u64 total, chunk;
 	u64 per;		/* forward, DGRAD: an output pixel's elements */
 	u32 block, nblocks;
-	u64 wps;
+	u32 groups;		/* WGRAD: groups of windows, grows each */
+	u64 grows, wps;
 	float *x, *w, *bias, *y;	/* or their gradients */
 };
 

@@ -1311,7 +1311,10 @@ TEST(conv_wgrad_any_workers)
  * loops of any shape: runs of several lengths, channels past the blocks
  * of 16 (20, 33, 8), fewer than a block (8), a 5x5 kernel, a forward
  * stride of 2, an uneven padding (2 above and below, none beside), a
- * depth multiplier of 2 with a stride of 1.
+ * depth multiplier of 2 with a stride of 1. WGRAD's groups of windows
+ * (ops_dwconv.c: two to eight, from 256 windows up), a group's several
+ * steps, with a depth multiplier and a 5x5 kernel, and with blocks of
+ * half a pixel's 400 channels.
  */
 static const uint32_t dw_shapes[][14] = {
 	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0 },
@@ -1333,6 +1336,8 @@ static const uint32_t dw_shapes[][14] = {
 	{ 2, 10, 10, 64, 3, 3, 1, 1, 2, 0, 12, 8, 1, VTPU_CONV_BIAS },
 	{ 1, 24, 24, 8, 3, 3, 1, 1, 1, 1, 24, 24, 1, 0 },
 	{ 2, 9, 10, 24, 3, 3, 1, 1, 1, 1, 9, 10, 2, VTPU_CONV_BIAS },
+	{ 3, 16, 16, 12, 5, 5, 1, 1, 2, 2, 16, 16, 2, 0 },
+	{ 8, 12, 12, 400, 3, 3, 1, 1, 1, 1, 12, 12, 1, 0 },
 };
 
 struct dw_geom {

@@ -1009,9 +1009,10 @@ struct vtpu_cmd_conv {
  * DWCONV_DGRAD: dx[n, iy, ix, ci] = the sum over the taps (ky, kx) in
  * order whose window covers (iy, ix), and over m in order, of dy * w;
  * DWCONV_WGRAD: dw[ky, kx, ci, m] = the sum over the windows (n, oy, ox)
- * in order of x * dy. With VTPU_CONV_ACCUMULATE a gradient's sum starts
- * from the output's value instead of 0. The order depends on the shape
- * only. The bias gradient is the column sum of dy (REDUCE), as for CONV.
+ * of x * dy: the windows in order in groups of consecutive ones (up to
+ * eight), each group summed from 0 and the groups' sums added in order to
+ * the first's. With VTPU_CONV_ACCUMULATE a gradient's sum starts from the
+ * output's value instead of 0. The order depends on the shape only. The bias gradient is the column sum of dy (REDUCE), as for CONV.
  * Outputs overlap nothing.
  */
 struct vtpu_cmd_dwconv {
