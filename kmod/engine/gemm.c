@@ -636,6 +636,19 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	nt = round_up(vtpu_div_up(n, ntiles), lv->nr);
 	mtiles = vtpu_div_up(m, mt);
 	ntiles = vtpu_div_up(n, nt);
+	/*
+	 * Stopped short of the tiles wanted, with more tiles than workers
+	 * but not a multiple of them: as many tiles as workers, one round
+	 * instead of two. A dense layer of 64 rows whose A is packed
+	 * (cifar10's 64 x 512 x 4096, lda 4096) stopped at 3 columns of 192
+	 * for 2 workers: 1.27 -> 0.93 ms as 2 of 256.
+	 */
+	if (mtiles == 1 && ntiles < wanted && op->workers > 1 &&
+	    ntiles > op->workers && ntiles % op->workers) {
+		ntiles -= ntiles % op->workers;
+		nt = round_up(vtpu_div_up(n, ntiles), lv->nr);
+		ntiles = vtpu_div_up(n, nt);
+	}
 
 	/*
 	 * mtiles * ntiles fits: C (m x n floats) lies in one buffer, and
