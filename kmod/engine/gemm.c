@@ -637,17 +637,25 @@ void vtpu_gemm_prepare(struct vtpu_engine_op *op)
 	mtiles = vtpu_div_up(m, mt);
 	ntiles = vtpu_div_up(n, nt);
 	/*
-	 * Stopped short of the tiles wanted, with more tiles than workers
-	 * but not a multiple of them: as many tiles as workers, one round
-	 * instead of two. A dense layer of 64 rows whose A is packed
-	 * (cifar10's 64 x 512 x 4096, lda 4096) stopped at 3 columns of 192
-	 * for 2 workers: 1.27 -> 0.93 ms as 2 of 256.
+	 * A dense layer's GEMM that stopped short of the tiles wanted, with
+	 * more tiles than workers but not a multiple of them, takes as many
+	 * tiles as workers, one round instead of two, while a tile stays
+	 * within VTPU_GEMM_NT_MAX columns (the scratch's B block). 64 rows
+	 * with A packed (cifar10's 64 x 512 x 4096, lda 4096) had stopped at
+	 * 3 tiles of 192 columns for 2 workers: 1.27 -> 0.93 ms as 2 of 256.
+	 * Not with K split (the parts make more tiles) nor for convolutions
+	 * (GEMM_TILES_WANTED above).
 	 */
 	if (mtiles == 1 && ntiles < wanted && op->workers > 1 &&
-	    ntiles > op->workers && ntiles % op->workers) {
-		ntiles -= ntiles % op->workers;
-		nt = round_up(vtpu_div_up(n, ntiles), lv->nr);
-		ntiles = vtpu_div_up(n, nt);
+	    ntiles > op->workers && ntiles % op->workers && !g->implicit &&
+	    gemm_ksplit_parts(g) < 2) {
+		u32 even = ntiles - ntiles % op->workers;
+		u32 wide = round_up(vtpu_div_up(n, even), lv->nr);
+
+		if (wide <= VTPU_GEMM_NT_MAX) {
+			nt = wide;
+			ntiles = vtpu_div_up(n, nt);
+		}
 	}
 
 	/*

@@ -1304,6 +1304,15 @@ TEST(tiling_keeps_bits)
 		{ 16, 100, 20000, 0, 1 },
 		/* a weight gradient's columns split on 2+ workers */
 		{ 64, 130, 8448, VTPU_GEMM_TRANS_A, 0.5f },
+		/*
+		 * column tiles as many as the workers, each within
+		 * VTPU_GEMM_NT_MAX: A packed (rows 4 KiB apart); A in
+		 * place with 5 rows past the 8-row microtile (copied
+		 * after B's block in the scratch), B transposed
+		 */
+		{ 64, 512, 4096, 0, 0 },
+		{ 13, 1536, 256, 0, 0 },
+		{ 13, 1536, 256, VTPU_GEMM_TRANS_B, 0 },
 	};
 	static const int threads[] = { 1, 2, 3, 4, 9 };
 	const int nthreads = sizeof(threads) / sizeof(threads[0]);
@@ -1711,6 +1720,26 @@ TEST(dense_tiles_split_columns)
 			       ks[i], w, op.gemm.mt);
 		}
 	}
+}
+
+/*
+ * A dense layer's GEMM whose tile loop stopped between the workers and
+ * twice them takes as many tiles as workers (cifar10's 64 x 512 x 4096,
+ * A packed: 3 tiles on 2 workers had been two rounds), never a tile
+ * wider than VTPU_GEMM_NT_MAX columns (13 x 1536: 3 tiles of 512 stay
+ * 3).
+ */
+TEST(dense_tiles_match_workers)
+{
+	struct vtpu_engine_op op;
+
+	ASSERT_EQ(0, prepare_gemm(&op, 64, 512, 4096, 0, 2));
+	EXPECT_EQ(2u, op.ntiles);
+	ASSERT_EQ(0, prepare_gemm(&op, 64, 512, 4096, 0, 1));
+	EXPECT_EQ(2u, op.ntiles);
+	ASSERT_EQ(0, prepare_gemm(&op, 13, 1536, 256, 0, 2));
+	EXPECT_EQ(3u, op.ntiles);
+	EXPECT_GE(512u, op.gemm.nt);
 }
 
 /*
