@@ -90,6 +90,7 @@ struct cx {
 			    * (VTPU_BATCHNORM_RELU), or -1 */
 	struct tref *wf, *bf; /* its folded weights and bias */
 	int step;	   /* the step being emitted, or -1: all of them */
+	int bwd_node;	   /* the node whose backward pass is being emitted */
 	bool unfused_lstm; /* VTPU_UNFUSED_LSTM: ELEMENTWISE, not LSTM_CELL */
 	struct rnn_bufs *rnn; /* per LSTM or GRU node */
 	int state, images, labels, metrics, grads;
@@ -332,11 +333,37 @@ static struct tref grad_begin(struct cx *cx, int x, struct tref *tmp)
 	return *tmp;
 }
 
+/*
+ * Add @g to node x's gradient: in place, unless grad_pass() shared x's
+ * buffer with a node whose backward pass is still to come (the passes run
+ * from the last node; the one running now included), which reads it
+ * then: an add's other input, whose gradient is the add's too, say. The
+ * sum then goes to a buffer of x's own; the bits are the same.
+ */
+static void grad_add(struct cx *cx, int x, struct tref g)
+{
+	uint64_t bytes = cx->B * vg_node_size(&cx->g->nodes[x]) * 4;
+	struct tref sum = cx->grad[x];
+	bool shared = false;
+	int j;
+
+	for (j = 0; j <= cx->bwd_node && !shared; j++) {
+		uint64_t len = cx->B * vg_node_size(&cx->g->nodes[j]) * 4;
+
+		shared = j != x && cx->grad[j].sid == sum.sid &&
+			 cx->grad[j].off < sum.off + bytes &&
+			 sum.off < cx->grad[j].off + len;
+	}
+	if (shared)
+		sum = work(cx, bytes);
+	ew(cx, VTPU_EW_ADD, bytes / 4, cx->grad[x], g, sum);
+	cx->grad[x] = sum;
+}
+
 static void grad_end(struct cx *cx, int x, struct tref tmp)
 {
 	if (tmp.sid)
-		ew(cx, VTPU_EW_ADD, cx->B * vg_node_size(&cx->g->nodes[x]),
-		   cx->grad[x], tmp, cx->grad[x]);
+		grad_add(cx, x, tmp);
 }
 
 /* A gradient that is just passed on (flatten, add): share it if we can. */
@@ -347,8 +374,7 @@ static void grad_pass(struct cx *cx, int x, struct tref g)
 	if (!cx->grad[x].sid)
 		cx->grad[x] = g;
 	else
-		ew(cx, VTPU_EW_ADD, cx->B * vg_node_size(&cx->g->nodes[x]),
-		   cx->grad[x], g, cx->grad[x]);
+		grad_add(cx, x, g);
 }
 
 /* dz: the gradient before the activation (ReLU's mask applied to dy). */
@@ -3023,8 +3049,10 @@ int vg_compile(const struct vtpu_graph *g, enum vg_prog_kind kind,
 		cx.bwd_at = cx.cb.size;
 		for (i = g->nnodes - 1; i >= 0 && !cx.err; i--)
 			if (ops[g->nodes[i].op].bwd &&
-			    (cx.grad[i].sid || cx.want_bwd[i]))
+			    (cx.grad[i].sid || cx.want_bwd[i])) {
+				cx.bwd_node = i;
 				ops[g->nodes[i].op].bwd(&cx, i);
+			}
 		zero_dead_grads(&cx);
 		optimizer(&cx);
 	}

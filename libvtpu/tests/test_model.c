@@ -1155,29 +1155,40 @@ TEST(batchnorm_relu_fusion_same_bits)
 			     bn_relu_model(1, 1), 2, "fold off");
 }
 
+static int conv4(struct vtpu_graph *g, int x)
+{
+	return vtpu_graph_conv2d(g, x, 4, 3, 3, 1, VTPU_PAD_SAME,
+				 VTPU_ACT_NONE);
+}
+
 /*
- * conv, ReLU r1, then r1 read twice: by a second ReLU and by a conv, the
- * two summed. @split puts a Flatten between the ReLUs, so that the
- * second one is not of a ReLU's output and runs (plan_relu_folding()).
+ * conv, ReLU r1, then r1 read twice: by a second ReLU r2 and by a conv c,
+ * their values summed. @split puts a Flatten between the ReLUs, so that
+ * r2 is not of a ReLU's output and runs (plan_relu_folding()). With
+ * @late, c and a conv q of the input come before r2, and q is summed with
+ * r2: the backward pass then reaches c after r2 has passed r1 the
+ * gradient that q reads too, and c's part must not be added into it.
  */
-static struct vtpu_model *relu_relu_model(int split)
+static struct vtpu_model *relu_relu_model(int split, int late)
 {
 	struct vtpu_model *m = vtpu_model_create(4, 4, 1);
 	struct vtpu_graph *g = vtpu_model_graph(m);
 	VTPU_COMPILE_OPTS(co, .device = "cpu", .batch = 32, .seed = 7,
 			  .learning_rate = 1e-2f);
-	int r1, r2, s, y;
+	int r1, r2, c = -1, q = -1, y;
 
-	r1 = vtpu_graph_relu(g, vtpu_graph_conv2d(g, 0, 4, 3, 3, 1,
-						  VTPU_PAD_SAME,
-						  VTPU_ACT_NONE));
+	r1 = vtpu_graph_relu(g, conv4(g, 0));
+	if (late) {
+		q = vtpu_graph_flatten(g, conv4(g, 0));
+		c = vtpu_graph_flatten(g, conv4(g, r1));
+	}
 	r2 = split ? vtpu_graph_relu(g, vtpu_graph_flatten(g, r1)) :
 		     vtpu_graph_flatten(g, vtpu_graph_relu(g, r1));
-	s = vtpu_graph_flatten(g, vtpu_graph_conv2d(g, r1, 4, 3, 3, 1,
-						    VTPU_PAD_SAME,
-						    VTPU_ACT_NONE));
-	y = vtpu_graph_dense(g, vtpu_graph_add(g, r2, s), 4,
-			     VTPU_ACT_SOFTMAX);
+	if (late)
+		y = vtpu_graph_add(g, vtpu_graph_add(g, r2, q), c);
+	else
+		y = vtpu_graph_add(g, r2, vtpu_graph_flatten(g, conv4(g, r1)));
+	y = vtpu_graph_dense(g, y, 4, VTPU_ACT_SOFTMAX);
 	if (y < 0 || vtpu_model_set_output(m, y) ||
 	    vtpu_model_compile(m, &co)) {
 		vtpu_model_destroy(m);
@@ -1191,12 +1202,15 @@ static struct vtpu_model *relu_relu_model(int split)
  * ELEMENTWISE RELU and no RELU_GRAD for it, two commands fewer per step
  * than the model with a Flatten between the two, and the same bits
  * (expect_same_training()). The first ReLU's gradient sums the second's
- * and the conv's.
+ * and the conv's, in either order.
  */
 TEST(relu_of_relu_same_bits)
 {
-	expect_same_training(_metadata, relu_relu_model(0),
-			     relu_relu_model(1), 2, "relu of relu");
+	expect_same_training(_metadata, relu_relu_model(0, 0),
+			     relu_relu_model(1, 0), 2, "relu of relu");
+	expect_same_training(_metadata, relu_relu_model(0, 1),
+			     relu_relu_model(1, 1), 2,
+			     "relu of relu, the other reader first");
 }
 
 /*
