@@ -27,17 +27,17 @@
 /*
  * WGRAD: the workers' tiles come from groups of windows: as many as the
  * workspace holds the sums of (the first group's go to dw), at most
- * DW_WG_GROUPS, at least DW_WG_GROUP_ROWS windows each. A tile's block of
- * channels is at most DW_WG_BLOCK, two AVX-512 vectors: one walk of a
+ * DW_WG_GROUPS, at least DW_WG_GROUP_ROWS windows each. A tile's block
+ * of channels is at most DW_WG_BLOCK, two AVX-512 vectors: one walk of a
  * step's windows (dw_wg3_wide()), long enough for its prefetches to pay
  * (a block of 128 channels walked each step's 56 windows four times, and
- * ran 1.1-1.2x slower than blocks of 32 or 64). Only a layer too short for groups halves its blocks, down to
- * DW_WG_MIN (a cache line), while it has fewer than DW_WG_TILES tiles;
- * the tile's sums, taps x block floats, stay in scratch (and L1), at most
- * DW_WG_ACC. Before the groups, the channels alone split the work, in
- * blocks of 16 for 64 channels, each tile reading one cache line of every
- * pixel of x and dy: 1.13-1.24x slower on two threads (64 images of 32 x
- * 32 x 32 to 8 x 8 x 256). Functions of the shape only.
+ * ran 1.1-1.2x slower than blocks of 32 or 64). While the op has fewer
+ * than DW_WG_TILES tiles, its blocks halve, down to DW_WG_MIN (a cache
+ * line); the tile's sums, taps x block floats, stay in scratch (and L1),
+ * at most DW_WG_ACC. Before the groups, the channels alone split the
+ * work, in blocks of 16 for 64 channels, each tile reading one cache line
+ * of every pixel of x and dy: 1.13-1.24x slower on two threads (64
+ * images of 32 x 32 x 32 to 8 x 8 x 256). Functions of the shape only.
  */
 #define DW_WG_BLOCK 32u
 #define DW_WG_MIN 16u

@@ -1304,7 +1304,7 @@ TEST(conv_wgrad_any_workers)
  * n, h, w, c, kh, kw, stride h, w, top pad, left pad, oh, ow, mult,
  * flags: SAME and VALID, strides 1 and 2, TensorFlow's SAME with an odd
  * total padding (more below and right), odd sizes, depth multipliers 1
- * to 3, several forward tiles, WGRAD's channel blocks of 16, 32 and 64
+ * to 3, several forward tiles, WGRAD's channel blocks of 16 and 32
  * channels (kept in registers) and of others, several WGRAD steps
  * (windows). The interior runs of the forward and of DGRAD (every tap on
  * the image) and WGRAD's 3x3 walk beside the border pixels and the
@@ -1313,8 +1313,9 @@ TEST(conv_wgrad_any_workers)
  * stride of 2, an uneven padding (2 above and below, none beside), a
  * depth multiplier of 2 with a stride of 1. WGRAD's groups of windows
  * (ops_dwconv.c: two to eight, from 256 windows up), a group's several
- * steps, with a depth multiplier and a 5x5 kernel, and with blocks of
- * half a pixel's 400 channels.
+ * steps, with a depth multiplier and a 5x5 kernel, with 400 channels in
+ * 13 blocks, and a short last group with a step of nothing to do (21 x
+ * 25 x 2 windows in 4 groups of 263, 131 a step).
  */
 static const uint32_t dw_shapes[][14] = {
 	{ 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0 },
@@ -1338,6 +1339,7 @@ static const uint32_t dw_shapes[][14] = {
 	{ 2, 9, 10, 24, 3, 3, 1, 1, 1, 1, 9, 10, 2, VTPU_CONV_BIAS },
 	{ 3, 16, 16, 12, 5, 5, 1, 1, 2, 2, 16, 16, 2, 0 },
 	{ 8, 12, 12, 400, 3, 3, 1, 1, 1, 1, 12, 12, 1, 0 },
+	{ 2, 21, 25, 20, 5, 5, 1, 1, 2, 2, 21, 25, 1, 0 },
 };
 
 struct dw_geom {

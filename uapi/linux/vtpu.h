@@ -1009,10 +1009,14 @@ struct vtpu_cmd_conv {
  * DWCONV_DGRAD: dx[n, iy, ix, ci] = the sum over the taps (ky, kx) in
  * order whose window covers (iy, ix), and over m in order, of dy * w;
  * DWCONV_WGRAD: dw[ky, kx, ci, m] = the sum over the windows (n, oy, ox)
- * of x * dy: the windows in order in groups of consecutive ones (up to
- * eight), each group summed from 0 and the groups' sums added in order to
- * the first's. With VTPU_CONV_ACCUMULATE a gradient's sum starts from the
- * output's value instead of 0. The order depends on the shape only. The bias gradient is the column sum of dy (REDUCE), as for CONV.
+ * of x * dy, in G groups of consecutive windows, ceil(R / G) in each but
+ * the last (R = n * oh * ow windows; G = the least of 8, R / 256 and 1 +
+ * 4096 / (kh * kw * c * mult), at least 1): each group's windows in
+ * order, the first group's sum from dw's value (VTPU_CONV_ACCUMULATE) or
+ * 0, the others' from 0, then the others' sums added to it in order.
+ * With VTPU_CONV_ACCUMULATE DGRAD's sum also starts from the output's
+ * value instead of 0. The order depends on the shape only. The bias
+ * gradient is the column sum of dy (REDUCE), as for CONV.
  * Outputs overlap nothing.
  */
 struct vtpu_cmd_dwconv {
