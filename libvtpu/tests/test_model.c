@@ -1189,12 +1189,11 @@ static struct vtpu_model *relu_relu_model(int split, int late)
 	else
 		y = vtpu_graph_add(g, r2, vtpu_graph_flatten(g, conv4(g, r1)));
 	y = vtpu_graph_dense(g, y, 4, VTPU_ACT_SOFTMAX);
-	if (y < 0 || vtpu_model_set_output(m, y) ||
-	    vtpu_model_compile(m, &co)) {
-		vtpu_model_destroy(m);
-		return NULL;
-	}
-	return m;
+	if (y >= 0 && !vtpu_model_set_output(m, y) &&
+	    !vtpu_model_compile(m, &co))
+		return m;
+	vtpu_model_destroy(m);
+	return NULL;
 }
 
 /*
