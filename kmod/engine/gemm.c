@@ -232,7 +232,7 @@ static bool gemm_is_atb(const struct vtpu_engine_op *op)
  * 16) but at least ROWS_N_MIN of them runs on the rows kernel below with
  * one vector of columns, not on the narrow kernel: that one gathers A's
  * rows and then transposes them into panels, and the transpose cost as
- * much as the FMAs; here the gathered rows are broadcast as they are.
+ * much as the FMAs; here A's rows are broadcast where they are.
  */
 #define ROWS_N_MIN 6
 

@@ -77,52 +77,172 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 			GEMM_MR, GEMM_MR, GEMM_NR);
 }
 
-/* gemm_ukr() with A as rows VTPU_GEMM_KC floats apart */
-static void gemm_ukr_rows(u32 kc, const float *a, const float *b, float *c,
-			  u64 ldc, u32 mr, u32 nr, float alpha, float beta,
-			  const float *bias, u32 relu)
+/*
+ * The k loop of a microtile of @rows rows whose A rows are read where
+ * they are: row r's run of the k block's s-th tap row (s = 0, 1, ...)
+ * starts at base[r] + s * step[r], its first run at column @q (the runs
+ * are @run long; the block's @kc columns cover them in order). A row of
+ * the image read in place has step w * c; a row gathered into the
+ * scratch has step run (and base q before its first column). The sums
+ * are ukr_acc_bs()'s, in its order.
+ */
+static __always_inline void ukr_acc_runs(u32 kc, u32 q, u64 run,
+					 const float *const *base,
+					 const u64 *step, const float *b,
+					 V16F acc[GEMM_MR][2], u32 nv,
+					 u32 rows)
 {
-	if (mr <= UKR_SHORT)
-		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
-			VTPU_GEMM_KC, 1, UKR_SHORT, GEMM_NR);
+	u32 s, r, t;
+
+#pragma GCC unroll 14
+	for (r = 0; r < rows; r++)
+		acc[r][0] = acc[r][1] = (V16F){ 0 };
+	for (s = 0; kc; s++) {
+		u32 t0 = s ? 0 : q, len = (u32)vtpu_min_u64(run - t0, kc);
+		const float *pp[GEMM_MR];
+
+#pragma GCC unroll 14
+		for (r = 0; r < rows; r++)
+			pp[r] = base[r] + s * step[r] + t0;
+		for (t = 0; t < len; t++, b += GEMM_NR) {
+			V16F b0 = gemm_loadu(b);
+			V16F b1 = gemm_loadu(b + 16);
+
+#pragma GCC unroll 14
+			for (r = 0; r < rows; r++) {
+				float av = pp[r][t];
+
+				acc[r][0] += av * b0;
+				if (nv == 2)
+					acc[r][1] += av * b1;
+			}
+		}
+		kc -= len;
+	}
+}
+
+/* ukr_acc_runs() on @rows rows (a constant), then the store */
+static __always_inline void ukr_runs(u32 kc, u32 q, u64 run,
+				     const float *const *base,
+				     const u64 *step, const float *b,
+				     float *c, u64 ldc, u32 mr, u32 nr,
+				     float alpha, float beta,
+				     const float *bias, u32 relu, u32 rows)
+{
+	V16F acc[GEMM_MR][2];
+
+	if (ENGINE_LIKELY(nr > 16))
+		ukr_acc_runs(kc, q, run, base, step, b, acc, 2, rows);
 	else
-		ukr_run(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, relu,
-			VTPU_GEMM_KC, 1, GEMM_MR, GEMM_NR);
+		ukr_acc_runs(kc, q, run, base, step, b, acc, 1, rows);
+	ukr_store(acc, c, ldc, mr, nr, alpha, beta, bias, relu, rows);
 }
 
 /*
- * vtpu_im2col_cols(), with the common case inline: a window inside the
- * image is kh runs of kw * c consecutive floats, copied a vector at a
- * time.
+ * One function per row count: inlined into one, their frames added up
+ * past the kernel's bound.
  */
-static __always_inline void rows_gather(const struct vtpu_engine_window *w,
-					const float *image, u64 n, u64 oy,
-					u64 ox, u32 ky, u64 q, u32 kc, float *d)
+static noinline void ukr_runs_short(u32 kc, u32 q, u64 run,
+				    const float *const *base,
+				    const u64 *step, const float *b,
+				    float *c, u64 ldc, u32 mr, u32 nr,
+				    float alpha, float beta,
+				    const float *bias, u32 relu)
+{
+	ukr_runs(kc, q, run, base, step, b, c, ldc, mr, nr, alpha, beta,
+		 bias, relu, UKR_SHORT);
+}
+
+static noinline void ukr_runs_full(u32 kc, u32 q, u64 run,
+				   const float *const *base, const u64 *step,
+				   const float *b, float *c, u64 ldc, u32 mr,
+				   u32 nr, float alpha, float beta,
+				   const float *bias, u32 relu)
+{
+	ukr_runs(kc, q, run, base, step, b, c, ldc, mr, nr, alpha, beta,
+		 bias, relu, GEMM_MR);
+}
+
+/* A microtile of mr rows on 8 rows if they are few, else on 14 */
+static void gemm_ukr_runs(u32 kc, u32 q, u64 run, const float *const *base,
+			  const u64 *step, const float *b, float *c, u64 ldc,
+			  u32 mr, u32 nr, float alpha, float beta,
+			  const float *bias, u32 relu)
+{
+	if (mr <= UKR_SHORT)
+		ukr_runs_short(kc, q, run, base, step, b, c, ldc, mr, nr,
+			       alpha, beta, bias, relu);
+	else
+		ukr_runs_full(kc, q, run, base, step, b, c, ldc, mr, nr,
+			      alpha, beta, bias, relu);
+}
+
+/* A vector at @d, whole while it fits before @room */
+static __always_inline void edge_store(float *d, V16F v, const float *room)
+{
+	if (d + 16 <= room)
+		gemm_storeu(d, v);
+	else
+		gemm_maskstore(d, v, gemm_mask((u32)(room - d)));
+}
+
+/* Zeros in [d, d + len), and maybe some after it before @room */
+static __always_inline void edge_zero(float *d, u64 len, const float *room)
+{
+	u64 t;
+
+	for (t = 0; t < len; t += 16)
+		edge_store(d + t, (V16F){ 0 }, room);
+}
+
+/*
+ * vtpu_im2col_cols() a vector at a time, for a window over the edge:
+ * @kc columns of im2col row (n, oy, ox) from column (ky, q) on, into @d,
+ * a row of VTPU_GEMM_KC floats. A run is its zeros before the image, its
+ * columns in the image and its zeros after, in that order, each written
+ * in whole vectors whose lanes past the part are the next part's to
+ * rewrite (or the next run's, or past kc in the row's room). No load is
+ * masked but one that would read past the image: a masked load behind
+ * these stores waited for them, a quarter of a 7 x 7 convolution's time.
+ */
+static void edge_gather(const struct vtpu_engine_window *w,
+			const float *image, u64 n, u64 oy, u64 ox, u32 ky,
+			u64 q, u32 kc, float *d)
 {
 	u64 run = (u64)w->kw * w->c, t;
-	s64 ix0 = (s64)(ox * w->sw) - w->pw, iy0 = (s64)(oy * w->sh) - w->ph;
-	u32 ky_last = (u32)((ky * run + q + kc - 1) / run);
-	const float *src;
+	s64 ix0 = (s64)(ox * w->sw) - w->pw;
+	s64 iy = (s64)(oy * w->sh + ky) - w->ph;
+	/* the run's columns in the image */
+	u64 lo = ix0 < 0 ? (u64)-ix0 * w->c : 0;
+	u64 hi = ix0 + w->kw > w->w ? (u64)(w->w - ix0) * w->c : run;
+	const float *room = d + VTPU_GEMM_KC;
+	const float *end = image + (u64)w->n * w->h * w->w * w->c;
 
-	if (ix0 < 0 || ix0 + w->kw > w->w || iy0 + ky < 0 ||
-	    iy0 + ky_last >= w->h) {
-		vtpu_im2col_cols(w, image, n, oy, ox, ky, q, kc, d);
-		return;
-	}
-	src = image + ((n * w->h + (u64)(iy0 + ky)) * w->w + (u64)ix0) * w->c;
-	while (kc) {
+	for (; kc; q = 0, iy++) {
 		u32 len = (u32)vtpu_min_u64(run - q, kc);
-		u16 m;
+		u64 a = q > lo ? q : lo, b = vtpu_min_u64(hi, q + len);
 
-		for (t = 0; t + 16 <= len; t += 16)
-			gemm_storeu(d + t, gemm_loadu(src + q + t));
-		m = gemm_mask(len - (u32)t);
-		if (m)
-			gemm_maskstore(d + t, gemm_maskload(src + q + t, m), m);
+		if (iy >= 0 && iy < w->h && a < b) {
+			/* column a of the run, in the image */
+			const float *src = image +
+				((n * w->h + (u64)iy) * w->w) * w->c +
+				(u64)(ix0 * (s64)w->c + (s64)a);
+
+			edge_zero(d, a - q, room);
+			for (t = 0; t < b - a; t += 16)
+				edge_store(d + (a - q) + t,
+					   src + t + 16 <= end ?
+					   gemm_loadu(src + t) :
+					   gemm_maskload(src + t, gemm_mask(
+						(u32)vtpu_min_u64(b - a - t,
+								  16))),
+					   room);
+			edge_zero(d + (b - q), q + len - b, room);
+		} else {
+			edge_zero(d, len, room);
+		}
 		d += len;
 		kc -= len;
-		q = 0;
-		src += (u64)w->w * w->c;	/* the next tap row */
 	}
 }
 
@@ -130,24 +250,33 @@ static __always_inline void rows_gather(const struct vtpu_engine_window *w,
  * A step of CONV or CONV_DGRAD (g->implicit, A stored m x k): the packed
  * GEMM gathers each im2col row and then transposes MR of them at a time
  * into a panel, and with 32 or 64 filters each element then meets only
- * two or four vectors of B. Here the gathered rows are A: row i of the
- * tile at ap + i * VTPU_GEMM_KC, read by a microkernel that broadcasts
- * from MR rows at constant distances. The transpose's shuffles (on the
- * port that also does FMAs) are gone; the sums are the same, in the same
- * order, so the results are the packed kernel's bits.
+ * two or four vectors of B. Here A's rows are read as they are, by a
+ * microkernel that broadcasts from each row's runs of kw * c floats: a
+ * window inside the image in place (its runs one image row apart), a
+ * window over the edge gathered with its zeros into the scratch first.
+ * Copying every window cost as much as its FMAs with few channels (a 7 x
+ * 7 first layer on RGB), and the transpose's shuffles (on the port that
+ * also does FMAs) are gone too; the sums are the same, in the same order,
+ * so the results are the packed kernel's bits.
  */
 void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				void *scratch)
 {
 	const struct vtpu_engine_gemm *g = st->g;
 	const struct vtpu_engine_window *w = &g->win;
+	const float *image = g->a;
 	float *bp = scratch;
 	float *ap = bp + VTPU_GEMM_A_OFF;
 	const float *bias = (st->last && g->bias) ? g->bias + st->j0 : NULL;
 	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
 	u64 run = (u64)w->kw * w->c, ox, oy, n;
+	u64 wc = (u64)w->w * w->c;
 	u32 kc = st->kc, ky = (u32)(st->p0 / run), i, j;
 	u64 q = st->p0 - ky * run;
+	/* the k block's last tap row */
+	u32 ky_last = (u32)((st->p0 + kc - 1) / run);
+	const float *base[GEMM_MR];
+	u64 step[GEMM_MR];
 
 	gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
 	vtpu_xy_of(st->i0, w->ow, w->oh, &ox, &oy, &n);
@@ -155,20 +284,34 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 		u32 mr = gemm_min(GEMM_MR, st->mt - i), r;
 		float *c = g->c + (u64)(st->i0 + i) * g->ldc + st->j0;
 
-		/* MR rows, while they stay in L1; past the tile: zeros */
 		for (r = 0; r < mr; r++) {
-			rows_gather(w, g->a, n, oy, ox, ky, q, kc,
-				    ap + (u64)r * VTPU_GEMM_KC);
+			s64 ix0 = (s64)(ox * w->sw) - w->pw;
+			s64 iy0 = (s64)(oy * w->sh) - w->ph;
+
+			if (ix0 < 0 || ix0 + w->kw > w->w || iy0 + ky < 0 ||
+			    iy0 + ky_last >= w->h) {
+				float *d = ap + (u64)r * VTPU_GEMM_KC;
+
+				edge_gather(w, image, n, oy, ox, ky, q, kc, d);
+				base[r] = d - q;
+				step[r] = run;
+			} else {
+				base[r] = image + ((n * w->h + (u64)iy0 + ky) *
+						   w->w + (u64)ix0) * w->c;
+				step[r] = wc;
+			}
 			vtpu_next_xy(&ox, &oy, &n, w->ow, w->oh);
 		}
-		for (; r < (mr <= UKR_SHORT ? UKR_SHORT : GEMM_MR); r++)
-			memset(ap + (u64)r * VTPU_GEMM_KC, 0,
-			       kc * sizeof(float));
+		/* rows past the tile: any row's, as they are not stored */
+		for (; r < GEMM_MR; r++) {
+			base[r] = base[0];
+			step[r] = step[0];
+		}
 		for (j = 0; j < st->nt; j += GEMM_NR)
-			gemm_ukr_rows(kc, ap, bp + (u64)j * kc, c + j, g->ldc,
-				      mr, gemm_min(GEMM_NR, st->nt - j),
-				      g->alpha, st->beta,
-				      bias ? bias + j : NULL, relu);
+			gemm_ukr_runs(kc, (u32)q, run, base, step,
+				      bp + (u64)j * kc, c + j, g->ldc, mr,
+				      gemm_min(GEMM_NR, st->nt - j), g->alpha,
+				      st->beta, bias ? bias + j : NULL, relu);
 	}
 }
 
