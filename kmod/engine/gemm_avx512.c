@@ -79,12 +79,11 @@ static void gemm_ukr(u32 kc, const float *a, const float *b, float *c,
 
 /*
  * The k loop of a microtile of @rows rows whose A rows are read where
- * they are: row r's run of the k block's s-th tap row (s = 0, 1, ...)
- * starts at base[r] + s * step[r], its first run at column @q (the runs
- * are @run long; the block's @kc columns cover them in order). A row of
- * the image read in place has step w * c; a row gathered into the
- * scratch has step run (and base q before its first column). The sums
- * are ukr_acc_bs()'s, in its order.
+ * they are. The k block's @kc columns are runs of @run, the first from
+ * its column @q on: row r's first run starts at base[r], its s-th (s >
+ * 0) at column 0 of base[r] - q + s * step[r]. A row of the image read
+ * in place has step w * c (a tap row); a row gathered into the scratch
+ * has step run. The sums are ukr_acc_bs()'s, in its order.
  */
 static __always_inline void ukr_acc_runs(u32 kc, u32 q, u64 run,
 					 const float *const *base,
@@ -98,12 +97,12 @@ static __always_inline void ukr_acc_runs(u32 kc, u32 q, u64 run,
 	for (r = 0; r < rows; r++)
 		acc[r][0] = acc[r][1] = (V16F){ 0 };
 	for (s = 0; kc; s++) {
-		u32 t0 = s ? 0 : q, len = (u32)vtpu_min_u64(run - t0, kc);
+		u32 len = (u32)vtpu_min_u64(run - (s ? 0 : q), kc);
 		const float *pp[GEMM_MR];
 
 #pragma GCC unroll 14
 		for (r = 0; r < rows; r++)
-			pp[r] = base[r] + s * step[r] + t0;
+			pp[r] = base[r] + (s ? s * step[r] - q : 0);
 		for (t = 0; t < len; t++, b += GEMM_NR) {
 			V16F b0 = gemm_loadu(b);
 			V16F b1 = gemm_loadu(b + 16);
@@ -293,11 +292,11 @@ void vtpu_gemm_step_avx512_rows(const struct vtpu_gemm_step *st,
 				float *d = ap + (u64)r * VTPU_GEMM_KC;
 
 				edge_gather(w, image, n, oy, ox, ky, q, kc, d);
-				base[r] = d - q;
+				base[r] = d;
 				step[r] = run;
 			} else {
 				base[r] = image + ((n * w->h + (u64)iy0 + ky) *
-						   w->w + (u64)ix0) * w->c;
+						   w->w + (u64)ix0) * w->c + q;
 				step[r] = wc;
 			}
 			vtpu_next_xy(&ox, &oy, &n, w->ow, w->oh);

@@ -989,9 +989,10 @@ static const uint32_t cv_shapes[][12] = {
 	{ 1, 5, 5, 256, 3, 3, 1, 1, 1, 1, 40, 0 },
 	{ 1, 4, 5, 48, 3, 3, 1, 1, 1, 1, 256, VTPU_CONV_BIAS },
 	/*
-	 * Few channels (a LeNet's second layer): CONV with 16 and 7 columns,
-	 * CONV_DGRAD with 6, on AVX-512's rows kernel with one vector of
-	 * columns; windows over the edge (DGRAD's pad 4), edge microtiles
+	 * Few channels (a LeNet's second layer): CONV with 16 and 7 columns
+	 * on AVX-512's rows kernel with one vector of columns (CONV_DGRAD's
+	 * 6 channels are scattered, below); windows over the edge (DGRAD's
+	 * pad 4), edge microtiles
 	 */
 	{ 4, 12, 12, 6, 5, 5, 1, 1, 0, 0, 16,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
@@ -1004,6 +1005,17 @@ static const uint32_t cv_shapes[][12] = {
 	{ 20, 9, 9, 4, 3, 3, 1, 1, 2, 2, 5, 0 },
 	{ 3, 7, 10, 2, 3, 5, 1, 1, 0, 3, 9, VTPU_CONV_BIAS },
 	{ 2, 16, 16, 16, 5, 5, 1, 1, 0, 0, 256, 0 },
+	/*
+	 * The rows kernel's k blocks starting inside a run, windows over the
+	 * edge gathered from there and windows read in place whose block
+	 * misses the rows over the edge: a run of 120 in blocks of 180 (the
+	 * second from tap row 1, column 60), a run of 300 longer than the
+	 * block, and CONV and CONV_DGRAD (24 and 20 channels) both split
+	 * inside a run of 120 with pads of 2
+	 */
+	{ 1, 9, 9, 40, 3, 3, 2, 2, 1, 1, 32, VTPU_CONV_BIAS },
+	{ 1, 7, 7, 100, 3, 3, 2, 2, 1, 1, 24, 0 },
+	{ 1, 8, 8, 24, 5, 5, 1, 1, 2, 2, 20, VTPU_CONV_RELU },
 };
 #define NCV (sizeof(cv_shapes) / sizeof(cv_shapes[0]))
 
