@@ -48,6 +48,12 @@
  * few pixels, which the hardware prefetcher does not follow.
  */
 #define CP_PF 8u
+/*
+ * Taps of dw whose rows (nv vectors each) the AVX-512 gradient keeps in
+ * registers across a step's pixels: 9 x 2 sums beside the four positions'
+ * routed gradients, 28 of the 32 (cp_wgrad_rows()).
+ */
+#define CP_RT 9u
 
 /*
  * The fast paths' case (cp_fwd_fast(), cp_wgrad_fast()): one group of
@@ -87,15 +93,35 @@ static __always_inline CPV cpv_splat(float f)
 	return f - (CPV){ 0 };
 }
 
-/* CP_VW routes (u8) to and from int lanes */
+/*
+ * CP_VW routes (u8) to and from int lanes. GCC 12 turns the widening
+ * __builtin_convertvector() into byte-by-byte scalar code (a third of
+ * CONV_POOL_WGRAD's time on AVX-512), so the AVX levels name the one
+ * instruction, vpmovzxbd; the narrowing one compiles to vpmovdb as is.
+ */
+typedef char cp_v16qi __attribute__((vector_size(16)));
+
 static __always_inline CPVI cpvi_load_u8(const u8 *p)
 {
+#if defined(__CHECKER__)
 	CPVB b;
 
 	memcpy(&b, p, sizeof(b));
-#ifdef __CHECKER__
 	return b;
+#elif CP_VBYTES == 64
+	cp_v16qi b;
+
+	memcpy(&b, p, sizeof(b));
+	return __builtin_ia32_pmovzxbd512_mask(b, (CPVI){ 0 }, (u16)~0);
+#elif CP_VBYTES == 32
+	cp_v16qi b = { 0 };
+
+	memcpy(&b, p, CP_VW);
+	return __builtin_ia32_pmovzxbd256(b);
 #else
+	CPVB b;
+
+	memcpy(&b, p, sizeof(b));
 	return __builtin_convertvector(b, CPVI);
 #endif
 }
@@ -691,6 +717,97 @@ static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 }
 
 /*
+ * cp_wgrad_fast()'s taps [k0, k0 + kt), kt <= CP_RT, on AVX-512: their
+ * rows of dw (@dw, @dws apart, whole blocks) in registers from the first
+ * pixel of [p0, p1) to the last, not loaded and stored for each pixel,
+ * and the pixels' routed gradients summed into @db if @bias. The same
+ * products and sums in the same order as cp_wgrad_fast()'s own loop, so
+ * the same bits. The taps' loops run to CP_RT, the constant that keeps
+ * the sums in registers.
+ */
+static __always_inline void cp_wgrad_rows(const struct vtpu_engine_convpool *cp,
+					  u32 o0, u32 k0, u32 kt, u64 p0,
+					  u64 p1, float *dw, u32 dws, CPV *db,
+					  bool bias, const u32 nv)
+{
+	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c, t, j, v;
+	u64 in = (u64)cp->win.w * cp->win.c, p, px, py, n, oy[CP_NP], ox[CP_NP];
+	u64 off_in[CP_RT], off_g[CP_RT];
+	/*
+	 * Not zeroed first by the kernel's -ftrivial-auto-var-init=zero
+	 * (CONFIG_INIT_STACK_ALL_ZERO): that keeps them in memory. Every
+	 * element is written before it is read.
+	 */
+	CPV acc[CP_RT][2 * CP_NV] __uninitialized;
+	CPV gj[CP_NP][2 * CP_NV] __uninitialized;
+	float patch[CP_NP][CP_KC] __uninitialized;
+	const float *src[CP_NP];
+	struct cp_qpos qp;
+
+	/* tap k0 + t: row ky of the window, column q of its run */
+	for (t = 0; t < CP_RT; t++) {
+		u32 k = k0 + (t < kt ? t : 0);
+
+		off_in[t] = (u64)(k / run) * in + k % run;
+		off_g[t] = (u64)(k / run) * run + k % run;
+	}
+#pragma GCC unroll 16
+	for (t = 0; t < CP_RT; t++)
+#pragma GCC unroll 16
+		for (v = 0; v < nv; v++)
+			acc[t][v] = t < kt ? cpv_load(dw + t * dws + v * CP_VW) :
+					     cpv_splat(0.0f);
+	cp_qpos_init(cp, 0, nq, &qp);
+	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
+	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
+		const float *dy = cp->dy + p * cp->oc + o0;
+		const u8 *index = cp->index + p * cp->oc + o0;
+		const u64 *off;
+
+		cp_prefetch(cp, cp->dy, cp->index, p, p1, o0, nv * CP_VW,
+			    false);
+		cp_positions(cp, py, px, &qp, oy, ox);
+		off = cp_sources(cp, n, oy, ox, patch, src) == in ? off_in :
+								      off_g;
+#pragma GCC unroll 16
+		for (v = 0; v < nv; v++) {
+			CPVI idx = cpvi_load_u8(index + v * CP_VW);
+			CPV gr = cpv_sel(idx < (int)nq,
+					 cpv_load(dy + v * CP_VW),
+					 cpv_splat(0.0f));
+
+			if (bias)
+				db[v] += gr;
+#pragma GCC unroll 16
+			for (j = 0; j < CP_NP; j++)
+				gj[j][v] = j < nq ? cpv_sel(idx == (int)j, gr,
+							    cpv_splat(0.0f)) :
+						    cpv_splat(0.0f);
+		}
+		/* taps past kt repeat tap k0: summed, never stored */
+#pragma GCC unroll 16
+		for (t = 0; t < CP_RT; t++) {
+#pragma GCC unroll 16
+			for (v = 0; v < nv; v++) {
+				CPV s = cpv_splat(src[0][off[t]]) * gj[0][v];
+
+#pragma GCC unroll 16
+				for (j = 1; j < CP_NP; j++)
+					s += cpv_splat(src[j][off[t]]) *
+					     gj[j][v];
+				acc[t][v] += s;
+			}
+		}
+	}
+#pragma GCC unroll 16
+	for (t = 0; t < CP_RT; t++)
+#pragma GCC unroll 16
+		for (v = 0; v < nv; v++)
+			if (t < kt)
+				cpv_store(dw + t * dws + v * CP_VW, acc[t][v]);
+}
+
+/*
  * cp_wgrad() in the common case (see cp_fwd_fast()), in registers, for
  * @nv vectors of channels from o0 (one or two blocks) and the taps (rows
  * of dw) [k0, k1): each pixel's g routed by vector compares, the patches
@@ -709,11 +826,13 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 {
 	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c;
 	u64 stride, p, px, py, n, oy[CP_NP], ox[CP_NP];
-	float patch[CP_NP][CP_KC], *dyb = buf;
+	float patch[CP_NP][CP_KC] __uninitialized, *dyb = buf;
 	/* only a partial block has @buf: full ones pass NULL */
 	u8 *ib = part ? (u8 *)(buf + CP_OB) : NULL;
 	const float *src[CP_NP];
-	CPV db[2 * CP_NV], gj[CP_NP][2 * CP_NV];
+	/* written before read: not zeroed first (see cp_wgrad_rows()) */
+	CPV db[2 * CP_NV] __uninitialized;
+	CPV gj[CP_NP][2 * CP_NV] __uninitialized;
 	struct cp_qpos qp;
 	u32 j, v, ky, q, k, i;
 	bool bias = !k0;
@@ -734,6 +853,19 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 				cp->dbias[o0 + v * CP_VW + i] : 0.0f;
 		db[v] = cpv_load(t);
 	}
+#if CP_VBYTES == 64
+	if (!part) {
+		/* whole blocks: CP_RT taps at a time, dw in registers */
+		for (k = k0; k < k1; k += CP_RT) {
+			u32 kt = k1 - k < CP_RT ? k1 - k : CP_RT;
+
+			cp_wgrad_rows(cp, o0, k, kt, p0, p1,
+				      dw + (u64)(k - k0) * dws, dws, db,
+				      bias && k == k0, nv);
+		}
+		goto out;
+	}
+#endif
 	vtpu_xy_of(p0, cp->pw, cp->ph, &px, &py, &n);
 	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
 		const float *dy = cp->dy + p * cp->oc + o0;
@@ -792,6 +924,9 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 			}
 		}
 	}
+#if CP_VBYTES == 64
+out:
+#endif
 	if (!bias)
 		return;
 	for (v = 0; v < nv; v++) {

@@ -46,6 +46,12 @@ typedef int64_t s64;
 #ifndef noinline
 #define noinline __attribute_noinline__ /* glibc <sys/cdefs.h> */
 #endif
+/* as the kernel's <linux/compiler_attributes.h> */
+#if defined(__has_attribute) && __has_attribute(__uninitialized__)
+#define __uninitialized __attribute__((__uninitialized__))
+#else
+#define __uninitialized
+#endif
 #endif
 
 #endif /* VTPU_ENGINE_ENV_H */
