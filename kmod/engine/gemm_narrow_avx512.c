@@ -57,6 +57,9 @@ static __always_inline void narrow_acc(u32 kc, const float *a, u64 lda,
 		V16F a0 = gemm_maskload(a, m0);
 		V16F a1 = gemm_maskload(a + 16, m1);
 
+		__builtin_prefetch(a + 32);
+		__builtin_prefetch(a + 48);
+
 #pragma GCC unroll 16
 		for (j = 0; j < nc; j++) {
 			float bv = b[j];
