@@ -154,6 +154,32 @@ static __always_inline CPVI cpv_takes(CPV v, CPV b)
 	return (v > b) | ((v != v) & (b == b));
 }
 
+#if CP_VBYTES == 64 && !defined(__CHECKER__)
+/*
+ * The MAXPOOL rule and the ReLU in AVX-512's mask compares (vcmpps
+ * predicates as <immintrin.h>'s _CMP_*), a quarter of the vector
+ * extensions' instructions: their compares give all-ones lanes, which
+ * GCC 12 turns back into masks and blends with three more instructions
+ * each.
+ */
+#define CP_CMP_NLE_UQ 6		/* not <=, or unordered */
+#define CP_CMP_ORD_Q 7		/* neither a NaN */
+#define CP_CMP_NGT_UQ 10	/* not >, or unordered */
+#define CP_CMP_LT_OQ 17		/* <, both ordered */
+
+static __always_inline u16 cp_cmp512(CPV a, CPV b, const int pred)
+{
+	return __builtin_ia32_cmpps512_mask(a, b, pred, (u16)~0, 4);
+}
+
+/* cpv_takes(): v > b, or v a NaN; never over a NaN b */
+static __always_inline u16 cp_takes512(CPV v, CPV b)
+{
+	return __builtin_ia32_cmpps512_mask(v, b, CP_CMP_NLE_UQ,
+					    cp_cmp512(b, b, CP_CMP_ORD_Q), 4);
+}
+#endif
+
 /*
  * patch[0..kc) = taps [k0, k0 + kc) of conv pixel (n, oy, ox) in (ky,
  * kx, ci) order: x, or 0 where the window hangs over the image's edge.
@@ -467,6 +493,39 @@ static __always_inline void cp_fwd_block(const struct vtpu_engine_convpool *cp,
 			acc[j][v] = cpv_splat(0.0f);
 	cp_dot_direct(&acc[0][0], CP_FB * CP_NV, src, cp->win.kh, run, stride,
 		      w, ws, nb * CP_NV);
+#if CP_VBYTES == 64 && !defined(__CHECKER__)
+#pragma GCC unroll 16
+	for (v = 0; v < nb * CP_NV; v++) {
+		CPV bv = cpv_load(bias + v * CP_VW);
+		CPV best = acc[0][v] + bv;
+		CPVI idx = (CPVI){ 0 };
+
+#pragma GCC unroll 16
+		for (j = 1; j < CP_NP; j++) {
+			CPV val = acc[j][v] + bv;
+			u16 take;
+
+			if (j >= nq)
+				break;
+			take = cp_takes512(val, best);
+			best = __builtin_ia32_blendmps_512_mask(best, val, take);
+			idx = __builtin_ia32_blendmd_512_mask(idx,
+							      (CPVI){ 0 } + (int)j,
+							      take);
+		}
+		if (cp->flags & VTPU_CONV_RELU) {
+			/* not > 0 (NaN too): no route; < 0: 0 */
+			idx = __builtin_ia32_blendmd_512_mask(idx,
+				(CPVI){ 0 } + VTPU_CONV_NO_ROUTE,
+				cp_cmp512(best, cpv_splat(0.0f), CP_CMP_NGT_UQ));
+			best = __builtin_ia32_blendmps_512_mask(best,
+				cpv_splat(0.0f),
+				cp_cmp512(best, cpv_splat(0.0f), CP_CMP_LT_OQ));
+		}
+		cpv_store(y + v * CP_VW, best);
+		cpvi_store_u8(index + v * CP_VW, idx);
+	}
+#else
 #pragma GCC unroll 16
 	for (v = 0; v < nb * CP_NV; v++) {
 		CPV bv = cpv_load(bias + v * CP_VW);
@@ -491,6 +550,23 @@ static __always_inline void cp_fwd_block(const struct vtpu_engine_convpool *cp,
 		cpv_store(y + v * CP_VW, best);
 		cpvi_store_u8(index + v * CP_VW, idx);
 	}
+#endif
+}
+
+static noinline void cp_fwd_block_wide(const struct vtpu_engine_convpool *cp,
+				       const float *const *src, u64 stride,
+				       u32 run, u32 nq, const float *w, u32 ws,
+				       const float *bias, float *y, u8 *index)
+{
+	cp_fwd_block(cp, src, stride, run, nq, w, ws, bias, y, index, CP_FB);
+}
+
+static noinline void cp_fwd_block1(const struct vtpu_engine_convpool *cp,
+				   const float *const *src, u64 stride,
+				   u32 run, u32 nq, const float *w, u32 ws,
+				   const float *bias, float *y, u8 *index)
+{
+	cp_fwd_block(cp, src, stride, run, nq, w, ws, bias, y, index, 1);
 }
 
 /*
@@ -527,15 +603,16 @@ static __always_inline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 		cp_prefetch(cp, cp->y, cp->index, p, p1, 0, cp->oc, true);
 		cp_positions(cp, py, px, &qp, oy, ox);
 		stride = cp_sources(cp, n, oy, ox, patch, src);
-		for (o = 0; o + fb * CP_OB <= full; o += fb * CP_OB)
-			cp_fwd_block(cp, src, stride, run, nq, cp->w + o,
-				     cp->oc, cp->bias + o, cp->y + off + o,
-				     cp->index + off + o, fb);
+		for (o = 0; fb > 1 && o + fb * CP_OB <= full; o += fb * CP_OB)
+			cp_fwd_block_wide(cp, src, stride, run, nq, cp->w + o,
+					  cp->oc, cp->bias + o,
+					  cp->y + off + o,
+					  cp->index + off + o);
 		/* the whole blocks left after the wide ones */
 		for (; o < full; o += CP_OB)
-			cp_fwd_block(cp, src, stride, run, nq, cp->w + o,
-				     cp->oc, cp->bias + o, cp->y + off + o,
-				     cp->index + off + o, 1);
+			cp_fwd_block1(cp, src, stride, run, nq, cp->w + o,
+				      cp->oc, cp->bias + o, cp->y + off + o,
+				      cp->index + off + o);
 		if (len) {
 			float yb[CP_OB];
 			u8 ib[CP_OB];
