@@ -226,9 +226,13 @@ static __always_inline void cp_gather(const struct vtpu_engine_convpool *cp,
 	}
 }
 
-/* Window positions q0.. (the last repeated) as rows and columns. */
+/*
+ * Window positions q0.. (the last repeated) as rows and columns, and
+ * where their windows start in x relative to the first position's.
+ */
 struct cp_qpos {
 	u32 dy[CP_NP], dx[CP_NP];
+	u64 delta[CP_NP];
 };
 
 static __always_inline void cp_qpos_init(const struct vtpu_engine_convpool *cp,
@@ -240,6 +244,8 @@ static __always_inline void cp_qpos_init(const struct vtpu_engine_convpool *cp,
 		q = q0 + (j < np ? j : np - 1);
 		qp->dy[j] = q / cp->pkw;
 		qp->dx[j] = q % cp->pkw;
+		qp->delta[j] = ((u64)qp->dy[j] * cp->win.sh * cp->win.w +
+				(u64)qp->dx[j] * cp->win.sw) * cp->win.c;
 	}
 }
 
@@ -472,6 +478,33 @@ static __always_inline u64 cp_sources(const struct vtpu_engine_convpool *cp,
 }
 
 /*
+ * cp_sources() for pooled pixel (n, py, px) at window positions @qp.
+ * Without padding every window lies in the image, at the first
+ * position's plus the position's delta: no row and column per position.
+ */
+static __always_inline u64 cp_sources_at(const struct vtpu_engine_convpool *cp,
+					 u64 n, u64 py, u64 px,
+					 const struct cp_qpos *qp,
+					 float patch[CP_NP][CP_KC],
+					 const float **src)
+{
+	const struct vtpu_engine_window *g = &cp->win;
+	u64 oy[CP_NP], ox[CP_NP];
+	const float *x0;
+	u32 j;
+
+	if (!g->ph && !g->pw) {
+		x0 = cp->x + ((n * g->h + py * cp->psh * g->sh) * g->w +
+			      px * cp->psw * g->sw) * g->c;
+		for (j = 0; j < CP_NP; j++)
+			src[j] = x0 + qp->delta[j];
+		return (u64)g->w * g->c;
+	}
+	cp_positions(cp, py, px, qp, oy, ox);
+	return cp_sources(cp, n, oy, ox, patch, src);
+}
+
+/*
  * @nb blocks of CP_OB channels of one pooled pixel, in registers: the
  * conv of its window positions (patches at @src, rows @stride apart),
  * weights @w (kdim rows @ws apart) and @bias, pooled, into y and index
@@ -583,7 +616,7 @@ static __always_inline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 {
 	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c, o, i;
 	u32 full = cp->oc - cp->oc % CP_OB, len = cp->oc - full;
-	u64 stride, off, p, px, py, n, r, oy[CP_NP], ox[CP_NP];
+	u64 stride, off, p, px, py, n, r;
 	float patch[CP_NP][CP_KC], *bpad = pad + cp->win.kdim * CP_OB;
 	const float *src[CP_NP];
 	struct cp_qpos qp;
@@ -601,8 +634,7 @@ static __always_inline void cp_fwd_fast(const struct vtpu_engine_convpool *cp,
 	for (p = p0; p < p1; p++, vtpu_next_xy(&px, &py, &n, cp->pw, cp->ph)) {
 		off = p * cp->oc;
 		cp_prefetch(cp, cp->y, cp->index, p, p1, 0, cp->oc, true);
-		cp_positions(cp, py, px, &qp, oy, ox);
-		stride = cp_sources(cp, n, oy, ox, patch, src);
+		stride = cp_sources_at(cp, n, py, px, &qp, patch, src);
 		for (o = 0; fb > 1 && o + fb * CP_OB <= full; o += fb * CP_OB)
 			cp_fwd_block_wide(cp, src, stride, run, nq, cp->w + o,
 					  cp->oc, cp->bias + o,
@@ -808,7 +840,7 @@ static __always_inline void cp_wgrad_rows(const struct vtpu_engine_convpool *cp,
 					  bool bias, const u32 nv)
 {
 	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c, t, j, v;
-	u64 in = (u64)cp->win.w * cp->win.c, p, px, py, n, oy[CP_NP], ox[CP_NP];
+	u64 in = (u64)cp->win.w * cp->win.c, p, px, py, n;
 	u64 off_in[CP_RT], off_g[CP_RT];
 	/*
 	 * Not zeroed first by the kernel's -ftrivial-auto-var-init=zero
@@ -843,9 +875,8 @@ static __always_inline void cp_wgrad_rows(const struct vtpu_engine_convpool *cp,
 
 		cp_prefetch(cp, cp->dy, cp->index, p, p1, o0, nv * CP_VW,
 			    false);
-		cp_positions(cp, py, px, &qp, oy, ox);
-		off = cp_sources(cp, n, oy, ox, patch, src) == in ? off_in :
-								      off_g;
+		off = cp_sources_at(cp, n, py, px, &qp, patch, src) == in ?
+			off_in : off_g;
 #pragma GCC unroll 16
 		for (v = 0; v < nv; v++) {
 			CPVI idx = cpvi_load_u8(index + v * CP_VW);
@@ -902,7 +933,7 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 					  float *buf)
 {
 	u32 nq = cp->pkh * cp->pkw, run = cp->win.kw * cp->win.c;
-	u64 stride, p, px, py, n, oy[CP_NP], ox[CP_NP];
+	u64 stride, p, px, py, n;
 	float patch[CP_NP][CP_KC] __uninitialized, *dyb = buf;
 	/* only a partial block has @buf: full ones pass NULL */
 	u8 *ib = part ? (u8 *)(buf + CP_OB) : NULL;
@@ -949,8 +980,7 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 		const u8 *index = cp->index + p * cp->oc + o0;
 
 		cp_prefetch(cp, cp->dy, cp->index, p, p1, o0, len, false);
-		cp_positions(cp, py, px, &qp, oy, ox);
-		stride = cp_sources(cp, n, oy, ox, patch, src);
+		stride = cp_sources_at(cp, n, py, px, &qp, patch, src);
 		if (part) {
 			for (i = 0; i < len; i++) {
 				dyb[i] = dy[i];
