@@ -99,7 +99,7 @@ static __always_inline CPV cpv_splat(float f)
  * CONV_POOL_WGRAD's time on AVX-512), so the AVX levels name the one
  * instruction, vpmovzxbd; the narrowing one compiles to vpmovdb as is.
  */
-typedef char cp_v16qi __attribute__((vector_size(16)));
+#define CP_V16QI char __attribute__((vector_size(16)))
 
 static __always_inline CPVI cpvi_load_u8(const u8 *p)
 {
@@ -109,12 +109,12 @@ static __always_inline CPVI cpvi_load_u8(const u8 *p)
 	memcpy(&b, p, sizeof(b));
 	return b;
 #elif CP_VBYTES == 64
-	cp_v16qi b;
+	CP_V16QI b;
 
 	memcpy(&b, p, sizeof(b));
 	return __builtin_ia32_pmovzxbd512_mask(b, (CPVI){ 0 }, (u16)~0);
 #elif CP_VBYTES == 32
-	cp_v16qi b = { 0 };
+	CP_V16QI b = { 0 };
 
 	memcpy(&b, p, CP_VW);
 	return __builtin_ia32_pmovzxbd256(b);
