@@ -180,6 +180,37 @@ static __always_inline u16 cp_takes512(CPV v, CPV b)
 }
 #endif
 
+/* *best, *idx = val, j where the MAXPOOL rule takes val */
+static __always_inline void cp_take(CPV val, int j, CPV *best, CPVI *idx)
+{
+#if CP_VBYTES == 64 && !defined(__CHECKER__)
+	u16 take = cp_takes512(val, *best);
+
+	*best = __builtin_ia32_blendmps_512_mask(*best, val, take);
+	*idx = __builtin_ia32_blendmd_512_mask(*idx, (CPVI){ 0 } + j, take);
+#else
+	CPVI take = cpv_takes(val, *best);
+
+	*best = cpv_sel(take, val, *best);
+	*idx = cpvi_sel(take, (CPVI){ 0 } + j, *idx);
+#endif
+}
+
+/* The ReLU after the pool: not > 0 (NaN too) routes nothing, < 0 is 0. */
+static __always_inline void cp_relu_route(CPV *best, CPVI *idx)
+{
+#if CP_VBYTES == 64 && !defined(__CHECKER__)
+	*idx = __builtin_ia32_blendmd_512_mask(*idx,
+		(CPVI){ 0 } + VTPU_CONV_NO_ROUTE,
+		cp_cmp512(*best, cpv_splat(0.0f), CP_CMP_NGT_UQ));
+	*best = __builtin_ia32_blendmps_512_mask(*best, cpv_splat(0.0f),
+		cp_cmp512(*best, cpv_splat(0.0f), CP_CMP_LT_OQ));
+#else
+	*idx = cpvi_sel(*best > 0.0f, *idx, (CPVI){ 0 } + VTPU_CONV_NO_ROUTE);
+	*best = cpv_sel(*best < 0.0f, cpv_splat(0.0f), *best);
+#endif
+}
+
 /*
  * patch[0..kc) = taps [k0, k0 + kc) of conv pixel (n, oy, ox) in (ky,
  * kx, ci) order: x, or 0 where the window hangs over the image's edge.
@@ -526,7 +557,6 @@ static __always_inline void cp_fwd_block(const struct vtpu_engine_convpool *cp,
 			acc[j][v] = cpv_splat(0.0f);
 	cp_dot_direct(&acc[0][0], CP_FB * CP_NV, src, cp->win.kh, run, stride,
 		      w, ws, nb * CP_NV);
-#if CP_VBYTES == 64 && !defined(__CHECKER__)
 #pragma GCC unroll 16
 	for (v = 0; v < nb * CP_NV; v++) {
 		CPV bv = cpv_load(bias + v * CP_VW);
@@ -535,55 +565,15 @@ static __always_inline void cp_fwd_block(const struct vtpu_engine_convpool *cp,
 
 #pragma GCC unroll 16
 		for (j = 1; j < CP_NP; j++) {
-			CPV val = acc[j][v] + bv;
-			u16 take;
-
 			if (j >= nq)
 				break;
-			take = cp_takes512(val, best);
-			best = __builtin_ia32_blendmps_512_mask(best, val, take);
-			idx = __builtin_ia32_blendmd_512_mask(idx,
-							      (CPVI){ 0 } + (int)j,
-							      take);
+			cp_take(acc[j][v] + bv, (int)j, &best, &idx);
 		}
-		if (cp->flags & VTPU_CONV_RELU) {
-			/* not > 0 (NaN too): no route; < 0: 0 */
-			idx = __builtin_ia32_blendmd_512_mask(idx,
-				(CPVI){ 0 } + VTPU_CONV_NO_ROUTE,
-				cp_cmp512(best, cpv_splat(0.0f), CP_CMP_NGT_UQ));
-			best = __builtin_ia32_blendmps_512_mask(best,
-				cpv_splat(0.0f),
-				cp_cmp512(best, cpv_splat(0.0f), CP_CMP_LT_OQ));
-		}
+		if (cp->flags & VTPU_CONV_RELU)
+			cp_relu_route(&best, &idx);
 		cpv_store(y + v * CP_VW, best);
 		cpvi_store_u8(index + v * CP_VW, idx);
 	}
-#else
-#pragma GCC unroll 16
-	for (v = 0; v < nb * CP_NV; v++) {
-		CPV bv = cpv_load(bias + v * CP_VW);
-		CPV best = acc[0][v] + bv;
-		CPVI idx = (CPVI){ 0 };
-
-#pragma GCC unroll 16
-		for (j = 1; j < CP_NP; j++) {
-			CPV val = acc[j][v] + bv;
-			CPVI take = cpv_takes(val, best);
-
-			if (j >= nq)
-				break;
-			best = cpv_sel(take, val, best);
-			idx = cpvi_sel(take, (CPVI){ 0 } + (int)j, idx);
-		}
-		if (cp->flags & VTPU_CONV_RELU) {
-			idx = cpvi_sel(best > 0.0f, idx,
-				       (CPVI){ 0 } + VTPU_CONV_NO_ROUTE);
-			best = cpv_sel(best < 0.0f, cpv_splat(0.0f), best);
-		}
-		cpv_store(y + v * CP_VW, best);
-		cpvi_store_u8(index + v * CP_VW, idx);
-	}
-#endif
 }
 
 static noinline void cp_fwd_block_wide(const struct vtpu_engine_convpool *cp,
@@ -826,6 +816,33 @@ static __always_inline void cp_wgrad_px(const struct vtpu_engine_convpool *cp,
 }
 
 /*
+ * A pooled pixel's gradient @dy sent where its routes @index say, @nv
+ * vectors of channels: gj[j] is dy where the route names window position
+ * j, else 0; db (if @bias) sums the gradient that goes to any position.
+ */
+static __always_inline void cp_route(const float *dy, const u8 *index,
+				     u32 nq, CPV *db, bool bias,
+				     CPV (*gj)[2 * CP_NV], const u32 nv)
+{
+	u32 v, j;
+
+#pragma GCC unroll 16
+	for (v = 0; v < nv; v++) {
+		CPVI idx = cpvi_load_u8(index + v * CP_VW);
+		CPV gr = cpv_sel(idx < (int)nq, cpv_load(dy + v * CP_VW),
+				 cpv_splat(0.0f));
+
+		if (bias)
+			db[v] += gr;
+#pragma GCC unroll 16
+		for (j = 0; j < CP_NP; j++)
+			gj[j][v] = j < nq ? cpv_sel(idx == (int)j, gr,
+						    cpv_splat(0.0f)) :
+					    cpv_splat(0.0f);
+	}
+}
+
+/*
  * cp_wgrad_fast()'s taps [k0, k0 + kt), kt <= CP_RT, on AVX-512: their
  * rows of dw (@dw, @dws apart, whole blocks) in registers from the first
  * pixel of [p0, p1) to the last, not loaded and stored for each pixel,
@@ -877,21 +894,7 @@ static __always_inline void cp_wgrad_rows(const struct vtpu_engine_convpool *cp,
 			    false);
 		off = cp_sources_at(cp, n, py, px, &qp, patch, src) == in ?
 			off_in : off_g;
-#pragma GCC unroll 16
-		for (v = 0; v < nv; v++) {
-			CPVI idx = cpvi_load_u8(index + v * CP_VW);
-			CPV gr = cpv_sel(idx < (int)nq,
-					 cpv_load(dy + v * CP_VW),
-					 cpv_splat(0.0f));
-
-			if (bias)
-				db[v] += gr;
-#pragma GCC unroll 16
-			for (j = 0; j < CP_NP; j++)
-				gj[j][v] = j < nq ? cpv_sel(idx == (int)j, gr,
-							    cpv_splat(0.0f)) :
-						    cpv_splat(0.0f);
-		}
+		cp_route(dy, index, nq, db, bias, gj, nv);
 		/* taps past kt repeat tap k0: summed, never stored */
 #pragma GCC unroll 16
 		for (t = 0; t < CP_RT; t++) {
@@ -989,20 +992,7 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 			dy = dyb;
 			index = ib;
 		}
-#pragma GCC unroll 16
-		for (v = 0; v < nv; v++) {
-			CPVI idx = cpvi_load_u8(index + v * CP_VW);
-			CPV gr = cpv_sel(idx < (int)nq,
-					 cpv_load(dy + v * CP_VW),
-					 cpv_splat(0.0f));
-
-			db[v] += gr;
-#pragma GCC unroll 16
-			for (j = 0; j < CP_NP; j++)
-				gj[j][v] = j < nq ? cpv_sel(idx == (int)j, gr,
-							    cpv_splat(0.0f)) :
-						    cpv_splat(0.0f);
-		}
+		cp_route(dy, index, nq, db, true, gj, nv);
 		/* taps [k0, k1): tap rows ky, a row's run of kw * c from q */
 		d = dw;
 		for (k = k0, ky = k0 / run, q = k0 % run; k < k1; ky++, q = 0) {
