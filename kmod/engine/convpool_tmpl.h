@@ -51,7 +51,8 @@
 /*
  * Taps of dw whose rows (nv vectors each) the AVX-512 gradient keeps in
  * registers across a step's pixels: 9 x 2 sums beside the four positions'
- * routed gradients, 28 of the 32 (cp_wgrad_rows()).
+ * routed gradients (4 x 2) and the products' temporaries, within the 32
+ * (cp_wgrad_rows()).
  */
 #define CP_RT 9u
 
@@ -97,7 +98,8 @@ static __always_inline CPV cpv_splat(float f)
  * CP_VW routes (u8) to and from int lanes. GCC 12 turns the widening
  * __builtin_convertvector() into byte-by-byte scalar code (a third of
  * CONV_POOL_WGRAD's time on AVX-512), so the AVX levels name the one
- * instruction, vpmovzxbd; the narrowing one compiles to vpmovdb as is.
+ * instruction, vpmovzxbd; the narrowing one is vpmovdb on AVX-512 as
+ * it is written.
  */
 #define CP_V16QI char __attribute__((vector_size(16)))
 
@@ -157,20 +159,19 @@ static __always_inline CPVI cpv_takes(CPV v, CPV b)
 #if CP_VBYTES == 64 && !defined(__CHECKER__)
 /*
  * The MAXPOOL rule and the ReLU in AVX-512's mask compares (vcmpps
- * predicates as <immintrin.h>'s _CMP_*), a quarter of the vector
- * extensions' instructions: their compares give all-ones lanes, which
- * GCC 12 turns back into masks and blends with three more instructions
- * each.
+ * predicates as <immintrin.h>'s _CMP_*, the quiet ones), a quarter of
+ * the vector extensions' instructions: their compares give all-ones
+ * lanes, which GCC 12 turns back into masks and blends with three more
+ * instructions each. A macro: the predicate must be an immediate at any
+ * optimisation level.
  */
-#define CP_CMP_NLE_UQ 6		/* not <=, or unordered */
-#define CP_CMP_ORD_Q 7		/* neither a NaN */
-#define CP_CMP_NGT_UQ 10	/* not >, or unordered */
-#define CP_CMP_LT_OQ 17		/* <, both ordered */
+#define CP_CMP_ORD_Q 0x07	/* neither a NaN */
+#define CP_CMP_LT_OQ 0x11	/* <, both ordered */
+#define CP_CMP_NLE_UQ 0x16	/* not <=, or unordered */
+#define CP_CMP_NGT_UQ 0x1a	/* not >, or unordered */
 
-static __always_inline u16 cp_cmp512(CPV a, CPV b, const int pred)
-{
-	return __builtin_ia32_cmpps512_mask(a, b, pred, (u16)~0, 4);
-}
+#define cp_cmp512(a, b, pred)                                                  \
+	((u16)__builtin_ia32_cmpps512_mask((a), (b), (pred), (u16)~0, 4))
 
 /* cpv_takes(): v > b, or v a NaN; never over a NaN b */
 static __always_inline u16 cp_takes512(CPV v, CPV b)
@@ -576,6 +577,11 @@ static __always_inline void cp_fwd_block(const struct vtpu_engine_convpool *cp,
 	}
 }
 
+/*
+ * The blocks in functions of their own: inlined into the pixel loop, the
+ * epilogue's constants kept across the pixels pushed a sum and three
+ * weight vectors of the tap loop onto the stack.
+ */
 static noinline void cp_fwd_block_wide(const struct vtpu_engine_convpool *cp,
 				       const float *const *src, u64 stride,
 				       u32 run, u32 nq, const float *w, u32 ws,

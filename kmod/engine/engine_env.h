@@ -47,9 +47,12 @@ typedef int64_t s64;
 #define noinline __attribute_noinline__ /* glibc <sys/cdefs.h> */
 #endif
 /* as the kernel's <linux/compiler_attributes.h> */
-#if defined(__has_attribute) && __has_attribute(__uninitialized__)
+#ifdef __has_attribute
+#if __has_attribute(__uninitialized__)
 #define __uninitialized __attribute__((__uninitialized__))
-#else
+#endif
+#endif
+#ifndef __uninitialized
 #define __uninitialized
 #endif
 #endif

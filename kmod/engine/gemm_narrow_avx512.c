@@ -57,6 +57,12 @@ static __always_inline void narrow_acc(u32 kc, const float *a, u64 lda,
 		V16F a0 = gemm_maskload(a, m0);
 		V16F a1 = gemm_maskload(a + 16, m1);
 
+		/*
+		 * The next microtile's row p: with A (or, in _tn, B) read
+		 * in place, rows a whole stored row apart are more streams
+		 * than the hardware prefetcher follows; in a packed panel
+		 * it is the next row, loaded anyway.
+		 */
 		__builtin_prefetch(a + 32);
 		__builtin_prefetch(a + 48);
 

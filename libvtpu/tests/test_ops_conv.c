@@ -527,6 +527,15 @@ static const uint32_t cp_shapes[][16] = {
 	{ 2, 10, 10, 1, 3, 3, 1, 1, 0, 0, 40, 2, 2, 2, 2, VTPU_CONV_RELU },
 	{ 2, 6, 6, 1, 2, 2, 1, 1, 0, 0, 1, 2, 2, 2, 2, 0 },
 	{ 2, 9, 9, 3, 2, 2, 1, 1, 1, 0, 3, 2, 1, 2, 1, VTPU_CONV_RELU },
+	/*
+	 * No padding (windows at a base plus each position's delta) with
+	 * channels, unequal conv and pool strides, a pool stride that is
+	 * not the window's: four and two blocks, two positions; and 25
+	 * taps on one tile (dw's rows in registers 9, 9 and 7 at a time).
+	 */
+	{ 2, 11, 9, 3, 3, 2, 2, 1, 0, 0, 64, 2, 2, 1, 2, VTPU_CONV_RELU },
+	{ 2, 10, 9, 2, 2, 3, 1, 2, 0, 0, 32, 2, 1, 2, 1, 0 },
+	{ 4, 12, 12, 1, 5, 5, 1, 1, 0, 0, 32, 2, 2, 2, 2, VTPU_CONV_RELU },
 };
 #define NCP (sizeof(cp_shapes) / sizeof(cp_shapes[0]))
 
