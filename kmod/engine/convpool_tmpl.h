@@ -849,6 +849,23 @@ static __always_inline void cp_route(const float *dy, const u8 *index,
 }
 
 /*
+ * One tap's term of dw, vector @v: the window positions' pixels @pv times
+ * their routed gradients, summed in position order (only the routed one
+ * is not 0). Both gradient loops take it, so their sums are the same.
+ */
+static __always_inline CPV cp_tap(const float *pv, CPV (*gj)[2 * CP_NV],
+				  u32 v)
+{
+	CPV s = cpv_splat(pv[0]) * gj[0][v];
+	u32 j;
+
+#pragma GCC unroll 16
+	for (j = 1; j < CP_NP; j++)
+		s += cpv_splat(pv[j]) * gj[j][v];
+	return s;
+}
+
+/*
  * cp_wgrad_fast()'s taps [k0, k0 + kt), kt <= CP_RT, on AVX-512: their
  * rows of dw (@dw, @dws apart, whole blocks) in registers from the first
  * pixel of [p0, p1) to the last, not loaded and stored for each pixel,
@@ -904,16 +921,14 @@ static __always_inline void cp_wgrad_rows(const struct vtpu_engine_convpool *cp,
 		/* taps past kt repeat tap k0: summed, never stored */
 #pragma GCC unroll 16
 		for (t = 0; t < CP_RT; t++) {
-#pragma GCC unroll 16
-			for (v = 0; v < nv; v++) {
-				CPV s = cpv_splat(src[0][off[t]]) * gj[0][v];
+			float pv[CP_NP];
 
 #pragma GCC unroll 16
-				for (j = 1; j < CP_NP; j++)
-					s += cpv_splat(src[j][off[t]]) *
-					     gj[j][v];
-				acc[t][v] += s;
-			}
+			for (j = 0; j < CP_NP; j++)
+				pv[j] = src[j][off[t]];
+#pragma GCC unroll 16
+			for (v = 0; v < nv; v++)
+				acc[t][v] += cp_tap(pv, gj, v);
 		}
 	}
 #pragma GCC unroll 16
@@ -1014,16 +1029,10 @@ static __always_inline void cp_wgrad_fast(const struct vtpu_engine_convpool *cp,
 				for (j = 0; j < CP_NP; j++)
 					pv[j] = row[j][q];
 #pragma GCC unroll 16
-				for (v = 0; v < nv; v++) {
-					CPV t = cpv_splat(pv[0]) * gj[0][v];
-
-#pragma GCC unroll 16
-					for (j = 1; j < CP_NP; j++)
-						t += cpv_splat(pv[j]) *
-						     gj[j][v];
+				for (v = 0; v < nv; v++)
 					cpv_store(d + v * CP_VW,
-						  cpv_load(d + v * CP_VW) + t);
-				}
+						  cpv_load(d + v * CP_VW) +
+						  cp_tap(pv, gj, v));
 			}
 		}
 	}
