@@ -471,6 +471,32 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 }
 
 /*
+ * Ask for the rows of A and B that the tile's next step reads (its
+ * columns of them), a microtile's share: the one of @mr rows at (@i, @j)
+ * asks for the next step's rows in proportion to its place in the tile,
+ * row by row. A long-K A^T B streams its operands from memory once (the
+ * step before read them into the caches, where the microtiles meet them
+ * again); the hardware prefetchers fell behind those strided rows.
+ */
+static void atb_prefetch_next(const struct vtpu_gemm_step *st, u32 i, u32 j,
+			      u32 mr)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	u64 p0 = (u64)st->p0 + st->kc, area = (u64)st->mt * st->nt, at, r, r1;
+	u32 kn;
+
+	if (p0 >= g->k)
+		return;
+	kn = gemm_min(g->kc, g->k - (u32)p0);
+	at = (u64)i * st->nt + (u64)mr * j;
+	r1 = p0 + kn * (at + (u64)mr * gemm_min(GEMM_NR, st->nt - j)) / area;
+	for (r = p0 + kn * at / area; r < r1; r++) {
+		gemm_prefetch_row(g->a, r * g->lda + st->i0, st->mt, 2);
+		gemm_prefetch_row(g->b, r * g->ldb + st->j0, st->nt, 2);
+	}
+}
+
+/*
  * A^T B, f32, A stored k x m and B stored k x n (gemm.c's gemm_is_atb():
  * a weight gradient over the pixels of a batch, 64 x 64 x 65536): both
  * are read where they are stored, A's element (r, p) at a[p * lda + r]
@@ -522,13 +548,15 @@ void vtpu_gemm_step_avx512_atb(const struct vtpu_gemm_step *st,
 			ai = ap;
 			ps = UKR_SHORT;
 		}
-		for (j = 0; j < nt; j += GEMM_NR)
+		for (j = 0; j < nt; j += GEMM_NR) {
+			atb_prefetch_next(st, i, j, gemm_min(mr, mt - i));
 			atb_ukr(kc, ai, ps, j < nfull ? b + j : bp,
 				j < nfull ? ldb : GEMM_NR,
 				vtpu_gemm_c_at(g, st->i0 + i, st->j0 + j), ldc,
 				mr, gemm_min(GEMM_NR, nt - j), g->alpha,
 				st->beta, bias ? bias + j : NULL, relu,
 				mr > UKR_SHORT ? GEMM_MR : UKR_SHORT);
+		}
 	}
 }
 
