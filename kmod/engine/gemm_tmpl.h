@@ -619,6 +619,9 @@ static void GEMM_FN(gemm_pack_b)(float *bp, const struct vtpu_engine_gemm *g,
 		GEMM_FN(gemm_pack_b_dt)(bp, g, p0, kc, j0, nt, false);
 }
 
+/* B's panels as stored are the kernel's packed panels (AVX-512's) */
+#define GEMM_PANELS_ARE_PACKED (GEMM_NR == VTPU_GEMM_PANEL)
+
 #ifdef GEMM_STEP_FN
 void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 {
@@ -629,12 +632,26 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	u32 relu = st->last && (g->flags & VTPU_GEMM_RELU);
 	struct vtpu_gemm_memo *memo =
 		(struct vtpu_gemm_memo *)(bp + VTPU_GEMM_MEMO_OFF);
-	u64 ldc = vtpu_gemm_c_ld(g);
+	u64 ldc = vtpu_gemm_c_ld(g), pstride = st->kc;
 	u32 kc = st->kc, i, j;
+	const float *b = bp;
 
-	/* B's block as this worker's previous tile of the op left it? */
-	if (memo->seq != st->seq || memo->b != g->b || memo->j0 != st->j0 ||
-	    memo->nt != st->nt || memo->p0 != st->p0 || memo->kc != kc) {
+	if (GEMM_PANELS_ARE_PACKED &&
+	    (g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) ==
+	    VTPU_GEMM_B_PANELS && !g->flip_oc) {
+		/*
+		 * B's panels (f32, whole: validate.c) are the packed
+		 * panels, k rows each: read in place, as the A-in-place
+		 * kernel does (a dense layer's weights with A's rows 4 KiB
+		 * apart, which packs A: cifar10's 128 x 512 x 4096)
+		 */
+		b = (const float *)g->b + (u64)st->j0 * g->k +
+		    (u64)st->p0 * GEMM_NR;
+		pstride = g->k;
+	} else if (memo->seq != st->seq || memo->b != g->b ||
+		   memo->j0 != st->j0 || memo->nt != st->nt ||
+		   memo->p0 != st->p0 || memo->kc != kc) {
+		/* not B's block as this worker's previous tile left it */
 		GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
 		*memo = (struct vtpu_gemm_memo){ st->seq, g->b, st->j0,
 						 st->nt, st->p0, kc };
@@ -646,7 +663,7 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 		const float *a = ap + (u64)i * kc;
 
 		for (j = 0; j < st->nt; j += GEMM_NR)
-			GEMM_FN(gemm_ukr)(kc, a, bp + (u64)j * kc,
+			GEMM_FN(gemm_ukr)(kc, a, b + (u64)j * pstride,
 					  vtpu_gemm_c_at(g, st->i0 + i,
 							 st->j0 + j),
 					  ldc,

@@ -720,6 +720,11 @@ TEST_F_TIMEOUT(gemm, panels_match_row_major, 600)
 		C(100, 10, 64, VTPU_GEMM_BIAS, 1.0f, 0.0f),
 		C(1000, 32, 3000, 0, 1.0f, 0.5f),
 		C(64, 64, 8448, 0, 1.0f, 0.5f),	/* K split */
+		/*
+		 * A's rows 4 KiB apart: A packed, and on AVX-512 B's panels
+		 * read in place by the packed kernel (gemm_tmpl.h)
+		 */
+		C(130, 96, 1024, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 1.0f, 0.0f),
 	};
 #undef C
 	static const uint32_t trans[] = { 0, VTPU_GEMM_TRANS_A,
