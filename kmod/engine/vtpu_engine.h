@@ -113,6 +113,12 @@ struct vtpu_engine_gemm {
 	 */
 	u32 ksplit, ksteps, kgrid;
 	/*
+	 * A tile of the op sweeps @sweep row tiles of one column of the
+	 * grid (0: a tile is one of the grid's): its steps take each step
+	 * of K in turn, and each row tile at that step (gemm.c).
+	 */
+	u32 sweep;
+	/*
 	 * CONV, CONV_DGRAD, CONV_WGRAD: with @implicit, A is the im2col
 	 * matrix of the NHWC image at a over @win (as stored: m x k, or
 	 * k x m with VTPU_GEMM_TRANS_A), gathered while packing, never

@@ -1318,6 +1318,12 @@ TEST(tiling_keeps_bits)
 		{ 64, 512, 4096, 0, 0 },
 		{ 13, 1536, 256, 0, 0 },
 		{ 13, 1536, 256, VTPU_GEMM_TRANS_B, 0 },
+		/*
+		 * 3 x 3 tiles of 4 steps, A packed: on one worker, tiles
+		 * that sweep the three row tiles of a column (gemm.c), the
+		 * bias and ReLU on each row tile's last step
+		 */
+		{ 800, 1100, 1024, VTPU_GEMM_BIAS | VTPU_GEMM_RELU, 0 },
 	};
 	static const int threads[] = { 1, 2, 3, 4, 9 };
 	const int nthreads = sizeof(threads) / sizeof(threads[0]);
