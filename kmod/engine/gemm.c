@@ -794,7 +794,9 @@ void vtpu_gemm_prepare_batched(struct vtpu_engine_op *op)
 /*
  * One tile of a GEMM; @g is op->gemm, or one of a batch's products, or
  * one part of a product split along K, whose @step counts the whole
- * product's steps (the part's first takes g->beta, the others 1).
+ * product's steps (the part's first takes g->beta, the others 1). @tile
+ * is a tile of the grid and @step a step of K (a sweep's op tiles and
+ * steps resolved by gemm_run_sweep()).
  */
 static void gemm_run_tile(const struct vtpu_engine_op *op,
 			  const struct vtpu_engine_gemm *g, u32 tile,

@@ -7,9 +7,13 @@
  *
  * BLIS structure, for row-major C:
  *
- *   tile   (mt x nt of C, one worker; op->ntiles of them)
+ *   tile   (mt x nt of C, one worker; op->ntiles of them; a large
+ *           GEMM's op tile sweeps a few of them, a column's, at each
+ *           step: gemm.c's gemm_prepare_sweep())
  *    step  (one chunk of kc along K; op->nsteps of them, in order)
- *      pack B[kc x nt] into kc x NR micro-panels   (scratch, L2)
+ *      pack B[kc x nt] into kc x NR micro-panels   (scratch, L2; the
+ *                     memo below keeps it for the worker's next call
+ *                     of that block; read in place if B is in panels)
  *      pack A[mt x kc] into MR x kc micro-panels   (scratch, L2)
  *      for each MR rows of the tile (A panel stays in L1):
  *        for each NR columns: microkernel  C[MR x NR] op= A_panel * B_panel
@@ -129,7 +133,9 @@ static inline u32 vtpu_gemm_wino_nt(u32 c)
  * again. The note lets the second tile skip that. It is written once the
  * pack is complete, and only the op that wrote it (by @seq, unique to
  * each prepared op) believes it: any other op, whatever it did to the
- * scratch, has another @seq.
+ * scratch, has another @seq. A large GEMM's tiles sweep row tiles
+ * (gemm.c's gemm_prepare_sweep()): each step's block then serves the
+ * sweep's next row tiles, the calls right after it.
  */
 struct vtpu_gemm_memo {
 	u64 seq;

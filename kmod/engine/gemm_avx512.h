@@ -126,7 +126,8 @@ static __always_inline void ukr_acc_bs(u32 kc, const float *a,
 	for (p = 0; p < kc; p++, a += ps, a7 += ps, b += bs) {
 		/*
 		 * Unaligned loads: B's panels may be read where they are
-		 * stored (vtpu_gemm_step_avx512_ain()), 4-byte aligned.
+		 * stored (vtpu_gemm_step_avx512_ain(), and the packed
+		 * step's), 4-byte aligned.
 		 */
 		V16F b0 = gemm_loadu(b);
 		V16F b1 = gemm_loadu(b + 16);

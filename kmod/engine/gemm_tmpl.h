@@ -636,7 +636,7 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	u32 kc = st->kc, i, j;
 	const float *b = bp;
 
-	if (GEMM_PANELS_ARE_PACKED &&
+	if (GEMM_PANELS_ARE_PACKED && g->dtype == VTPU_DTYPE_F32 &&
 	    (g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) ==
 	    VTPU_GEMM_B_PANELS && !g->flip_oc) {
 		/*
@@ -651,7 +651,7 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 	} else if (memo->seq != st->seq || memo->b != g->b ||
 		   memo->j0 != st->j0 || memo->nt != st->nt ||
 		   memo->p0 != st->p0 || memo->kc != kc) {
-		/* not B's block as this worker's previous tile left it */
+		/* not the block this worker's previous call of the op left */
 		GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
 		*memo = (struct vtpu_gemm_memo){ st->seq, g->b, st->j0,
 						 st->nt, st->p0, kc };

@@ -31,8 +31,8 @@ void vtpu_gemm_cmd_prepare(struct vtpu_engine_op *op,
 }
 
 /*
- * m x n x k, which operands are turned or in panels (Bp, Cp), and the
- * parts K is split into (K/2)
+ * m x n x k, which operands are turned or in panels (Bp, Cp), the parts K
+ * is split into (K/2) and the row tiles a tile sweeps (R/3)
  */
 int vtpu_gemm_describe(const struct vtpu_engine_op *op, char *buf, size_t len)
 {
@@ -45,6 +45,8 @@ int vtpu_gemm_describe(const struct vtpu_engine_op *op, char *buf, size_t len)
 
 	if (g->ksplit && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - n, " K/%u", g->ksplit);
+	if (g->sweep && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " R/%u", g->sweep);
 	return n;
 }
 

@@ -696,7 +696,8 @@ TEST_F(gemm, narrow_and_edges_at_page_end)
 
 /*
  * The panel layout (VTPU_GEMM_B_PANELS, VTPU_GEMM_C_PANELS): B read from
- * its panels (on AVX-512, in place by the kernel of A read in place) and
+ * its panels (on AVX-512, in place by the kernel of A read in place and
+ * by the packed kernel) and
  * C written to them give the bits the row-major GEMM gives, on every path
  * it can take: tiles split both ways, edge microtiles, n <= 16 with B
  * transposed (the narrow kernel), beta, bias and ReLU, operands ending at
