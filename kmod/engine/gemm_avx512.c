@@ -424,23 +424,18 @@ void vtpu_gemm_step_avx512_ain(const struct vtpu_gemm_step *st,
 	u32 kc = st->kc, lda = g->lda, mt = st->mt, i = 0, j, r, mr;
 	u32 full = ain_full_tiles(mt) * GEMM_MR;
 	u64 ldc = vtpu_gemm_c_ld(g), pstride = kc, bs = GEMM_NR;
-	const float *b = bp;
+	/* B's panels are the packed panels, k apart: read in place */
+	const float *b = gemm_b_panels(st, &pstride);
 
-	if ((g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) ==
-	    VTPU_GEMM_B_PANELS) {
-		/* B's panels are the packed panels, k apart: read in place */
-		b = (const float *)g->b + (u64)st->j0 * g->k +
-		    (u64)st->p0 * GEMM_NR;
-		pstride = g->k;
-	} else if (!(g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) &&
-		   !g->flip_oc && mt <= AIN_B_IN_PLACE_MT &&
-		   !(st->nt % GEMM_NR)) {
+	if (!b && !(g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) &&
+	    !g->flip_oc && mt <= AIN_B_IN_PLACE_MT && !(st->nt % GEMM_NR)) {
 		/* B's rows where they are stored, ldb apart */
 		b = (const float *)g->b + (u64)st->p0 * g->ldb + st->j0;
 		pstride = 1;
 		bs = g->ldb;
-	} else {
+	} else if (!b) {
 		gemm_pack_b(bp, g, st->p0, kc, st->j0, st->nt);
+		b = bp;
 	}
 	for (; i + UKR_SHORT <= mt; i += mr) {
 		mr = i < full ? GEMM_MR : UKR_SHORT;

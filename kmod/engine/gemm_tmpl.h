@@ -622,6 +622,26 @@ static void GEMM_FN(gemm_pack_b)(float *bp, const struct vtpu_engine_gemm *g,
 /* B's panels as stored are the kernel's packed panels (AVX-512's) */
 #define GEMM_PANELS_ARE_PACKED (GEMM_NR == VTPU_GEMM_PANEL)
 
+/*
+ * The step's block of B where it is stored, if B is in panels (f32,
+ * whole panels: validate.c) and those are this level's packed panels:
+ * each panel's k rows, the next panel's @pstride floats on. NULL if not.
+ */
+static inline const float *GEMM_FN(gemm_b_panels)(const struct vtpu_gemm_step *st,
+						 u64 *pstride)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+
+	if (!GEMM_PANELS_ARE_PACKED || g->dtype != VTPU_DTYPE_F32 ||
+	    g->flip_oc ||
+	    (g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) !=
+		    VTPU_GEMM_B_PANELS)
+		return NULL;
+	*pstride = g->k;
+	return (const float *)g->b + (u64)st->j0 * g->k +
+	       (u64)st->p0 * GEMM_NR;
+}
+
 #ifdef GEMM_STEP_FN
 void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 {
@@ -634,27 +654,25 @@ void GEMM_STEP_FN(const struct vtpu_gemm_step *st, void *scratch)
 		(struct vtpu_gemm_memo *)(bp + VTPU_GEMM_MEMO_OFF);
 	u64 ldc = vtpu_gemm_c_ld(g), pstride = st->kc;
 	u32 kc = st->kc, i, j;
-	const float *b = bp;
+	/*
+	 * B's panels read where they are, as the A-in-place kernel reads
+	 * them (a dense layer's weights with A's rows 4 KiB apart, which
+	 * packs A: cifar10's 128 x 512 x 4096); else its packed block
+	 */
+	const float *b = GEMM_FN(gemm_b_panels)(st, &pstride);
 
-	if (GEMM_PANELS_ARE_PACKED && g->dtype == VTPU_DTYPE_F32 &&
-	    (g->flags & (VTPU_GEMM_B_PANELS | VTPU_GEMM_TRANS_B)) ==
-	    VTPU_GEMM_B_PANELS && !g->flip_oc) {
-		/*
-		 * B's panels (f32, whole: validate.c) are the packed
-		 * panels, k rows each: read in place, as the A-in-place
-		 * kernel does (a dense layer's weights with A's rows 4 KiB
-		 * apart, which packs A: cifar10's 128 x 512 x 4096)
-		 */
-		b = (const float *)g->b + (u64)st->j0 * g->k +
-		    (u64)st->p0 * GEMM_NR;
-		pstride = g->k;
-	} else if (memo->seq != st->seq || memo->b != g->b ||
-		   memo->j0 != st->j0 || memo->nt != st->nt ||
-		   memo->p0 != st->p0 || memo->kc != kc) {
-		/* not the block this worker's previous call of the op left */
-		GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0, st->nt);
-		*memo = (struct vtpu_gemm_memo){ st->seq, g->b, st->j0,
-						 st->nt, st->p0, kc };
+	if (!b) {
+		b = bp;
+		/* not the block this worker's previous call of the op left? */
+		if (memo->seq != st->seq || memo->b != g->b ||
+		    memo->j0 != st->j0 || memo->nt != st->nt ||
+		    memo->p0 != st->p0 || memo->kc != kc) {
+			GEMM_FN(gemm_pack_b)(bp, g, st->p0, kc, st->j0,
+					     st->nt);
+			*memo = (struct vtpu_gemm_memo){ st->seq, g->b,
+							 st->j0, st->nt,
+							 st->p0, kc };
+		}
 	}
 	GEMM_FN(gemm_pack_a)(ap, g, st->i0, st->mt, st->p0, kc);
 
