@@ -269,8 +269,9 @@ static const struct vtpu_gemm_level *gemm_op_level(const struct vtpu_engine_op *
 /*
  * CONV, CONV_DGRAD and CONV_WGRAD of a 3 x 3 window at stride 1 with 16
  * to VTPU_WINO_CMAX_ALL input channels, on AVX-512: Winograd F(2 x 2, 3 x
- * 3) (vtpu_gemm_step_avx512_wino(), _wino_wgrad()). A first layer's few
- * channels would spend more on the transforms than they save.
+ * 3) or F(4 x 4, 3 x 3) (vtpu_gemm_step_avx512_wino(), _wino_wgrad(),
+ * wino_f() below). A first layer's few channels would spend more on the
+ * transforms than they save.
  */
 #define WINO_CMIN 16
 
@@ -288,10 +289,26 @@ static bool gemm_is_wino(const struct vtpu_engine_op *op)
 	       ((g->flags & VTPU_GEMM_TRANS_A) || g->n > VTPU_GEMM_NARROW_NR);
 }
 
-/* Winograd tiles (2 x 2 outputs each) of a convolution's output */
-static u32 wino_tiles(const struct vtpu_engine_window *w)
+/* Winograd tiles (@f x @f outputs each) of a convolution's output */
+static u32 wino_tiles(const struct vtpu_engine_window *w, u32 f)
 {
-	return w->n * vtpu_div_up(w->oh, 2) * vtpu_div_up(w->ow, 2);
+	return w->n * vtpu_div_up(w->oh, f) * vtpu_div_up(w->ow, f);
+}
+
+/*
+ * CONV and CONV_DGRAD take F(4 x 4, 3 x 3) over at most VTPU_WINO4_CMAX
+ * input channels where it multiplies at least a fifth less than F(2 x 2,
+ * 3 x 3) (not on outputs of 6 x 6, say, whose 4 x 4 tiles are mostly past
+ * the edge): 36 products for 16 outputs, against 16 for 4 and the direct
+ * convolution's 144. Alone, on two threads, 1.13-1.37x faster than F(2 x
+ * 2) on cifar10's layers. (CONV_WGRAD stays F(2 x 2): rounding,
+ * gemm_winograd_avx512.c.)
+ */
+static u32 wino_f(const struct vtpu_engine_window *w)
+{
+	return w->c <= VTPU_WINO4_CMAX &&
+		       (u64)wino_tiles(w, 4) * 36 * 5 <
+			       (u64)wino_tiles(w, 2) * 16 * 4 ? 4 : 2;
 }
 
 /*
@@ -317,7 +334,7 @@ static u32 wino_tiles(const struct vtpu_engine_window *w)
 static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 c = g->win.c, n = g->n, wt = wino_tiles(&g->win);
+	u32 c = g->win.c, n = g->n, wt = wino_tiles(&g->win, 2);
 	u32 splits = vtpu_div_up(c, VTPU_WINO_CMAX);
 	u32 groups = vtpu_div_up(n, VTPU_WINO_WG_NT), ct, blocks;
 	u64 tile = (u64)gemm_min(c, VTPU_WINO_CMAX) *
@@ -336,6 +353,7 @@ static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 	blocks = (u32)(GEMM_CALL_FLOPS_MAX / (2ull * 16 * tile * VTPU_WINO_TB));
 	blocks = blocks < 1 ? 1 : gemm_min(blocks, WINO_KC_BLOCKS);
 	g->wino = wt;
+	g->wino_f = 2;
 	g->kc = blocks * VTPU_WINO_TB;
 	g->mt = ct;
 	g->nt = vtpu_div_up(n, groups);
@@ -401,25 +419,27 @@ static void gemm_prepare_dgrad_scatter(struct vtpu_engine_op *op)
  * CONV and CONV_DGRAD: tiles of Winograd tiles by up to
  * vtpu_gemm_wino_nt() columns, K in one step. Each tile transforms its
  * columns' filters first, so it should be much more work than that, and
- * at most GEMM_CALL_FLOPS_MAX of what it multiplies: 16 products where
- * the direct convolution's nominal flops count 36. (Bounding the nominal
- * flops made twice the tiles, each transforming the filters again: on two
- * threads, 8 x 32x32 x 128 into 128 took 3.8 ms, 3.6 with half of them;
- * its CONV_DGRAD 4.1 and 3.8.)
+ * at most GEMM_CALL_FLOPS_MAX of what it multiplies: (f + 2)^2 products
+ * for f^2 outputs where the direct convolution's nominal flops count 9.
+ * (Bounding the nominal flops made twice the tiles, each transforming the
+ * filters again: on two threads, 8 x 32x32 x 128 into 128 took 3.8 ms,
+ * 3.6 with half of them; its CONV_DGRAD 4.1 and 3.8.)
  */
 static void gemm_prepare_wino(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 wt = wino_tiles(&g->win), nt = vtpu_gemm_wino_nt(g->win.c);
+	u32 f = wino_f(&g->win), p = f + 2;
+	u32 wt = wino_tiles(&g->win, f), nt = vtpu_gemm_wino_nt(g->win.c, f);
 	u32 groups = vtpu_div_up(g->n, nt), mtiles, mt;
 	u64 work = 2ull * g->m * gemm_min(g->n, nt) * g->k;
 
 	mtiles = vtpu_div_up(GEMM_TILES_WANTED, groups);
 	while (mtiles > 1 && work / mtiles < 8 * GEMM_TILE_FLOPS_MIN)
 		mtiles--;
-	mtiles = gemm_tiles_bounded(work * 16 / 36, mtiles);
+	mtiles = gemm_tiles_bounded(work * p * p / (9 * f * f), mtiles);
 	mt = vtpu_div_up(wt, mtiles);
 	g->wino = wt;
+	g->wino_f = f;
 	g->kc = g->k;
 	g->mt = mt;
 	g->nt = vtpu_div_up(g->n, groups);
@@ -808,7 +828,7 @@ static void gemm_run_tile(const struct vtpu_engine_op *op,
 	struct vtpu_gemm_step st;
 
 	/*
-	 * Winograd counts 2 x 2 output tiles: CONV's and CONV_DGRAD's rows,
+	 * Winograd counts f x f output tiles: CONV's and CONV_DGRAD's rows,
 	 * CONV_WGRAD's K (its rows are then channels, tap by tap)
 	 */
 	if (g->wino && (g->flags & VTPU_GEMM_TRANS_A)) {

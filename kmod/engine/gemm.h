@@ -72,11 +72,26 @@
 /* Winograd tiles a block: V, M and Z are that many rows */
 #define VTPU_WINO_TB (VTPU_GEMM_AVX512_MR * 4)
 #define VTPU_WINO_U_FLOATS (16 * 8192)
+/*
+ * CONV and CONV_DGRAD over at most WINO4_CMAX input channels take F(4 x
+ * 4, 3 x 3): 36 transforms of a tile, blocks of WINO4_TB tiles, U of
+ * every channel by NT columns. U, V and M end at WINO4_END.
+ */
+#define VTPU_WINO4_CMAX VTPU_WINO_CMAX
+#define VTPU_WINO4_TB (VTPU_GEMM_AVX512_MR * 2)
+#define VTPU_WINO4_U_FLOATS (36 * VTPU_WINO4_CMAX * VTPU_WINO_NT)
+#define VTPU_WINO4_END                                                         \
+	(VTPU_WINO4_U_FLOATS + 2ull * 36 * VTPU_WINO4_TB * VTPU_WINO_CMAX)
 
-/* (U's panels are the microkernel's 32 columns wide) */
-static inline u32 vtpu_gemm_wino_nt(u32 c)
+/*
+ * The columns of a CONV's or CONV_DGRAD's tile over @c input channels in
+ * F(@f x @f, 3 x 3), @f 2 or 4 (U's panels are the microkernel's 32
+ * columns wide)
+ */
+static inline u32 vtpu_gemm_wino_nt(u32 c, u32 f)
 {
-	u32 nt = VTPU_WINO_U_FLOATS / 16 / (c ? c : 1) / 32 * 32;
+	u32 nt = (f == 4 ? VTPU_WINO4_U_FLOATS / 36 : VTPU_WINO_U_FLOATS / 16) /
+		 (c ? c : 1) / 32 * 32;
 
 	return nt < VTPU_WINO_NT ? nt : VTPU_WINO_NT;
 }
@@ -107,14 +122,20 @@ static inline u32 vtpu_gemm_wino_nt(u32 c)
  * and slack for the vector packs' whole-vector stores), the gather area
  * where a convolution's implicit A is assembled a panel (MR_MAX x KC) or
  * a stored row (at most NARROW_MT_MAX) at a time, and the memo (struct
- * vtpu_gemm_memo).
+ * vtpu_gemm_memo) after them and after Winograd F(4 x 4)'s U, V and M,
+ * which are more (~1.1 MiB in all).
  */
 #define VTPU_GEMM_A_OFF ((u64)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX)
 #define VTPU_GEMM_GATHER_OFF                                                   \
 	(VTPU_GEMM_A_OFF +                                                     \
 	 (u64)VTPU_GEMM_KC * (VTPU_GEMM_MT_MAX + VTPU_GEMM_MR_MAX) + 16)
 #define VTPU_GEMM_GATHER_FLOATS ((u64)VTPU_GEMM_MR_MAX * VTPU_GEMM_KC)
-#define VTPU_GEMM_MEMO_OFF (VTPU_GEMM_GATHER_OFF + VTPU_GEMM_GATHER_FLOATS)
+#define VTPU_GEMM_GATHER_END (VTPU_GEMM_GATHER_OFF + VTPU_GEMM_GATHER_FLOATS)
+/* (after Winograd's U, V and M too, 64-byte aligned) */
+#define VTPU_GEMM_MAX_CONST(a, b) ((a) > (b) ? (a) : (b))
+#define VTPU_GEMM_MEMO_OFF                                                     \
+	((VTPU_GEMM_MAX_CONST(VTPU_GEMM_GATHER_END, VTPU_WINO4_END) + 15) /    \
+	 16 * 16)
 #define VTPU_GEMM_MEMO_FLOATS 16
 #define VTPU_GEMM_SCRATCH_FLOATS (VTPU_GEMM_MEMO_OFF + VTPU_GEMM_MEMO_FLOATS)
 

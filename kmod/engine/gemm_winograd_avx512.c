@@ -2,7 +2,8 @@
 /*
  * Winograd F(2 x 2, 3 x 3) for AVX-512F: CONV, CONV_DGRAD and CONV_WGRAD
  * of a 3 x 3 window at stride 1, their GEMMs on the 14 x 32 microkernel's
- * k loop (gemm_avx512.h). Compiled with -mavx512f.
+ * k loop (gemm_avx512.h); and F(4 x 4, 3 x 3) for CONV and CONV_DGRAD
+ * over at most 64 channels. Compiled with -mavx512f.
  */
 #include "gemm_avx512.h"
 
@@ -44,15 +45,19 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
  * and M through A into C, with the epilogue (beta, bias, ReLU). The
  * results differ from the direct kernel's in rounding only; on small
  * integers, where every sum is exact, they are the same. CONV_WGRAD of
- * the same convolutions follows the same way (further below).
+ * the same convolutions follows the same way (further below). F(4 x 4,
+ * 3 x 3), next, does the same with larger tiles.
  */
 #define WINO_TB VTPU_WINO_TB	/* Winograd tiles per block */
 #define WINO_CP VTPU_WINO_CMAX	/* V's row pitch: channels at a time */
 #define WINO_MP VTPU_WINO_NT	/* M's row pitch: a tile's columns at most */
 #define WINO_V_OFF VTPU_WINO_U_FLOATS
 #define WINO_M_OFF (WINO_V_OFF + 16 * WINO_TB * WINO_CP)
+#define WINO4_TB VTPU_WINO4_TB
 /* (below the memo of the B block the plain GEMM steps packed) */
-_Static_assert(WINO_M_OFF + 16 * WINO_TB * WINO_MP <= VTPU_GEMM_MEMO_OFF,
+_Static_assert(WINO_M_OFF + 16 * WINO_TB * WINO_MP <= VTPU_GEMM_MEMO_OFF &&
+		       VTPU_WINO4_U_FLOATS + 36 * WINO4_TB * (WINO_CP + WINO_MP) <=
+			       VTPU_GEMM_MEMO_OFF,
 	       "Winograd's U, V and M fit in the GEMM scratch");
 _Static_assert(VTPU_WINO_CMAX_ALL * UKR_NR <= VTPU_WINO_U_FLOATS / 16 &&
 		       VTPU_WINO_CMAX * VTPU_WINO_NT <= VTPU_WINO_U_FLOATS / 16,
@@ -105,13 +110,109 @@ static __always_inline void wino_filter(const V16F *g, V16F *u)
 }
 
 /*
+ * F(4 x 4, 3 x 3) takes each 4 x 4 block of outputs from the 6 x 6 patch
+ * around it, 36 products for 16 outputs (the direct convolution's 144),
+ * with Lavin and Gray's transforms on the points 0, +-1, +-2 and infinity:
+ *
+ *   B^T = | 4  0 -5  0  1  0 |   G = | 1/4    0    0  |   A^T = | 1 1  1 1  1 0 |
+ *         | 0 -4 -4  1  1  0 |       | -1/6 -1/6 -1/6 |         | 0 1 -1 2 -2 0 |
+ *         | 0  4 -4 -1  1  0 |       | -1/6  1/6 -1/6 |         | 0 1  1 4  4 0 |
+ *         | 0 -2 -1  2  1  0 |       | 1/24 1/12  1/6 |         | 0 1 -1 8 -8 1 |
+ *         | 0  2 -1 -2  1  0 |       | 1/24 -1/12 1/6 |
+ *         | 0  4  0 -5  0  1 |       | 0      0    1  |
+ *
+ * G's sixths would round even a filter of small integers: the kernels
+ * take 6 G, whose entries are halves and quarters, and divide the output
+ * by 36. On small integers every sum is then exact, the division too, and
+ * the result the same as the direct kernel's. On floats it rounds more
+ * than F(2 x 2): within 2.2e-6 of the terms' magnitudes in test_ops_conv
+ * (F(2 x 2): 5e-7; the bar is 1e-5). The weight gradient in F(4 x 4)
+ * (dU = sum of V (.) Z, Z = A dY A^T, then G^T dU G) reached 1.0e-5 there,
+ * so CONV_WGRAD stays F(2 x 2).
+ *
+ * gemm.c (wino_f()) takes F(4 x 4) over at most VTPU_WINO4_CMAX channels
+ * where it multiplies a fifth less than F(2 x 2) at least. A step is as
+ * F(2 x 2)'s, with 36 GEMMs, blocks of WINO4_TB tiles, and each tile's
+ * transforms done in two passes through V and M (36 vectors would not
+ * stay in registers).
+ */
+
+/* B^T d of a column (or, then, d B of a row) of a 6 x 6 patch, in place */
+static __always_inline void wino4_in(V16F *d)
+{
+	V16F a = d[4] - 4.0f * d[2], b = d[3] - 4.0f * d[1];
+	V16F c = d[4] - d[2], e = 2.0f * (d[3] - d[1]);
+
+	d[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+	d[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+	d[1] = a + b;
+	d[2] = a - b;
+	d[3] = c + e;
+	d[4] = c - e;
+}
+
+/* 6 G g of a filter's column (or g (6 G)^T of a row) into u[0..5] */
+static __always_inline void wino4_g(V16F g0, V16F g1, V16F g2, V16F *u)
+{
+	V16F p = g0 + g2, q = 0.25f * g0 + g2;
+
+	u[0] = 1.5f * g0;
+	u[1] = -(p + g1);
+	u[2] = g1 - p;
+	u[3] = q + 0.5f * g1;
+	u[4] = q - 0.5f * g1;
+	u[5] = 6.0f * g2;
+}
+
+/*
+ * (6 G) g (6 G)^T of a 3 x 3 filter (g[row * 3 + col]): transform x to d
+ * + x * @xs
+ */
+static __always_inline void wino4_filter(const V16F *g, float *d, u64 xs)
+{
+	V16F h[18] GEMM_NOINIT, u[6] GEMM_NOINIT;
+	u32 i, x;
+
+	/* h = 6 G g (6 x 3), column by column */
+#pragma GCC unroll 3
+	for (i = 0; i < 3; i++) {
+		wino4_g(g[i], g[3 + i], g[6 + i], u);
+#pragma GCC unroll 6
+		for (x = 0; x < 6; x++)
+			h[x * 3 + i] = u[x];
+	}
+	/* then h (6 G)^T, row by row */
+#pragma GCC unroll 6
+	for (i = 0; i < 6; i++) {
+		wino4_g(h[i * 3], h[i * 3 + 1], h[i * 3 + 2], u);
+#pragma GCC unroll 6
+		for (x = 0; x < 6; x++)
+			gemm_storeu(d + (u64)(i * 6 + x) * xs, u[x]);
+	}
+}
+
+/* A^T m of a column (or m A of a row) of M, 6 into y[0..3] */
+static __always_inline void wino4_out_1d(const V16F *m, V16F *y)
+{
+	V16F a = m[1] + m[2], b = m[1] - m[2];
+	V16F c = m[3] + m[4], e = m[3] - m[4];
+
+	y[0] = m[0] + a + c;
+	y[1] = b + 2.0f * e;
+	y[2] = a + 4.0f * c;
+	y[3] = b + 8.0f * e + m[5];
+}
+
+/*
  * U for the step's columns: u[((xi * np + jp) * c + ci) * 32 + col], np
  * panels of 32 columns (the microkernel's B panels). A filter's tap t of
  * channel ci for column j is B's element (t * c + ci, j): in CONV's
  * weights, stored [9 * c, ldb], a row of columns is consecutive; in
  * CONV_DGRAD's (flip_oc), it is W[(8 - t) * n + j][ci], flip_oc apart.
+ * F(@tf x @tf, 3 x 3): (@tf + 2)^2 transforms xi.
  */
-static void wino_u(const struct vtpu_gemm_step *st, float *u)
+static __always_inline void wino_u(const struct vtpu_gemm_step *st, u32 tf,
+				   float *u)
 {
 	const struct vtpu_engine_gemm *g = st->g;
 	const float *b = g->b;
@@ -140,6 +241,10 @@ static void wino_u(const struct vtpu_gemm_step *st, float *u)
 					b + ((u64)(8 - t) * g->n + col) *
 					g->flip_oc + ci, idx, m, 4);
 			}
+			if (tf == 4) {
+				wino4_filter(f, d, (u64)np * c * UKR_NR);
+				continue;
+			}
 			wino_filter(f, w);
 #pragma GCC unroll 16
 			for (x = 0; x < 16; x++)
@@ -149,33 +254,85 @@ static void wino_u(const struct vtpu_gemm_step *st, float *u)
 }
 
 /*
- * V of channels @c0..@c0+@ct for @nt Winograd tiles (at most WINO_TB), the
- * first at (@tx, @ty) of image @n: v[(xi * WINO_TB + t) * WINO_CP + ci -
- * c0].
+ * F(4 x 4)'s V of one tile and 16 channels (or the @m of them), the
+ * patch's pixel (r, s) at a + r * @rs + s * @cs, into transform xi at vt
+ * + xi * @xs: the columns' B^T d, stored, then each row's (B^T d) B in
+ * place (36 vectors would not stay in registers). With @full, the patch
+ * is inside the image and all 16 channels are loaded; else its pixels
+ * outside it (@ry, @rx) load nothing.
  */
-static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
-		   u32 nt, u32 c0, u32 ct, float *v)
+static __always_inline void wino4_v(const float *a, u64 rs, u64 cs,
+				    bool full, const bool *ry, const bool *rx,
+				    u16 m, float *vt, u64 xs)
+{
+	V16F d[6] GEMM_NOINIT;
+	u32 r, s;
+
+#pragma GCC unroll 6
+	for (s = 0; s < 6; s++) {
+#pragma GCC unroll 6
+		for (r = 0; r < 6; r++)
+			d[r] = full ? gemm_loadu(a + r * rs + s * cs) :
+				      gemm_maskload(a + r * rs + s * cs,
+						    ry[r] && rx[s] ? m : 0);
+		wino4_in(d);
+#pragma GCC unroll 6
+		for (r = 0; r < 6; r++)
+			gemm_storeu(vt + (u64)(r * 6 + s) * xs, d[r]);
+	}
+#pragma GCC unroll 6
+	for (r = 0; r < 6; r++) {
+#pragma GCC unroll 6
+		for (s = 0; s < 6; s++)
+			d[s] = gemm_loadu(vt + (u64)(r * 6 + s) * xs);
+		wino4_in(d);
+#pragma GCC unroll 6
+		for (s = 0; s < 6; s++)
+			gemm_storeu(vt + (u64)(r * 6 + s) * xs, d[s]);
+	}
+}
+
+/*
+ * V of channels @c0..@c0+@ct for @nt Winograd tiles of F(@f x @f, 3 x 3)
+ * (at most @tb), the first at (@tx, @ty) of image @n: v[(xi * @tb + t) *
+ * WINO_CP + ci - c0].
+ */
+static __always_inline void wino_v(const struct vtpu_engine_gemm *g, u32 f,
+				   u32 tb, u64 tx, u64 ty, u64 n, u32 nt,
+				   u32 c0, u32 ct, float *v)
 {
 	const struct vtpu_engine_window *w = &g->win;
-	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2;
+	u64 twx = vtpu_div_up(w->ow, f), twy = vtpu_div_up(w->oh, f);
+	u64 rs = (u64)w->w * w->c;
 	u32 t, ci, r, s, x;
 
 	for (t = 0; t < nt; t++) {
-		s64 iy0 = (s64)(2 * ty) - w->ph, ix0 = (s64)(2 * tx) - w->pw;
+		s64 iy0 = (s64)(f * ty) - w->ph, ix0 = (s64)(f * tx) - w->pw;
 		s64 o0 = (((s64)n * w->h + iy0) * w->w + ix0) * w->c + c0;
-		bool inside = iy0 >= 0 && iy0 + 4 <= w->h && ix0 >= 0 &&
-			      ix0 + 4 <= w->w;
-		bool ry[4], rx[4];
+		bool inside = iy0 >= 0 && iy0 + f + 2 <= w->h && ix0 >= 0 &&
+			      ix0 + f + 2 <= w->w;
+		bool ry[6], rx[6];
 
-		for (r = 0; r < 4; r++) {
+		for (r = 0; r < f + 2; r++) {
 			ry[r] = iy0 + r >= 0 && iy0 + r < w->h;
 			rx[r] = ix0 + r >= 0 && ix0 + r < w->w;
 		}
 		for (ci = 0; ci < ct; ci += 16) {
 			u16 m = gemm_mask(gemm_min(16, ct - ci));
 			const float *a = (const float *)g->a + o0 + ci;
+			float *vt = v + (u64)t * WINO_CP + ci;
 			V16F d[16] GEMM_NOINIT;
 
+			if (f == 4) {
+				/* (two bodies: the test out of the loops) */
+				if (inside && m == 0xffff)
+					wino4_v(a, rs, w->c, true, ry, rx, m,
+						vt, (u64)tb * WINO_CP);
+				else
+					wino4_v(a, rs, w->c, false, ry, rx, m,
+						vt, (u64)tb * WINO_CP);
+				continue;
+			}
 			/*
 			 * A tile inside the image, 16 channels: plain loads
 			 * (a masked load waits for the stores before it:
@@ -186,16 +343,15 @@ static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
 			if (inside && m == 0xffff) {
 #pragma GCC unroll 16
 				for (x = 0; x < 16; x++)
-					d[x] = gemm_loadu(a + ((s64)(x / 4) *
-							       w->w + x % 4) *
-							  w->c);
+					d[x] = gemm_loadu(a + (x / 4) * rs +
+							  (x % 4) * w->c);
 			} else {
 #pragma GCC unroll 16
 				for (x = 0; x < 16; x++) {
 					r = x / 4;
 					s = x % 4;
-					d[x] = gemm_maskload(a + ((s64)r * w->w +
-								  s) * w->c,
+					d[x] = gemm_maskload(a + r * rs +
+							     s * w->c,
 							     ry[r] && rx[s] ?
 							     m : 0);
 				}
@@ -204,8 +360,7 @@ static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
 			/* (unrolled: stored from registers, not a copy) */
 #pragma GCC unroll 16
 			for (x = 0; x < 16; x++)
-				gemm_storeu(v + ((u64)x * WINO_TB + t) *
-					    WINO_CP + ci, d[x]);
+				gemm_storeu(vt + (u64)x * tb * WINO_CP, d[x]);
 		}
 		vtpu_next_xy(&tx, &ty, &n, twx, twy);
 	}
@@ -213,12 +368,13 @@ static void wino_v(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
 
 /*
  * Ask for what the next block will load while this one multiplies: the
- * @nt Winograd tiles after the @skip from (@tx, @ty) of image @n (none
- * past the op's last, g->wino), the lines of x's channels
- * @c0..@c0+@ct of each patch (none if @ct is 0), and of dy's columns
- * @o0..@o0+@ot of each tile's outputs (none if @ot is 0). A patch's first
- * two rows and columns are the ones above and left of it, asked for with
- * the tiles before, except at an image's top row and a row's start.
+ * @nt Winograd tiles (g->wino_f outputs a side) after the @skip from
+ * (@tx, @ty) of image @n (none past the op's last, g->wino), the lines
+ * of x's channels @c0..@c0+@ct of each patch (none if @ct is 0), and of
+ * dy's columns @o0..@o0+@ot of each tile's outputs (none if @ot is 0). A
+ * patch's first two rows and columns are the ones above and left of it,
+ * asked for with the tiles before, except at an image's top row and a
+ * row's start.
  *
  * In a training step x and dy come from memory, not the caches, and the
  * transforms' strided loads found the hardware prefetchers behind: with
@@ -232,9 +388,8 @@ static noinline void wino_prefetch(const struct vtpu_engine_gemm *g, u64 tx,
 				   u32 ct, u32 o0, u32 ot)
 {
 	const struct vtpu_engine_window *w = &g->win;
-	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2;
-	u64 at;
-	u32 t, r, s;
+	u32 f = g->wino_f, t, r, s;
+	u64 twx = vtpu_div_up(w->ow, f), twy = vtpu_div_up(w->oh, f), at;
 
 	for (t = 0; t < skip; t++)
 		vtpu_next_xy(&tx, &ty, &n, twx, twy);
@@ -243,20 +398,20 @@ static noinline void wino_prefetch(const struct vtpu_engine_gemm *g, u64 tx,
 		return;
 	nt = (u32)vtpu_min_u64(nt, g->wino - at);
 	for (t = 0; t < nt; t++) {
-		s64 iy0 = (s64)(2 * ty) - w->ph, ix0 = (s64)(2 * tx) - w->pw;
+		s64 iy0 = (s64)(f * ty) - w->ph, ix0 = (s64)(f * tx) - w->pw;
 
-		for (r = ct && ty ? 2 : 0; ct && r < 4; r++) {
+		for (r = ct && ty ? 2 : 0; ct && r < f + 2; r++) {
 			if (iy0 + r < 0 || iy0 + r >= w->h)
 				continue;
-			for (s = tx ? 2 : 0; s < 4; s++)
+			for (s = tx ? 2 : 0; s < f + 2; s++)
 				if (ix0 + s >= 0 && ix0 + s < w->w)
 					gemm_prefetch_row(g->a,
 						(((s64)n * w->h + iy0 + r) *
 						 w->w + ix0 + s) * w->c + c0,
 						ct, 2);
 		}
-		for (r = 0; ot && r < 4; r++) {
-			u64 oy = 2 * ty + r / 2, ox = 2 * tx + r % 2;
+		for (r = 0; ot && r < f * f; r++) {
+			u64 oy = f * ty + r / f, ox = f * tx + r % f;
 
 			if (oy < w->oh && ox < w->ow)
 				gemm_prefetch_row(g->b,
@@ -315,6 +470,60 @@ static void wino_out(const struct vtpu_gemm_step *st, const float *mb, u32 t,
 }
 
 /*
+ * F(4 x 4)'s A^T M A / 36 of Winograd tile @t of a block of WINO4_TB into
+ * C, as wino_out(): the columns' A^T m, stored over M's first four rows
+ * (M is not read again), then each row's (A^T M) A.
+ */
+static void wino4_out(const struct vtpu_gemm_step *st, float *mb, u32 t,
+		      u64 tx, u64 ty, u64 n)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	const struct vtpu_engine_window *w = &g->win;
+	const float *bias = g->bias ? g->bias + st->j0 : NULL;
+	u32 relu = g->flags & VTPU_GEMM_RELU, j, r, s;
+	u64 xs = (u64)WINO4_TB * WINO_MP;
+
+	for (j = 0; j < st->nt; j += 16) {
+		u16 m = gemm_mask(gemm_min(16, st->nt - j));
+		float *mt = mb + (u64)t * WINO_MP + j;
+		V16F mm[6] GEMM_NOINIT, y[4] GEMM_NOINIT;
+
+#pragma GCC unroll 6
+		for (s = 0; s < 6; s++) {
+#pragma GCC unroll 6
+			for (r = 0; r < 6; r++)
+				mm[r] = gemm_loadu(mt + (r * 6 + s) * xs);
+			wino4_out_1d(mm, y);
+#pragma GCC unroll 4
+			for (r = 0; r < 4; r++)
+				gemm_storeu(mt + (r * 6 + s) * xs, y[r]);
+		}
+		for (r = 0; r < 4; r++) {
+			u64 oy = 4 * ty + r;
+
+			if (oy >= w->oh)
+				break;
+#pragma GCC unroll 6
+			for (s = 0; s < 6; s++)
+				mm[s] = gemm_loadu(mt + (r * 6 + s) * xs);
+			wino4_out_1d(mm, y);
+#pragma GCC unroll 4
+			for (s = 0; s < 4; s++) {
+				u64 ox = 4 * tx + s;
+
+				/* exact, where a product by 1/36 rounds */
+				if (ox < w->ow)
+					gemm_store_row_mask(g->c + ((n * w->oh +
+						oy) * w->ow + ox) * g->ldc +
+						st->j0 + j, y[s] / 36.0f,
+						y[s], m, 0, g->alpha, st->beta,
+						bias ? bias + j : NULL, relu);
+			}
+		}
+	}
+}
+
+/*
  * M (@nt rows of a product, @cols columns of a panel, pitch WINO_MP) = V
  * (pitch WINO_CP) x U's panel @bp over @ck channels, plus @beta M.
  */
@@ -337,35 +546,40 @@ static void wino_m(const float *bp, const float *v, float *m, u32 ck,
 	}
 }
 
-void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
-				void *scratch)
+/*
+ * A step of CONV or CONV_DGRAD in F(@f x @f, 3 x 3): U at the scratch's
+ * start, then V and M of blocks of @tb tiles, (@f + 2)^2 of each.
+ */
+static __always_inline void wino_step(const struct vtpu_gemm_step *st,
+				      float *u, u32 f, u32 tb, u64 v_off)
 {
 	const struct vtpu_engine_gemm *g = st->g;
 	const struct vtpu_engine_window *w = &g->win;
-	float *u = scratch, *v = u + WINO_V_OFF, *mb = u + WINO_M_OFF;
-	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2, tx, ty, n;
+	u32 xn = (f + 2) * (f + 2);
+	float *v = u + v_off, *mb = v + (u64)xn * tb * WINO_CP;
+	u64 twx = vtpu_div_up(w->ow, f), twy = vtpu_div_up(w->oh, f), tx, ty, n;
 	u32 c = w->c, np = (st->nt + UKR_NR - 1) / UKR_NR, i, t, x, jp;
 	u32 c0, ck;
 
-	wino_u(st, u);
+	wino_u(st, f, u);
 	vtpu_xy_of(st->i0, twx, twy, &tx, &ty, &n);
-	for (i = 0; i < st->mt; i += WINO_TB) {
-		u32 nt = gemm_min(WINO_TB, st->mt - i);
+	for (i = 0; i < st->mt; i += tb) {
+		u32 nt = gemm_min(tb, st->mt - i);
 
 		for (c0 = 0; c0 < c; c0 += ck) {
 			ck = gemm_min(WINO_CP, c - c0);
-			wino_v(g, tx, ty, n, nt, c0, ck, v);
+			wino_v(g, f, tb, tx, ty, n, nt, c0, ck, v);
 			/* the next block's patches, if this step has one */
 			if (i + nt < st->mt)
 				wino_prefetch(g, tx, ty, n, nt,
-					      gemm_min(WINO_TB, st->mt - i - nt),
+					      gemm_min(tb, st->mt - i - nt),
 					      c0, ck, 0, 0);
-			for (x = 0; x < 16; x++) {
+			for (x = 0; x < xn; x++) {
 				for (jp = 0; jp < np; jp++)
 					wino_m(u + (((u64)x * np + jp) * c +
 						    c0) * UKR_NR,
-					       v + (u64)x * WINO_TB * WINO_CP,
-					       mb + (u64)x * WINO_TB * WINO_MP +
+					       v + (u64)x * tb * WINO_CP,
+					       mb + (u64)x * tb * WINO_MP +
 					       jp * UKR_NR, ck, nt,
 					       gemm_min(UKR_NR,
 							st->nt - jp * UKR_NR),
@@ -373,10 +587,22 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 			}
 		}
 		for (t = 0; t < nt; t++) {
-			wino_out(st, mb, t, tx, ty, n);
+			if (f == 4)
+				wino4_out(st, mb, t, tx, ty, n);
+			else
+				wino_out(st, mb, t, tx, ty, n);
 			vtpu_next_xy(&tx, &ty, &n, twx, twy);
 		}
 	}
+}
+
+void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
+				void *scratch)
+{
+	if (st->g->wino_f == 4)
+		wino_step(st, scratch, 4, WINO4_TB, VTPU_WINO4_U_FLOATS);
+	else
+		wino_step(st, scratch, 2, WINO_TB, WINO_V_OFF);
 }
 
 /*
@@ -401,7 +627,7 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
 /* dU of panel p, transform xi, channel ci: [(p * 16 + xi) * CMAX + ci][32] */
 #define WINO_DU_PANEL (16 * VTPU_WINO_CMAX * UKR_NR)
 _Static_assert(WINO_DU_OFF + VTPU_WINO_WG_NT / UKR_NR * WINO_DU_PANEL <=
-		       VTPU_GEMM_SCRATCH_FLOATS,
+		       VTPU_GEMM_MEMO_OFF,
 	       "Winograd's V, Z and dU fit in the GEMM scratch");
 
 /*
@@ -513,6 +739,13 @@ static void wino_dw(const struct vtpu_gemm_step *st, const float *du)
 	}
 }
 
+/* (wino_v() out of line: its vectors and the microtile's, 2 KiB of stack) */
+static noinline void wino_v2(const struct vtpu_engine_gemm *g, u64 tx,
+			     u64 ty, u64 n, u32 nt, u32 c0, u32 ct, float *v)
+{
+	wino_v(g, 2, WINO_TB, tx, ty, n, nt, c0, ct, v);
+}
+
 void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
 				      void *scratch)
 {
@@ -527,7 +760,7 @@ void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
 		u32 nt = gemm_min(WINO_TB, st->kc - i);
 		float beta = i ? 1.0f : 0.0f;
 
-		wino_v(g, tx, ty, n, nt, st->i0, st->mt, v);
+		wino_v2(g, tx, ty, n, nt, st->i0, st->mt, v);
 		/* the next block, of this step or the next (this tile's too) */
 		wino_prefetch(g, tx, ty, n, nt, WINO_TB, st->i0, st->mt, st->j0,
 			      st->nt);

@@ -103,7 +103,8 @@ struct vtpu_engine_gemm {
 	u32 mt, nt;		/* tile size: rows, columns of C */
 	u32 tn;			/* A^T B with few rows: the _tn kernel */
 	u32 wg_nb;		/* direct CONV_WGRAD: blocks per tap row */
-	u32 wino;		/* Winograd: its 2 x 2 output tiles, or 0 */
+	u32 wino;		/* Winograd: its f x f output tiles, or 0 */
+	u32 wino_f;		/* F(f x f, 3 x 3): 2 or 4 outputs a side */
 	u32 dgs;		/* CONV_DGRAD scattered from dy (gemm.c) */
 	u32 small;		/* GEMM_BATCHED's small products (gemm.c) */
 	/*

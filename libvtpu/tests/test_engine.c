@@ -2214,15 +2214,17 @@ TEST(calls_bounded)
 				per = op.lstm.chunk * 8 > EMB_CALL_MAX ?
 					      ~0ull : 0;
 			/*
-			 * Winograd's commands multiply 16 products where the
-			 * nominal flops count 36 (gemm.c bounds what a call
-			 * multiplies)
+			 * Winograd's commands multiply (f + 2)^2 products
+			 * where the nominal flops count 9 f^2 (gemm.c bounds
+			 * what a call multiplies)
 			 */
 			if ((cmd->opcode == VTPU_OP_CONV ||
 			     cmd->opcode == VTPU_OP_CONV_DGRAD ||
 			     cmd->opcode == VTPU_OP_CONV_WGRAD) &&
 			    op.gemm.wino)
-				per = per * 16 / 36;
+				per = per * (op.gemm.wino_f + 2) *
+				      (op.gemm.wino_f + 2) /
+				      (9 * op.gemm.wino_f * op.gemm.wino_f);
 			if (per > CALL_FLOPS_MAX && over++ < 5)
 				TH_LOG("command %u (opcode %u), level %u: %u "
 				       "tiles x %u steps, %.0f MFLOP a call",

@@ -977,11 +977,12 @@ static const uint32_t cv_shapes[][12] = {
 	{ 4, 32, 32, 3, 3, 3, 1, 1, 1, 1, 32,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
 	/*
-	 * Winograd (AVX-512, 3 x 3 at stride 1, 16-256 channels): odd output
-	 * sizes (tiles cut at the edge), channels and columns in partial
-	 * vectors; 64 channels, two or three column groups, pads 2 and 0;
-	 * several tiles, blocks of WINO_TB, and CONV_WGRAD's channel splits
-	 * and steps of WINO_KC Winograd tiles (512 here)
+	 * Winograd (AVX-512, 3 x 3 at stride 1, 16-256 channels; CONV in
+	 * F(4 x 4) on these three, DGRAD on the first and the third): odd
+	 * output sizes (tiles cut at the edge), channels and columns in
+	 * partial vectors; 64 channels, two or three column groups, pads 2
+	 * and 0; several tiles, blocks of WINO_TB, and CONV_WGRAD's channel
+	 * splits and steps of WINO_KC Winograd tiles (512 here)
 	 */
 	{ 2, 7, 9, 24, 3, 3, 1, 1, 1, 1, 48,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
@@ -1315,6 +1316,95 @@ TEST(conv_wgrad_any_workers)
 		vtpu_cmdbuf_fini(&cb);
 		BOS_DESTROY(&xb, &wb, &dyb, &dwb);
 		FREE_ALL(rdw, rdx, dwmag, dxmag, keep);
+	}
+	execs_fini(&ex);
+}
+
+/*
+ * AVX-512's CONV and CONV_DGRAD over at most 64 channels run Winograd F(4
+ * x 4, 3 x 3), whose transforms scale by up to 8 and 5 and round more
+ * than F(2 x 2)'s: on real-valued data, 1 to 4 threads on every level
+ * (tiles of 4 x 4 blocks cut differently), the same bits as the level's
+ * one thread and within 1e-5 of the terms' magnitudes of double. n, h, w,
+ * c, oc: 32 channels into 64 over 900 tiles (blocks of 28 tiles, several
+ * a worker; DGRAD 64 into 32), 64 into 48 on 9 x 11 (tiles past the
+ * edge; DGRAD 48 into 64), 24 into 80 (a partial vector of channels, two
+ * column groups).
+ */
+static const uint32_t wino4_shapes[][5] = {
+	{ 4, 30, 30, 32, 64 }, { 2, 9, 11, 64, 48 }, { 3, 12, 12, 24, 80 },
+};
+
+TEST(conv_wino4_any_workers)
+{
+	struct execs ex;
+	size_t s;
+
+	execs_init_threads(&ex, 4);
+	ASSERT_GT(ex.n, 0);
+	for (s = 0; s < sizeof(wino4_shapes) / sizeof(wino4_shapes[0]); s++) {
+		const uint32_t *v = wino4_shapes[s];
+		const uint32_t cps[16] = { v[0], v[1], v[2], v[3], 3, 3, 1, 1,
+					   1, 1, v[4], 1, 1, 1, 1, 0 };
+		const struct cp_geom g = cp_geom(cps);
+		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
+		struct vtpu_bo yb = bo_new(g.ny * 4), dyb = bo_new(g.ny * 4);
+		struct vtpu_bo dxb = bo_new(g.nx * 4);
+		double *ry = malloc(g.ny * 8), *ymag = malloc(g.ny * 8);
+		double *rdw = malloc(g.nw * 8), *rdx = malloc(g.nx * 8);
+		double *dwmag = malloc(g.nw * 8), *dxmag = malloc(g.nx * 8);
+		float *keepy = malloc(g.ny * 4), *keepx = malloc(g.nx * 4);
+		float *zero = calloc(g.oc, 4);	/* (the reference's bias) */
+		struct vtpu_conv_desc d = {
+			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
+				 .kh = 3, .kw = 3, .stride_h = 1,
+				 .stride_w = 1, .pad_h = 1, .pad_w = 1 },
+			.oc = g.oc,
+		};
+		struct vtpu_conv_desc dd;
+		struct vtpu_cmdbuf cb;
+		long diff = 0, far = 0;
+		int e;
+
+		ASSERT_TRUE(ry && ymag && rdw && rdx && dwmag && dxmag &&
+			    keepy && keepx && zero);
+		rng_seed(950 + s);
+		fill_rand(xb.map, g.nx);
+		fill_rand(wb.map, g.nw);
+		fill_rand(dyb.map, g.ny);
+		cv_fwd_ref(&g, xb.map, wb.map, zero, VTPU_CONV_BIAS, ry, ymag);
+		cv_grad_ref(&g, xb.map, wb.map, dyb.map, rdw, rdx, dwmag, dxmag);
+		vtpu_cmdbuf_init(&cb);
+		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
+		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
+		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cb, &d));
+		dd = d;
+		dd.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
+		dd.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &dxb), 0);
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &dd));
+		for (e = 0; e < ex.n; e++) {
+			memset(yb.map, 0xff, g.ny * 4);
+			memset(dxb.map, 0xff, g.nx * 4);
+			ASSERT_EQ(0, run(ex.cpu[e], &cb));
+			if (ex.first[e]) {
+				memcpy(keepy, yb.map, g.ny * 4);
+				memcpy(keepx, dxb.map, g.nx * 4);
+			} else {
+				diff += memcmp(keepy, yb.map, g.ny * 4) != 0;
+				diff += memcmp(keepx, dxb.map, g.nx * 4) != 0;
+			}
+			far += cv_far(yb.map, ry, ymag, g.ny, 1);
+			far += cv_far(dxb.map, rdx, dxmag, g.nx, 1);
+		}
+		TH_LOG("conv %ux%ux%ux%u -> %u, y and dx on 1-4 threads: %ld "
+		       "differ from one thread, %ld far from double", g.n,
+		       g.h, g.w, g.c, g.oc, diff, far);
+		EXPECT_EQ(0, diff);
+		EXPECT_EQ(0, far);
+		vtpu_cmdbuf_fini(&cb);
+		BOS_DESTROY(&xb, &wb, &yb, &dyb, &dxb);
+		FREE_ALL(ry, ymag, rdw, rdx, dwmag, dxmag, keepy, keepx, zero);
 	}
 	execs_fini(&ex);
 }
