@@ -3,7 +3,7 @@
  * Winograd F(2 x 2, 3 x 3) for AVX-512F: CONV, CONV_DGRAD and CONV_WGRAD
  * of a 3 x 3 window at stride 1, their GEMMs on the 14 x 32 microkernel's
  * k loop (gemm_avx512.h); and F(4 x 4, 3 x 3) for CONV and CONV_DGRAD
- * over at most 64 channels. Compiled with -mavx512f.
+ * over at most 128 channels. Compiled with -mavx512f.
  */
 #include "gemm_avx512.h"
 
@@ -59,6 +59,8 @@ _Static_assert(WINO_M_OFF + 16 * WINO_TB * WINO_MP <= VTPU_GEMM_MEMO_OFF &&
 		       VTPU_WINO4_U_FLOATS + 36 * WINO4_TB * (WINO_CP + WINO_MP) <=
 			       VTPU_GEMM_MEMO_OFF,
 	       "Winograd's U, V and M fit in the GEMM scratch");
+_Static_assert(VTPU_WINO4_U_FLOATS / 36 / VTPU_WINO4_CMAX >= UKR_NR,
+	       "F(4 x 4)'s U holds a panel of its most channels");
 _Static_assert(VTPU_WINO_CMAX_ALL * UKR_NR <= VTPU_WINO_U_FLOATS / 16 &&
 		       VTPU_WINO_CMAX * VTPU_WINO_NT <= VTPU_WINO_U_FLOATS / 16,
 	       "U holds a panel of the most channels, CMAX's tiles whole");

@@ -992,12 +992,14 @@ static const uint32_t cv_shapes[][12] = {
 	 * Winograd over more than VTPU_WINO_CMAX (64) channels, taken 64 at
 	 * a time: 130 (tiles of 32 columns, a last chunk of 2 channels; its
 	 * DGRAD 72 channels by 130 columns), 256 (four chunks; DGRAD 40),
-	 * DGRAD over 256; CONV_WGRAD's channels split into tiles of 64 at most
+	 * DGRAD over 256; CONV_WGRAD's channels split into tiles of 64 at
+	 * most; 96 in F(4 x 4) (two chunks, columns in tiles of 32)
 	 */
 	{ 2, 6, 7, 130, 3, 3, 1, 1, 1, 1, 72,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
 	{ 1, 5, 5, 256, 3, 3, 1, 1, 1, 1, 40, 0 },
 	{ 1, 4, 5, 48, 3, 3, 1, 1, 1, 1, 256, VTPU_CONV_BIAS },
+	{ 2, 8, 8, 96, 3, 3, 1, 1, 1, 1, 40, VTPU_CONV_BIAS },
 	/*
 	 * Few channels (a LeNet's second layer): CONV with 16 and 7 columns
 	 * on AVX-512's rows kernel with one vector of columns (CONV_DGRAD's
@@ -1321,7 +1323,7 @@ TEST(conv_wgrad_any_workers)
 }
 
 /*
- * AVX-512's CONV and CONV_DGRAD over at most 64 channels run Winograd F(4
+ * AVX-512's CONV and CONV_DGRAD over at most 128 channels run Winograd F(4
  * x 4, 3 x 3), whose transforms scale by up to 8 and 5 and round more
  * than F(2 x 2)'s: on real-valued data, 1 to 4 threads on every level
  * (tiles of 4 x 4 blocks cut differently), the same bits as the level's
@@ -1329,10 +1331,12 @@ TEST(conv_wgrad_any_workers)
  * c, oc: 32 channels into 64 over 900 tiles (blocks of 28 tiles, several
  * a worker; DGRAD 64 into 32), 64 into 48 on 9 x 11 (tiles past the
  * edge; DGRAD 48 into 64), 24 into 80 (a partial vector of channels, two
- * column groups).
+ * column groups), 128 into 72 (channels in two chunks, columns in groups
+ * of 32; DGRAD 72 into 128: a chunk of 8).
  */
 static const uint32_t wino4_shapes[][5] = {
 	{ 4, 30, 30, 32, 64 }, { 2, 9, 11, 64, 48 }, { 3, 12, 12, 24, 80 },
+	{ 2, 10, 10, 128, 72 },
 };
 
 TEST(conv_wino4_any_workers)
