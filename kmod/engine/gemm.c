@@ -301,12 +301,30 @@ static u32 wino_tiles(const struct vtpu_engine_window *w, u32 f)
  * 3 x 3) (not on outputs of 6 x 6, say, whose 4 x 4 tiles are mostly past
  * the edge): 36 products for 16 outputs, against 16 for 4 and the direct
  * convolution's 144. Alone, on two threads, 1.13-1.37x faster than F(2 x
- * 2) on cifar10's layers (32 and 64 channels), 1.09-1.25x on 128. (CONV_WGRAD
- * stays F(2 x 2): rounding, gemm_winograd_avx512.c.)
+ * 2) on cifar10's layers (32 and 64 channels), 1.09-1.25x on 128.
  */
 static u32 wino_f(const struct vtpu_engine_window *w)
 {
 	return w->c <= VTPU_WINO4_CMAX &&
+		       (u64)wino_tiles(w, 4) * 36 * 5 <
+			       (u64)wino_tiles(w, 2) * 16 * 4 ? 4 : 2;
+}
+
+/*
+ * CONV_WGRAD takes F(4 x 4) where it would multiply a fifth less, on
+ * outputs of at least WINO4_WG_MIN x WINO4_WG_MIN. Its sum over the tiles
+ * rounds more at the image's edges, where a tap has fewer terms than the
+ * transforms sum: in a double model of F(4 x 4)'s order of sums, on 16
+ * channels, the worst error of a tap was 5.8e-6 of its terms' magnitudes
+ * on 4 x 4 outputs, 2.2e-6 on 8 x 8, 1.1e-6 on 16 x 16, 6.4e-7 on 32 x 32
+ * (F(2 x 2): 1.1-6.8e-7; the tests' bar 1e-5). Alone, on two threads,
+ * 1.2-1.3x faster than F(2 x 2) on cifar10's layers.
+ */
+#define WINO4_WG_MIN 16
+
+static u32 wino_f_wgrad(const struct vtpu_engine_window *w)
+{
+	return w->oh >= WINO4_WG_MIN && w->ow >= WINO4_WG_MIN &&
 		       (u64)wino_tiles(w, 4) * 36 * 5 <
 			       (u64)wino_tiles(w, 2) * 16 * 4 ? 4 : 2;
 }
@@ -334,11 +352,13 @@ static u32 wino_f(const struct vtpu_engine_window *w)
 static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 {
 	struct vtpu_engine_gemm *g = &op->gemm;
-	u32 c = g->win.c, n = g->n, wt = wino_tiles(&g->win, 2);
+	u32 f = wino_f_wgrad(&g->win);
+	u32 tb = f == 4 ? VTPU_WINO4_TB : VTPU_WINO_TB;
+	u32 wg_nt = f == 4 ? VTPU_WINO4_WG_NT : VTPU_WINO_WG_NT;
+	u32 c = g->win.c, n = g->n, wt = wino_tiles(&g->win, f);
 	u32 splits = vtpu_div_up(c, VTPU_WINO_CMAX);
-	u32 groups = vtpu_div_up(n, VTPU_WINO_WG_NT), ct, blocks;
-	u64 tile = (u64)gemm_min(c, VTPU_WINO_CMAX) *
-		   gemm_min(n, VTPU_WINO_WG_NT);
+	u32 groups = vtpu_div_up(n, wg_nt), ct, blocks;
+	u64 tile = (u64)gemm_min(c, VTPU_WINO_CMAX) * gemm_min(n, wg_nt);
 
 	while ((u64)splits * groups < op->workers) {
 		if (n / (groups + 1) >= WG_NT_MIN)
@@ -350,11 +370,12 @@ static void gemm_prepare_wino_wgrad(struct vtpu_engine_op *op)
 	}
 	/* whole 8-row microtiles of channels */
 	ct = round_up(vtpu_div_up(c, splits), VTPU_GEMM_AVX512_MR_SHORT);
-	blocks = (u32)(GEMM_CALL_FLOPS_MAX / (2ull * 16 * tile * VTPU_WINO_TB));
+	blocks = (u32)(GEMM_CALL_FLOPS_MAX /
+		       (2ull * (f + 2) * (f + 2) * tile * tb));
 	blocks = blocks < 1 ? 1 : gemm_min(blocks, WINO_KC_BLOCKS);
 	g->wino = wt;
-	g->wino_f = 2;
-	g->kc = blocks * VTPU_WINO_TB;
+	g->wino_f = f;
+	g->kc = blocks * tb;
 	g->mt = ct;
 	g->nt = vtpu_div_up(n, groups);
 	g->mtiles = vtpu_div_up(c, ct);

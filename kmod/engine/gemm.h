@@ -76,11 +76,13 @@
  * CONV and CONV_DGRAD over at most WINO4_CMAX input channels take F(4 x
  * 4, 3 x 3): 36 transforms of a tile, blocks of WINO4_TB tiles, U of
  * every channel by NT columns up to 64 channels, by 32 past them (U_FLOATS
- * at most). U, V and M end at WINO4_END.
+ * at most). CONV_WGRAD's, on outputs of 16 x 16 at least, tiles of at most
+ * CMAX channels by WG_NT columns. U, V and M end at WINO4_END.
  */
 #define VTPU_WINO4_CMAX 128
 #define VTPU_WINO4_TB (VTPU_GEMM_AVX512_MR * 2)
 #define VTPU_WINO4_U_FLOATS (36 * VTPU_WINO_CMAX * VTPU_WINO_NT)
+#define VTPU_WINO4_WG_NT 64
 #define VTPU_WINO4_END                                                         \
 	(VTPU_WINO4_U_FLOATS + 2ull * 36 * VTPU_WINO4_TB * VTPU_WINO_CMAX)
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * Winograd F(2 x 2, 3 x 3) for AVX-512F: CONV, CONV_DGRAD and CONV_WGRAD
- * of a 3 x 3 window at stride 1, their GEMMs on the 14 x 32 microkernel's
- * k loop (gemm_avx512.h); and F(4 x 4, 3 x 3) for CONV and CONV_DGRAD
- * over at most 128 channels. Compiled with -mavx512f.
+ * Winograd F(2 x 2, 3 x 3) and F(4 x 4, 3 x 3) for AVX-512F: CONV,
+ * CONV_DGRAD and CONV_WGRAD of a 3 x 3 window at stride 1, their GEMMs on
+ * the 14 x 32 microkernel's k loop (gemm_avx512.h). Compiled with
+ * -mavx512f.
  */
 #include "gemm_avx512.h"
 
@@ -125,18 +125,19 @@ static __always_inline void wino_filter(const V16F *g, V16F *u)
  *
  * G's sixths would round even a filter of small integers: the kernels
  * take 6 G, whose entries are halves and quarters, and divide the output
- * by 36. On small integers every sum is then exact, the division too, and
- * the result the same as the direct kernel's. On floats it rounds more
- * than F(2 x 2): within 2.2e-6 of the terms' magnitudes in test_ops_conv
- * (F(2 x 2): 5e-7; the bar is 1e-5). The weight gradient in F(4 x 4)
- * (dU = sum of V (.) Z, Z = A dY A^T, then G^T dU G) reached 1.0e-5 there,
- * so CONV_WGRAD stays F(2 x 2).
+ * by 36 (CONV_WGRAD: dw = (6 G)^T dU (6 G) / 36). On small integers every
+ * sum is then exact, the division too, and the result the same as the
+ * direct kernel's. On floats it rounds more than F(2 x 2): within 2.6e-6
+ * of the terms' magnitudes in test_ops_conv (F(2 x 2): 5e-7; the bar is
+ * 1e-5). The weight gradient rounds most at the image's edges, up to
+ * 1.0e-5 on a 4 x 5 image: it takes F(4 x 4) on outputs of 16 x 16 or
+ * more only (gemm.c: wino_f_wgrad()).
  *
- * gemm.c (wino_f()) takes F(4 x 4) over at most VTPU_WINO4_CMAX channels
- * where it multiplies a fifth less than F(2 x 2) at least. A step is as
- * F(2 x 2)'s, with 36 GEMMs, blocks of WINO4_TB tiles, and each tile's
- * transforms done in two passes through V and M (36 vectors would not
- * stay in registers).
+ * gemm.c (wino_f()) takes F(4 x 4) for CONV and CONV_DGRAD over at most
+ * VTPU_WINO4_CMAX channels where it multiplies a fifth less than F(2 x 2)
+ * at least. A step is as F(2 x 2)'s, with 36 GEMMs, blocks of WINO4_TB
+ * tiles, and each tile's transforms done in two passes through V, M or Z
+ * (36 vectors would not stay in registers).
  */
 
 /* B^T d of a column (or, then, d B of a row) of a 6 x 6 patch, in place */
@@ -203,6 +204,30 @@ static __always_inline void wino4_out_1d(const V16F *m, V16F *y)
 	y[1] = b + 2.0f * e;
 	y[2] = a + 4.0f * c;
 	y[3] = b + 8.0f * e + m[5];
+}
+
+/* A y of a column (or y A^T of a row) of dY, 4 into z[0..5] */
+static __always_inline void wino4_z_1d(const V16F *y, V16F *z)
+{
+	V16F e = y[0] + y[2], o = y[1] + y[3];
+	V16F e4 = y[0] + 4.0f * y[2], o4 = 2.0f * y[1] + 8.0f * y[3];
+
+	z[0] = y[0];
+	z[1] = e + o;
+	z[2] = e - o;
+	z[3] = e4 + o4;
+	z[4] = e4 - o4;
+	z[5] = y[3];
+}
+
+/* (6 G)^T d of a column (or d (6 G) of a row) of dU, 6 into r[0..2] */
+static __always_inline void wino4_gt(const V16F *d, V16F *r)
+{
+	V16F p = d[1] + d[2], s = d[3] + d[4];
+
+	r[0] = 1.5f * d[0] - p + 0.25f * s;
+	r[1] = d[2] - d[1] + 0.5f * (d[3] - d[4]);
+	r[2] = s - p + 6.0f * d[5];
 }
 
 /*
@@ -621,15 +646,23 @@ void vtpu_gemm_step_avx512_wino(const struct vtpu_gemm_step *st,
  * tiles, whose dU, transformed, it adds to dw (beta 1 after the first
  * step). A block's V serves every panel of the tile's columns: V, not Z,
  * is the costly transform (16 pixels' loads a tile), and with a panel a
- * tile, a layer of 128 columns computed it four times.
+ * tile, a layer of 128 columns computed it four times. F(4 x 4)'s is the
+ * same with Z = A dY A^T of 4 x 4 outputs, 6 x 6, and 36 GEMMs (its dU
+ * bounds its tiles to VTPU_WINO4_WG_NT columns).
  */
 #define WINO_ROWS VTPU_GEMM_AVX512_MR_SHORT /* the short microtile's */
 #define WINO_Z_OFF (16 * WINO_TB * WINO_CP)
 #define WINO_DU_OFF (WINO_Z_OFF + 16 * WINO_TB * UKR_NR)
 /* dU of panel p, transform xi, channel ci: [(p * 16 + xi) * CMAX + ci][32] */
 #define WINO_DU_PANEL (16 * VTPU_WINO_CMAX * UKR_NR)
+/* F(4 x 4)'s likewise, 36 transforms, tiles of at most WINO4_WG_NT columns */
+#define WINO4_Z_OFF (36 * WINO4_TB * WINO_CP)
+#define WINO4_DU_OFF (WINO4_Z_OFF + 36 * WINO4_TB * UKR_NR)
+#define WINO4_DU_PANEL (36 * VTPU_WINO_CMAX * UKR_NR)
 _Static_assert(WINO_DU_OFF + VTPU_WINO_WG_NT / UKR_NR * WINO_DU_PANEL <=
-		       VTPU_GEMM_MEMO_OFF,
+		       VTPU_GEMM_MEMO_OFF &&
+		       WINO4_DU_OFF + VTPU_WINO4_WG_NT / UKR_NR *
+				       WINO4_DU_PANEL <= VTPU_GEMM_MEMO_OFF,
 	       "Winograd's V, Z and dU fit in the GEMM scratch");
 
 /*
@@ -637,8 +670,8 @@ _Static_assert(WINO_DU_OFF + VTPU_WINO_WG_NT / UKR_NR * WINO_DU_PANEL <=
  * (@tx, @ty) of image @n: z[(xi * WINO_TB + t) * 32 + o - o0]; outputs
  * past the image's edge count as 0.
  */
-static void wino_z(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
-		   u32 nt, u32 o0, u32 ot, float *z)
+static noinline void wino_z(const struct vtpu_engine_gemm *g, u64 tx,
+			    u64 ty, u64 n, u32 nt, u32 o0, u32 ot, float *z)
 {
 	const struct vtpu_engine_window *w = &g->win;
 	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2;
@@ -693,7 +726,8 @@ static void wino_z(const struct vtpu_engine_gemm *g, u64 tx, u64 ty, u64 n,
 }
 
 /* dw (rows t * c + c0.., columns o0..) += G^T dU G, with the step's beta */
-static void wino_dw(const struct vtpu_gemm_step *st, const float *du)
+static noinline void wino_dw(const struct vtpu_gemm_step *st,
+			     const float *du)
 {
 	const struct vtpu_engine_gemm *g = st->g;
 	u32 c = g->win.c, ci, j, x;
@@ -741,67 +775,201 @@ static void wino_dw(const struct vtpu_gemm_step *st, const float *du)
 	}
 }
 
-/* (wino_v() out of line: its vectors and the microtile's, 2 KiB of stack) */
+/* wino_v() for CONV_WGRAD, out of line: one copy of each */
 static noinline void wino_v2(const struct vtpu_engine_gemm *g, u64 tx,
 			     u64 ty, u64 n, u32 nt, u32 c0, u32 ct, float *v)
 {
 	wino_v(g, 2, WINO_TB, tx, ty, n, nt, c0, ct, v);
 }
 
-void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
-				      void *scratch)
+static noinline void wino_v4(const struct vtpu_engine_gemm *g, u64 tx,
+			     u64 ty, u64 n, u32 nt, u32 c0, u32 ct, float *v)
+{
+	wino_v(g, 4, WINO4_TB, tx, ty, n, nt, c0, ct, v);
+}
+
+/*
+ * F(4 x 4)'s Z = A dY A^T (dY 4 x 4, Z 6 x 6) of columns @o0..@o0+@ot
+ * (at most 32) for @nt Winograd tiles from (@tx, @ty) of image @n:
+ * z[(xi * WINO4_TB + t) * 32 + o - o0], as wino_z(): the columns' A dy,
+ * stored, then each row's (A dY) A^T in place.
+ */
+static noinline void wino4_z(const struct vtpu_engine_gemm *g, u64 tx,
+			     u64 ty, u64 n, u32 nt, u32 o0, u32 ot, float *z)
+{
+	const struct vtpu_engine_window *w = &g->win;
+	u64 twx = vtpu_div_up(w->ow, 4), twy = vtpu_div_up(w->oh, 4);
+	u64 xs = (u64)WINO4_TB * UKR_NR;
+	u32 t, j, r, s;
+
+	for (t = 0; t < nt; t++) {
+		for (j = 0; j < ot; j += 16) {
+			u16 m = gemm_mask(gemm_min(16, ot - j));
+			float *zt = z + (u64)t * UKR_NR + j;
+			V16F y[4] GEMM_NOINIT, q[6] GEMM_NOINIT;
+
+			for (s = 0; s < 4; s++) {
+				u64 ox = 4 * tx + s;
+
+#pragma GCC unroll 4
+				for (r = 0; r < 4; r++) {
+					u64 oy = 4 * ty + r;
+
+					y[r] = gemm_maskload((const float *)
+						g->b + ((n * w->oh + oy) *
+						w->ow + ox) * g->ldb + o0 + j,
+						oy < w->oh && ox < w->ow ?
+						m : 0);
+				}
+				wino4_z_1d(y, q);
+#pragma GCC unroll 6
+				for (r = 0; r < 6; r++)
+					gemm_storeu(zt + (r * 6 + s) * xs, q[r]);
+			}
+#pragma GCC unroll 6
+			for (r = 0; r < 6; r++) {
+#pragma GCC unroll 4
+				for (s = 0; s < 4; s++)
+					y[s] = gemm_loadu(zt + (r * 6 + s) * xs);
+				wino4_z_1d(y, q);
+#pragma GCC unroll 6
+				for (s = 0; s < 6; s++)
+					gemm_storeu(zt + (r * 6 + s) * xs, q[s]);
+			}
+		}
+		vtpu_next_xy(&tx, &ty, &n, twx, twy);
+	}
+}
+
+/*
+ * F(4 x 4)'s dw (rows t * c + c0.., columns o0..) += (6 G)^T dU (6 G) /
+ * 36, with the step's beta: the columns' (6 G)^T du in registers, then
+ * each row's times 6 G.
+ */
+static noinline void wino4_dw(const struct vtpu_gemm_step *st,
+			      const float *du)
+{
+	const struct vtpu_engine_gemm *g = st->g;
+	u32 c = g->win.c, ci, j, x, k;
+
+	for (ci = 0; ci < st->mt; ci++) {
+		for (j = 0; j < st->nt; j += 16) {
+			u16 m = gemm_mask(gemm_min(16, st->nt - j));
+			const float *dp = du + (u64)j / UKR_NR * WINO4_DU_PANEL +
+					  (u64)ci * UKR_NR + j % UKR_NR;
+			V16F d[6] GEMM_NOINIT, t[18] GEMM_NOINIT, r[3];
+
+#pragma GCC unroll 6
+			for (x = 0; x < 6; x++) {
+#pragma GCC unroll 6
+				for (k = 0; k < 6; k++)
+					d[k] = gemm_loadu(dp + (u64)(k * 6 + x) *
+							  VTPU_WINO_CMAX *
+							  UKR_NR);
+				wino4_gt(d, r);
+				t[x] = r[0];
+				t[6 + x] = r[1];
+				t[12 + x] = r[2];
+			}
+#pragma GCC unroll 3
+			for (x = 0; x < 3; x++) {
+				wino4_gt(t + 6 * x, r);
+				for (k = 0; k < 3; k++)
+					gemm_store_row_mask(g->c + ((u64)(3 *
+						x + k) * c + st->i0 + ci) *
+						g->ldc + st->j0 + j,
+						r[k] / 36.0f, r[k], m, 0, 1.0f,
+						st->beta, NULL, 0);
+			}
+		}
+	}
+}
+
+/*
+ * dU (@xn transforms of @mt channels by a panel's @ot columns, at @dp) =
+ * V x Z over @nt tiles of a block of @tb, plus @beta dU
+ */
+static noinline void wino_du(const float *v, const float *z, float *dp,
+			     u32 xn, u32 tb, u32 nt, u32 mt, u32 ot,
+			     float beta)
+{
+	u32 x, r;
+
+	for (x = 0; x < xn; x++) {
+		for (r = 0; r < mt; r += WINO_ROWS) {
+			const float *a = v + (u64)x * tb * WINO_CP + r;
+			const float *b = z + (u64)x * tb * UKR_NR;
+			float *c = dp + ((u64)x * VTPU_WINO_CMAX + r) * UKR_NR;
+			V16F acc[UKR_MR][2];
+
+			if (ot > 16)
+				ukr_acc(nt, a, b, acc, 2, 1, WINO_CP,
+					WINO_ROWS);
+			else
+				ukr_acc(nt, a, b, acc, 1, 1, WINO_CP,
+					WINO_ROWS);
+			ukr_store(acc, c, UKR_NR, gemm_min(WINO_ROWS, mt - r),
+				  UKR_NR, 1.0f, beta, NULL, 0, WINO_ROWS);
+		}
+	}
+}
+
+/*
+ * A step of CONV_WGRAD in F(@f x @f, 3 x 3): V of a block of @tb tiles,
+ * Z of a panel of it at @z_off, dU of the tile's panels at @du_off, each
+ * @du_panel.
+ */
+static __always_inline void wino_wgrad_step(const struct vtpu_gemm_step *st,
+					    float *v, u32 f, u32 tb,
+					    u64 z_off, u64 du_off,
+					    u64 du_panel)
 {
 	const struct vtpu_engine_gemm *g = st->g;
 	const struct vtpu_engine_window *w = &g->win;
-	float *v = scratch, *z = v + WINO_Z_OFF, *du = v + WINO_DU_OFF;
-	u64 twx = (w->ow + 1) / 2, twy = (w->oh + 1) / 2, tx, ty, n;
-	u32 i, x, r, t, jp;
+	float *z = v + z_off, *du = v + du_off;
+	u64 twx = vtpu_div_up(w->ow, f), twy = vtpu_div_up(w->oh, f), tx, ty, n;
+	u32 xn = (f + 2) * (f + 2), i, t, jp;
 
 	vtpu_xy_of(st->p0, twx, twy, &tx, &ty, &n);
-	for (i = 0; i < st->kc; i += WINO_TB) {
-		u32 nt = gemm_min(WINO_TB, st->kc - i);
+	for (i = 0; i < st->kc; i += tb) {
+		u32 nt = gemm_min(tb, st->kc - i);
 		float beta = i ? 1.0f : 0.0f;
 
-		wino_v2(g, tx, ty, n, nt, st->i0, st->mt, v);
+		if (f == 4)
+			wino_v4(g, tx, ty, n, nt, st->i0, st->mt, v);
+		else
+			wino_v2(g, tx, ty, n, nt, st->i0, st->mt, v);
 		/* the next block, of this step or the next (this tile's too) */
-		wino_prefetch(g, tx, ty, n, nt, WINO_TB, st->i0, st->mt, st->j0,
+		wino_prefetch(g, tx, ty, n, nt, tb, st->i0, st->mt, st->j0,
 			      st->nt);
 		for (jp = 0; jp < st->nt; jp += UKR_NR) {
 			u32 ot = gemm_min(UKR_NR, st->nt - jp);
-			float *dp = du + (u64)jp / UKR_NR * WINO_DU_PANEL;
+			float *dp = du + (u64)jp / UKR_NR * du_panel;
 
-			wino_z(g, tx, ty, n, nt, st->j0 + jp, ot, z);
-			for (x = 0; x < 16; x++) {
-				for (r = 0; r < st->mt; r += WINO_ROWS) {
-					const float *a = v + (u64)x * WINO_TB *
-							     WINO_CP + r;
-					float *c = dp + ((u64)x *
-							 VTPU_WINO_CMAX + r) *
-							UKR_NR;
-					u32 mr = gemm_min(WINO_ROWS,
-							  st->mt - r);
-					V16F acc[UKR_MR][2];
-
-					if (ot > 16)
-						ukr_acc(nt, a, z + (u64)x *
-							WINO_TB * UKR_NR, acc,
-							2, 1, WINO_CP,
-							WINO_ROWS);
-					else
-						ukr_acc(nt, a, z + (u64)x *
-							WINO_TB * UKR_NR, acc,
-							1, 1, WINO_CP,
-							WINO_ROWS);
-					ukr_store(acc, c, UKR_NR, mr, UKR_NR,
-						  1.0f, beta, NULL, 0,
-						  WINO_ROWS);
-				}
-			}
+			if (f == 4)
+				wino4_z(g, tx, ty, n, nt, st->j0 + jp, ot, z);
+			else
+				wino_z(g, tx, ty, n, nt, st->j0 + jp, ot, z);
+			wino_du(v, z, dp, xn, tb, nt, st->mt, ot, beta);
 		}
 		for (t = 0; t < nt; t++)
 			vtpu_next_xy(&tx, &ty, &n, twx, twy);
 	}
-	wino_dw(st, du);
+	if (f == 4)
+		wino4_dw(st, du);
+	else
+		wino_dw(st, du);
+}
+
+void vtpu_gemm_step_avx512_wino_wgrad(const struct vtpu_gemm_step *st,
+				      void *scratch)
+{
+	if (st->g->wino_f == 4)
+		wino_wgrad_step(st, scratch, 4, WINO4_TB, WINO4_Z_OFF,
+				WINO4_DU_OFF, WINO4_DU_PANEL);
+	else
+		wino_wgrad_step(st, scratch, 2, WINO_TB, WINO_Z_OFF,
+				WINO_DU_OFF, WINO_DU_PANEL);
 }
 
 #endif /* __CHECKER__ */
