@@ -84,7 +84,8 @@
 #define VTPU_WINO4_U_FLOATS (36 * VTPU_WINO_CMAX * VTPU_WINO_NT)
 #define VTPU_WINO4_WG_NT 64
 #define VTPU_WINO4_END                                                         \
-	(VTPU_WINO4_U_FLOATS + 2ull * 36 * VTPU_WINO4_TB * VTPU_WINO_CMAX)
+	(VTPU_WINO4_U_FLOATS +                                                 \
+	 36ull * VTPU_WINO4_TB * (VTPU_WINO_CMAX + VTPU_WINO_NT))
 
 /*
  * The columns of a CONV's or CONV_DGRAD's tile over @c input channels in
@@ -107,8 +108,9 @@ static inline u32 vtpu_gemm_wino_nt(u32 c, u32 f)
  * Blocking: K per step, and the largest tile. NT_MAX is a multiple of
  * every NR; a tile is at most MT_MAX + MR - 1 rows (rounded up to MR).
  * KC * NT_MAX floats of packed B plus KC * (MT_MAX + MR_MAX) of packed A
- * make the scratch (~0.9 MiB). MT_MAX * NT_MAX * KC * 2 flops bounds the
- * work of one call (~100 MFLOP, about a millisecond with AVX-512).
+ * make most of the scratch (~0.9 MiB). MT_MAX * NT_MAX * KC * 2 flops
+ * bounds the work of one call (~100 MFLOP, about a millisecond with
+ * AVX-512).
  */
 #define VTPU_GEMM_KC 256
 #define VTPU_GEMM_MT_MAX 384
@@ -126,7 +128,7 @@ static inline u32 vtpu_gemm_wino_nt(u32 c, u32 f)
  * where a convolution's implicit A is assembled a panel (MR_MAX x KC) or
  * a stored row (at most NARROW_MT_MAX) at a time, and the memo (struct
  * vtpu_gemm_memo) after them and after Winograd F(4 x 4)'s U, V and M,
- * which are more (~1.1 MiB in all).
+ * which are more (~1.05 MiB in all).
  */
 #define VTPU_GEMM_A_OFF ((u64)VTPU_GEMM_KC * VTPU_GEMM_NT_MAX)
 #define VTPU_GEMM_GATHER_OFF                                                   \
@@ -233,7 +235,7 @@ static inline u64 vtpu_gemm_c_ld(const struct vtpu_engine_gemm *g)
  * @ain: a plain f32 GEMM reading A (stored m x k) where it is stored
  * @atb: a plain f32 A^T B reading A and B (both stored k x ..) in place
  * @wgrad: CONV_WGRAD, direct (struct vtpu_engine_gemm's wg_nb)
- * @wino: CONV and CONV_DGRAD, Winograd F(2 x 2, 3 x 3)
+ * @wino: CONV and CONV_DGRAD, Winograd F(2 x 2, 3 x 3) or F(4 x 4, 3 x 3)
  * @wino_wgrad: CONV_WGRAD, Winograd
  * @dgrad: CONV_DGRAD with few channels, scattered from dy (struct
  *	vtpu_engine_gemm's dgs)

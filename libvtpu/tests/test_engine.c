@@ -2252,6 +2252,66 @@ TEST(calls_bounded)
  * CONV_POOL's least unit of work, one pooled pixel, is bounded in the
  * uAPI: one more output channel past VTPU_CONV_POOL_MAX_WORK is rejected.
  */
+/*
+ * Which Winograd each 3 x 3 convolution takes on AVX-512 (gemm.c:
+ * wino_f(), wino_f_wgrad()): F(4 x 4) where it multiplies a fifth less
+ * than F(2 x 2), over at most 128 channels for CONV and CONV_DGRAD (the
+ * latter's channels are oc), on outputs of 16 x 16 or more for CONV_WGRAD;
+ * F(2 x 2) elsewhere; none under 16 channels (nor CONV_DGRAD into 16
+ * columns or fewer). n, h, w, c, oc, and the F of CONV, CONV_DGRAD,
+ * CONV_WGRAD (0: not Winograd).
+ */
+TEST(winograd_tile_sizes)
+{
+	static const uint32_t convs[][8] = {
+		{ 8, 32, 32, 32, 32, 4, 4, 4 },
+		{ 2, 16, 16, 128, 72, 4, 4, 4 },
+		{ 2, 14, 14, 64, 64, 4, 4, 2 },
+		{ 2, 6, 6, 32, 32, 2, 2, 2 },	/* 6 x 6: tiles past the edge */
+		{ 2, 16, 16, 130, 64, 2, 4, 4 },
+		{ 2, 16, 16, 64, 256, 4, 2, 4 },
+		{ 2, 16, 16, 8, 32, 0, 0, 0 },	/* (DGRAD: 8 columns) */
+	};
+	static uint8_t dummy[64];
+	struct vtpu_engine_buf bufs[3];
+	struct vtpu_cmdbuf cb;
+	const struct vtpu_cmd_hdr *cmd;
+	uint32_t pos = 0, b, i, k = 0;
+
+	vtpu_cmdbuf_init(&cb);
+	for (i = 0; i < sizeof(convs) / sizeof(convs[0]); i++) {
+		const uint32_t *v = convs[i];
+		struct vtpu_conv_desc d = {
+			.win = { .n = v[0], .h = v[1], .w = v[2], .c = v[3],
+				 .kh = 3, .kw = 3, .stride_h = 1,
+				 .stride_w = 1, .pad_h = 1, .pad_w = 1 },
+			.oc = v[4], .x = VTPU_REF(0, 0), .w = VTPU_REF(1, 0),
+			.y = VTPU_REF(2, 0),
+		};
+
+		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &d));
+		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &d));
+	}
+	ASSERT_EQ(0, cb.error);
+	for (b = 0; b < 3; b++)
+		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
+	while ((cmd = vtpu_engine_next(cb.data, cb.size, &pos))) {
+		const uint32_t *v = convs[k / 3];
+		struct vtpu_engine_op op;
+
+		vtpu_engine_op_prepare(&op, cmd, bufs, VTPU_SIMD_AVX512, 2);
+		EXPECT_EQ(v[5 + k % 3], op.gemm.wino ? op.gemm.wino_f : 0);
+		if (v[5 + k % 3] != (op.gemm.wino ? op.gemm.wino_f : 0))
+			TH_LOG("%ux%ux%ux%u -> %u, command %u of 3: F %u",
+			       v[0], v[1], v[2], v[3], v[4], k % 3 + 1,
+			       op.gemm.wino ? op.gemm.wino_f : 0);
+		k++;
+	}
+	EXPECT_EQ(3 * sizeof(convs) / sizeof(convs[0]), k);
+	vtpu_cmdbuf_fini(&cb);
+}
+
 TEST(conv_pool_work_limit)
 {
 	const uint64_t sizes[4] = { 1ull << 40, 1ull << 40, 1ull << 40,

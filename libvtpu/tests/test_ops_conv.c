@@ -982,12 +982,14 @@ static const uint32_t cv_shapes[][12] = {
 	 * output sizes (tiles cut at the edge), channels and columns in
 	 * partial vectors; 64 channels, two or three column groups, pads 2
 	 * and 0; several tiles, blocks of WINO_TB, and CONV_WGRAD's channel
-	 * splits and steps of WINO_KC Winograd tiles (512 here)
+	 * splits and steps: 256 F(4 x 4) tiles in two steps of 224, 588 F(2 x
+	 * 2) tiles (14 x 14: F(2 x 2)'s weight gradient) in two of 448
 	 */
 	{ 2, 7, 9, 24, 3, 3, 1, 1, 1, 1, 48,
 	  VTPU_CONV_BIAS | VTPU_CONV_RELU },
 	{ 1, 5, 6, 64, 3, 3, 1, 1, 2, 0, 80, VTPU_CONV_BIAS },
-	{ 8, 16, 16, 32, 3, 3, 1, 1, 1, 1, 32, VTPU_CONV_RELU },
+	{ 16, 16, 16, 32, 3, 3, 1, 1, 1, 1, 32, VTPU_CONV_RELU },
+	{ 12, 14, 14, 32, 3, 3, 1, 1, 1, 1, 32, 0 },
 	/*
 	 * Winograd over more than VTPU_WINO_CMAX (64) channels, taken 64 at
 	 * a time: 130 (tiles of 32 columns, a last chunk of 2 channels; its
@@ -1251,15 +1253,18 @@ TEST(conv)
  * workers (one tile a worker, fewest passes over x and dy): its sums must
  * not depend on them. Real-valued data (sums that round), 1 to 4 threads
  * on every level, the same bits as the level's one thread, within rounding
- * of double. n, h, w, c, oc: 64 channels into 128 over 900 Winograd
- * tiles (three steps; one tile on one thread, its columns split on more:
- * a step's length that followed the tile's size would fail here), 130
- * into 72 (channels in three), 32 into 32 (split by channels), 48 into 256
- * (two tiles of 128 columns at least), 200 into 40.
+ * of double. n, h, w, c, oc: 64 channels into 128 on 30 x 30 (F(4 x 4):
+ * 256 tiles in two steps, tiles of 64 columns), 130 into 72 (channels in
+ * three), 32 into 32 (split by channels), 48 into 256 (two tiles of 128
+ * columns at least), 200 into 40, 64 into 128 on 14 x 14 (F(2 x 2): 784
+ * tiles in three steps; one tile on one thread, its columns split on
+ * more: a step's length that followed the tile's size would fail here),
+ * 100 into 40 in F(4 x 4) (channel tiles of 56 and 44).
  */
 static const uint32_t wg_workers_shapes[][5] = {
 	{ 4, 30, 30, 64, 128 }, { 1, 6, 7, 130, 72 }, { 4, 8, 8, 32, 32 },
-	{ 1, 5, 5, 48, 256 }, { 1, 7, 6, 200, 40 },
+	{ 1, 5, 5, 48, 256 }, { 1, 7, 6, 200, 40 }, { 16, 14, 14, 64, 128 },
+	{ 2, 16, 16, 100, 40 },
 };
 
 TEST(conv_wgrad_any_workers)
@@ -1328,7 +1333,7 @@ TEST(conv_wgrad_any_workers)
  * than F(2 x 2)'s: on real-valued data, 1 to 4 threads on every level
  * (tiles of 4 x 4 blocks cut differently), the same bits as the level's
  * one thread and within 1e-5 of the terms' magnitudes of double. n, h, w,
- * c, oc: 32 channels into 64 over 900 tiles (blocks of 28 tiles, several
+ * c, oc: 32 channels into 64 over 256 tiles (blocks of 28 tiles, several
  * a worker; DGRAD 64 into 32), 64 into 48 on 9 x 11 (tiles past the
  * edge; DGRAD 48 into 64), 24 into 80 (a partial vector of channels, two
  * column groups), 128 into 72 (channels in two chunks, columns in groups
@@ -1336,7 +1341,7 @@ TEST(conv_wgrad_any_workers)
  */
 static const uint32_t wino4_shapes[][5] = {
 	{ 4, 30, 30, 32, 64 }, { 2, 9, 11, 64, 48 }, { 3, 12, 12, 24, 80 },
-	{ 2, 10, 10, 128, 72 },
+	{ 2, 16, 16, 128, 72 },
 };
 
 TEST(conv_wino4_any_workers)
