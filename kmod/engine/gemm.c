@@ -318,7 +318,8 @@ static u32 wino_f(const struct vtpu_engine_window *w)
  * channels, the worst error of a tap was 5.8e-6 of its terms' magnitudes
  * on 4 x 4 outputs, 2.2e-6 on 8 x 8, 1.1e-6 on 16 x 16, 6.4e-7 on 32 x 32
  * (F(2 x 2): 1.1-6.8e-7; the tests' bar 1e-5). Alone, on two threads,
- * 1.2-1.3x faster than F(2 x 2) on cifar10's layers.
+ * 1.33-1.58x faster than F(2 x 2) on cifar10's layers, 1.05-1.17x on 128
+ * channels.
  */
 #define WINO4_WG_MIN 16
 
@@ -332,20 +333,19 @@ static u32 wino_f_wgrad(const struct vtpu_engine_window *w)
 /*
  * CONV_WGRAD the Winograd way (vtpu_gemm_step_avx512_wino_wgrad()): tiles
  * of at most VTPU_WINO_CMAX channels by at most VTPU_WINO_WG_NT columns
- * (VTPU_WINO4_WG_NT in F(4 x 4)),
- * each reading all pixels: a tile transforms x (V) for its channels and
- * dy (Z) for its columns. Those passes over two tensors of the size of the
- * layer, not the products, bound it on a large batch: 64 x 32x32 x 64
- * channels into 128 took 33 ms on one thread as one tile, 37 as two of 64
- * columns, 44 as four of 32, 43 as two of 32 channels (the same passes
- * over x: a tile touches a pixel's lines whatever its share of them, and
- * each reads dy again). So: as few tiles as the channels and columns
- * allow, then more, by columns first (WG_NT_MIN a tile) and then by
- * channels (WG_CT_MIN), up to one a worker. The sums do not depend on
- * the tiles: a step is a block of Winograd tiles (VTPU_WINO_TB, or
- * VTPU_WINO4_TB) times as many blocks (WINO_KC_BLOCKS at most) as keep
- * the largest tile the shape allows under GEMM_CALL_FLOPS_MAX of the
- * (f + 2)^2 products' flops.
+ * (VTPU_WINO4_WG_NT in F(4 x 4)), each reading all pixels: a tile
+ * transforms x (V) for its channels and dy (Z) for its columns. Those
+ * passes over two tensors of the size of the layer, not the products,
+ * bound it on a large batch: 64 x 32x32 x 64 channels into 128 took 33 ms
+ * on one thread as one tile, 37 as two of 64 columns, 44 as four of 32,
+ * 43 as two of 32 channels (the same passes over x: a tile touches a
+ * pixel's lines whatever its share of them, and each reads dy again).
+ * So: as few tiles as the channels and columns allow, then more, by
+ * columns first (WG_NT_MIN a tile) and then by channels (WG_CT_MIN), up
+ * to one a worker. The sums do not depend on the tiles: a step is a
+ * block of Winograd tiles (VTPU_WINO_TB, or VTPU_WINO4_TB) times as many
+ * blocks (WINO_KC_BLOCKS at most) as keep the largest tile the shape
+ * allows under GEMM_CALL_FLOPS_MAX of the (f + 2)^2 products' flops.
  */
 #define WINO_KC_BLOCKS 8
 #define WG_NT_MIN 32
@@ -443,11 +443,10 @@ static void gemm_prepare_dgrad_scatter(struct vtpu_engine_op *op)
  * vtpu_gemm_wino_nt() columns, K in one step. Each tile transforms its
  * columns' filters first, so it should be much more work than that, and
  * at most GEMM_CALL_FLOPS_MAX of what it multiplies: (f + 2)^2 products
- * for f^2 outputs where the direct convolution's nominal flops count
- * 9 f^2.
- * (Bounding the nominal flops made twice the tiles, each transforming the
- * filters again: on two threads, 8 x 32x32 x 128 into 128 took 3.8 ms,
- * 3.6 with half of them; its CONV_DGRAD 4.1 and 3.8.)
+ * for f^2 outputs where the direct convolution's nominal flops count 9
+ * f^2. (Bounding the nominal flops made twice the tiles, each
+ * transforming the filters again: on two threads, 8 x 32x32 x 128 into
+ * 128 took 3.8 ms, 3.6 with half of them; its CONV_DGRAD 4.1 and 3.8.)
  */
 static void gemm_prepare_wino(struct vtpu_engine_op *op)
 {
