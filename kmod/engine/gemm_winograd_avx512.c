@@ -140,18 +140,18 @@ static __always_inline void wino_filter(const V16F *g, V16F *u)
  * (36 vectors would not stay in registers).
  */
 
-/* B^T d of a column (or, then, d B of a row) of a 6 x 6 patch, in place */
-static __always_inline void wino4_in(V16F *d)
+/* B^T d of a column (or, then, d B of a row) of a 6 x 6 patch into t */
+static __always_inline void wino4_in(const V16F *d, V16F *t)
 {
 	V16F a = d[4] - 4.0f * d[2], b = d[3] - 4.0f * d[1];
 	V16F c = d[4] - d[2], e = 2.0f * (d[3] - d[1]);
 
-	d[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
-	d[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
-	d[1] = a + b;
-	d[2] = a - b;
-	d[3] = c + e;
-	d[4] = c - e;
+	t[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+	t[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+	t[1] = a + b;
+	t[2] = a - b;
+	t[3] = c + e;
+	t[4] = c - e;
 }
 
 /* 6 G g of a filter's column (or g (6 G)^T of a row) into u[0..5] */
@@ -231,6 +231,35 @@ static __always_inline void wino4_gt(const V16F *d, V16F *r)
 }
 
 /*
+ * A line of a tile's transforms, in place: the vectors at p + i * @st
+ * through @k, WINO4_IN (B^T, 6 of them into 6), WINO4_OUT (A^T, 6 into
+ * 4) or WINO4_Z (A, 4 into 6), stored back from p. The second pass of
+ * each of F(4 x 4)'s transforms, and the first of the output's.
+ */
+#define WINO4_IN 0
+#define WINO4_OUT 1
+#define WINO4_Z 2
+
+static __always_inline void wino4_line(float *p, u64 st, u32 k)
+{
+	u32 nin = k == WINO4_Z ? 4 : 6, nout = k == WINO4_OUT ? 4 : 6, i;
+	V16F a[6] GEMM_NOINIT, b[6] GEMM_NOINIT;
+
+#pragma GCC unroll 6
+	for (i = 0; i < nin; i++)
+		a[i] = gemm_loadu(p + i * st);
+	if (k == WINO4_IN)
+		wino4_in(a, b);
+	else if (k == WINO4_OUT)
+		wino4_out_1d(a, b);
+	else
+		wino4_z_1d(a, b);
+#pragma GCC unroll 6
+	for (i = 0; i < nout; i++)
+		gemm_storeu(p + i * st, b[i]);
+}
+
+/*
  * U for the step's columns: u[((xi * np + jp) * c + ci) * 32 + col], np
  * panels of 32 columns (the microkernel's B panels). A filter's tap t of
  * channel ci for column j is B's element (t * c + ci, j): in CONV's
@@ -292,7 +321,7 @@ static __always_inline void wino4_v(const float *a, u64 rs, u64 cs,
 				    bool full, const bool *ry, const bool *rx,
 				    u16 m, float *vt, u64 xs)
 {
-	V16F d[6] GEMM_NOINIT;
+	V16F d[6] GEMM_NOINIT, t[6] GEMM_NOINIT;
 	u32 r, s;
 
 #pragma GCC unroll 6
@@ -302,21 +331,14 @@ static __always_inline void wino4_v(const float *a, u64 rs, u64 cs,
 			d[r] = full ? gemm_loadu(a + r * rs + s * cs) :
 				      gemm_maskload(a + r * rs + s * cs,
 						    ry[r] && rx[s] ? m : 0);
-		wino4_in(d);
+		wino4_in(d, t);
 #pragma GCC unroll 6
 		for (r = 0; r < 6; r++)
-			gemm_storeu(vt + (u64)(r * 6 + s) * xs, d[r]);
+			gemm_storeu(vt + (u64)(r * 6 + s) * xs, t[r]);
 	}
 #pragma GCC unroll 6
-	for (r = 0; r < 6; r++) {
-#pragma GCC unroll 6
-		for (s = 0; s < 6; s++)
-			d[s] = gemm_loadu(vt + (u64)(r * 6 + s) * xs);
-		wino4_in(d);
-#pragma GCC unroll 6
-		for (s = 0; s < 6; s++)
-			gemm_storeu(vt + (u64)(r * 6 + s) * xs, d[s]);
-	}
+	for (r = 0; r < 6; r++)
+		wino4_line(vt + (u64)r * 6 * xs, xs, WINO4_IN);
 }
 
 /*
@@ -516,15 +538,8 @@ static void wino4_out(const struct vtpu_gemm_step *st, float *mb, u32 t,
 		V16F mm[6] GEMM_NOINIT, y[4] GEMM_NOINIT;
 
 #pragma GCC unroll 6
-		for (s = 0; s < 6; s++) {
-#pragma GCC unroll 6
-			for (r = 0; r < 6; r++)
-				mm[r] = gemm_loadu(mt + (r * 6 + s) * xs);
-			wino4_out_1d(mm, y);
-#pragma GCC unroll 4
-			for (r = 0; r < 4; r++)
-				gemm_storeu(mt + (r * 6 + s) * xs, y[r]);
-		}
+		for (s = 0; s < 6; s++)
+			wino4_line(mt + s * xs, 6 * xs, WINO4_OUT);
 		for (r = 0; r < 4; r++) {
 			u64 oy = 4 * ty + r;
 
@@ -827,15 +842,8 @@ static noinline void wino4_z(const struct vtpu_engine_gemm *g, u64 tx,
 					gemm_storeu(zt + (r * 6 + s) * xs, q[r]);
 			}
 #pragma GCC unroll 6
-			for (r = 0; r < 6; r++) {
-#pragma GCC unroll 4
-				for (s = 0; s < 4; s++)
-					y[s] = gemm_loadu(zt + (r * 6 + s) * xs);
-				wino4_z_1d(y, q);
-#pragma GCC unroll 6
-				for (s = 0; s < 6; s++)
-					gemm_storeu(zt + (r * 6 + s) * xs, q[s]);
-			}
+			for (r = 0; r < 6; r++)
+				wino4_line(zt + r * 6 * xs, xs, WINO4_Z);
 		}
 		vtpu_next_xy(&tx, &ty, &n, twx, twy);
 	}

@@ -2294,9 +2294,9 @@ TEST(winograd_tile_sizes)
 		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &d));
 	}
 	ASSERT_EQ(0, cb.error);
-	for (b = 0; b < 3; b++)
+	for (b = 0; b < 3; b++)	/* prepare() only resolves the operands */
 		bufs[b] = (struct vtpu_engine_buf){ dummy, sizeof(dummy) };
-	while ((cmd = vtpu_engine_next(cb.data, cb.size, &pos))) {
+	for (; (cmd = vtpu_engine_next(cb.data, cb.size, &pos)); k++) {
 		const uint32_t *v = convs[k / 3];
 		struct vtpu_engine_op op;
 
@@ -2306,7 +2306,6 @@ TEST(winograd_tile_sizes)
 			TH_LOG("%ux%ux%ux%u -> %u, command %u of 3: F %u",
 			       v[0], v[1], v[2], v[3], v[4], k % 3 + 1,
 			       op.gemm.wino ? op.gemm.wino_f : 0);
-		k++;
 	}
 	EXPECT_EQ(3 * sizeof(convs) / sizeof(convs[0]), k);
 	vtpu_cmdbuf_fini(&cb);

@@ -1249,171 +1249,123 @@ TEST(conv)
 }
 
 /*
- * AVX-512's Winograd CONV_WGRAD tiles its channels and columns by the
- * workers (one tile a worker, fewest passes over x and dy): its sums must
- * not depend on them. Real-valued data (sums that round), 1 to 4 threads
- * on every level, the same bits as the level's one thread, within rounding
- * of double. n, h, w, c, oc: 64 channels into 128 on 30 x 30 (F(4 x 4):
- * 256 tiles in two steps, tiles of 64 columns), 130 into 72 (channels in
- * three), 32 into 32 (split by channels), 48 into 256 (two tiles of 128
- * columns at least), 200 into 40, 64 into 128 on 14 x 14 (F(2 x 2): 784
- * tiles in three steps; one tile on one thread, its columns split on
- * more: a step's length that followed the tile's size would fail here),
- * 100 into 40 in F(4 x 4) (channel tiles of 56 and 44).
+ * AVX-512's Winograd commands tile by the workers: CONV_WGRAD its
+ * channels and columns (one tile a worker, fewest passes over x and dy),
+ * CONV and CONV_DGRAD their Winograd tiles, in blocks cut differently.
+ * Their sums must not depend on them. Real-valued data (sums that
+ * round), 1 to 4 threads on every level: y, dx and dw the same bits as
+ * the level's one thread, within 1e-5 of the terms' magnitudes of double
+ * (F(4 x 4)'s transforms scale by up to 8 and round more than F(2 x
+ * 2)'s). n, h, w, c, oc:
+ * - 64 channels into 128 on 30 x 30 (F(4 x 4): 256 tiles; the weight
+ *   gradient in two steps, tiles of 64 columns);
+ * - 130 into 72 (CONV F(2 x 2), its weight gradient's channels in three);
+ * - 32 into 32 on 8 x 8 (the weight gradient in F(2 x 2), split by
+ *   channels);
+ * - 48 into 256 (two weight-gradient tiles of 128 columns at least;
+ *   DGRAD over 256 channels in F(2 x 2));
+ * - 200 into 40;
+ * - 64 into 128 on 14 x 14 (the weight gradient in F(2 x 2), 784 tiles
+ *   in three steps; one tile on one thread, its columns split on more: a
+ *   step's length that followed the tile's size would fail here);
+ * - 100 into 40 (F(4 x 4), weight-gradient channel tiles of 56 and 44);
+ * - 32 into 64 on 30 x 30 (F(4 x 4)'s blocks of 28 tiles, several a
+ *   worker), 64 into 48 on 9 x 11 (tiles past the edge), 24 into 80 on
+ *   12 x 12 (a partial vector of channels, two column groups), 128 into
+ *   72 on 16 x 16 (channels in two chunks, columns in groups of 32;
+ *   DGRAD 72 into 128).
  */
-static const uint32_t wg_workers_shapes[][5] = {
+static const uint32_t wino_workers_shapes[][5] = {
 	{ 4, 30, 30, 64, 128 }, { 1, 6, 7, 130, 72 }, { 4, 8, 8, 32, 32 },
 	{ 1, 5, 5, 48, 256 }, { 1, 7, 6, 200, 40 }, { 16, 14, 14, 64, 128 },
-	{ 2, 16, 16, 100, 40 },
+	{ 2, 16, 16, 100, 40 }, { 4, 30, 30, 32, 64 }, { 2, 9, 11, 64, 48 },
+	{ 3, 12, 12, 24, 80 }, { 2, 16, 16, 128, 72 },
 };
 
-TEST(conv_wgrad_any_workers)
+TEST(winograd_any_workers)
 {
+	int (*const add[3])(struct vtpu_cmdbuf *cb,
+			    const struct vtpu_conv_desc *d) = {
+		vtpu_cmdbuf_conv, vtpu_cmdbuf_conv_dgrad,
+		vtpu_cmdbuf_conv_wgrad,
+	};
 	struct execs ex;
 	size_t s;
 
 	execs_init_threads(&ex, 4);
 	ASSERT_GT(ex.n, 0);
-	for (s = 0; s < sizeof(wg_workers_shapes) /
-			sizeof(wg_workers_shapes[0]); s++) {
-		const uint32_t *v = wg_workers_shapes[s];
-		const uint32_t cps[16] = { v[0], v[1], v[2], v[3], 3, 3, 1, 1,
-					   1, 1, v[4], 1, 1, 1, 1, 0 };
-		const struct cp_geom g = cp_geom(cps);
-		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
-		struct vtpu_bo dyb = bo_new(g.ny * 4), dwb = bo_new(g.nw * 4);
-		double *rdw = malloc(g.nw * 8), *rdx = malloc(g.nx * 8);
-		double *dwmag = malloc(g.nw * 8), *dxmag = malloc(g.nx * 8);
-		float *keep = malloc(g.nw * 4);
-		struct vtpu_conv_desc d = {
-			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
-				 .kh = 3, .kw = 3, .stride_h = 1,
-				 .stride_w = 1, .pad_h = 1, .pad_w = 1 },
-			.oc = g.oc,
-		};
-		struct vtpu_cmdbuf cb;
-		long diff = 0, far = 0;
-		int e;
-
-		ASSERT_TRUE(rdw && rdx && dwmag && dxmag && keep);
-		rng_seed(900 + s);
-		fill_rand(xb.map, g.nx);
-		fill_rand(wb.map, g.nw);
-		fill_rand(dyb.map, g.ny);
-		cv_grad_ref(&g, xb.map, wb.map, dyb.map, rdw, rdx, dwmag, dxmag);
-		vtpu_cmdbuf_init(&cb);
-		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
-		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
-		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &dwb), 0);
-		ASSERT_EQ(0, vtpu_cmdbuf_conv_wgrad(&cb, &d));
-		for (e = 0; e < ex.n; e++) {
-			memset(dwb.map, 0xff, g.nw * 4);
-			ASSERT_EQ(0, run(ex.cpu[e], &cb));
-			if (ex.first[e])
-				memcpy(keep, dwb.map, g.nw * 4);
-			else
-				diff += memcmp(keep, dwb.map, g.nw * 4) != 0;
-			far += cv_far(dwb.map, rdw, dwmag, g.nw, 1);
-		}
-		TH_LOG("conv_wgrad %ux%ux%ux%u -> %u on 1-4 threads: %ld "
-		       "differ from one thread, %ld far from double", g.n,
-		       g.h, g.w, g.c, g.oc, diff, far);
-		EXPECT_EQ(0, diff);
-		EXPECT_EQ(0, far);
-		vtpu_cmdbuf_fini(&cb);
-		BOS_DESTROY(&xb, &wb, &dyb, &dwb);
-		FREE_ALL(rdw, rdx, dwmag, dxmag, keep);
-	}
-	execs_fini(&ex);
-}
-
-/*
- * AVX-512's CONV and CONV_DGRAD over at most 128 channels run Winograd F(4
- * x 4, 3 x 3), whose transforms scale by up to 8 and 5 and round more
- * than F(2 x 2)'s: on real-valued data, 1 to 4 threads on every level
- * (tiles of 4 x 4 blocks cut differently), the same bits as the level's
- * one thread and within 1e-5 of the terms' magnitudes of double. n, h, w,
- * c, oc: 32 channels into 64 over 256 tiles (blocks of 28 tiles, several
- * a worker; DGRAD 64 into 32), 64 into 48 on 9 x 11 (tiles past the
- * edge; DGRAD 48 into 64), 24 into 80 (a partial vector of channels, two
- * column groups), 128 into 72 (channels in two chunks, columns in groups
- * of 32; DGRAD 72 into 128: a chunk of 8).
- */
-static const uint32_t wino4_shapes[][5] = {
-	{ 4, 30, 30, 32, 64 }, { 2, 9, 11, 64, 48 }, { 3, 12, 12, 24, 80 },
-	{ 2, 16, 16, 128, 72 },
-};
-
-TEST(conv_wino4_any_workers)
-{
-	struct execs ex;
-	size_t s;
-
-	execs_init_threads(&ex, 4);
-	ASSERT_GT(ex.n, 0);
-	for (s = 0; s < sizeof(wino4_shapes) / sizeof(wino4_shapes[0]); s++) {
-		const uint32_t *v = wino4_shapes[s];
+	for (s = 0; s < sizeof(wino_workers_shapes) /
+			sizeof(wino_workers_shapes[0]); s++) {
+		const uint32_t *v = wino_workers_shapes[s];
 		const uint32_t cps[16] = { v[0], v[1], v[2], v[3], 3, 3, 1, 1,
 					   1, 1, v[4], 1, 1, 1, 1, 0 };
 		const struct cp_geom g = cp_geom(cps);
 		struct vtpu_bo xb = bo_new(g.nx * 4), wb = bo_new(g.nw * 4);
 		struct vtpu_bo yb = bo_new(g.ny * 4), dyb = bo_new(g.ny * 4);
-		struct vtpu_bo dxb = bo_new(g.nx * 4);
+		struct vtpu_bo dwb = bo_new(g.nw * 4), dxb = bo_new(g.nx * 4);
 		double *ry = malloc(g.ny * 8), *ymag = malloc(g.ny * 8);
 		double *rdw = malloc(g.nw * 8), *rdx = malloc(g.nx * 8);
 		double *dwmag = malloc(g.nw * 8), *dxmag = malloc(g.nx * 8);
-		float *keepy = malloc(g.ny * 4), *keepx = malloc(g.nx * 4);
 		float *zero = calloc(g.oc, 4);	/* (the reference's bias) */
+		void *keep[3] = { malloc(g.ny * 4), malloc(g.nx * 4),
+				  malloc(g.nw * 4) };
+		const void *out[3] = { yb.map, dxb.map, dwb.map };
+		const size_t sizes[3] = { g.ny * 4, g.nx * 4, g.nw * 4 };
 		struct vtpu_conv_desc d = {
 			.win = { .n = g.n, .h = g.h, .w = g.w, .c = g.c,
 				 .kh = 3, .kw = 3, .stride_h = 1,
 				 .stride_w = 1, .pad_h = 1, .pad_w = 1 },
 			.oc = g.oc,
 		};
-		struct vtpu_conv_desc dd;
 		struct vtpu_cmdbuf cb;
 		long diff = 0, far = 0;
-		int e;
+		int e, k;
 
 		ASSERT_TRUE(ry && ymag && rdw && rdx && dwmag && dxmag &&
-			    keepy && keepx && zero);
-		rng_seed(950 + s);
+			    zero && keep[0] && keep[1] && keep[2]);
+		rng_seed(900 + s);
 		fill_rand(xb.map, g.nx);
 		fill_rand(wb.map, g.nw);
 		fill_rand(dyb.map, g.ny);
 		cv_fwd_ref(&g, xb.map, wb.map, zero, VTPU_CONV_BIAS, ry, ymag);
 		cv_grad_ref(&g, xb.map, wb.map, dyb.map, rdw, rdx, dwmag, dxmag);
+		/* y = CONV(x, w), dx = DGRAD(dy, w), dw = WGRAD(x, dy) */
 		vtpu_cmdbuf_init(&cb);
-		d.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &xb), 0);
-		d.w = VTPU_REF(vtpu_cmdbuf_use(&cb, &wb), 0);
-		d.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &yb), 0);
-		ASSERT_EQ(0, vtpu_cmdbuf_conv(&cb, &d));
-		dd = d;
-		dd.y = VTPU_REF(vtpu_cmdbuf_use(&cb, &dyb), 0);
-		dd.x = VTPU_REF(vtpu_cmdbuf_use(&cb, &dxb), 0);
-		ASSERT_EQ(0, vtpu_cmdbuf_conv_dgrad(&cb, &dd));
+		for (k = 0; k < 3; k++) {
+			struct vtpu_conv_desc dk = d;
+
+			dk.x = VTPU_REF(vtpu_cmdbuf_use(&cb, k == 1 ? &dxb :
+							&xb), 0);
+			dk.w = VTPU_REF(vtpu_cmdbuf_use(&cb, k == 2 ? &dwb :
+							&wb), 0);
+			dk.y = VTPU_REF(vtpu_cmdbuf_use(&cb, k ? &dyb : &yb),
+					0);
+			ASSERT_EQ(0, add[k](&cb, &dk));
+		}
 		for (e = 0; e < ex.n; e++) {
-			memset(yb.map, 0xff, g.ny * 4);
-			memset(dxb.map, 0xff, g.nx * 4);
+			for (k = 0; k < 3; k++)
+				memset((void *)out[k], 0xff, sizes[k]);
 			ASSERT_EQ(0, run(ex.cpu[e], &cb));
-			if (ex.first[e]) {
-				memcpy(keepy, yb.map, g.ny * 4);
-				memcpy(keepx, dxb.map, g.nx * 4);
-			} else {
-				diff += memcmp(keepy, yb.map, g.ny * 4) != 0;
-				diff += memcmp(keepx, dxb.map, g.nx * 4) != 0;
+			for (k = 0; k < 3; k++) {
+				if (ex.first[e])
+					memcpy(keep[k], out[k], sizes[k]);
+				else
+					diff += memcmp(keep[k], out[k],
+						       sizes[k]) != 0;
 			}
 			far += cv_far(yb.map, ry, ymag, g.ny, 1);
 			far += cv_far(dxb.map, rdx, dxmag, g.nx, 1);
+			far += cv_far(dwb.map, rdw, dwmag, g.nw, 1);
 		}
-		TH_LOG("conv %ux%ux%ux%u -> %u, y and dx on 1-4 threads: %ld "
-		       "differ from one thread, %ld far from double", g.n,
+		TH_LOG("conv %ux%ux%ux%u -> %u, y, dx and dw on 1-4 threads: "
+		       "%ld differ from one thread, %ld far from double", g.n,
 		       g.h, g.w, g.c, g.oc, diff, far);
 		EXPECT_EQ(0, diff);
 		EXPECT_EQ(0, far);
 		vtpu_cmdbuf_fini(&cb);
-		BOS_DESTROY(&xb, &wb, &yb, &dyb, &dxb);
-		FREE_ALL(ry, ymag, rdw, rdx, dwmag, dxmag, keepy, keepx, zero);
+		BOS_DESTROY(&xb, &wb, &yb, &dyb, &dwb, &dxb);
+		FREE_ALL(ry, ymag, rdw, rdx, dwmag, dxmag, zero, keep[0],
+			 keep[1], keep[2]);
 	}
 	execs_fini(&ex);
 }
