@@ -245,7 +245,12 @@ int bench_ops(int argc, char **argv)
 		DONE();
 	}
 	{
-		/* the pointwise convolution's forward and weight gradient */
+		/*
+		 * The pointwise convolution's forward and weight gradient
+		 * (GEMMs), and the strided 1 x 1 shortcut's (xception's and
+		 * resnet's: C / 2 channels at stride 2 to C, CONV and
+		 * CONV_WGRAD)
+		 */
 		struct vtpu_gemm_desc fw = {
 			.m = rows, .n = ch, .k = ch, .dtype = VTPU_DTYPE_F32,
 			.alpha = 1,
@@ -255,15 +260,24 @@ int bench_ops(int argc, char **argv)
 			.flags = VTPU_GEMM_TRANS_A, .dtype = VTPU_DTYPE_F32,
 			.alpha = 1,
 		};
+		struct vtpu_conv_desc sc = {
+			.win = { .n = batch, .h = size, .w = size,
+				 .c = ch / 2 ? ch / 2 : 1, .kh = 1, .kw = 1,
+				 .stride_h = 2, .stride_w = 2 },
+			.oc = ch,
+		};
 		double gf = 2.0 * rows * ch * ch / 1e9;
+		double gs = 2.0 * batch * ((size + 1) / 2) * ((size + 1) / 2) *
+			    sc.win.c * ch / 1e9;
 		int e, first = (int)n;
 
 		for (e = 0; e < (blas ? 2 : 1); e++) {
 			struct vtpu_cpu *ex = e ? blas : cpu;
 			struct vtpu_cmdbuf *cb;
 
+#define VS(r) (e || !blas ? -1 : first + 4 + (r))
 			ROW(e ? "pointwise:openblas" : "pointwise", "GFLOP/s",
-			    gf, 0, e || !blas ? -1 : first + 2, ex);
+			    gf, 0, VS(0), ex);
 			cb = &row[n].cb;
 			fw.a_buf = vtpu_cmdbuf_use(cb, &x);
 			fw.b_buf = vtpu_cmdbuf_use(cb, &wc);
@@ -271,13 +285,31 @@ int bench_ops(int argc, char **argv)
 			ret |= vtpu_cmdbuf_gemm(cb, &fw);
 			DONE();
 			ROW(e ? "pointwise_wgrad:openblas" : "pointwise_wgrad",
-			    "GFLOP/s", gf, 0, e || !blas ? -1 : first + 3, ex);
+			    "GFLOP/s", gf, 0, VS(1), ex);
 			cb = &row[n].cb;
 			wg.a_buf = vtpu_cmdbuf_use(cb, &x);
 			wg.b_buf = vtpu_cmdbuf_use(cb, &dy);
 			wg.c_buf = vtpu_cmdbuf_use(cb, &wc);
 			ret |= vtpu_cmdbuf_gemm(cb, &wg);
 			DONE();
+			ROW(e ? "shortcut_s2:openblas" : "shortcut_s2",
+			    "GFLOP/s", gs, 0, VS(2), ex);
+			cb = &row[n].cb;
+			sc.x = REF(cb, &x);
+			sc.w = REF(cb, &wc);
+			sc.y = REF(cb, &y);
+			ret |= vtpu_cmdbuf_conv(cb, &sc);
+			DONE();
+			ROW(e ? "shortcut_s2_wgrad:openblas" :
+				"shortcut_s2_wgrad",
+			    "GFLOP/s", gs, 0, VS(3), ex);
+			cb = &row[n].cb;
+			sc.y = REF(cb, &dy);
+			sc.x = REF(cb, &x);
+			sc.w = REF(cb, &wc);
+			ret |= vtpu_cmdbuf_conv_wgrad(cb, &sc);
+			DONE();
+#undef VS
 		}
 	}
 #undef ROW
@@ -312,7 +344,7 @@ int bench_ops(int argc, char **argv)
 		printf("# vtpu-bench ops: %u x %ux%u x %u channels (a tensor: %.1f MB), %d threads, median of %d%s\n"
 		       "# memory rows: the tensors a command moves at least, per second, against an element-wise add's (the stream)\n"
 		       "# GEMM rows: GFLOP/s against OpenBLAS's on the same threads\n"
-		       "%-25s %9s %9s %8s %7s %7s %7s\n",
+		       "%-27s %9s %9s %8s %7s %7s %7s\n",
 		       batch, size, size, ch, t / 1e6, o.threads, reps,
 		       blas ? "" : " (no OpenBLAS: no GEMM baseline)",
 		       "command", "ms", "rate", "unit", "ratio", "min",
@@ -344,11 +376,11 @@ int bench_ops(int argc, char **argv)
 			       v >= 0 ? row[v].name : "null",
 			       v >= 0 ? "\"" : "", ratio, lo, hi);
 		else if (v >= 0)
-			printf("%-25s %9.3f %9.1f %8s %6.2fx %6.2fx %6.2fx\n",
+			printf("%-27s %9.3f %9.1f %8s %6.2fx %6.2fx %6.2fx\n",
 			       row[i].name, row[i].work / run[i].rate * 1e3,
 			       run[i].rate, row[i].unit, ratio, lo, hi);
 		else
-			printf("%-25s %9.3f %9.1f %8s %7s %7s %7s\n",
+			printf("%-27s %9.3f %9.1f %8s %7s %7s %7s\n",
 			       row[i].name, row[i].work / run[i].rate * 1e3,
 			       run[i].rate, row[i].unit, "-", "-", "-");
 	}

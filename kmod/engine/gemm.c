@@ -168,6 +168,20 @@ static bool gemm_is_tn(const struct vtpu_engine_op *op)
  */
 #define WG_FEW_ROWS 36
 
+/*
+ * A 1 x 1 window's rows (a strided shortcut's weight gradient, 32 x 64
+ * x 16384) are channels of a pixel, not a first layer's taps: its blocks
+ * of up to VTPU_WG_RMAX rows by VTPU_WG_NT columns do two FMAs per load
+ * where a vector a tile does one, and ran 1.3-2.3x faster so on two
+ * threads (1.7-1.9x on one). Not with fewer rows than a block (8 x 16 x
+ * 16384 ran 2x slower as two tiles).
+ */
+static bool wgrad_few_rows(const struct vtpu_engine_gemm *g)
+{
+	return g->m <= WG_FEW_ROWS &&
+	       (g->win.kh * g->win.kw > 1 || g->m < VTPU_WG_RMAX);
+}
+
 static bool gemm_is_wgrad(const struct vtpu_engine_op *op)
 {
 	const struct vtpu_engine_gemm *g = &op->gemm;
@@ -483,7 +497,7 @@ static void gemm_prepare_wgrad(struct vtpu_engine_op *op)
 	u32 groups, blocks, rtiles, nsteps;
 	u64 work;
 
-	if (g->m <= WG_FEW_ROWS) {
+	if (wgrad_few_rows(g)) {
 		/* few rows (a first layer's): read dy once, a vector a tile */
 		nt = 16;
 		groups = vtpu_div_up(g->n, nt);

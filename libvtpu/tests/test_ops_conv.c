@@ -1030,6 +1030,15 @@ static const uint32_t cv_shapes[][12] = {
 	{ 1, 9, 9, 40, 3, 3, 2, 2, 1, 1, 32, VTPU_CONV_BIAS },
 	{ 1, 7, 7, 100, 3, 3, 2, 2, 1, 1, 24, 0 },
 	{ 1, 8, 8, 24, 5, 5, 1, 1, 2, 2, 20, VTPU_CONV_RELU },
+	/*
+	 * Strided 1 x 1 shortcuts (xception's, resnet's): CONV_WGRAD in
+	 * AVX-512's blocks of rows from 12 channels on (32: three blocks
+	 * by two column groups; 12: one block, odd sizes), a vector of
+	 * columns a tile below (11)
+	 */
+	{ 4, 16, 16, 32, 1, 1, 2, 2, 0, 0, 64, 0 },
+	{ 3, 9, 11, 12, 1, 1, 2, 2, 0, 0, 24, VTPU_CONV_BIAS },
+	{ 2, 10, 10, 11, 1, 1, 2, 2, 0, 0, 20, 0 },
 };
 #define NCV (sizeof(cv_shapes) / sizeof(cv_shapes[0]))
 
