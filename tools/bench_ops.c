@@ -13,8 +13,10 @@
  * element-wise add reads two tensors and writes one, 3 T) per second,
  * and that rate against the element-wise add's, the stream the machine
  * sustains. The pointwise convolution's GEMMs (forward: pixels x C x C;
- * weight gradient: C x C x pixels, A transposed) are arithmetic: GFLOP/s,
- * against OpenBLAS's on the same threads (when it is there).
+ * weight gradient: C x C x pixels, A transposed) and the strided 1 x 1
+ * shortcut's CONV and CONV_WGRAD (C / 2 channels to C at stride 2) are
+ * arithmetic: GFLOP/s, against OpenBLAS's on the same threads (when it
+ * is there).
  *
  * All rows take turns (bench_compare: a rep of each, then the next), so
  * that a shared machine's load hits them alike; the median of --reps
