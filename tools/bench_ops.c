@@ -269,14 +269,26 @@ int bench_ops(int argc, char **argv)
 			.oc = ch,
 		};
 		double gf = 2.0 * rows * ch * ch / 1e9;
+		/* y or dy: the forward, WGRAD (dw at w), as the dwconv rows */
+		static const struct {
+			const char *name, *blas_name;
+			int (*build)(struct vtpu_cmdbuf *cb,
+				     const struct vtpu_conv_desc *d);
+		} sct[] = {
+			{ "shortcut_s2", "shortcut_s2:openblas",
+			  vtpu_cmdbuf_conv },
+			{ "shortcut_s2_wgrad", "shortcut_s2_wgrad:openblas",
+			  vtpu_cmdbuf_conv_wgrad },
+		};
 		double gs = 2.0 * batch * ((size + 1) / 2) * ((size + 1) / 2) *
 			    sc.win.c * ch / 1e9;
-		int e, first = (int)n;
+		int e, v, first = (int)n;
 
 		for (e = 0; e < (blas ? 2 : 1); e++) {
 			struct vtpu_cpu *ex = e ? blas : cpu;
 			struct vtpu_cmdbuf *cb;
 
+/* the row's twin on OpenBLAS: the engine's four rows, then its four */
 #define VS(r) (e || !blas ? -1 : first + 4 + (r))
 			ROW(e ? "pointwise:openblas" : "pointwise", "GFLOP/s",
 			    gf, 0, VS(0), ex);
@@ -294,23 +306,16 @@ int bench_ops(int argc, char **argv)
 			wg.c_buf = vtpu_cmdbuf_use(cb, &wc);
 			ret |= vtpu_cmdbuf_gemm(cb, &wg);
 			DONE();
-			ROW(e ? "shortcut_s2:openblas" : "shortcut_s2",
-			    "GFLOP/s", gs, 0, VS(2), ex);
-			cb = &row[n].cb;
-			sc.x = REF(cb, &x);
-			sc.w = REF(cb, &wc);
-			sc.y = REF(cb, &y);
-			ret |= vtpu_cmdbuf_conv(cb, &sc);
-			DONE();
-			ROW(e ? "shortcut_s2_wgrad:openblas" :
-				"shortcut_s2_wgrad",
-			    "GFLOP/s", gs, 0, VS(3), ex);
-			cb = &row[n].cb;
-			sc.y = REF(cb, &dy);
-			sc.x = REF(cb, &x);
-			sc.w = REF(cb, &wc);
-			ret |= vtpu_cmdbuf_conv_wgrad(cb, &sc);
-			DONE();
+			for (v = 0; v < 2; v++) {
+				ROW(e ? sct[v].blas_name : sct[v].name,
+				    "GFLOP/s", gs, 0, VS(2 + v), ex);
+				cb = &row[n].cb;
+				sc.x = REF(cb, &x);
+				sc.w = REF(cb, &wc);
+				sc.y = REF(cb, v ? &dy : &y);
+				ret |= sct[v].build(cb, &sc);
+				DONE();
+			}
 #undef VS
 		}
 	}
